@@ -1,0 +1,215 @@
+"""Non-custodial deposit addresses from an account-level extended public key.
+
+The merchant hands us an account xpub (e.g. ``m/44'/60'/0'`` for EVM chains,
+``m/84'/0'/0'`` for Bitcoin); we derive the external-chain child ``0/index``
+for every payment. Private keys never touch this code: private extended keys
+are rejected outright.
+
+Bitcoin keys must be BIP84 account keys and produce P2WPKH (bech32) addresses.
+Accepted version bytes: ``xpub``/``zpub`` (mainnet) and ``tpub``/``vpub``
+(testnet, signet, regtest). The caller picks the address prefix (``bc``, ``tb``,
+``bcrt``), except that a testnet key never yields a mainnet address: asked for
+``bc`` it gives the ``tb`` address of the same key.
+
+``TEST_XPUBS`` holds the keys of the public BIP39 test mnemonic
+"abandon abandon ... abandon about" (empty passphrase). Anyone can spend from
+them, so they are for test mode only:
+
+* ``evm``: ``m/44'/60'/0'`` as an ``xpub``. Index 0 is
+  0x9858EfFD232B4033E47d90003D41EC34EcaEda94.
+* ``bitcoin``: ``m/84'/1'/0'`` (BIP84 testnet account) as a ``vpub``. We chose
+  the testnet key over the simpler mainnet ``zpub`` on purpose: test mode on
+  the BITCOIN network then shows ``tb1...`` addresses, never a mainnet address
+  where real coins would go to a key whose words are public. Index 0 is
+  tb1q6rz28mcfaxtmd6v789l9rrlrusdprr9pqcpvkl (``tb``) or
+  bcrt1q6rz28mcfaxtmd6v789l9rrlrusdprr9pz3cppk (``bcrt``).
+"""
+from __future__ import annotations
+
+import hashlib
+import hmac
+from functools import lru_cache
+from typing import NamedTuple
+
+import base58
+import coincurve
+from eth_utils import keccak
+
+
+class InvalidXpub(ValueError):
+    """The extended public key is unusable; the message is meant for humans."""
+
+
+TEST_XPUBS: dict[str, str] = {
+    "evm": "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt",
+    "bitcoin": "vpub5Y6cjg78GGuNLsaPhmYsiw4gYX3HoQiRBiSwDaBXKUafCt9bNwWQiitDk5VZ5BVxYnQdwoTyXSs2JHRPAgjAvtbBrf8ZhDYe2jWAqvZVnsc",
+}
+
+# Public version bytes -> (prefix, is_mainnet, chain kinds allowed).
+_PUBLIC_VERSIONS: dict[bytes, tuple[str, bool, frozenset[str]]] = {
+    bytes.fromhex("0488b21e"): ("xpub", True, frozenset({"evm", "bitcoin"})),
+    bytes.fromhex("043587cf"): ("tpub", False, frozenset({"evm", "bitcoin"})),
+    bytes.fromhex("04b24746"): ("zpub", True, frozenset({"bitcoin"})),
+    bytes.fromhex("045f1cf6"): ("vpub", False, frozenset({"bitcoin"})),
+    bytes.fromhex("049d7cb2"): ("ypub", True, frozenset()),  # BIP49 P2SH-P2WPKH
+    bytes.fromhex("044a5262"): ("upub", False, frozenset()),
+}
+_PRIVATE_PREFIXES = ("xprv", "tprv", "yprv", "uprv", "zprv", "vprv")
+_PRIVATE_VERSIONS = frozenset(
+    bytes.fromhex(v)
+    for v in ("0488ade4", "04358394", "049d7878", "044a4e28", "04b2430c", "045f18bc")
+)
+_MAINNET_HRPS = frozenset({"bc"})
+_TESTNET_HRPS = frozenset({"tb", "bcrt"})
+_HRPS = _MAINNET_HRPS | _TESTNET_HRPS
+_CHAINS = ("evm", "bitcoin")
+_HARDENED = 0x80000000
+
+
+class _Node(NamedTuple):
+    pubkey: coincurve.PublicKey
+    chain_code: bytes
+    mainnet: bool
+
+
+def _check_chain(chain: str) -> None:
+    if chain not in _CHAINS:
+        raise ValueError(f"unknown chain kind {chain!r}; expected one of {', '.join(_CHAINS)}")
+
+
+def _ckd_pub(pubkey: coincurve.PublicKey, chain_code: bytes, index: int) -> tuple[coincurve.PublicKey, bytes]:
+    """BIP32 public child derivation (non-hardened ``index`` only)."""
+    digest = hmac.digest(chain_code, pubkey.format(compressed=True) + index.to_bytes(4, "big"), "sha512")
+    try:
+        child = pubkey.add(digest[:32])  # point(IL) + K_par; fails if IL >= n or result is infinity
+    except ValueError as exc:  # probability below 2**-127
+        raise ValueError(f"index {index} yields an invalid child key; use the next index") from exc
+    return child, digest[32:]
+
+
+@lru_cache(maxsize=1024)
+def _parse(chain: str, xpub: str) -> _Node:
+    """Decode and check an extended public key (``xpub`` already stripped)."""
+    if xpub[:4].lower() in _PRIVATE_PREFIXES:
+        raise InvalidXpub("this is a private extended key; paste the extended PUBLIC key (...pub) instead")
+    try:
+        raw = base58.b58decode_check(xpub)
+    except ValueError:
+        raise InvalidXpub("not a valid extended public key: bad characters or checksum (check for typos)") from None
+    if len(raw) != 78:
+        raise InvalidXpub(f"not a valid extended public key: decoded length {len(raw)} bytes, expected 78")
+    version, depth, fingerprint, child_number = raw[:4], raw[4], raw[5:9], raw[9:13]
+    chain_code, key = raw[13:45], raw[45:]
+    if version in _PRIVATE_VERSIONS:
+        raise InvalidXpub("this is a private extended key; paste the extended PUBLIC key instead")
+    if version not in _PUBLIC_VERSIONS:
+        raise InvalidXpub(f"unknown extended key version 0x{version.hex()}; expected an xpub-style public key")
+    prefix, mainnet, kinds = _PUBLIC_VERSIONS[version]
+    if chain not in kinds:
+        wanted = "an xpub" if chain == "evm" else "a BIP84 native-segwit key (zpub/vpub, or xpub/tpub)"
+        raise InvalidXpub(f"a {prefix} key cannot be used for {chain} addresses; expected {wanted}")
+    if depth == 0 and (fingerprint != b"\0\0\0\0" or child_number != b"\0\0\0\0"):
+        raise InvalidXpub("malformed extended key: depth 0 with a parent fingerprint or child number")
+    if key[0] not in (2, 3):
+        raise InvalidXpub("malformed extended key: key data is not a compressed public key")
+    try:
+        pubkey = coincurve.PublicKey(key)
+    except ValueError:
+        raise InvalidXpub("malformed extended key: public key is not on the curve") from None
+    return _Node(pubkey, chain_code, mainnet)
+
+
+@lru_cache(maxsize=1024)
+def _external_chain(chain: str, xpub: str) -> _Node:
+    """The parsed key's ``/0`` (receive) child, cached per xpub."""
+    node = _parse(chain, xpub)
+    pubkey, chain_code = _ckd_pub(node.pubkey, node.chain_code, 0)
+    return _Node(pubkey, chain_code, node.mainnet)
+
+
+def validate_xpub(chain: str, xpub: str) -> str:
+    """Return the stripped ``xpub`` if usable for ``chain``, else raise InvalidXpub."""
+    _check_chain(chain)
+    if not isinstance(xpub, str) or not xpub.strip():
+        raise InvalidXpub("extended public key is empty")
+    xpub = xpub.strip()
+    _parse(chain, xpub)
+    return xpub
+
+
+_BECH32_CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
+_BECH32_GEN = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
+
+
+def _bech32_mask(top: int) -> int:
+    mask = 0
+    for bit, gen in enumerate(_BECH32_GEN):
+        if top >> bit & 1:
+            mask ^= gen
+    return mask
+
+
+# BIP173 checksum step as a lookup on the five bits shifted out of the state.
+_BECH32_TABLE = tuple(_bech32_mask(top) for top in range(32))
+
+
+def _bech32_polymod(values, chk: int = 1) -> int:
+    for value in values:
+        chk = ((chk & 0x1FFFFFF) << 5) ^ value ^ _BECH32_TABLE[chk >> 25]
+    return chk
+
+
+@lru_cache(maxsize=8)
+def _hrp_state(hrp: str) -> int:
+    """Checksum state after the expanded human-readable part."""
+    return _bech32_polymod([ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp])
+
+
+def _p2wpkh_address(hrp: str, program: bytes) -> str:
+    """Bech32 (BIP173) witness v0 address for a 20-byte key hash."""
+    bits = int.from_bytes(program, "big")  # 160 bits = exactly 32 groups of 5
+    data = [0] + [(bits >> shift) & 31 for shift in range(155, -1, -5)]
+    chk = _bech32_polymod(data + [0] * 6, _hrp_state(hrp)) ^ 1
+    data += [(chk >> shift) & 31 for shift in range(25, -1, -5)]
+    return hrp + "1" + "".join(_BECH32_CHARSET[d] for d in data)
+
+
+def _eip55(address: bytes) -> str:
+    """EIP-55 mixed-case checksum encoding of a 20-byte address."""
+    hex_addr = address.hex()
+    digest = keccak(hex_addr.encode()).hex()
+    return "0x" + "".join(c.upper() if d in "89abcdef" else c for c, d in zip(hex_addr, digest))
+
+
+def _hash160(data: bytes) -> bytes:
+    sha = hashlib.sha256(data).digest()
+    try:
+        return hashlib.new("ripemd160", sha).digest()
+    except ValueError:  # OpenSSL builds without ripemd160
+        from bitcoin.core.contrib.ripemd160 import ripemd160
+
+        return ripemd160(sha)
+
+
+def derive_address(chain: str, xpub: str, index: int, *, bech32_hrp: str | None = None) -> str:
+    """Address of child ``0/index`` below the account key ``xpub``.
+
+    ``chain`` is a network kind: ``"evm"`` gives an EIP-55 ``0x`` address,
+    ``"bitcoin"`` a P2WPKH bech32 address with prefix ``bech32_hrp``
+    (``"bc"``, ``"tb"`` or ``"bcrt"``; default ``"bc"``). A testnet key
+    (tpub/vpub) asked for ``"bc"`` gives a ``"tb"`` address instead.
+    """
+    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < _HARDENED:
+        raise ValueError(f"address index must be an integer in [0, 2**31), got {index!r}")
+    xpub = validate_xpub(chain, xpub)
+    node = _external_chain(chain, xpub)
+    if chain == "bitcoin":
+        hrp = "bc" if bech32_hrp is None else bech32_hrp
+        if hrp not in _HRPS:
+            raise ValueError(f"unsupported bech32 prefix {hrp!r}; expected bc, tb or bcrt")
+        if not node.mainnet and hrp in _MAINNET_HRPS:
+            hrp = "tb"  # a testnet key never yields a mainnet address
+    child, _ = _ckd_pub(node.pubkey, node.chain_code, index)
+    if chain == "evm":
+        return _eip55(keccak(child.format(compressed=False)[1:])[-20:])
+    return _p2wpkh_address(hrp, _hash160(child.format(compressed=True)))

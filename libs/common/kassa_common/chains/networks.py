@@ -1,0 +1,157 @@
+"""Network and token registry, loaded from ``networks.json`` plus settings.
+
+Per network ``NAME`` the settings mapping may provide ``NAME_RPC_URL`` (empty
+means unset; a network without one is not live-enabled) and
+``NAME_CONFIRMATIONS`` (a positive integer overriding the file's default).
+"""
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from eth_utils import is_address, is_checksum_address, to_checksum_address
+
+DEFAULT_PATH = Path(__file__).with_name("networks.json")
+KINDS = ("evm", "bitcoin")
+
+
+@dataclass(frozen=True)
+class Token:
+    """A payable asset on one network; ``contract`` is None for the native coin."""
+
+    symbol: str
+    contract: str | None  # EIP-55 checksummed
+    decimals: int
+    native: bool
+
+    def to_public(self) -> dict:
+        return {"symbol": self.symbol, "contract": self.contract, "decimals": self.decimals, "native": self.native}
+
+
+@dataclass(frozen=True)
+class Network:
+    """One chain we accept payments on."""
+
+    name: str
+    kind: str  # "evm" | "bitcoin"
+    chain_id: int | None
+    required_confirmations: int
+    block_time: float
+    rpc_url: str | None
+    tokens: tuple[Token, ...]
+    bech32_hrp: str | None = None
+    dev: bool = False
+
+    def token(self, symbol: str) -> Token | None:
+        """The token with this symbol (case-insensitive), or None."""
+        wanted = symbol.upper()
+        return next((t for t in self.tokens if t.symbol.upper() == wanted), None)
+
+    @property
+    def live_enabled(self) -> bool:
+        """True when an RPC endpoint is configured."""
+        return bool(self.rpc_url)
+
+    def to_public(self) -> dict:
+        """JSON-safe description for API clients (no RPC URL)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "chain_id": self.chain_id,
+            "required_confirmations": self.required_confirmations,
+            "live_enabled": self.live_enabled,
+            "tokens": [t.to_public() for t in self.tokens],
+        }
+
+
+class Registry:
+    """Networks by name (case-insensitive lookup), iterated in file order."""
+
+    def __init__(self, networks: tuple[Network, ...] | list[Network]):
+        self._networks = tuple(networks)
+        self._by_name: dict[str, Network] = {}
+        for net in self._networks:
+            key = net.name.upper()
+            if key in self._by_name:
+                raise ValueError(f"duplicate network name {net.name!r}")
+            self._by_name[key] = net
+
+    def get(self, name: str) -> Network | None:
+        return self._by_name.get(name.upper()) if isinstance(name, str) else None
+
+    def __iter__(self) -> Iterator[Network]:
+        return iter(self._networks)
+
+    def __len__(self) -> int:
+        return len(self._networks)
+
+
+def _checksummed(contract: str | None, where: str) -> str | None:
+    if contract is None:
+        return None
+    if not is_address(contract):
+        raise ValueError(f"{where}: {contract!r} is not an EVM address")
+    mixed = contract[2:] != contract[2:].lower() and contract[2:] != contract[2:].upper()
+    if mixed and not is_checksum_address(contract):
+        raise ValueError(f"{where}: {contract!r} has a wrong EIP-55 checksum")
+    return to_checksum_address(contract)
+
+
+def _token(raw: Mapping, where: str) -> Token:
+    symbol = str(raw["symbol"])
+    where = f"{where} token {symbol}"
+    decimals = raw["decimals"]
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= 36:
+        raise ValueError(f"{where}: decimals must be an integer 0..36")
+    native = bool(raw.get("native", False))
+    contract = _checksummed(raw.get("contract"), where)
+    if native != (contract is None):
+        raise ValueError(f"{where}: a native token has no contract and a contract token is not native")
+    return Token(symbol=symbol, contract=contract, decimals=decimals, native=native)
+
+
+def _confirmations(env: Mapping[str, str], name: str, default: int) -> int:
+    var = f"{name}_CONFIRMATIONS"
+    value = (env.get(var) or "").strip()
+    if not value:
+        return default
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"{var} must be a positive integer, got {value!r}")
+    return count
+
+
+def _network(raw: Mapping, env: Mapping[str, str]) -> Network:
+    name = str(raw["name"])
+    kind = raw["kind"]
+    if kind not in KINDS:
+        raise ValueError(f"network {name}: kind must be one of {KINDS}, got {kind!r}")
+    hrp = raw.get("bech32_hrp")
+    if kind == "bitcoin" and not hrp:
+        raise ValueError(f"network {name}: bitcoin networks need a bech32_hrp")
+    tokens = tuple(_token(t, f"network {name}") for t in raw["tokens"])
+    symbols = [t.symbol.upper() for t in tokens]
+    if len(set(symbols)) != len(symbols):
+        raise ValueError(f"network {name}: duplicate token symbol")
+    return Network(
+        name=name,
+        kind=kind,
+        chain_id=raw.get("chain_id"),
+        required_confirmations=_confirmations(env, name, int(raw["required_confirmations"])),
+        block_time=float(raw["block_time"]),
+        rpc_url=(env.get(f"{name}_RPC_URL") or "").strip() or None,
+        tokens=tokens,
+        bech32_hrp=hrp,
+        dev=bool(raw.get("dev", False)),
+    )
+
+
+def load_registry(env: Mapping[str, str], path: str | None = None) -> Registry:
+    """Build the registry from the JSON file at ``path`` and the settings ``env``."""
+    data = json.loads(Path(path or DEFAULT_PATH).read_text(encoding="utf-8"))
+    return Registry([_network(raw, env) for raw in data["networks"]])
