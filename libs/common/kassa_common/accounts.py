@@ -1,0 +1,107 @@
+"""Merchant accounts, API keys and wallets: used by the operator CLI and the dashboard."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerifyMismatchError
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from kassa_common.chains.hd import validate_xpub
+from kassa_common.errors import DomainError, NotFound
+from kassa_common.ids import hash_api_key, new_api_key
+from kassa_common.models import ApiKey, Merchant, Wallet
+from kassa_common.timefmt import utcnow
+
+SCOPES = ("payments:create", "payments:read", "products:manage", "webhooks:manage")
+MODES = ("test", "live")
+CHAINS = ("evm", "bitcoin")
+_hasher = PasswordHasher()  # argon2id, memory-hard
+
+
+class AccountError(DomainError):
+    code = "VALIDATION_ERROR"
+
+
+def hash_password(password: str) -> str:
+    if len(password) < 8:
+        raise AccountError("passwords need at least 8 characters")
+    return _hasher.hash(password)
+
+
+def check_password(stored: str | None, password: str) -> bool:
+    if not stored:
+        return False
+    try:
+        return _hasher.verify(stored, password)
+    except (VerifyMismatchError, InvalidHashError):
+        return False
+
+
+def merchant_by_email(session: Session, email: str) -> Merchant:
+    merchant = session.scalar(sa.select(Merchant).where(sa.func.lower(Merchant.email) == email.strip().lower()))
+    if merchant is None:
+        raise NotFound(f"no merchant with email {email}")
+    return merchant
+
+
+def create_merchant(session: Session, email: str, password: str | None, business_name: str | None,
+                    activate: bool = False) -> Merchant:
+    email = email.strip()
+    if "@" not in email:
+        raise AccountError(f"not an email address: {email}")
+    exists = session.scalar(sa.select(Merchant.id).where(sa.func.lower(Merchant.email) == email.lower()))
+    if exists:
+        raise AccountError(f"a merchant with email {email} already exists")
+    merchant = Merchant(id=uuid.uuid4(), email=email, password_hash=hash_password(password) if password else None,
+                        business_name=(business_name or "").strip() or None, activated=activate)
+    session.add(merchant)
+    session.flush()
+    return merchant
+
+
+@dataclass(frozen=True)
+class NewKey:
+    key: str  # shown once
+    row: ApiKey
+
+
+def create_key(session: Session, merchant_id: uuid.UUID, mode: str, scopes: list[str], name: str | None = None) -> NewKey:
+    if mode not in MODES:
+        raise AccountError(f"mode must be one of {', '.join(MODES)}")
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown or not scopes:
+        raise AccountError(f"unknown scopes {unknown}; choose from {', '.join(SCOPES)}")
+    key = new_api_key(mode)
+    row = ApiKey(id=uuid.uuid4(), merchant_id=merchant_id, mode=mode, name=name, prefix=key[:18] + "…",
+                 key_hash=hash_api_key(key), scopes=sorted(set(scopes)))
+    session.add(row)
+    session.flush()
+    return NewKey(key, row)
+
+
+def revoke_key(session: Session, merchant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey:
+    row = session.get(ApiKey, key_id)
+    if row is None or row.merchant_id != merchant_id:
+        raise NotFound("API key not found")
+    row.revoked_at = row.revoked_at or utcnow()
+    return row
+
+
+def set_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: str, xpub: str) -> str:
+    if mode not in MODES or chain not in CHAINS:
+        raise AccountError(f"mode must be test|live and chain evm|bitcoin")
+    try:
+        xpub = validate_xpub(chain, xpub)
+    except ValueError as exc:
+        raise AccountError(str(exc)) from None
+    now = utcnow()
+    session.execute(
+        pg_insert(Wallet).values(id=uuid.uuid4(), merchant_id=merchant_id, mode=mode, chain=chain, xpub=xpub,
+                                 created_at=now, updated_at=now)
+        .on_conflict_do_update(index_elements=["merchant_id", "mode", "chain"], set_={"xpub": xpub, "updated_at": now})
+    )
+    return xpub

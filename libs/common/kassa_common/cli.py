@@ -1,0 +1,120 @@
+"""``kassa``: the operator command line (see the README)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Callable
+
+from kassa_common import accounts
+from kassa_common.config import Settings
+from kassa_common.db import make_engine, make_session_factory, unit_of_work
+from kassa_common.errors import DomainError
+
+
+def _out(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+    print(json.dumps(data) if args.json else text)
+
+
+def cmd_db_upgrade(args, settings: Settings) -> None:
+    from kassa_common.migrate import upgrade
+
+    upgrade(settings.database_url)
+    _out(args, {"upgraded": True}, "database is at the latest schema")
+
+
+def cmd_merchant_create(args, settings: Settings) -> None:
+    with _uow(settings) as s:
+        m = accounts.create_merchant(s, args.email, args.password, args.business_name, args.activate)
+        data = {"id": str(m.id), "email": m.email, "activated": m.activated}
+    _out(args, data, f"merchant {data['email']} created ({'active' if data['activated'] else 'not activated'}), id {data['id']}")
+
+
+def _set_flag(flag: str, value: bool) -> Callable:
+    def run(args, settings: Settings) -> None:
+        with _uow(settings) as s:
+            m = accounts.merchant_by_email(s, args.email)
+            setattr(m, flag, value)
+            data = {"id": str(m.id), "email": m.email, "activated": m.activated, "banned": m.banned}
+        _out(args, data, f"merchant {data['email']}: {flag} = {value}")
+    return run
+
+
+def cmd_key_create(args, settings: Settings) -> None:
+    with _uow(settings) as s:
+        m = accounts.merchant_by_email(s, args.email)
+        new = accounts.create_key(s, m.id, args.mode, [x.strip() for x in args.scopes.split(",") if x.strip()], args.name)
+        data = {"key": new.key, "id": str(new.row.id), "mode": args.mode, "scopes": new.row.scopes}
+    _out(args, data, f"{data['key']}\n(shown once: store it now; id {data['id']})")
+
+
+def cmd_wallet_set(args, settings: Settings) -> None:
+    from kassa_common.chains.hd import derive_address
+
+    with _uow(settings) as s:
+        m = accounts.merchant_by_email(s, args.email)
+        xpub = accounts.set_wallet(s, m.id, args.mode, args.chain, args.xpub)
+    first = derive_address(args.chain, xpub, 0, bech32_hrp="bc" if args.chain == "bitcoin" else None)
+    data = {"email": args.email, "mode": args.mode, "chain": args.chain, "first_address": first}
+    _out(args, data, f"{args.chain} wallet set for {args.email} ({args.mode}); first address {first}")
+
+
+def _uow(settings: Settings):
+    engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
+    return unit_of_work(make_session_factory(engine))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="kassa", description="Kassa operator commands")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = p.add_subparsers(dest="group", required=True)
+
+    db = sub.add_parser("db").add_subparsers(dest="cmd", required=True)
+    db.add_parser("upgrade", help="migrate the database to the latest schema").set_defaults(run=cmd_db_upgrade)
+
+    merchant = sub.add_parser("merchant").add_subparsers(dest="cmd", required=True)
+    c = merchant.add_parser("create")
+    c.add_argument("--email", required=True)
+    c.add_argument("--password", required=True)
+    c.add_argument("--business-name", required=True)
+    c.add_argument("--activate", action="store_true")
+    c.set_defaults(run=cmd_merchant_create)
+    for name, flag, value in (("activate", "activated", True), ("ban", "banned", True)):
+        a = merchant.add_parser(name)
+        a.add_argument("email")
+        a.set_defaults(run=_set_flag(flag, value))
+
+    key = sub.add_parser("key").add_subparsers(dest="cmd", required=True)
+    k = key.add_parser("create")
+    k.add_argument("--email", required=True)
+    k.add_argument("--mode", required=True, choices=accounts.MODES)
+    k.add_argument("--scopes", required=True, help="comma-separated: " + ",".join(accounts.SCOPES))
+    k.add_argument("--name")
+    k.set_defaults(run=cmd_key_create)
+
+    wallet = sub.add_parser("wallet").add_subparsers(dest="cmd", required=True)
+    w = wallet.add_parser("set")
+    w.add_argument("--email", required=True)
+    w.add_argument("--mode", required=True, choices=accounts.MODES)
+    w.add_argument("--chain", required=True, choices=accounts.CHAINS)
+    w.add_argument("--xpub", required=True)
+    w.set_defaults(run=cmd_wallet_set)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    for arg in ("json",):  # allow --json after the subcommand too
+        pass
+    try:
+        settings = Settings.from_env()
+        args.run(args, settings)
+    except (DomainError, ValueError) as exc:
+        message = getattr(exc, "message", str(exc))
+        print(json.dumps({"error": message}) if args.json else f"kassa: {message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

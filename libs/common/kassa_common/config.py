@@ -1,0 +1,90 @@
+"""Settings, read once from the environment by each entrypoint and passed down.
+
+Nothing below an entrypoint reads ``os.environ``: ``Settings.from_env()`` is the only
+place, and every value has a documented default (see the README's settings table).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping
+
+from kassa_common.chains.networks import Registry, load_registry
+
+
+def _bool(value: str) -> bool:
+    v = value.strip().lower()
+    if v in {"1", "true", "yes", "on"}:
+        return True
+    if v in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError(f"not a boolean: {value!r}")
+
+
+def _positive_int(value: str) -> int:
+    n = int(value)
+    if n <= 0:
+        raise ValueError(f"must be a positive integer: {value!r}")
+    return n
+
+
+def _maybe(env: Mapping[str, str], name: str, coerce: Callable[[str], Any], default: Any) -> Any:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return coerce(raw)
+    except ValueError as exc:
+        raise ValueError(f"setting {name}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class Settings:
+    database_url: str = "postgresql://postgres@127.0.0.1:5432/kassa"
+    rabbitmq_url: str = "amqp://guest:guest@127.0.0.1:5672/%2F"
+    redis_url: str | None = None
+    public_api_url: str = "http://127.0.0.1:8000/v1/api"
+    checkout_url: str = "http://127.0.0.1:8000"
+    dashboard_url: str = "http://127.0.0.1:8000/dashboard"
+    secret_key: str = "dev-insecure-secret-change-me"
+    payment_lifetime_minutes: int = 60
+    rate_limit_per_minute: int = 100
+    idempotency_ttl_hours: int = 24
+    test_mode_complete_seconds: float = 10.0
+    webhook_allow_private_urls: bool = False
+    webhook_timeout_seconds: float = 10.0
+    fixed_rates: str = "ETH=3000,BTC=60000,POL=0.50,BNB=600"
+    db_pool_size: int = 10
+    log_level: str = "INFO"
+    metrics_port: int | None = None
+    exchange: str = "kassa.events"
+    networks: Registry = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        d = cls()
+        s = cls(
+            database_url=_maybe(env, "DATABASE_URL", str, d.database_url),
+            rabbitmq_url=_maybe(env, "RABBITMQ_URL", str, d.rabbitmq_url),
+            redis_url=_maybe(env, "REDIS_URL", str, None),
+            public_api_url=_maybe(env, "PUBLIC_API_URL", str, d.public_api_url).rstrip("/"),
+            checkout_url=_maybe(env, "CHECKOUT_URL", str, d.checkout_url).rstrip("/"),
+            dashboard_url=_maybe(env, "DASHBOARD_URL", str, d.dashboard_url).rstrip("/"),
+            secret_key=_maybe(env, "SECRET_KEY", str, d.secret_key),
+            payment_lifetime_minutes=_maybe(env, "PAYMENT_LIFETIME_MINUTES", _positive_int, d.payment_lifetime_minutes),
+            rate_limit_per_minute=_maybe(env, "RATE_LIMIT_PER_MINUTE", _positive_int, d.rate_limit_per_minute),
+            idempotency_ttl_hours=_maybe(env, "IDEMPOTENCY_TTL_HOURS", _positive_int, d.idempotency_ttl_hours),
+            test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),
+            webhook_allow_private_urls=_maybe(env, "WEBHOOK_ALLOW_PRIVATE_URLS", _bool, d.webhook_allow_private_urls),
+            webhook_timeout_seconds=_maybe(env, "WEBHOOK_TIMEOUT_SECONDS", float, d.webhook_timeout_seconds),
+            fixed_rates=_maybe(env, "FIXED_RATES", str, d.fixed_rates),
+            db_pool_size=_maybe(env, "DB_POOL_SIZE", _positive_int, d.db_pool_size),
+            log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),
+            metrics_port=_maybe(env, "METRICS_PORT", int, None),
+            networks=load_registry(env),
+        )
+        return replace(s, **overrides) if overrides else s
+
+    def with_(self, **overrides: Any) -> "Settings":
+        return replace(self, **overrides)

@@ -1,0 +1,48 @@
+"""Domain errors: small named classes. Each edge maps them to its own shape in one place
+(the API to its JSON error envelope, consumers to retry or dead-letter)."""
+from __future__ import annotations
+
+
+class DomainError(Exception):
+    """Base class. ``code`` is the API error code this maps to."""
+
+    code = "BAD_REQUEST"
+
+    def __init__(self, message: str, details: list[dict] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details or []
+
+
+class NotFound(DomainError):
+    code = "NOT_FOUND"
+
+
+class InvalidTransition(DomainError):
+    code = "CONFLICT"
+
+
+class IdempotencyConflict(DomainError):
+    code = "CONFLICT"
+
+
+class Unprocessable(DomainError):
+    """The request is well formed but cannot be carried out (422)."""
+
+    code = "UNPROCESSABLE_ENTITY"
+
+
+class WalletNotConfigured(Unprocessable):
+    pass
+
+
+class UnsupportedPair(Unprocessable):
+    pass
+
+
+class ProductUnavailable(Unprocessable):
+    pass
+
+
+class RateNotAvailable(DomainError):
+    code = "SERVICE_UNAVAILABLE"

@@ -1,0 +1,185 @@
+"""SQLAlchemy models: the tables of Kassa (schema owned by the Alembic migrations)."""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NOW = sa.text("now()")
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+def _uuid_pk() -> Mapped[uuid.UUID]:
+    return mapped_column(UUID(as_uuid=True), primary_key=True, default=uuid.uuid4)
+
+
+def _created() -> Mapped[datetime]:
+    return mapped_column(sa.DateTime(timezone=True), server_default=NOW, nullable=False)
+
+
+class Merchant(Base):
+    """An account. It may use the API once activated, not banned, with a business name."""
+
+    __tablename__ = "merchants"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    email: Mapped[str] = mapped_column(sa.String(320), nullable=False)
+    password_hash: Mapped[str | None] = mapped_column(sa.Text)
+    business_name: Mapped[str | None] = mapped_column(sa.String(200))
+    activated: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
+    banned: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
+    payment_lifetime_minutes: Mapped[int | None] = mapped_column(sa.Integer)
+    underpayment_tolerance: Mapped[Decimal] = mapped_column(sa.Numeric(6, 5), nullable=False, server_default="0")
+    created_at: Mapped[datetime] = _created()
+
+    __table_args__ = (sa.Index("merchants_email_key", sa.func.lower(email), unique=True),)
+
+    @property
+    def can_use_api(self) -> bool:
+        return self.activated and not self.banned and bool(self.business_name)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    name: Mapped[str | None] = mapped_column(sa.String(100))
+    mode: Mapped[str] = mapped_column(sa.String(4), nullable=False)  # test | live
+    prefix: Mapped[str] = mapped_column(sa.String(24), nullable=False)  # shown in lists
+    key_hash: Mapped[str] = mapped_column(sa.String(64), nullable=False, unique=True)
+    scopes: Mapped[list[str]] = mapped_column(ARRAY(sa.Text), nullable=False)
+    created_at: Mapped[datetime] = _created()
+    revoked_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+
+
+class Wallet(Base):
+    """A merchant's extended public key for one chain family, per mode."""
+
+    __tablename__ = "wallets"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    mode: Mapped[str] = mapped_column(sa.String(4), nullable=False)
+    chain: Mapped[str] = mapped_column(sa.String(16), nullable=False)  # evm | bitcoin
+    xpub: Mapped[str] = mapped_column(sa.Text, nullable=False)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _created()
+    __table_args__ = (sa.UniqueConstraint("merchant_id", "mode", "chain"),)
+
+
+class DerivationCounter(Base):
+    """Next child index per extended key: one atomic upsert hands out each index once."""
+
+    __tablename__ = "derivation_counters"
+    chain: Mapped[str] = mapped_column(sa.String(16), primary_key=True)
+    xpub: Mapped[str] = mapped_column(sa.Text, primary_key=True)
+    next_index: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
+
+
+class Product(Base):
+    __tablename__ = "products"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    test_mode: Mapped[bool] = mapped_column(sa.Boolean, nullable=False)
+    name: Mapped[str] = mapped_column(sa.String(200), nullable=False)
+    description: Mapped[str | None] = mapped_column(sa.Text)
+    price: Mapped[Decimal] = mapped_column(sa.Numeric(36, 18), nullable=False)
+    currency_type: Mapped[str] = mapped_column(sa.String(6), nullable=False)  # FIAT | CRYPTO
+    token: Mapped[str | None] = mapped_column(sa.String(16))
+    network: Mapped[str | None] = mapped_column(sa.String(32))
+    active: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.true())
+    deleted_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _created()
+    __table_args__ = (sa.Index("products_merchant_list", "merchant_id", "test_mode", sa.text("created_at DESC")),)
+
+
+class Payment(Base):
+    __tablename__ = "payments"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    short_id: Mapped[str] = mapped_column(sa.String(16), nullable=False, unique=True)
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    test_mode: Mapped[bool] = mapped_column(sa.Boolean, nullable=False)
+    status: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    amount: Mapped[Decimal] = mapped_column(sa.Numeric(18, 2), nullable=False)
+    token: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    network: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    decimals: Mapped[int] = mapped_column(sa.SmallInteger, nullable=False)
+    address: Mapped[str] = mapped_column(sa.String(100), nullable=False)
+    checkout_url: Mapped[str] = mapped_column(sa.Text, nullable=False)
+    derivation_index: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
+    crypto_amount_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False)
+    amount_received_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False, server_default="0")
+    exchange_rate: Mapped[Decimal] = mapped_column(sa.Numeric(36, 18), nullable=False)
+    confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
+    required_confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    transaction_hash: Mapped[str | None] = mapped_column(sa.String(100))
+    customer_email: Mapped[str | None] = mapped_column(sa.String(320))
+    customer_name: Mapped[str | None] = mapped_column(sa.String(200))
+    redirect_url: Mapped[str | None] = mapped_column(sa.Text)
+    cancel_url: Mapped[str | None] = mapped_column(sa.Text)
+    product_id: Mapped[uuid.UUID | None] = mapped_column(sa.ForeignKey("products.id", ondelete="SET NULL"))
+    metadata_: Mapped[dict[str, Any]] = mapped_column("metadata", JSONB, nullable=False, server_default="{}")
+    expires_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _created()
+    completed_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+
+    __table_args__ = (
+        sa.Index("payments_merchant_list", "merchant_id", "test_mode", sa.text("created_at DESC"), "id"),
+        sa.Index("payments_address_key", "address", unique=True),
+        sa.Index("payments_open_expiry", "expires_at", postgresql_where=sa.text("status IN ('PENDING','PARTIALLY_PAID')")),
+    )
+
+
+class IdempotencyKey(Base):
+    """One row per (merchant, mode, key): written in the same transaction as the payment."""
+
+    __tablename__ = "idempotency_keys"
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), primary_key=True)
+    test_mode: Mapped[bool] = mapped_column(sa.Boolean, primary_key=True)
+    key: Mapped[str] = mapped_column(sa.String(255), primary_key=True)
+    request_hash: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    response_status: Mapped[int | None] = mapped_column(sa.SmallInteger)
+    payment_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    created_at: Mapped[datetime] = _created()
+
+
+class WebhookEndpoint(Base):
+    __tablename__ = "webhook_endpoints"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    test_mode: Mapped[bool] = mapped_column(sa.Boolean, nullable=False)
+    url: Mapped[str] = mapped_column(sa.Text, nullable=False)
+    events: Mapped[list[str]] = mapped_column(ARRAY(sa.Text), nullable=False)
+    active: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.true())
+    description: Mapped[str | None] = mapped_column(sa.String(500))
+    secret: Mapped[str] = mapped_column(sa.String(100), nullable=False)
+    deleted_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _created()
+
+
+class Event(Base):
+    """Outbox: a domain event written in the transaction of the change it describes."""
+
+    __tablename__ = "events"
+    id: Mapped[str] = mapped_column(sa.String(40), primary_key=True)  # evt_...
+    type: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    test_mode: Mapped[bool] = mapped_column(sa.Boolean, nullable=False)
+    payment_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    created_at: Mapped[datetime] = _created()
+    published_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+
+    __table_args__ = (
+        sa.Index("events_unpublished", "created_at", postgresql_where=sa.text("published_at IS NULL")),
+        sa.Index("events_payment", "payment_id", "created_at"),
+    )

@@ -1,0 +1,66 @@
+"""The Flask application factory."""
+from __future__ import annotations
+
+import logging
+import uuid
+
+from flask import Flask, g, request
+
+from kassa_common.chains.rates import FixedRates, parse_fixed_rates
+from kassa_common.config import Settings
+from kassa_common.db import make_engine, make_session_factory
+from kassa_api import deps as deps_module
+from kassa_api import errors
+from kassa_api.ratelimit import make_limiter
+
+MAX_BODY = 64 * 1024
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "strict-origin-when-cross-origin",
+    "X-Frame-Options": "DENY",
+}
+
+
+def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
+    settings = settings or Settings.from_env()
+    app = Flask(__name__)
+    app.config.update(MAX_CONTENT_LENGTH=MAX_BODY, SECRET_KEY=settings.secret_key, JSON_SORT_KEYS=False)
+    app.json.sort_keys = False  # type: ignore[attr-defined]
+    app.url_map.strict_slashes = False
+    logging.basicConfig(level=settings.log_level)
+    engine = engine or make_engine(settings.database_url, pool_size=settings.db_pool_size, application_name="kassa-api")
+    deps_module.init_app(app, deps_module.Deps(
+        settings=settings,
+        engine=engine,
+        sessions=make_session_factory(engine),
+        limiter=make_limiter(settings.redis_url, settings.rate_limit_per_minute),
+        rates=FixedRates(parse_fixed_rates(settings.fixed_rates)),
+    ))
+    errors.init_app(app)
+    _register_blueprints(app)
+
+    @app.before_request
+    def _request_id() -> None:
+        g.request_id = request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex
+
+    @app.after_request
+    def _headers(response):
+        response.headers["X-Request-Id"] = g.get("request_id", "")
+        verdict = g.get("rate_limit")
+        if verdict is not None:
+            response.headers["X-RateLimit-Limit"] = str(verdict.limit)
+            response.headers["X-RateLimit-Remaining"] = str(verdict.remaining)
+            response.headers["X-RateLimit-Reset"] = str(verdict.reset_in)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        return response
+
+    return app
+
+
+def _register_blueprints(app: Flask) -> None:
+    from kassa_api.routes import meta, payments, products, webhooks
+
+    for module in (payments, products, webhooks):
+        app.register_blueprint(module.bp, url_prefix="/v1/api")
+    app.register_blueprint(meta.bp)

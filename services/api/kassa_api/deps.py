@@ -1,0 +1,56 @@
+"""What a request needs, built once by create_app and reached through ``current_app``."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+
+from flask import Flask, current_app, g
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from kassa_common.chains.rates import RateProvider
+from kassa_common.config import Settings
+from kassa_api.ratelimit import RateLimiter
+
+
+@dataclass
+class Deps:
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+    limiter: RateLimiter
+    rates: RateProvider
+
+
+def deps() -> Deps:
+    return current_app.extensions["kassa"]
+
+
+def db() -> Session:
+    """The request's session (opened on first use, closed at teardown)."""
+    if "db" not in g:
+        g.db = deps().sessions()
+    return g.db
+
+
+@contextmanager
+def transaction() -> Iterator[Session]:
+    """The request's session, committed at the end of the block (rolled back on error)."""
+    session = db()
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+
+
+def init_app(app: Flask, d: Deps) -> None:
+    app.extensions["kassa"] = d
+
+    @app.teardown_appcontext
+    def _close_session(exc: BaseException | None) -> None:
+        session = g.pop("db", None)
+        if session is not None:
+            session.close()

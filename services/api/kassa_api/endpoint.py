@@ -1,0 +1,120 @@
+"""``@endpoint``: authentication, scope, rate limit, validation and the success envelope,
+declared once per view. The same declaration feeds the OpenAPI document (openapi.py),
+so what is validated is what is documented.
+"""
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Callable
+
+from flask import request
+from pydantic import BaseModel, ValidationError
+
+from kassa_api.auth import authenticate
+from kassa_api.errors import ApiError
+
+
+@dataclass(frozen=True)
+class EndpointSpec:
+    summary: str
+    scope: str | None
+    body: type[BaseModel] | None
+    query: type[BaseModel] | None
+    response: Any  # a pydantic model, list[model], or None
+    status: int
+    envelope: str  # "object" | "page" | "list" | "bare" | "raw"
+    tag: str
+    errors: tuple[int, ...]
+
+
+def _details(exc: ValidationError) -> list[dict[str, Any]]:
+    out = []
+    for err in exc.errors(include_url=False, include_context=False, include_input=False):
+        field = ".".join(str(p) for p in err["loc"]) or None
+        out.append({"field": field, "message": err["msg"], "type": err["type"]})
+    return out
+
+
+def parse_json_body() -> Any:
+    raw = request.get_data(cache=True)
+    if not raw.strip():
+        raise ApiError(400, "request body must be a JSON object", code="BAD_REQUEST")
+    mimetype = request.mimetype
+    if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
+        raise ApiError(415, "send the body as Content-Type: application/json")
+    try:
+        return json.loads(raw, parse_float=Decimal)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(400, f"malformed JSON: {exc}", code="BAD_REQUEST") from None
+
+
+def validate_body(model: type[BaseModel]) -> BaseModel:
+    data = parse_json_body()
+    if not isinstance(data, dict):
+        raise ApiError(400, "request body must be a JSON object", code="BAD_REQUEST")
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ApiError(400, "the request body is invalid", code="VALIDATION_ERROR", details=_details(exc)) from None
+
+
+def validate_query(model: type[BaseModel]) -> BaseModel:
+    args: dict[str, Any] = {}
+    for key in request.args:
+        values = request.args.getlist(key)
+        args[key] = values[0] if len(values) == 1 else values
+    try:
+        return model.model_validate(args)
+    except ValidationError as exc:
+        raise ApiError(400, "the query string is invalid", code="BAD_REQUEST", details=_details(exc)) from None
+
+
+def envelope(data: Any, status: int, kind: str) -> tuple[dict, int]:
+    """Wrap a view's result: "object" and "page" under data, "list" as data + meta beside it,
+    "bare" without statusCode (the delete answer of SPEC.md 4.9), "raw" as it is."""
+    if kind == "raw":
+        return data, status
+    if kind == "list":
+        return {"success": True, "statusCode": status, **data}, status
+    if kind == "bare":
+        return {"success": True, "data": data}, status
+    return {"success": True, "statusCode": status, "data": data}, status
+
+
+def endpoint(
+    summary: str,
+    *,
+    scope: str | None,
+    tag: str,
+    body: type[BaseModel] | None = None,
+    query: type[BaseModel] | None = None,
+    response: Any = None,
+    status: int = 200,
+    envelope_kind: str = "object",
+    errors: tuple[int, ...] = (),
+) -> Callable:
+    spec = EndpointSpec(summary, scope, body, query, response, status, envelope_kind, tag, errors)
+
+    def decorate(view: Callable) -> Callable:
+        @functools.wraps(view)
+        def wrapper(**path_args: Any):
+            if scope is not None:
+                authenticate(scope)
+            if body is not None:
+                path_args["body"] = validate_body(body)
+            if query is not None:
+                path_args["query"] = validate_query(query)
+            result = view(**path_args)
+            if isinstance(result, tuple):  # (data, status[, headers])
+                data, code, *rest = result
+                payload, code = envelope(data, code, envelope_kind)
+                return (payload, code, *rest)
+            return envelope(result, status, envelope_kind)
+
+        wrapper.endpoint_spec = spec  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate

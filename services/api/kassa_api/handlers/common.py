@@ -1,0 +1,38 @@
+"""Helpers shared by the CRUD handlers: ownership guard and pagination."""
+from __future__ import annotations
+
+import math
+import uuid
+from typing import TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from kassa_common.errors import NotFound
+from kassa_common.ids import parse_uuid
+
+T = TypeVar("T")
+
+
+def owned(session: Session, model: type[T], ref: str, merchant_id: uuid.UUID, test_mode: bool,
+          *, what: str, lock: bool = False) -> T:
+    """The merchant's live (not deleted) object of this mode, or NotFound: never confirm others exist."""
+    oid = parse_uuid(ref)
+    obj = session.get(model, oid, with_for_update=lock) if oid else None
+    if (obj is None or obj.merchant_id != merchant_id or obj.test_mode != test_mode
+            or getattr(obj, "deleted_at", None) is not None):
+        raise NotFound(f"{what} not found")
+    return obj
+
+
+def page_of(session: Session, model, conds: list, page: int, page_size: int) -> tuple[list, int]:
+    total = session.scalar(sa.select(sa.func.count()).select_from(model).where(*conds)) or 0
+    rows = session.scalars(
+        sa.select(model).where(*conds).order_by(model.created_at.desc(), model.id.desc())
+        .limit(page_size).offset((page - 1) * page_size)
+    ).all()
+    return list(rows), total
+
+
+def page_meta(page: int, page_size: int, total: int) -> dict[str, int]:
+    return {"page": page, "pageSize": page_size, "total": total, "pages": math.ceil(total / page_size) if total else 0}

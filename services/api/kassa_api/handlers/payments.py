@@ -1,0 +1,233 @@
+"""Payment commands and queries of the merchant API (and of the product page)."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import uuid
+from dataclasses import dataclass
+from datetime import timedelta
+from decimal import ROUND_HALF_UP, Decimal
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from kassa_common import payments as sm
+from kassa_common.addresses import next_address
+from kassa_common.chains.networks import Network, Registry, Token
+from kassa_common.chains.rates import RateProvider, RateUnavailable, crypto_amount, to_base_units
+from kassa_common.errors import IdempotencyConflict, NotFound, ProductUnavailable, RateNotAvailable, UnsupportedPair
+from kassa_common.events import record_payment_event
+from kassa_common.ids import looks_like_short_id, new_short_id, parse_uuid
+from kassa_common.models import IdempotencyKey, Payment, Product
+from kassa_common.timefmt import utcnow
+
+STABLECOINS = frozenset({"USDC", "USDT"})
+CENT = Decimal("0.01")
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Whose payment this is: the merchant and the mode of the key (or page) asking."""
+
+    merchant_id: uuid.UUID
+    test_mode: bool
+    lifetime_minutes: int
+
+
+@dataclass(frozen=True)
+class NewPayment:
+    token: str
+    network: str
+    amount: Decimal | None = None
+    product_id: str | None = None
+    customer_email: str | None = None
+    customer_name: str | None = None
+    redirect_url: str | None = None
+    cancel_url: str | None = None
+    metadata: dict | None = None
+
+
+@dataclass(frozen=True)
+class Pricing:
+    usd: Decimal
+    units: int
+    rate: Decimal
+
+
+def resolve_pair(registry: Registry, network_name: str, token_symbol: str, test_mode: bool) -> tuple[Network, Token]:
+    network = registry.get(network_name)
+    token = network.token(token_symbol) if network else None
+    if network is None or token is None:
+        raise UnsupportedPair(
+            f"{token_symbol} on {network_name} is not supported; GET /v1/api/networks lists the pairs",
+            [{"field": "network" if network is None else "token", "message": "unsupported"}],
+        )
+    if not test_mode and not network.live_enabled:
+        raise UnsupportedPair(f"{network.name} is not enabled for live payments on this server")
+    return network, token
+
+
+def usd_rate(rates: RateProvider, symbol: str) -> Decimal:
+    if symbol in STABLECOINS:
+        return Decimal(1)
+    try:
+        return rates.usd_rate(symbol)
+    except RateUnavailable as exc:
+        raise RateNotAvailable(f"no fresh {symbol}/USD rate is available right now; try again shortly") from exc
+
+
+def price(cmd: NewPayment, product: Product | None, token: Token, rates: RateProvider) -> Pricing:
+    rate = usd_rate(rates, token.symbol)
+    if product is not None and product.currency_type == "CRYPTO":
+        units_decimal = product.price
+        usd = (units_decimal * rate).quantize(CENT, ROUND_HALF_UP)
+        return Pricing(max(usd, CENT), to_base_units(units_decimal, token.decimals), rate)
+    usd = product.price.quantize(CENT, ROUND_HALF_UP) if product is not None else cmd.amount
+    assert usd is not None
+    return Pricing(usd, to_base_units(crypto_amount(usd, rate, token.decimals), token.decimals), rate)
+
+
+def chargeable_product(session: Session, owner: Owner, product_id: str, network: str, token: str) -> Product:
+    pid = parse_uuid(product_id)
+    product = session.get(Product, pid) if pid else None
+    if (
+        product is None
+        or product.merchant_id != owner.merchant_id
+        or product.test_mode != owner.test_mode
+        or product.deleted_at is not None
+        or not product.active
+    ):
+        raise ProductUnavailable("the product does not exist or is not active",
+                                 [{"field": "product_id", "message": "not available"}])
+    if product.currency_type == "CRYPTO" and (product.network != network or product.token != token):
+        raise UnsupportedPair(f"this product is priced in {product.token} on {product.network}; pay with that pair")
+    return product
+
+
+def request_hash(cmd: NewPayment) -> str:
+    body = {k: (str(v) if isinstance(v, Decimal) else v) for k, v in cmd.__dict__.items() if v is not None}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def claim_idempotency_key(session: Session, owner: Owner, key: str, digest: str, ttl: timedelta) -> Payment | None:
+    """Claim ``key`` for this request, or return the payment an earlier identical request made.
+
+    The claim is a row written in the same transaction as the payment: a concurrent duplicate
+    blocks on the unique key until the first commits, then sees its row. So one payment.
+    """
+    now = utcnow()
+    claimed = session.execute(
+        pg_insert(IdempotencyKey)
+        .values(merchant_id=owner.merchant_id, test_mode=owner.test_mode, key=key, request_hash=digest, created_at=now)
+        .on_conflict_do_nothing()
+        .returning(IdempotencyKey.key)
+    ).first()
+    if claimed:
+        return None
+    row = session.get(IdempotencyKey, (owner.merchant_id, owner.test_mode, key), with_for_update=True)
+    if row.created_at < now - ttl:  # an expired key starts afresh
+        row.request_hash, row.created_at, row.payment_id = digest, now, None
+        return None
+    if row.request_hash != digest:
+        raise IdempotencyConflict("this Idempotency-Key was already used with a different request body")
+    return session.get(Payment, row.payment_id)
+
+
+def create_payment(
+    session: Session,
+    owner: Owner,
+    cmd: NewPayment,
+    *,
+    registry: Registry,
+    rates: RateProvider,
+    checkout_base: str,
+    idempotency_key: str | None = None,
+    idempotency_ttl: timedelta = timedelta(hours=24),
+) -> tuple[Payment, bool]:
+    """Create a PENDING payment (and its payment.created event). Returns (payment, replayed)."""
+    if idempotency_key is not None:
+        earlier = claim_idempotency_key(session, owner, idempotency_key, request_hash(cmd), idempotency_ttl)
+        if earlier is not None:
+            return earlier, True
+    network, token = resolve_pair(registry, cmd.network, cmd.token, owner.test_mode)
+    product = chargeable_product(session, owner, cmd.product_id, network.name, token.symbol) if cmd.product_id else None
+    pricing = price(cmd, product, token, rates)
+    address, index = next_address(session, owner.merchant_id, owner.test_mode, network)
+    now = utcnow()
+    short_id = new_short_id()
+    payment = Payment(
+        id=uuid.uuid4(), short_id=short_id, merchant_id=owner.merchant_id, test_mode=owner.test_mode,
+        status=sm.PENDING, amount=pricing.usd, token=token.symbol, network=network.name, decimals=token.decimals,
+        address=address, derivation_index=index, checkout_url=f"{checkout_base}/pay/{short_id}",
+        crypto_amount_units=pricing.units, amount_received_units=0, exchange_rate=pricing.rate, confirmations=0,
+        required_confirmations=network.required_confirmations, customer_email=cmd.customer_email,
+        customer_name=cmd.customer_name, redirect_url=cmd.redirect_url, cancel_url=cmd.cancel_url,
+        product_id=product.id if product else None, metadata_=cmd.metadata or {},
+        expires_at=now + timedelta(minutes=owner.lifetime_minutes), created_at=now, updated_at=now,
+    )
+    session.add(payment)
+    session.flush()
+    if idempotency_key is not None:
+        session.execute(
+            sa.update(IdempotencyKey)
+            .where(IdempotencyKey.merchant_id == owner.merchant_id, IdempotencyKey.test_mode == owner.test_mode,
+                   IdempotencyKey.key == idempotency_key)
+            .values(payment_id=payment.id, response_status=201)
+        )
+    record_payment_event(session, payment, "payment.created", now=now)
+    return payment, False
+
+
+def find_payment(session: Session, owner: Owner, ref: str, *, lock: bool = False) -> Payment:
+    """A payment of this merchant and mode by UUID or short id; 404 for anything else."""
+    pid = parse_uuid(ref)
+    if pid is not None:
+        cond = Payment.id == pid
+    elif looks_like_short_id(ref):
+        cond = Payment.short_id == ref.upper()
+    else:
+        raise NotFound("payment not found")
+    stmt = sa.select(Payment).where(cond, Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode)
+    if lock:
+        stmt = stmt.with_for_update().execution_options(populate_existing=True)
+    payment = session.scalars(stmt).first()
+    if payment is None:
+        raise NotFound("payment not found")
+    return payment
+
+
+def cancel_payment(session: Session, owner: Owner, ref: str) -> Payment:
+    payment = find_payment(session, owner, ref)
+    return sm.apply(session, payment.id, "cancel")
+
+
+def _like(text: str) -> str:
+    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
+def list_payments(
+    session: Session, owner: Owner, *, page: int, page_size: int, status: str | None, search: str | None
+) -> tuple[list[Payment], int]:
+    conds = [Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode]
+    if status:
+        conds.append(Payment.status == status)
+    if search:
+        matches = [Payment.customer_email.ilike(_like(search), escape="\\"),
+                   Payment.customer_name.ilike(_like(search), escape="\\")]
+        if (pid := parse_uuid(search)) is not None:
+            matches.append(Payment.id == pid)
+        if looks_like_short_id(search):
+            matches.append(Payment.short_id == search.upper())
+        conds.append(sa.or_(*matches))
+    total = session.scalar(sa.select(sa.func.count()).select_from(Payment).where(*conds)) or 0
+    rows = session.scalars(
+        sa.select(Payment).where(*conds).order_by(Payment.created_at.desc(), Payment.id.desc())
+        .limit(page_size).offset((page - 1) * page_size)
+    ).all()
+    return list(rows), total
+
+
+def pages(total: int, page_size: int) -> int:
+    return math.ceil(total / page_size) if total else 0

@@ -1,0 +1,82 @@
+"""Products: priced items with a public share link."""
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from kassa_common.chains.networks import Registry
+from kassa_common.errors import DomainError
+from kassa_common.models import Product
+from kassa_common.timefmt import utcnow
+from kassa_api.handlers.common import owned, page_of
+from kassa_api.handlers.payments import resolve_pair
+
+
+class InvalidProduct(DomainError):
+    code = "VALIDATION_ERROR"
+
+
+def _check(fields: dict[str, Any], registry: Registry, test_mode: bool) -> None:
+    """Rules that span fields: FIAT is priced in USD cents; CRYPTO in units of its token."""
+    price: Decimal = fields["price"]
+    if fields["currency_type"] == "FIAT":
+        if fields.get("token") or fields.get("network"):
+            raise InvalidProduct("FIAT products take no token or network: the customer chooses at checkout",
+                                 [{"field": "token", "message": "not allowed for FIAT"}])
+        if price != price.quantize(Decimal("0.01")):
+            raise InvalidProduct("a FIAT price has at most 2 decimal places", [{"field": "price", "message": "at most 2 decimals"}])
+        return
+    missing = [f for f in ("token", "network") if not fields.get(f)]
+    if missing:
+        raise InvalidProduct("CRYPTO products need token and network",
+                             [{"field": f, "message": "required for CRYPTO"} for f in missing])
+    _, token = resolve_pair(registry, fields["network"], fields["token"], test_mode)
+    fields["token"], fields["network"] = token.symbol, fields["network"].upper()
+    if price != price.quantize(Decimal(1).scaleb(-token.decimals)):
+        raise InvalidProduct(f"{token.symbol} has {token.decimals} decimals", [{"field": "price", "message": "too precise"}])
+
+
+def create_product(session: Session, merchant_id: uuid.UUID, test_mode: bool, fields: dict[str, Any],
+                   registry: Registry) -> Product:
+    fields = {k: v for k, v in fields.items() if v is not None}
+    fields.setdefault("currency_type", "FIAT")
+    _check(fields, registry, test_mode)
+    now = utcnow()
+    product = Product(id=uuid.uuid4(), merchant_id=merchant_id, test_mode=test_mode, created_at=now, updated_at=now,
+                      active=fields.pop("active", True), **fields)
+    session.add(product)
+    session.flush()
+    return product
+
+
+def update_product(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, changes: dict[str, Any],
+                   registry: Registry) -> Product:
+    product = owned(session, Product, ref, merchant_id, test_mode, what="product", lock=True)
+    merged = {f: getattr(product, f) for f in ("name", "description", "price", "currency_type", "token", "network")}
+    merged.update(changes)
+    cleared = [f for f in ("name", "price", "currency_type", "active") if f in changes and changes[f] is None]
+    if cleared:
+        raise InvalidProduct("these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared])
+    if changes.get("currency_type") == "FIAT" and "token" not in changes and "network" not in changes:
+        merged["token"] = merged["network"] = None
+    _check(merged, registry, test_mode)
+    for field, value in merged.items():
+        setattr(product, field, value)
+    if "active" in changes:
+        product.active = changes["active"]
+    product.updated_at = utcnow()
+    return product
+
+
+def delete_product(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str) -> None:
+    product = owned(session, Product, ref, merchant_id, test_mode, what="product", lock=True)
+    product.deleted_at = product.updated_at = utcnow()
+    product.active = False
+
+
+def list_products(session: Session, merchant_id: uuid.UUID, test_mode: bool, page: int, page_size: int):
+    conds = [Product.merchant_id == merchant_id, Product.test_mode == test_mode, Product.deleted_at.is_(None)]
+    return page_of(session, Product, conds, page, page_size)

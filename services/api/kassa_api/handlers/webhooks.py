@@ -1,0 +1,81 @@
+"""Webhook endpoints: where and which events a merchant wants delivered."""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy.orm import Session
+
+from kassa_common.errors import DomainError
+from kassa_common.events import ALL_EVENTS
+from kassa_common.ids import new_webhook_secret
+from kassa_common.models import WebhookEndpoint
+from kassa_common.netguard import host_is_private_literal
+from kassa_common.timefmt import utcnow
+from kassa_api.handlers.common import owned, page_of
+
+
+class InvalidWebhook(DomainError):
+    code = "VALIDATION_ERROR"
+
+
+def check_url(url: str, test_mode: bool, allow_private: bool) -> None:
+    parts = urlsplit(url)
+    private = host_is_private_literal(parts.hostname or "")
+    if private and not allow_private:
+        raise InvalidWebhook("webhook URLs must point at a public host", [{"field": "url", "message": "private host"}])
+    if not test_mode and parts.scheme != "https" and not private:
+        raise InvalidWebhook("live-mode webhook URLs must use https", [{"field": "url", "message": "https required"}])
+
+
+def create_webhook(session: Session, merchant_id: uuid.UUID, test_mode: bool, fields: dict[str, Any],
+                   allow_private: bool) -> WebhookEndpoint:
+    check_url(fields["url"], test_mode, allow_private)
+    now = utcnow()
+    hook = WebhookEndpoint(
+        id=uuid.uuid4(), merchant_id=merchant_id, test_mode=test_mode, url=fields["url"],
+        events=sorted(set(fields.get("events") or ALL_EVENTS)), active=fields.get("active", True) is not False,
+        description=fields.get("description"), secret=new_webhook_secret(), created_at=now, updated_at=now,
+    )
+    session.add(hook)
+    session.flush()
+    return hook
+
+
+def update_webhook(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, changes: dict[str, Any],
+                   allow_private: bool) -> WebhookEndpoint:
+    hook = owned(session, WebhookEndpoint, ref, merchant_id, test_mode, what="webhook", lock=True)
+    cleared = [f for f in ("url", "events", "active") if f in changes and changes[f] is None]
+    if cleared:
+        raise InvalidWebhook("these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared])
+    if "url" in changes:
+        check_url(changes["url"], test_mode, allow_private)
+        hook.url = changes["url"]
+    if "events" in changes:
+        hook.events = sorted(set(changes["events"]))
+    if "active" in changes:
+        hook.active = changes["active"]
+    if "description" in changes:
+        hook.description = changes["description"]
+    hook.updated_at = utcnow()
+    return hook
+
+
+def rotate_secret(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str) -> WebhookEndpoint:
+    hook = owned(session, WebhookEndpoint, ref, merchant_id, test_mode, what="webhook", lock=True)
+    hook.secret = new_webhook_secret()
+    hook.updated_at = utcnow()
+    return hook
+
+
+def delete_webhook(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str) -> None:
+    hook = owned(session, WebhookEndpoint, ref, merchant_id, test_mode, what="webhook", lock=True)
+    hook.deleted_at = hook.updated_at = utcnow()
+    hook.active = False
+
+
+def list_webhooks(session: Session, merchant_id: uuid.UUID, test_mode: bool, page: int, page_size: int):
+    conds = [WebhookEndpoint.merchant_id == merchant_id, WebhookEndpoint.test_mode == test_mode,
+             WebhookEndpoint.deleted_at.is_(None)]
+    return page_of(session, WebhookEndpoint, conds, page, page_size)

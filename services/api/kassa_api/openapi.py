@@ -1,0 +1,131 @@
+"""The OpenAPI 3.1 document, generated from the ``@endpoint`` declarations and the same
+pydantic models that validate requests."""
+from __future__ import annotations
+
+import re
+import typing
+from typing import Any
+
+from flask import Flask
+from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
+
+from kassa_api.endpoint import EndpointSpec
+from kassa_api.schemas import PageMeta
+
+REF = "#/components/schemas/{model}"
+ERROR_SCHEMA = {
+    "type": "object",
+    "required": ["success", "statusCode", "error"],
+    "properties": {
+        "success": {"const": False},
+        "statusCode": {"type": "integer"},
+        "error": {
+            "type": "object",
+            "required": ["code", "message", "status", "details"],
+            "properties": {
+                "code": {"type": "string"},
+                "message": {"type": "string"},
+                "status": {"type": "integer"},
+                "details": {"type": "array", "items": {"type": "object"}},
+                "request_id": {"type": "string"},
+            },
+        },
+    },
+}
+ERROR_TEXT = {400: "Invalid request (BAD_REQUEST or VALIDATION_ERROR)", 401: "Missing, unknown or revoked key",
+              403: "The key lacks the scope", 404: "Not found", 409: "Conflict", 422: "Cannot be processed",
+              429: "Rate limit exceeded", 503: "Temporarily unavailable"}
+
+
+def _models(spec: EndpointSpec) -> list[type[BaseModel]]:
+    found = []
+    for candidate in (spec.body, spec.query, spec.response):
+        for arg in (candidate, *typing.get_args(candidate)):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                found.append(arg)
+    return found
+
+
+def _ref(model: Any) -> dict:
+    if typing.get_origin(model) is list:
+        return {"type": "array", "items": _ref(typing.get_args(model)[0])}
+    return {"$ref": REF.format(model=model.__name__)}
+
+
+def _success(spec: EndpointSpec) -> dict:
+    data = _ref(spec.response) if spec.response is not None else {}
+    props: dict[str, Any] = {"success": {"const": True}, "statusCode": {"type": "integer"}, "data": data}
+    required = ["success", "statusCode", "data"]
+    if spec.envelope == "list":
+        props["meta"] = _ref(PageMeta)
+        required.append("meta")
+    if spec.envelope == "bare":
+        del props["statusCode"]
+        required.remove("statusCode")
+    if spec.envelope == "raw":
+        return data
+    return {"type": "object", "required": required, "properties": props}
+
+
+def _query_params(model: type[BaseModel] | None, schemas: dict) -> list[dict]:
+    if model is None:
+        return []
+    schema = schemas[model.__name__]
+    required = set(schema.get("required", []))
+    return [{"name": name, "in": "query", "required": name in required, "schema": prop}
+            for name, prop in schema["properties"].items()]
+
+
+def build(app: Flask, server_url: str) -> dict:
+    specs: list[tuple[str, str, list[str], EndpointSpec]] = []
+    for rule in app.url_map.iter_rules():
+        spec = getattr(app.view_functions[rule.endpoint], "endpoint_spec", None)
+        if spec is None or not rule.rule.startswith("/v1/api"):
+            continue
+        path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule[len("/v1/api"):])
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            specs.append((path, method.lower(), list(rule.arguments), spec))
+    models = {m.__name__: m for *_, spec in specs for m in _models(spec)}
+    models["PageMeta"] = PageMeta
+    _, defs = models_json_schema([(m, "validation") for m in models.values()], ref_template=REF)
+    schemas = defs.get("$defs", {})
+    schemas["Error"] = ERROR_SCHEMA
+
+    paths: dict[str, dict] = {}
+    for path, method, args, spec in specs:
+        op: dict[str, Any] = {"summary": spec.summary, "tags": [spec.tag], "operationId": f"{method}_{path}"}
+        params = [{"name": a, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
+                  for a in args]
+        params += _query_params(spec.query, schemas)
+        if spec.tag == "payments" and method == "post" and path == "/payments":
+            params.append({"name": "Idempotency-Key", "in": "header", "required": False,
+                           "schema": {"type": "string", "minLength": 1, "maxLength": 255}})
+        if params:
+            op["parameters"] = params
+        if spec.body is not None:
+            op["requestBody"] = {"required": True,
+                                 "content": {"application/json": {"schema": _ref(spec.body)}}}
+        responses: dict[str, Any] = {str(spec.status): {"description": "Success",
+                                                        "content": {"application/json": {"schema": _success(spec)}}}}
+        codes = set(spec.errors) | ({400, 401, 403, 429} if spec.scope else set()) | ({400} if spec.body or spec.query else set())
+        for code in sorted(codes):
+            responses[str(code)] = {"description": ERROR_TEXT.get(code, "Error"),
+                                    "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}}}
+        responses["default"] = {"description": "Error", "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}}}
+        op["responses"] = responses
+        if spec.scope:
+            op["security"] = [{"ApiKey": []}]
+            op["description"] = f"Scope: `{spec.scope}`."
+        paths.setdefault(path, {})[method] = op
+
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Kassa API", "version": "1.0.0",
+                 "description": "Self-hosted, non-custodial crypto payments. Every request but /networks needs "
+                                "an X-Api-Key header; every error has the same JSON shape (see Error)."},
+        "servers": [{"url": server_url}],
+        "paths": paths,
+        "components": {"schemas": schemas,
+                       "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}}},
+    }

@@ -1,0 +1,66 @@
+"""/products: priced items with a public share link."""
+from __future__ import annotations
+
+from flask import Blueprint
+
+from kassa_api.auth import principal
+from kassa_api.deps import db, deps, transaction
+from kassa_api.endpoint import endpoint
+from kassa_api.handlers import products as h
+from kassa_api.handlers.common import owned, page_meta
+from kassa_api.schemas import CreateProduct, Deleted, ListPage, ProductOut, UpdateProduct
+from kassa_common.models import Product
+from kassa_common.serializers import product_to_dict
+
+bp = Blueprint("products", __name__)
+SCOPE = "products:manage"
+
+
+def out(product: Product) -> dict:
+    return product_to_dict(product, f"{deps().settings.checkout_url}/products/{product.id}")
+
+
+@bp.post("/products")
+@endpoint("Create a product", scope=SCOPE, tag="products", body=CreateProduct, response=ProductOut, status=201,
+          errors=(422,))
+def create_product(body: CreateProduct):
+    p = principal()
+    with transaction() as session:
+        product = h.create_product(session, p.merchant_id, p.test_mode, body.model_dump(), deps().settings.networks)
+    return out(product), 201
+
+
+@bp.get("/products")
+@endpoint("List products, newest first", scope=SCOPE, tag="products", query=ListPage, response=list[ProductOut],
+          envelope_kind="list")
+def list_products(query: ListPage):
+    p = principal()
+    rows, total = h.list_products(db(), p.merchant_id, p.test_mode, query.page, query.pageSize)
+    return {"data": [out(r) for r in rows], "meta": page_meta(query.page, query.pageSize, total)}
+
+
+@bp.get("/products/<ref>")
+@endpoint("Get a product", scope=SCOPE, tag="products", response=ProductOut, errors=(404,))
+def get_product(ref: str):
+    p = principal()
+    return out(owned(db(), Product, ref, p.merchant_id, p.test_mode, what="product"))
+
+
+@bp.patch("/products/<ref>")
+@endpoint("Update a product (only the fields sent)", scope=SCOPE, tag="products", body=UpdateProduct,
+          response=ProductOut, errors=(404, 422))
+def update_product(ref: str, body: UpdateProduct):
+    p = principal()
+    with transaction() as session:
+        product = h.update_product(session, p.merchant_id, p.test_mode, ref, body.model_dump(exclude_unset=True),
+                                   deps().settings.networks)
+    return out(product)
+
+
+@bp.delete("/products/<ref>")
+@endpoint("Delete a product", scope=SCOPE, tag="products", response=Deleted, envelope_kind="bare", errors=(404,))
+def delete_product(ref: str):
+    p = principal()
+    with transaction() as session:
+        h.delete_product(session, p.merchant_id, p.test_mode, ref)
+    return {"deleted": True}

@@ -1,0 +1,224 @@
+"""Request and response models: they validate input and generate the OpenAPI document."""
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    model_validator,
+)
+
+from kassa_common.events import ALL_EVENTS
+from kassa_common.payments import STATUSES
+from kassa_api.auth import SCOPES  # noqa: F401  (re-exported for the dashboard)
+
+EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+def _email(value: str) -> str:
+    if not EMAIL_RE.match(value):
+        raise ValueError("not a valid email address")
+    return value
+
+
+def _http_url(value: str) -> str:
+    if not re.match(r"^https?://[^\s/$.?#][^\s]*$", value, re.I):
+        raise ValueError("must be an absolute http(s) URL")
+    return value
+
+
+def _upper(value: Any) -> Any:
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+Number = Annotated[Decimal, BeforeValidator(_number)]
+Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=320), AfterValidator(_email)]
+HttpUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_http_url)]
+Code = Annotated[str, BeforeValidator(_upper), StringConstraints(min_length=1, max_length=32, pattern=r"^[A-Z0-9_]+$")]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
+MetaValue = Union[Annotated[str, StringConstraints(max_length=500)], int, float, bool, None]
+Status = Literal["PENDING", "COMPLETED", "PARTIALLY_PAID", "EXPIRED", "CANCELED"]
+assert set(STATUSES) == set(Status.__args__)  # type: ignore[attr-defined]
+EventName = Literal[ALL_EVENTS]  # type: ignore[valid-type]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_max_length=10_000)
+
+
+# ---- payments ---------------------------------------------------------------------------
+
+class CreatePayment(Strict):
+    amount: Optional[Number] = Field(None, ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=2,
+                                     description="USD amount; required unless product_id is given")
+    product_id: Optional[str] = Field(None, max_length=64, description="charge for this product instead of an amount")
+    token: Code = Field(description="token symbol, e.g. USDC (see GET /networks)")
+    network: Code = Field(description="network name, e.g. BASE (see GET /networks)")
+    customer_email: Optional[Email] = None
+    customer_name: Optional[Name] = None
+    redirect_url: Optional[HttpUrl] = None
+    cancel_url: Optional[HttpUrl] = None
+    metadata: Optional[dict[MetaKey, MetaValue]] = Field(None, max_length=50)
+
+    @model_validator(mode="after")
+    def _amount_or_product(self) -> "CreatePayment":
+        if (self.amount is None) == (self.product_id is None):
+            raise ValueError("give exactly one of amount or product_id")
+        return self
+
+
+class ListPayments(Strict):
+    page: int = Field(1, ge=1, le=1_000_000)
+    pageSize: int = Field(10, ge=1, le=100)
+    status: Optional[Status] = None
+    search: Optional[Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]] = None
+
+
+class PaymentOut(BaseModel):
+    id: str
+    short_id: str
+    status: Status
+    amount: float
+    token: str
+    network: str
+    address: str
+    crypto_amount: str
+    amount_received: str
+    exchange_rate: str
+    confirmations: int
+    required_confirmations: int
+    transaction_hash: Optional[str]
+    checkout_url: str
+    customer_email: Optional[str]
+    customer_name: Optional[str]
+    redirect_url: Optional[str]
+    cancel_url: Optional[str]
+    product_id: Optional[str]
+    metadata: dict[str, Any]
+    test_mode: bool
+    expires_at: str
+    created_at: str
+    updated_at: str
+    completed_at: Optional[str]
+
+
+class PageMeta(BaseModel):
+    page: int
+    pageSize: int
+    total: int
+    pages: int
+
+
+class PaymentPage(BaseModel):
+    data: list[PaymentOut]
+    meta: PageMeta
+
+
+# ---- products ---------------------------------------------------------------------------
+
+class ProductFields(Strict):
+    name: Optional[Name] = None
+    description: Optional[Annotated[str, StringConstraints(max_length=2000)]] = None
+    price: Optional[Number] = Field(None, ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=18)
+    currency_type: Optional[Literal["FIAT", "CRYPTO"]] = None
+    token: Optional[Code] = None
+    network: Optional[Code] = None
+    active: Optional[bool] = None
+
+
+class CreateProduct(ProductFields):
+    name: Name
+    price: Number = Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=18)
+    currency_type: Literal["FIAT", "CRYPTO"] = "FIAT"
+
+
+class UpdateProduct(ProductFields):
+    pass
+
+
+class ListPage(Strict):
+    page: int = Field(1, ge=1, le=1_000_000)
+    pageSize: int = Field(10, ge=1, le=100)
+
+
+class ProductOut(BaseModel):
+    id: str
+    name: str
+    description: Optional[str]
+    price: Union[float, str]
+    currency_type: Literal["FIAT", "CRYPTO"]
+    token: Optional[str]
+    network: Optional[str]
+    active: bool
+    share_link: str
+    test_mode: bool
+    created_at: str
+    updated_at: str
+
+
+class Deleted(BaseModel):
+    deleted: bool
+
+
+# ---- webhooks ---------------------------------------------------------------------------
+
+class WebhookFields(Strict):
+    url: Optional[HttpUrl] = None
+    events: Optional[list[EventName]] = Field(None, min_length=1, max_length=len(ALL_EVENTS))
+    active: Optional[bool] = None
+    description: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
+
+
+class CreateWebhook(WebhookFields):
+    url: HttpUrl
+
+
+class UpdateWebhook(WebhookFields):
+    pass
+
+
+class WebhookOut(BaseModel):
+    id: str
+    url: str
+    events: list[str]
+    active: bool
+    description: Optional[str]
+    test_mode: bool
+    created_at: str
+    updated_at: str
+
+
+class WebhookWithSecret(WebhookOut):
+    secret: str
+
+
+# ---- networks ---------------------------------------------------------------------------
+
+class TokenOut(BaseModel):
+    symbol: str
+    contract: Optional[str]
+    decimals: int
+    native: bool
+
+
+class NetworkOut(BaseModel):
+    name: str
+    kind: Literal["evm", "bitcoin"]
+    chain_id: Optional[int]
+    required_confirmations: int
+    live_enabled: bool
+    tokens: list[TokenOut]

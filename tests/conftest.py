@@ -1,0 +1,123 @@
+"""Shared fixtures: a fresh, migrated PostgreSQL database per test run (per xdist worker),
+the API app on it, and merchants with keys. Tests use random data, never truncate."""
+from __future__ import annotations
+
+import os
+import secrets
+import uuid
+from dataclasses import dataclass, field
+
+import pytest
+import sqlalchemy as sa
+
+from kassa_common import accounts
+from kassa_common.config import Settings
+from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work
+from kassa_common.migrate import upgrade
+
+ADMIN_URL = os.environ.get("TEST_DATABASE_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+ALL_SCOPES = list(accounts.SCOPES)
+
+
+@pytest.fixture(scope="session")
+def database_url():
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"kassa_test_{worker}_{secrets.token_hex(4)}"
+    url = ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    upgrade(url)
+    yield url
+    admin = sa.create_engine(sqlalchemy_url(ADMIN_URL), isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def base_env(database_url):
+    return {
+        "DATABASE_URL": database_url,
+        "RABBITMQ_URL": os.environ.get("RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F"),
+        "RATE_LIMIT_PER_MINUTE": "100000",
+        "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
+        "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
+    }
+
+
+@pytest.fixture(scope="session")
+def settings(base_env) -> Settings:
+    return Settings.from_env(base_env)
+
+
+@pytest.fixture(scope="session")
+def engine(settings):
+    eng = make_engine(settings.database_url, pool_size=5)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def sessions(engine):
+    return make_session_factory(engine)
+
+
+@pytest.fixture(scope="session")
+def app(settings, engine):
+    from kassa_api.app import create_app
+
+    return create_app(settings, engine=engine)
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@dataclass
+class MerchantKeys:
+    id: uuid.UUID
+    email: str
+    keys: dict[str, str] = field(default_factory=dict)  # mode -> key with every scope
+
+    @property
+    def test_key(self) -> str:
+        return self.keys["test"]
+
+    @property
+    def live_key(self) -> str:
+        return self.keys["live"]
+
+    def headers(self, mode: str = "test", **extra: str) -> dict[str, str]:
+        return {"X-Api-Key": self.keys[mode], **extra}
+
+
+@pytest.fixture
+def make_merchant(sessions):
+    def make(*, activated: bool = True, business_name: str | None = "Acme Ltd", scopes=None,
+             banned: bool = False) -> MerchantKeys:
+        email = f"m-{secrets.token_hex(6)}@example.com"
+        with unit_of_work(sessions) as s:
+            m = accounts.create_merchant(s, email, None, business_name, activated)
+            m.banned = banned
+            mk = MerchantKeys(m.id, email)
+            for mode in ("test", "live"):
+                mk.keys[mode] = accounts.create_key(s, m.id, mode, scopes or ALL_SCOPES).key
+        return mk
+
+    return make
+
+
+@pytest.fixture
+def merchant(make_merchant) -> MerchantKeys:
+    return make_merchant()
+
+
+def make_key(sessions, merchant_id, mode: str, scopes: list[str]) -> str:
+    with unit_of_work(sessions) as s:
+        return accounts.create_key(s, merchant_id, mode, scopes).key
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        layer = item.path.parent.name
+        if layer in ("unit", "integration", "e2e", "browser"):
+            item.add_marker(getattr(pytest.mark, layer))
