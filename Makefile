@@ -1,0 +1,43 @@
+# Kassa: `make run` starts the whole stack for development; `make test` runs every test.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PACKAGES := -e libs/common -e services/api -e services/chain-watcher -e services/webhook-sender -e services/expirer
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/common/pyproject.toml | sha1sum | cut -c1-12)
+PYTEST_WORKERS ?= 2
+
+.PHONY: run test test-unit test-integration test-e2e test-browser bench deps clean
+
+$(STAMP): requirements.txt requirements-dev.txt
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	$(BIN)/pip install -q --disable-pip-version-check --no-deps $(PACKAGES)
+	@rm -f $(VENV)/.installed-* && touch $@
+
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+deps: $(STAMP) node_modules/.package-lock.json
+
+run: deps
+	$(BIN)/python -m kassa_common.devrun
+
+test: deps
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
+
+test-unit: deps
+	$(BIN)/pytest tests/unit
+test-integration: deps
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup tests/integration
+test-e2e: deps
+	$(BIN)/pytest tests/e2e
+test-browser: deps
+	$(BIN)/pytest tests/browser
+
+bench: deps
+	$(BIN)/python -m bench.run
+
+clean:
+	rm -rf $(VENV) node_modules
