@@ -57,7 +57,7 @@ class Settings:
     db_pool_size: int = 10
     log_level: str = "INFO"
     metrics_port: int | None = None
-    exchange: str = "kassa.events"
+    bus_prefix: str = ""  # prefixes the exchange and queue names (isolated test runs)
     networks: Registry = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     @classmethod
@@ -82,6 +82,7 @@ class Settings:
             db_pool_size=_maybe(env, "DB_POOL_SIZE", _positive_int, d.db_pool_size),
             log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),
             metrics_port=_maybe(env, "METRICS_PORT", int, None),
+            bus_prefix=_maybe(env, "BUS_PREFIX", str, ""),
             networks=load_registry(env),
         )
         return replace(s, **overrides) if overrides else s

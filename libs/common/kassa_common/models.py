@@ -130,8 +130,14 @@ class Payment(Base):
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _created()
     completed_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    # Test mode only: complete automatically after TEST_MODE_COMPLETE_SECONDS unless the tester
+    # chose otherwise on the checkout page; set once the simulated transfer is queued.
+    test_auto_complete: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.true())
+    test_simulated_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
 
     __table_args__ = (
+        sa.Index("payments_test_due", "created_at",
+                 postgresql_where=sa.text("test_mode AND status = 'PENDING' AND test_simulated_at IS NULL")),
         sa.Index("payments_merchant_list", "merchant_id", "test_mode", sa.text("created_at DESC"), "id"),
         sa.Index("payments_address_key", "address", unique=True),
         sa.Index("payments_open_expiry", "expires_at", postgresql_where=sa.text("status IN ('PENDING','PARTIALLY_PAID')")),
@@ -183,3 +189,74 @@ class Event(Base):
         sa.Index("events_unpublished", "created_at", postgresql_where=sa.text("published_at IS NULL")),
         sa.Index("events_payment", "payment_id", "created_at"),
     )
+
+
+class Transfer(Base):
+    """A transfer to a payment's address, as the chain watcher reported it."""
+
+    __tablename__ = "transfers"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    payment_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("payments.id", ondelete="CASCADE"), nullable=False)
+    network: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    tx_hash: Mapped[str] = mapped_column(sa.String(100), nullable=False)
+    log_index: Mapped[int] = mapped_column(sa.Integer, nullable=False)  # log index (EVM) or vout (Bitcoin); -1 native EVM
+    token: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    amount_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False)
+    status: Mapped[str] = mapped_column(sa.String(10), nullable=False)  # SEEN | CONFIRMED | ORPHANED
+    counted: Mapped[bool] = mapped_column(sa.Boolean, nullable=False)  # the payment's own token
+    late: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
+    block_number: Mapped[int | None] = mapped_column(sa.BigInteger)
+    block_hash: Mapped[str | None] = mapped_column(sa.String(100))
+    confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _created()
+    __table_args__ = (
+        sa.UniqueConstraint("network", "tx_hash", "log_index"),
+        sa.Index("transfers_payment", "payment_id"),
+    )
+
+
+class WebhookDelivery(Base):
+    """One event to one endpoint: created once (unique), attempted until it succeeds or gives up."""
+
+    __tablename__ = "webhook_deliveries"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    endpoint_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("webhook_endpoints.id", ondelete="CASCADE"), nullable=False)
+    event_id: Mapped[str] = mapped_column(sa.ForeignKey("events.id", ondelete="CASCADE"), nullable=False)
+    event_type: Mapped[str] = mapped_column(sa.String(64), nullable=False)
+    status: Mapped[str] = mapped_column(sa.String(10), nullable=False)  # PENDING | SUCCEEDED | FAILED
+    attempts: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
+    next_attempt_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    lease_until: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    last_status_code: Mapped[int | None] = mapped_column(sa.SmallInteger)
+    last_error: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _created()
+    __table_args__ = (
+        sa.UniqueConstraint("event_id", "endpoint_id"),
+        sa.Index("webhook_deliveries_due", "next_attempt_at", postgresql_where=sa.text("status = 'PENDING'")),
+        sa.Index("webhook_deliveries_endpoint", "endpoint_id", sa.text("created_at DESC")),
+    )
+
+
+class DeliveryAttempt(Base):
+    __tablename__ = "delivery_attempts"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    delivery_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), nullable=False)
+    attempt: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    status_code: Mapped[int | None] = mapped_column(sa.SmallInteger)
+    duration_ms: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    response_body: Mapped[str | None] = mapped_column(sa.Text)  # truncated
+    error: Mapped[str | None] = mapped_column(sa.Text)
+    next_retry_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created()
+    __table_args__ = (sa.Index("delivery_attempts_delivery", "delivery_id", "attempt"),)
+
+
+class ProcessedMessage(Base):
+    """Consumer idempotency: a message id recorded in the transaction that handled it."""
+
+    __tablename__ = "processed_messages"
+    consumer: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    message_id: Mapped[str] = mapped_column(sa.String(100), primary_key=True)
+    created_at: Mapped[datetime] = _created()

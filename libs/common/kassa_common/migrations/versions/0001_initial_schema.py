@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 01:33:31.360399
+Create Date: 2026-11-22 01:34:52.841203
 """
 from alembic import op
 import sqlalchemy as sa
@@ -35,6 +35,12 @@ def upgrade() -> None:
     sa.PrimaryKeyConstraint('id')
     )
     op.create_index('merchants_email_key', 'merchants', [sa.literal_column('lower(email)')], unique=True)
+    op.create_table('processed_messages',
+    sa.Column('consumer', sa.String(length=64), nullable=False),
+    sa.Column('message_id', sa.String(length=100), nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
+    sa.PrimaryKeyConstraint('consumer', 'message_id')
+    )
     op.create_table('api_keys',
     sa.Column('id', sa.UUID(), nullable=False),
     sa.Column('merchant_id', sa.UUID(), nullable=False),
@@ -148,6 +154,8 @@ def upgrade() -> None:
     sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
     sa.Column('updated_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
     sa.Column('completed_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('test_auto_complete', sa.Boolean(), server_default=sa.text('true'), nullable=False),
+    sa.Column('test_simulated_at', sa.DateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['merchant_id'], ['merchants.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['product_id'], ['products.id'], ondelete='SET NULL'),
     sa.PrimaryKeyConstraint('id'),
@@ -156,11 +164,75 @@ def upgrade() -> None:
     op.create_index('payments_address_key', 'payments', ['address'], unique=True)
     op.create_index('payments_merchant_list', 'payments', ['merchant_id', 'test_mode', sa.literal_column('created_at DESC'), 'id'], unique=False)
     op.create_index('payments_open_expiry', 'payments', ['expires_at'], unique=False, postgresql_where=sa.text("status IN ('PENDING','PARTIALLY_PAID')"))
+    op.create_index('payments_test_due', 'payments', ['created_at'], unique=False, postgresql_where=sa.text("test_mode AND status = 'PENDING' AND test_simulated_at IS NULL"))
+    op.create_table('webhook_deliveries',
+    sa.Column('id', sa.UUID(), nullable=False),
+    sa.Column('endpoint_id', sa.UUID(), nullable=False),
+    sa.Column('event_id', sa.String(length=40), nullable=False),
+    sa.Column('event_type', sa.String(length=64), nullable=False),
+    sa.Column('status', sa.String(length=10), nullable=False),
+    sa.Column('attempts', sa.Integer(), server_default='0', nullable=False),
+    sa.Column('next_attempt_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('lease_until', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('last_status_code', sa.SmallInteger(), nullable=True),
+    sa.Column('last_error', sa.Text(), nullable=True),
+    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
+    sa.ForeignKeyConstraint(['endpoint_id'], ['webhook_endpoints.id'], ondelete='CASCADE'),
+    sa.ForeignKeyConstraint(['event_id'], ['events.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('event_id', 'endpoint_id')
+    )
+    op.create_index('webhook_deliveries_due', 'webhook_deliveries', ['next_attempt_at'], unique=False, postgresql_where=sa.text("status = 'PENDING'"))
+    op.create_index('webhook_deliveries_endpoint', 'webhook_deliveries', ['endpoint_id', sa.literal_column('created_at DESC')], unique=False)
+    op.create_table('delivery_attempts',
+    sa.Column('id', sa.UUID(), nullable=False),
+    sa.Column('delivery_id', sa.UUID(), nullable=False),
+    sa.Column('attempt', sa.Integer(), nullable=False),
+    sa.Column('status_code', sa.SmallInteger(), nullable=True),
+    sa.Column('duration_ms', sa.Integer(), nullable=False),
+    sa.Column('response_body', sa.Text(), nullable=True),
+    sa.Column('error', sa.Text(), nullable=True),
+    sa.Column('next_retry_at', sa.DateTime(timezone=True), nullable=True),
+    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
+    sa.ForeignKeyConstraint(['delivery_id'], ['webhook_deliveries.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id')
+    )
+    op.create_index('delivery_attempts_delivery', 'delivery_attempts', ['delivery_id', 'attempt'], unique=False)
+    op.create_table('transfers',
+    sa.Column('id', sa.UUID(), nullable=False),
+    sa.Column('payment_id', sa.UUID(), nullable=False),
+    sa.Column('network', sa.String(length=32), nullable=False),
+    sa.Column('tx_hash', sa.String(length=100), nullable=False),
+    sa.Column('log_index', sa.Integer(), nullable=False),
+    sa.Column('token', sa.String(length=16), nullable=False),
+    sa.Column('amount_units', sa.Numeric(precision=78, scale=0), nullable=False),
+    sa.Column('status', sa.String(length=10), nullable=False),
+    sa.Column('counted', sa.Boolean(), nullable=False),
+    sa.Column('late', sa.Boolean(), server_default=sa.text('false'), nullable=False),
+    sa.Column('block_number', sa.BigInteger(), nullable=True),
+    sa.Column('block_hash', sa.String(length=100), nullable=True),
+    sa.Column('confirmations', sa.Integer(), server_default='0', nullable=False),
+    sa.Column('created_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
+    sa.Column('updated_at', sa.DateTime(timezone=True), server_default=sa.text('now()'), nullable=False),
+    sa.ForeignKeyConstraint(['payment_id'], ['payments.id'], ondelete='CASCADE'),
+    sa.PrimaryKeyConstraint('id'),
+    sa.UniqueConstraint('network', 'tx_hash', 'log_index')
+    )
+    op.create_index('transfers_payment', 'transfers', ['payment_id'], unique=False)
     # ### end Alembic commands ###
 
 
 def downgrade() -> None:
     # ### commands auto generated by Alembic - please adjust! ###
+    op.drop_index('transfers_payment', table_name='transfers')
+    op.drop_table('transfers')
+    op.drop_index('delivery_attempts_delivery', table_name='delivery_attempts')
+    op.drop_table('delivery_attempts')
+    op.drop_index('webhook_deliveries_endpoint', table_name='webhook_deliveries')
+    op.drop_index('webhook_deliveries_due', table_name='webhook_deliveries', postgresql_where=sa.text("status = 'PENDING'"))
+    op.drop_table('webhook_deliveries')
+    op.drop_index('payments_test_due', table_name='payments', postgresql_where=sa.text("test_mode AND status = 'PENDING' AND test_simulated_at IS NULL"))
     op.drop_index('payments_open_expiry', table_name='payments', postgresql_where=sa.text("status IN ('PENDING','PARTIALLY_PAID')"))
     op.drop_index('payments_merchant_list', table_name='payments')
     op.drop_index('payments_address_key', table_name='payments')
@@ -174,6 +246,7 @@ def downgrade() -> None:
     op.drop_index('events_payment', table_name='events')
     op.drop_table('events')
     op.drop_table('api_keys')
+    op.drop_table('processed_messages')
     op.drop_index('merchants_email_key', table_name='merchants')
     op.drop_table('merchants')
     op.drop_table('derivation_counters')

@@ -1,0 +1,88 @@
+"""The outbox relay: the only code that publishes domain events.
+
+Rows written by ``events.record_*`` in the transaction of a change are claimed in
+batches (``FOR UPDATE SKIP LOCKED``, so several relays can run), published with
+batched confirms, and marked published in the same transaction that claimed them.
+If RabbitMQ is down the rows simply wait. A trigger on ``events`` NOTIFYs at commit, which wakes the relay at once.
+"""
+from __future__ import annotations
+
+import logging
+import select
+from datetime import timedelta
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
+
+from kassa_common.bus.publisher import Message, PublishFailed, Publisher
+from kassa_common.db import unit_of_work
+from kassa_common.models import Event
+from kassa_common.timefmt import utcnow
+
+log = logging.getLogger("kassa.outbox")
+CHANNEL = "kassa_outbox"
+BATCH = 500
+
+
+def relay_once(sessions: sessionmaker[Session], publisher: Publisher, *, older_than: timedelta | None = None,
+               batch: int = BATCH) -> int:
+    """Publish one batch of unpublished events; return how many were published."""
+    with unit_of_work(sessions) as session:
+        stmt = sa.select(Event).where(Event.published_at.is_(None))
+        if older_than is not None:
+            stmt = stmt.where(Event.created_at < utcnow() - older_than)
+        rows = session.scalars(stmt.order_by(Event.created_at).limit(batch).with_for_update(skip_locked=True)).all()
+        if not rows:
+            return 0
+        publisher.publish_batch(Message(e.id, e.type, e.payload) for e in rows)
+        session.execute(sa.update(Event).where(Event.id.in_([e.id for e in rows])).values(published_at=utcnow()))
+    return len(rows)
+
+
+def relay_pending(sessions, publisher: Publisher, **kw) -> int:
+    total = 0
+    while True:
+        n = relay_once(sessions, publisher, **kw)
+        total += n
+        if n == 0:
+            return total
+
+
+class OutboxListener:
+    """LISTEN on the outbox channel; ``wait(timeout)`` returns early when events commit."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._raw = engine.raw_connection()
+        self._raw.set_isolation_level(0)  # autocommit
+        with self._raw.cursor() as cur:
+            cur.execute(f"LISTEN {CHANNEL}")
+
+    def wait(self, timeout: float) -> bool:
+        conn = self._raw.driver_connection
+        if select.select([conn], [], [], timeout) == ([], [], []):
+            return False
+        conn.poll()
+        conn.notifies.clear()
+        return True
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+def run_relay(engine: Engine, sessions, publisher: Publisher, stop, *, idle: float = 1.0) -> None:
+    """Relay until ``stop`` (a threading.Event) is set."""
+    listener = OutboxListener(engine)
+    try:
+        while not stop.is_set():
+            try:
+                if relay_pending(sessions, publisher):
+                    continue
+            except PublishFailed as exc:
+                log.warning("outbox relay cannot publish (%s); rows wait", exc)
+                stop.wait(idle)
+                continue
+            listener.wait(idle)
+    finally:
+        listener.close()
+        publisher.close()
