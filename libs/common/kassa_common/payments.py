@@ -13,6 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from kassa_common.errors import InvalidTransition
 from kassa_common.events import record_payment_event
@@ -87,3 +88,34 @@ def apply(
     session.flush()
     record_payment_event(session, payment, transition.event, now=now)
     return payment
+
+
+def expire_due(session: Session, *, now: datetime | None = None, limit: int = 1000) -> int:
+    """Expire up to ``limit`` overdue open payments at once (the expirer's batch path).
+
+    The same rule as ``apply(..., "expire")``, set-based for speed: rows are claimed with
+    ``FOR UPDATE SKIP LOCKED`` (safe with several expirers), a payment with a counted
+    transfer still seen-but-unconfirmed is held open, and each gets its event.
+    """
+    from kassa_common.events import record_payment_events
+    from kassa_common.models import Transfer
+
+    now = now or utcnow()
+    transition = TRANSITIONS["expire"]
+    pending_transfer = sa.exists().where(Transfer.payment_id == Payment.id, Transfer.status == "SEEN", Transfer.counted)
+    due = session.scalars(
+        sa.select(Payment)
+        .where(Payment.status.in_(transition.sources), Payment.expires_at <= now, ~pending_transfer)
+        .order_by(Payment.expires_at).limit(limit)
+        .with_for_update(skip_locked=True, of=Payment)
+        .execution_options(populate_existing=True)
+    ).all()
+    if not due:
+        return 0
+    session.execute(sa.update(Payment).where(Payment.id.in_([p.id for p in due]))
+                    .values(status=transition.target, updated_at=now))
+    for p in due:
+        set_committed_value(p, "status", transition.target)
+        set_committed_value(p, "updated_at", now)
+    record_payment_events(session, due, transition.event, now=now)
+    return len(due)

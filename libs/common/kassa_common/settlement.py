@@ -86,6 +86,7 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     transfer.confirmations = r.confirmations
     transfer.block_number, transfer.block_hash = r.block_number, r.block_hash
     transfer.updated_at = now
+    session.flush()
     return transfer, before
 
 

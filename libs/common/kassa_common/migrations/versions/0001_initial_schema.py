@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-22 01:34:52.841203
+Create Date: 2026-11-22 01:36:50.597864
 """
 from alembic import op
 import sqlalchemy as sa

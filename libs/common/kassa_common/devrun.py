@@ -1,0 +1,89 @@
+"""``make run``: migrate, start the local EVM chain if none answers, then every process
+of the Procfile in the foreground (Ctrl-C stops them all)."""
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+import threading
+import time
+from pathlib import Path
+
+import requests
+from honcho.manager import Manager
+from honcho.printer import Printer
+
+from kassa_common.config import Settings
+from kassa_common.migrate import upgrade
+
+ROOT = Path(__file__).resolve().parents[3]
+DEV_DEFAULTS = {
+    "WEBHOOK_ALLOW_PRIVATE_URLS": "true",  # the development stack delivers to local receivers
+    "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+def procfile(path: Path) -> list[tuple[str, str]]:
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.lstrip().startswith("#"):
+            name, cmd = line.split(":", 1)
+            out.append((name.strip(), cmd.strip()))
+    return out
+
+
+def start_local_chain(env: dict[str, str]):
+    """Start anvil (1 s blocks) and deploy the dev tokens unless LOCAL_EVM_RPC_URL already answers."""
+    from web3 import Web3
+
+    from kassa_common import devchain
+
+    url = env["LOCAL_EVM_RPC_URL"]
+    proc = None
+    if not devchain.rpc_answers(url):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        proc = devchain.start_anvil(port, block_time=1, repo_root=ROOT)
+        print(f"kassa: started anvil on {url} (chain id 31337, 1 s blocks)", flush=True)
+    tokens = devchain.deploy_dev_tokens(Web3(Web3.HTTPProvider(url)), repo_root=ROOT)
+    print(f"kassa: LOCAL_EVM dev tokens USDC {tokens['USDC']} USDT {tokens['USDT']}", flush=True)
+    return proc
+
+
+def announce_ready(base: str, stop: threading.Event) -> None:
+    while not stop.is_set():
+        try:
+            if requests.get(f"{base}/readyz", timeout=1).ok:
+                print(f"kassa: ready on {base} (API {base}/v1/api, docs {base}/v1/api/docs, "
+                      f"dashboard {base}/dashboard); Ctrl-C stops everything", flush=True)
+                return
+        except requests.RequestException:
+            pass
+        stop.wait(0.5)
+
+
+def main() -> int:
+    env = {**DEV_DEFAULTS, **os.environ}
+    settings = Settings.from_env(env)
+    upgrade(settings.database_url)
+    print("kassa: database migrated", flush=True)
+    anvil = start_local_chain(env) if env.get("KASSA_NO_CHAIN") != "1" else None
+    bin_dir = Path(sys.executable).parent
+    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    manager = Manager(Printer(sys.stdout))
+    for name, cmd in procfile(ROOT / "Procfile"):
+        manager.add_process(name, cmd, env=env, cwd=str(ROOT))
+    stop = threading.Event()
+    threading.Thread(target=announce_ready, args=(settings.checkout_url, stop), daemon=True).start()
+    try:
+        manager.loop()
+    finally:
+        stop.set()
+        if anvil is not None:
+            anvil.terminate()
+            anvil.wait(5)
+    return manager.returncode or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

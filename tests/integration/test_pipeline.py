@@ -1,0 +1,130 @@
+"""Outbox relay → RabbitMQ → settler, and the expirer's jobs, in-process against real
+PostgreSQL and RabbitMQ (each test run on its own exchange and queues)."""
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from kassa_common.bus.consumer import Consumer
+from kassa_common.bus.publisher import Publisher
+from kassa_common.db import unit_of_work
+from kassa_common.models import Event, Payment, Transfer
+from kassa_common.outbox import relay_pending
+from kassa_api.settler import handle_transfer
+from kassa_expirer.jobs import Jobs
+from tests.support.bus import private_topology, queue_depth
+from tests.support.wait import until
+
+
+@pytest.fixture
+def bus(settings):
+    with private_topology(settings.rabbitmq_url) as (prefix, topo):
+        publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
+        yield topo, publisher
+        publisher.close()
+
+
+@pytest.fixture
+def settler(bus, settings, sessions):
+    topo, _ = bus
+    consumer = Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions, name="test-settler")
+    thread = threading.Thread(target=consumer.run, daemon=True)
+    thread.start()
+    yield consumer
+    consumer.stop()
+    thread.join(10)
+
+
+def new_payment(client, merchant, **body):
+    r = client.post("/v1/api/payments", json={"amount": 10, "token": "USDC", "network": "BASE", **body},
+                    headers=merchant.headers())
+    assert r.status_code == 201, r.json
+    return r.json["data"]
+
+
+def status_of(sessions, pid) -> str:
+    with sessions() as s:
+        return s.scalar(sa.select(Payment.status).where(Payment.id == uuid.UUID(pid)))
+
+
+def events_of(sessions, pid) -> list[str]:
+    with sessions() as s:
+        return list(s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(pid))
+                              .order_by(Event.created_at)))
+
+
+def test_relay_publishes_committed_events_and_marks_them(client, merchant, sessions, bus, settings):
+    topo, publisher = bus
+    p = new_payment(client, merchant)
+    assert relay_pending(sessions, publisher) >= 1
+    with sessions() as s:
+        published = s.scalar(sa.select(Event.published_at).where(Event.payment_id == uuid.UUID(p["id"])))
+    assert published is not None
+    assert until(lambda: queue_depth(settings.rabbitmq_url, topo.webhook_intake.name) >= 1)
+
+
+def test_test_payment_completes_through_the_settler(client, merchant, sessions, bus, settler):
+    _, publisher = bus
+    p = new_payment(client, merchant)
+    jobs = Jobs(sessions, publisher, test_complete_after=timedelta(0))
+    assert jobs.complete_test_payments() >= 1
+    relay_pending(sessions, publisher)
+    until(lambda: status_of(sessions, p["id"]) == "COMPLETED", message="payment completed")
+    with sessions() as s:
+        pay = s.get(Payment, uuid.UUID(p["id"]))
+        assert pay.transaction_hash.startswith("test_tx_")
+        assert pay.amount_received_units == pay.crypto_amount_units
+    assert events_of(sessions, p["id"])[-1] == "payment.completed"
+
+
+def test_redelivered_transfer_changes_nothing(client, merchant, sessions, settler):
+    p = new_payment(client, merchant)
+    from kassa_common.bus.consumer import Delivered
+
+    body = {"network": "BASE", "tx_hash": "0x" + "ab" * 32, "log_index": 1, "token": "USDC", "to": p["address"],
+            "amount_units": "4000000", "confirmations": 10}
+    msg = Delivered("msg-" + uuid.uuid4().hex, "chain.transfer.confirmed", body, 1)
+    settler.handle(msg)
+    settler.handle(msg)  # the same message again
+    settler.handle(Delivered("msg-" + uuid.uuid4().hex, "chain.transfer.confirmed", body, 1))  # same transfer
+    with sessions() as s:
+        pay = s.get(Payment, uuid.UUID(p["id"]))
+        assert pay.status == "PARTIALLY_PAID" and int(pay.amount_received_units) == 4_000_000
+        assert s.scalar(sa.select(sa.func.count()).select_from(Transfer).where(Transfer.payment_id == pay.id)) == 1
+    assert events_of(sessions, p["id"]).count("payment.partially_paid") == 1
+
+
+def test_expirer_expires_overdue_payments_once(client, merchant, sessions):
+    p = new_payment(client, merchant)
+    with unit_of_work(sessions) as s:
+        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"]))
+                  .values(expires_at=sa.func.now() - sa.text("interval '1 minute'"), test_auto_complete=False))
+    jobs = Jobs(sessions, None, test_complete_after=timedelta(hours=1))
+    while jobs.expire():
+        pass
+    assert status_of(sessions, p["id"]) == "EXPIRED"
+    assert events_of(sessions, p["id"]) == ["payment.created", "payment.expired"]
+    assert jobs.expire() == 0 or events_of(sessions, p["id"]).count("payment.expired") == 1
+
+
+def test_a_seen_transfer_holds_an_overdue_payment_open(client, merchant, sessions, settler):
+    from kassa_common.bus.consumer import Delivered
+
+    p = new_payment(client, merchant)
+    body = {"network": "BASE", "tx_hash": "0x" + "cd" * 32, "log_index": 0, "token": "USDC", "to": p["address"],
+            "amount_units": "10000000", "confirmations": 1}
+    settler.handle(Delivered(uuid.uuid4().hex, "chain.transfer.seen", body, 1))
+    with unit_of_work(sessions) as s:
+        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"]))
+                  .values(expires_at=sa.func.now() - sa.text("interval '1 minute'")))
+    jobs = Jobs(sessions, None, test_complete_after=timedelta(hours=1))
+    while jobs.expire():
+        pass
+    assert status_of(sessions, p["id"]) == "PENDING"
+    settler.handle(Delivered(uuid.uuid4().hex, "chain.transfer.confirmed", {**body, "confirmations": 10}, 1))
+    assert status_of(sessions, p["id"]) == "COMPLETED"
+    assert events_of(sessions, p["id"]) == ["payment.created", "payment.detected", "payment.completed"]

@@ -1,0 +1,36 @@
+"""A private RabbitMQ topology per test run, deleted afterwards."""
+from __future__ import annotations
+
+import secrets
+from contextlib import contextmanager
+
+import pika
+
+from kassa_common.bus import topology
+
+
+@contextmanager
+def private_topology(rabbitmq_url: str):
+    prefix = "test" + secrets.token_hex(4)
+    topo = topology.named(prefix)
+    conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+    topo.declare(conn.channel())
+    conn.close()
+    try:
+        yield prefix, topo
+    finally:
+        conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+        ch = conn.channel()
+        for q in topo.queues:
+            for name in (q.name, q.retry, q.dlq):
+                ch.queue_delete(name)
+        ch.exchange_delete(topo.exchange)
+        conn.close()
+
+
+def queue_depth(rabbitmq_url: str, queue: str) -> int:
+    conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+    try:
+        return conn.channel().queue_declare(queue, passive=True).method.message_count
+    finally:
+        conn.close()
