@@ -32,10 +32,45 @@ class EndpointSpec:
 
 def _details(exc: ValidationError) -> list[dict[str, Any]]:
     out = []
-    for err in exc.errors(include_url=False, include_context=False, include_input=False):
+    for err in exc.errors(include_url=False, include_context=True, include_input=False):
         field = ".".join(str(p) for p in err["loc"]) or None
-        out.append({"field": field, "message": err["msg"], "type": err["type"]})
+        # A rule spanning several fields (schemas.FieldsError) names each of them.
+        fields = getattr((err.get("ctx") or {}).get("error"), "fields", None) or [field]
+        out.extend({"field": f, "message": err["msg"], "type": err["type"]} for f in fields)
     return out
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _nul_paths(data: Any) -> list[str]:
+    """Where a string (or key) holds a NUL character: PostgreSQL text cannot store one.
+    Iterative, so a deeply nested body cannot exhaust the stack."""
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [("", data)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                found.append(path)
+        elif isinstance(value, (dict, list)):
+            items = value.items() if isinstance(value, dict) else enumerate(value)
+            for k, v in items:
+                sub = f"{path}.{k}" if path else str(k)
+                if isinstance(k, str) and "\x00" in k:
+                    found.append(sub)
+                else:
+                    stack.append((sub, v))
+    return sorted(found)
+
+
+def _no_nul(data: Any, code: str, message: str) -> None:
+    paths = _nul_paths(data)
+    if paths:
+        raise ApiError(400, message, code=code,
+                       details=[{"field": p.replace("\x00", "\\u0000"), "message": "must not contain NUL characters",
+                                 "type": "nul_character"} for p in paths])
 
 
 def parse_json_body() -> Any:
@@ -46,15 +81,18 @@ def parse_json_body() -> Any:
     if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise ApiError(415, "send the body as Content-Type: application/json")
     try:
-        return json.loads(raw, parse_float=Decimal)
+        return json.loads(raw, parse_float=Decimal, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"malformed JSON: {exc}", code="BAD_REQUEST") from None
+    except RecursionError:
+        raise ApiError(400, "malformed JSON: nested too deeply", code="BAD_REQUEST") from None
 
 
 def validate_body(model: type[BaseModel]) -> BaseModel:
     data = parse_json_body()
     if not isinstance(data, dict):
         raise ApiError(400, "request body must be a JSON object", code="BAD_REQUEST")
+    _no_nul(data, "VALIDATION_ERROR", "the request body is invalid")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -66,6 +104,7 @@ def validate_query(model: type[BaseModel]) -> BaseModel:
     for key in request.args:
         values = request.args.getlist(key)
         args[key] = values[0] if len(values) == 1 else values
+    _no_nul(args, "BAD_REQUEST", "the query string is invalid")
     try:
         return model.model_validate(args)
     except ValidationError as exc:

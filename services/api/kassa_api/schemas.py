@@ -1,9 +1,11 @@
 """Request and response models: they validate input and generate the OpenAPI document."""
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 from typing import Annotated, Any, Literal, Optional, Union
+from urllib.parse import urlsplit
 
 from pydantic import (
     AfterValidator,
@@ -12,6 +14,8 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationError,
+    WrapValidator,
     model_validator,
 )
 
@@ -20,6 +24,14 @@ from kassa_common.payments import STATUSES
 from kassa_api.auth import SCOPES  # noqa: F401  (re-exported for the dashboard)
 
 EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
+
+
+class FieldsError(ValueError):
+    """A rule spanning several fields: the error details name each of ``fields``."""
+
+    def __init__(self, message: str, fields: list[str]) -> None:
+        super().__init__(message)
+        self.fields = fields
 
 
 def _number(value: Any) -> Any:
@@ -37,7 +49,26 @@ def _email(value: str) -> str:
 def _http_url(value: str) -> str:
     if not re.match(r"^https?://[^\s/$.?#][^\s]*$", value, re.I):
         raise ValueError("must be an absolute http(s) URL")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 - raises ValueError when out of range
+    except ValueError:
+        raise ValueError("must be an absolute http(s) URL with a valid host and port") from None
+    if not parts.hostname:
+        raise ValueError("must be an absolute http(s) URL with a host")
     return value
+
+
+def _meta_value(value: Any, handler: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("metadata numbers must be finite")
+    try:
+        result = handler(value)
+    except ValidationError:
+        raise ValueError("metadata values are strings (up to 500 characters), numbers, booleans or null") from None
+    if isinstance(result, float) and not math.isfinite(result):
+        raise ValueError("metadata numbers must be finite")
+    return result
 
 
 def _upper(value: Any) -> Any:
@@ -50,7 +81,8 @@ HttpUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=204
 Code = Annotated[str, BeforeValidator(_upper), StringConstraints(min_length=1, max_length=32, pattern=r"^[A-Z0-9_]+$")]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
-MetaValue = Union[Annotated[str, StringConstraints(max_length=500)], int, float, bool, None]
+MetaValue = Annotated[Union[Annotated[str, StringConstraints(max_length=500)], int, float, bool, None],
+                      WrapValidator(_meta_value)]
 Status = Literal["PENDING", "COMPLETED", "PARTIALLY_PAID", "EXPIRED", "CANCELED"]
 assert set(STATUSES) == set(Status.__args__)  # type: ignore[attr-defined]
 EventName = Literal[ALL_EVENTS]  # type: ignore[valid-type]
@@ -77,7 +109,7 @@ class CreatePayment(Strict):
     @model_validator(mode="after")
     def _amount_or_product(self) -> "CreatePayment":
         if (self.amount is None) == (self.product_id is None):
-            raise ValueError("give exactly one of amount or product_id")
+            raise FieldsError("give exactly one of amount or product_id", ["amount", "product_id"])
         return self
 
 
