@@ -365,7 +365,7 @@ class RegtestChain:
 
     def rpc_getblockhash(self, height):
         if isinstance(height, bool) or not isinstance(height, int):
-            raise RPCError(-3, f"JSON value of type {type(height).__name__} is not of expected type number")
+            raise RPCError(-3, "JSON value is not an integer as expected")
         if not 0 <= height < len(self.active):
             raise RPCError(-8, "Block height out of range")
         return b2lx(self.active[height])
@@ -389,8 +389,8 @@ class RegtestChain:
             raise RPCError(-8, "the double implements getrawmempool without verbose/mempool_sequence only")
         return [b2lx(txid) for txid in self.mempool]
 
-    def rpc_getrawtransaction(self, txid, verbose=0, blockhash=None):
-        key, verbosity = parse_hash(txid, "parameter 1"), int(verbose or 0)
+    def rpc_getrawtransaction(self, txid, verbosity=0, blockhash=None):
+        key, verbosity = parse_hash(txid, "parameter 1"), int(verbosity or 0)  # Core also takes true/false
         if verbosity > 1:
             raise RPCError(-8, "the double implements getrawtransaction verbosity 0 and 1 only")
         if key == GENESIS.vtx[0].GetTxid():
@@ -449,7 +449,10 @@ class RegtestChain:
         return btc(sum(c[0] for c in self._wallet_coins().values()))
 
     def rpc_sendtoaddress(self, address, amount, *_ignored):
-        spk, sats = address_to_script(address), to_sats(amount)
+        try:
+            spk, sats = address_to_script(address), to_sats(amount)
+        except RPCError as exc:
+            raise RPCError(-5, f"Invalid Bitcoin address: {address}") if exc.code == -5 else exc from None
         if sats <= 0:
             raise RPCError(-3, "Invalid amount for send")
         tx = self._build_payment(spk, sats)

@@ -11,8 +11,13 @@
 * otherwise a fresh :class:`~tests.support.bitcoin_double.BitcoinDouble` is
   started on a free port in a background thread, and stopped on exit.
 
-In both cases 101 blocks are mined to the wallet first (only if its balance is
-below 50 BTC), so the wallet has mature coins to spend.
+In both cases 101 blocks are mined to the wallet first if its balance is below
+10 BTC, so the wallet has mature coins to spend. Regtest halves the block
+subsidy every 150 blocks, so give a real node a fresh datadir now and then.
+
+Use the fixture from a test module or conftest::
+
+    from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
 """
 from __future__ import annotations
 
@@ -137,7 +142,8 @@ class RegtestNode:
         self.drop_tx(txid)
         return self.mine(depth + extra_blocks)
 
-    def fund(self, min_balance=Decimal(50)):
+    def fund(self, min_balance=Decimal(10)):
+        """Mine 101 blocks to the wallet if it holds less than min_balance BTC."""
         if self.rpc.getbalance() < min_balance:
             self.mine(101)
 
