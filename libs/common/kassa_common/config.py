@@ -28,6 +28,13 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _seconds_list(value: str) -> tuple[float, ...]:
+    items = tuple(float(x) for x in value.split(",") if x.strip())
+    if not items or any(x <= 0 for x in items):
+        raise ValueError(f"must be comma-separated positive seconds: {value!r}")
+    return items
+
+
 def _maybe(env: Mapping[str, str], name: str, coerce: Callable[[str], Any], default: Any) -> Any:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -53,6 +60,7 @@ class Settings:
     test_mode_complete_seconds: float = 10.0
     webhook_allow_private_urls: bool = False
     webhook_timeout_seconds: float = 10.0
+    webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
     fixed_rates: str = "ETH=3000,BTC=60000,POL=0.50,BNB=600"
     db_pool_size: int = 10
     log_level: str = "INFO"
@@ -78,6 +86,7 @@ class Settings:
             test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),
             webhook_allow_private_urls=_maybe(env, "WEBHOOK_ALLOW_PRIVATE_URLS", _bool, d.webhook_allow_private_urls),
             webhook_timeout_seconds=_maybe(env, "WEBHOOK_TIMEOUT_SECONDS", float, d.webhook_timeout_seconds),
+            webhook_retry_schedule=_maybe(env, "WEBHOOK_RETRY_SCHEDULE", _seconds_list, None),
             fixed_rates=_maybe(env, "FIXED_RATES", str, d.fixed_rates),
             db_pool_size=_maybe(env, "DB_POOL_SIZE", _positive_int, d.db_pool_size),
             log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),

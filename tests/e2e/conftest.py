@@ -1,0 +1,46 @@
+"""The running stack, shared by every e2e test of this worker (one xdist group)."""
+from __future__ import annotations
+
+import pytest
+
+from tests.support.bus import private_topology
+from tests.support.receiver import Receiver
+from tests.support.stack import Stack
+from tests.support.tcpproxy import TcpProxy
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.parent.name in ("e2e", "browser"):
+            item.add_marker(pytest.mark.xdist_group("stack"))
+
+
+@pytest.fixture(scope="session")
+def broker_proxy():
+    proxy = TcpProxy("127.0.0.1", 5672)
+    proxy.start()
+    yield proxy
+    proxy.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(base_env, broker_proxy, tmp_path_factory):
+    with private_topology(base_env["RABBITMQ_URL"]) as (prefix, _topo):
+        env = {
+            **base_env,
+            "RABBITMQ_URL": f"amqp://guest:guest@127.0.0.1:{broker_proxy.port}/%2F",
+            "BUS_PREFIX": prefix,
+            "TEST_MODE_COMPLETE_SECONDS": "1",
+            "WEBHOOK_RETRY_SCHEDULE": "1,1,1,1",
+            "LOG_LEVEL": "INFO",
+        }
+        s = Stack(env, tmp_path_factory.mktemp("stack-logs")).start_all()
+        yield s
+        s.stop_all()
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.close()

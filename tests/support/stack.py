@@ -1,0 +1,85 @@
+"""The whole Kassa stack as real processes (gunicorn web, relay, settler, webhook-sender,
+expirer) on a test database and a private RabbitMQ topology, for e2e and browser tests."""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from tests.support.wait import until
+
+ROOT = Path(__file__).resolve().parents[2]
+PROCESSES = {
+    "web": [sys.executable, "-m", "gunicorn", "-c", "services/api/gunicorn.conf.py", "kassa_api.wsgi:app"],
+    "relay": [sys.executable, "-m", "kassa_api.relay"],
+    "settler": [sys.executable, "-m", "kassa_api.settler"],
+    "webhook-sender": [sys.executable, "-m", "kassa_webhook_sender.main"],
+    "expirer": [sys.executable, "-m", "kassa_expirer.main"],
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Stack:
+    def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **env, "BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": "2",
+                    "CHECKOUT_URL": self.base, "PUBLIC_API_URL": f"{self.base}/v1/api",
+                    "DASHBOARD_URL": f"{self.base}/dashboard", "PYTHONUNBUFFERED": "1"}
+        self.log_dir = log_dir
+        self.procs: dict[str, subprocess.Popen] = {}
+
+    @property
+    def api(self) -> str:
+        return f"{self.base}/v1/api"
+
+    def start(self, name: str) -> None:
+        log = open(self.log_dir / f"{name}.log", "ab")
+        self.procs[name] = subprocess.Popen(PROCESSES[name], cwd=ROOT, env=self.env, stdout=log,
+                                            stderr=subprocess.STDOUT, start_new_session=True)
+
+    def start_all(self) -> "Stack":
+        for name in PROCESSES:
+            self.start(name)
+        until(self.ready, timeout=30, interval=0.2, message="the API to become ready")
+        return self
+
+    def ready(self) -> bool:
+        try:
+            return requests.get(f"{self.base}/readyz", timeout=1).ok
+        except requests.RequestException:
+            return False
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        proc = self.procs.pop(name)
+        os.killpg(proc.pid, sig)
+        proc.wait(15)
+
+    def stop_all(self) -> None:
+        for name in list(self.procs):
+            proc = self.procs[name]
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + 15
+        for name, proc in list(self.procs.items()):
+            try:
+                proc.wait(max(deadline - time.monotonic(), 0.1))
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+        self.procs.clear()
+
+    def logs(self) -> str:
+        return "\n".join(f"--- {p.name}\n{p.read_text()[-3000:]}" for p in sorted(self.log_dir.glob("*.log")))
