@@ -260,3 +260,30 @@ class ProcessedMessage(Base):
     consumer: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
     message_id: Mapped[str] = mapped_column(sa.String(100), primary_key=True)
     created_at: Mapped[datetime] = _created()
+
+
+class ChainCursor(Base):
+    """How far the chain watcher has followed one network.
+
+    ``block_number``/``block_hash``: the last block scanned (the head of ``chain_blocks``);
+    ``confirmed_through``: every transfer in blocks up to this height was published confirmed.
+    """
+
+    __tablename__ = "chain_cursors"
+    network: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    block_number: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
+    block_hash: Mapped[str | None] = mapped_column(sa.String(100))
+    confirmed_through: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
+    updated_at: Mapped[datetime] = _created()
+
+
+class ChainBlock(Base):
+    """A recently scanned block: its hash and parent (reorg detection) and the transfers to
+    watched addresses found in it (so an orphaned block's transfers can be reported)."""
+
+    __tablename__ = "chain_blocks"
+    network: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    number: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True)
+    hash: Mapped[str] = mapped_column(sa.String(100), nullable=False)
+    parent_hash: Mapped[str] = mapped_column(sa.String(100), nullable=False)
+    transfers: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, nullable=False, server_default="[]")
