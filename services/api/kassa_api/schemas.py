@@ -13,6 +13,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StrictBool,
     StringConstraints,
     ValidationError,
     WrapValidator,
@@ -169,7 +170,7 @@ class ProductFields(Strict):
     currency_type: Optional[Literal["FIAT", "CRYPTO"]] = None
     token: Optional[Code] = None
     network: Optional[Code] = None
-    active: Optional[bool] = None
+    active: Optional[StrictBool] = None
 
 
 class CreateProduct(ProductFields):
@@ -211,7 +212,7 @@ class Deleted(BaseModel):
 class WebhookFields(Strict):
     url: Optional[HttpUrl] = None
     events: Optional[list[EventName]] = Field(None, min_length=1, max_length=len(ALL_EVENTS))
-    active: Optional[bool] = None
+    active: Optional[StrictBool] = None
     description: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
 
 
