@@ -1,0 +1,174 @@
+"""The dispatcher: claim due deliveries, send them from a thread pool, record outcomes.
+
+Three kinds of thread:
+
+- the claimer leases deliveries (``store.claim``): first the ids intake handed over
+  (``submit``), then whatever else is due (retries, redeliveries, tests, claims of a
+  crashed sender whose lease ran out). It polls every ``poll_interval`` and wakes at
+  once on a hand-off or when capacity frees up. At most ``max_in_flight`` claims are
+  open at a time, so a claim is always sent well within its lease.
+- pool threads sign and POST one delivery each (``transport.Transport``).
+- the recorder writes outcomes in batches, one transaction per batch (``store.record``).
+
+``stop()``: stop claiming → finish the sends in progress (claims not yet started are
+released) → record every outcome → close the HTTP sessions.
+"""
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from typing import Iterable
+
+from sqlalchemy.orm import Session, sessionmaker
+
+from kassa_common.signing import sign
+from kassa_common.timefmt import utcnow
+from kassa_webhook_sender import metrics, store
+from kassa_webhook_sender.retry import DEFAULT_POLICY, RetryPolicy
+from kassa_webhook_sender.transport import Request, Transport, sanitize_url
+
+log = logging.getLogger("kassa.webhooks")
+RECORD_BATCH = 500
+
+
+class Dispatcher:
+    def __init__(self, sessions: sessionmaker[Session], transport: Transport, *, threads: int = 32,
+                 retry: RetryPolicy = DEFAULT_POLICY, poll_interval: float = 0.25, lease_seconds: float = 60,
+                 max_in_flight: int | None = None) -> None:
+        self.sessions, self.transport, self.retry = sessions, transport, retry
+        self.threads, self.poll_interval, self.lease_seconds = threads, poll_interval, lease_seconds
+        self.max_in_flight = max_in_flight or 2 * threads
+        self._handoff: deque[uuid.UUID] = deque()
+        self._outcomes: queue.Queue[store.Outcome] = queue.Queue()
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._sends_done = threading.Event()
+        self._pool: ThreadPoolExecutor | None = None
+        self._threads: list[threading.Thread] = []
+        self.recorded = 0  # outcomes written (for tests and benchmarks)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self) -> "Dispatcher":
+        if self._pool is not None:
+            return self
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="webhook-send")
+        self._threads = [threading.Thread(target=self._claim_loop, name="webhook-claimer", daemon=True),
+                         threading.Thread(target=self._record_loop, name="webhook-recorder", daemon=True)]
+        for t in self._threads:
+            t.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self._stopping.is_set():
+            return
+        self._stopping.set()
+        self._wake.set()
+        if self._pool is not None:
+            self._threads[0].join(timeout)
+            self._pool.shutdown(wait=True)
+            self._sends_done.set()
+            self._threads[1].join(timeout)
+        self.transport.close()
+
+    def submit(self, delivery_ids: Iterable[uuid.UUID]) -> None:
+        """Hand over new deliveries for immediate dispatch (intake calls this after commit)."""
+        self._handoff.extend(delivery_ids)
+        self._wake.set()
+
+    # -- claiming -----------------------------------------------------------------------
+    def _claim_loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.wait(self.poll_interval)
+            self._wake.clear()
+            try:
+                while not self._stopping.is_set() and self.claim_and_dispatch():
+                    pass
+            except Exception:  # noqa: BLE001 - database trouble: try again at the next poll
+                log.exception("claiming deliveries failed")
+                self._stopping.wait(self.poll_interval)
+
+    def claim_and_dispatch(self) -> bool:
+        """Claim what capacity allows and queue it for sending; True if anything was claimed."""
+        free = self.max_in_flight - self._in_flight
+        ids = [self._handoff.popleft() for _ in range(min(free, len(self._handoff)))]
+        jobs = store.claim(self.sessions, len(ids), self.lease_seconds, ids) if ids else []
+        jobs += store.claim(self.sessions, free - len(jobs), self.lease_seconds)
+        with self._lock:
+            self._in_flight += len(jobs)
+        for job in jobs:
+            self._pool.submit(self._attempt, job)  # type: ignore[union-attr]
+        return bool(jobs) and self._in_flight < self.max_in_flight
+
+    # -- sending ------------------------------------------------------------------------
+    def _attempt(self, job: store.Job) -> None:
+        try:
+            outcome = self.attempt(job)
+        except Exception as exc:  # noqa: BLE001 - a bug must not leak the claim
+            log.exception("attempt of delivery %s crashed", job.delivery_id)
+            outcome = store.Outcome(job, error=repr(exc))  # released: retried after the lease
+        self._outcomes.put(outcome)
+
+    def attempt(self, job: store.Job) -> store.Outcome:
+        """Send one claimed delivery and decide what happens next (no database access)."""
+        if self._stopping.is_set():
+            return store.Outcome(job)  # claimed but not started: release it
+        if not job.endpoint_live:
+            return store.Outcome(job, "FAILED", error="endpoint deleted or disabled")
+        now = utcnow()
+        body = job.body
+        request = Request(job.url, body, sign(job.secret, int(time.time()), body), job.event_type,
+                          job.event_id, str(job.delivery_id))
+        result = self.transport.post(request)
+        metrics.ATTEMPTS.inc()
+        metrics.LATENCY.observe(result.duration_ms / 1000)
+        fields = dict(attempted_at=now, status_code=result.status_code, duration_ms=result.duration_ms,
+                      response_body=result.response_body, error=result.error)
+        if result.ok:
+            return store.Outcome(job, "SUCCEEDED", **fields)
+        next_at = self.retry.next_attempt(job.attempts + 1, job.created_at, utcnow())
+        log.info("delivery %s to %s failed (attempt %d): %s; %s", job.delivery_id, sanitize_url(job.url),
+                 job.attempts + 1, result.error, f"retry at {next_at.isoformat()}" if next_at else "giving up")
+        if next_at is None:
+            return store.Outcome(job, "FAILED", **fields)
+        return store.Outcome(job, "PENDING", next_attempt_at=next_at, **fields)
+
+    # -- recording ----------------------------------------------------------------------
+    def _record_loop(self) -> None:
+        while not (self._sends_done.is_set() and self._outcomes.empty()):
+            try:
+                batch = [self._outcomes.get(timeout=0.05)]
+            except queue.Empty:
+                continue
+            while len(batch) < RECORD_BATCH:
+                try:
+                    batch.append(self._outcomes.get_nowait())
+                except queue.Empty:
+                    break
+            self._record(batch)
+
+    def _record(self, batch: list[store.Outcome]) -> None:
+        for delay in (0, 0.5, 1, 2, 4, 8):  # bounded: the lease brings back what is never recorded
+            time.sleep(delay)
+            try:
+                store.record(self.sessions, batch)
+                break
+            except Exception:  # noqa: BLE001
+                log.exception("recording %d outcomes failed", len(batch))
+        with self._lock:
+            self._in_flight -= len(batch)
+        self.recorded += len(batch)
+        for o in batch:
+            if o.status == "SUCCEEDED":
+                metrics.SUCCEEDED.inc()
+            elif o.status == "FAILED":
+                metrics.FAILED.inc()
+            elif o.status == "PENDING":
+                metrics.RETRIES.inc()
+        self._wake.set()

@@ -1,0 +1,42 @@
+"""Intake: turn an event from the bus into one PENDING delivery per subscribed endpoint.
+
+Runs inside the consumer's transaction (which also records the message id), so a
+redelivered message creates nothing; the unique (event_id, endpoint_id) makes a second
+intake of the same event, by whatever path, create nothing either. The ids of the new
+deliveries are returned so that, after commit, they are handed to the dispatcher.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from kassa_common.bus.consumer import Delivered
+
+log = logging.getLogger("kassa.webhooks")
+
+CREATE_DELIVERIES = sa.text("""
+    INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, status, attempts, next_attempt_at)
+    SELECT gen_random_uuid(), w.id, e.id, e.type, 'PENDING', 0, now()
+    FROM events e
+    JOIN webhook_endpoints w ON w.merchant_id = e.merchant_id AND w.test_mode = e.test_mode
+    WHERE e.id = :event_id AND w.active AND w.deleted_at IS NULL AND e.type = ANY(w.events)
+    ON CONFLICT (event_id, endpoint_id) DO NOTHING
+    RETURNING id
+""")
+
+
+def create_deliveries(session: Session, event_id: str) -> list[uuid.UUID]:
+    """Deliveries of this event to every matching endpoint; the ids of the new ones."""
+    return list(session.scalars(CREATE_DELIVERIES, {"event_id": event_id}))
+
+
+def handle_event(session: Session, msg: Delivered) -> list[uuid.UUID] | None:
+    """Consumer handler: the new delivery ids (None when there is nothing to hand off)."""
+    ids = create_deliveries(session, msg.message_id)
+    if not ids:
+        log.debug("event %s (%s): no subscribed endpoint", msg.message_id, msg.routing_key)
+        return None
+    return ids

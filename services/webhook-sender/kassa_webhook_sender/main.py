@@ -1,0 +1,103 @@
+"""The webhook-sender process: consume ``payment.*`` events into deliveries, send them.
+
+``main()`` runs the intake consumer in the main thread and the dispatcher in its own
+threads; SIGTERM stops consuming (the message in hand commits and is acked), then the
+dispatcher finishes the sends in progress and records them, then everything closes.
+
+In-process (tests, benchmarks)::
+
+    sender = build(settings).start()   # consumer in a background thread
+    ...
+    sender.stop()
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+
+from sqlalchemy.engine import Engine
+
+from kassa_common.bus import topology
+from kassa_common.bus.consumer import Consumer
+from kassa_common.config import Settings
+from kassa_common.db import make_engine, make_session_factory
+from kassa_common.worker import run_until_stopped, setup_logging, start_metrics
+from kassa_webhook_sender.dispatcher import Dispatcher
+from kassa_webhook_sender.intake import handle_event
+from kassa_webhook_sender.retry import DEFAULT_POLICY, RetryPolicy
+from kassa_webhook_sender.transport import Transport
+
+log = logging.getLogger("kassa.webhooks")
+
+
+@dataclass
+class Sender:
+    consumer: Consumer
+    dispatcher: Dispatcher
+    engine: Engine | None = None  # disposed on stop when the sender built it
+    _thread: threading.Thread | None = field(default=None, repr=False)
+
+    def run(self) -> None:
+        """Consume in this thread until ``stop()``; the dispatcher runs meanwhile."""
+        self.dispatcher.start()
+        self.consumer.run()
+
+    def start(self) -> "Sender":
+        """Run in background threads (tests)."""
+        self.dispatcher.start()
+        self._thread = threading.Thread(target=self.run, name="webhook-intake", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop consuming, finish and record in-flight sends, close."""
+        self.consumer.stop()
+        if self._thread is not None:
+            self._thread.join(timeout)
+        self.dispatcher.stop(timeout)
+        if self.engine is not None:
+            self.engine.dispose()
+
+
+def retry_policy(settings: Settings) -> RetryPolicy:
+    """DESIGN's schedule, or WEBHOOK_RETRY_SCHEDULE's delays (the last one repeating)."""
+    schedule = getattr(settings, "webhook_retry_schedule", None)
+    return RetryPolicy.from_schedule(schedule) if schedule else DEFAULT_POLICY
+
+
+def build(settings: Settings, *, engine: Engine | None = None, retry: RetryPolicy | None = None,
+          threads: int = 32, poll_interval: float = 0.25, lease_seconds: float = 60) -> Sender:
+    """Wire a sender from settings; pass ``engine`` to share one (then the caller disposes it)."""
+    own = engine is None
+    retry = retry or retry_policy(settings)
+    engine = engine or make_engine(settings.database_url, pool_size=settings.db_pool_size,
+                                   application_name="kassa-webhook-sender")
+    sessions = make_session_factory(engine)
+    transport = Transport(timeout=settings.webhook_timeout_seconds, allow_private=settings.webhook_allow_private_urls)
+    dispatcher = Dispatcher(sessions, transport, threads=threads, retry=retry, poll_interval=poll_interval,
+                            lease_seconds=lease_seconds)
+    topo = topology.named(settings.bus_prefix)
+    consumer = Consumer(settings.rabbitmq_url, topo, topo.webhook_intake, handle_event, sessions,
+                        name="webhook-sender", on_committed=dispatcher.submit)
+    return Sender(consumer, dispatcher, engine if own else None)
+
+
+def main() -> None:
+    settings = Settings.from_env()
+    setup_logging(settings.log_level, "webhook-sender")
+    start_metrics(settings)
+    sender = build(settings)
+    log.info("webhook sender starting (private destinations %s)",
+             "allowed" if settings.webhook_allow_private_urls else "refused")
+    try:
+        run_until_stopped(sender.run, on_stop=sender.consumer.stop)
+    finally:
+        sender.dispatcher.stop()
+        if sender.engine is not None:
+            sender.engine.dispose()
+    log.info("webhook sender stopped")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""The HTTP side of a delivery: POST the exact signed bytes, return a result object.
+
+``Transport.post`` never raises for a failed request (refused destination, DNS error,
+timeout, connection reset, non-2xx): the failure is in the result. Redirects are not
+followed. Each worker thread keeps its own ``requests.Session`` (keep-alive pool).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import requests
+
+from kassa_common.netguard import resolve_public
+
+log = logging.getLogger("kassa.webhooks")
+USER_AGENT = "Kassa-Webhooks/1.0"
+MAX_RESPONSE_BODY = 2048  # bytes kept in the attempt log
+MAX_READ = 64 * 1024  # beyond this the connection is dropped rather than drained
+
+
+@dataclass(frozen=True)
+class Request:
+    url: str
+    body: bytes
+    signature: str
+    event_type: str
+    event_id: str
+    delivery_id: str
+
+
+@dataclass(frozen=True)
+class Result:
+    status_code: int | None
+    duration_ms: int
+    response_body: str | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300 and self.error is None
+
+
+def sanitize_url(url: str) -> str:
+    """scheme://host[:port]/path: no credentials, query or fragment (safe for logs)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<invalid url>"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, requests.Timeout):
+        return "timed out"
+    if isinstance(exc, requests.ConnectionError):
+        return "connection failed"
+    return type(exc).__name__
+
+
+class Transport:
+    def __init__(self, *, timeout: float = 10.0, allow_private: bool = False) -> None:
+        self.timeout, self.allow_private = timeout, allow_private
+        self._local = threading.local()
+        self._sessions: list[requests.Session] = []
+        self._lock = threading.Lock()
+
+    def _session(self) -> requests.Session:
+        session = getattr(self._local, "session", None)
+        if session is None:
+            session = requests.Session()
+            session.trust_env = False  # no proxies or .netrc credentials from the environment
+            session.headers.clear()
+            self._local.session = session
+            with self._lock:
+                self._sessions.append(session)
+        return session
+
+    def headers(self, req: Request) -> dict[str, str]:
+        return {
+            "Content-Type": "application/json",
+            "User-Agent": USER_AGENT,
+            "X-Kassa-Signature": req.signature,
+            "X-Kassa-Event": req.event_type,
+            "X-Kassa-Event-Id": req.event_id,
+            "X-Kassa-Delivery-Id": req.delivery_id,
+        }
+
+    def post(self, req: Request) -> Result:
+        started = time.monotonic()
+        if not self.allow_private:
+            try:
+                resolve_public(req.url)
+            except ValueError as exc:
+                return Result(None, _ms(started), None, f"destination refused: {exc}")
+        try:
+            response = self._session().post(req.url, data=req.body, headers=self.headers(req),
+                                            timeout=self.timeout, allow_redirects=False, stream=True)
+        except Exception as exc:  # noqa: BLE001 - every failure is a result, never raised
+            log.info("webhook to %s failed: %s", sanitize_url(req.url), _describe(exc))
+            return Result(None, _ms(started), None, _describe(exc))
+        body, error = self._read(response, started)
+        result = Result(response.status_code, _ms(started), body, error)
+        if error is None and not result.ok:
+            error = f"HTTP {response.status_code}"
+            if 300 <= response.status_code < 400:
+                error += " (redirects are not followed)"
+            result = Result(response.status_code, result.duration_ms, body, error)
+        return result
+
+    def _read(self, response: requests.Response, started: float) -> tuple[str | None, str | None]:
+        """Up to MAX_READ bytes of the body (kept: the first MAX_RESPONSE_BODY), within the timeout."""
+        kept, total, error = bytearray(), 0, None
+        try:
+            for chunk in response.iter_content(8192):
+                if len(kept) < MAX_RESPONSE_BODY:
+                    kept += chunk[: MAX_RESPONSE_BODY - len(kept)]
+                total += len(chunk)
+                if total >= MAX_READ:
+                    break
+                if time.monotonic() - started > self.timeout:
+                    error = "timed out reading the response"
+                    break
+        except Exception as exc:  # noqa: BLE001
+            error = f"reading the response failed: {_describe(exc)}"
+        finally:
+            response.close()  # back to the pool if fully read, otherwise dropped
+        if error is None and time.monotonic() - started > self.timeout:
+            error = "timed out"
+        return (kept.decode("utf-8", "replace") if kept else None), error
+
+    def close(self) -> None:
+        with self._lock:
+            sessions, self._sessions = self._sessions, []
+        for session in sessions:
+            session.close()
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
