@@ -1,0 +1,58 @@
+"""What the scanner needs from a chain, and the values it passes around."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Collection, Protocol
+
+
+class ChainMoved(Exception):
+    """The chain changed while we read it (a reorg between two calls): read again."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """A transfer to a watched address. ``index``: log index (ERC-20), -1 (native EVM), vout (Bitcoin)."""
+
+    tx_hash: str
+    index: int
+    token: str
+    to: str
+    amount_units: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.tx_hash, self.index)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"tx": self.tx_hash, "i": self.index, "token": self.token, "to": self.to, "units": str(self.amount_units)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> "Found":
+        return cls(d["tx"], int(d["i"]), d["token"], d["to"], int(d["units"]))
+
+
+@dataclass
+class Block:
+    number: int
+    hash: str
+    parent_hash: str
+    transfers: list[Found] = field(default_factory=list)
+
+
+class Chain(Protocol):
+    def tip(self) -> int:
+        """Height of the best block."""
+
+    def blocks(self, start: int, end: int, watched: Collection[str]) -> list[Block]:
+        """Blocks ``start..end`` (inclusive), linked by parent hash, with their transfers to
+        ``watched`` (normalised addresses). Raises ChainMoved if the range changed mid-read
+        or does not exist (any more)."""
+
+    def hashes(self, numbers: list[int]) -> dict[int, str]:
+        """Hash of the best chain's block at each height (heights above the tip are left out)."""
+
+    def mempool(self, watched: Collection[str]) -> list[Found]:
+        """Unconfirmed transfers to ``watched`` (chains without a visible mempool: [])."""
+
+    def close(self) -> None:
+        ...

@@ -1,0 +1,151 @@
+"""The addresses a watcher matches transfers against, held in memory as a set.
+
+Loaded from the payments table at start and reloaded now and then (the source of truth),
+and fed at once by ``payment.created`` events from the bus (``PaymentFeed``): each
+watcher process declares its own exclusive, auto-delete queue bound to that routing key.
+Addresses stay watched for ``LATE_DAYS`` after a payment's expiry, for late payments.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from datetime import timedelta
+from typing import Callable, Iterable
+
+import pika
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, sessionmaker
+
+from kassa_common.bus.publisher import connection_parameters
+from kassa_common.models import Payment
+from kassa_common.timefmt import utcnow
+
+log = logging.getLogger("kassa.chain_watcher")
+LATE_DAYS = 7
+
+
+class Watchlist:
+    """A thread-safe set of normalised addresses; remembers which ones are new since last asked."""
+
+    def __init__(self, normalize: Callable[[str], str] = str.lower, addresses: Iterable[str] = ()) -> None:
+        self.normalize = normalize
+        self._all = {normalize(a) for a in addresses}
+        self._new: set[str] = set()
+        self._lock = threading.Lock()
+        self.changed = threading.Event()  # set when an address arrives: the scanner wakes up
+
+    def __contains__(self, address: object) -> bool:
+        return address in self._all  # set membership is atomic; callers pass normalised addresses
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def add(self, address: str) -> bool:
+        a = self.normalize(address)
+        with self._lock:
+            if a in self._all:
+                return False
+            self._all.add(a)
+            self._new.add(a)
+        self.changed.set()
+        return True
+
+    def replace(self, addresses: Iterable[str], *, initial: bool = False) -> int:
+        """Make the set exactly ``addresses``; those not known before count as new (unless initial)."""
+        fresh = {self.normalize(a) for a in addresses}
+        with self._lock:
+            added = fresh - self._all
+            self._all = fresh | (self._new if not initial else set())
+            if not initial:
+                self._new |= added
+        if added and not initial:
+            self.changed.set()
+        return len(added)
+
+    def take_new(self) -> set[str]:
+        with self._lock:
+            new, self._new = self._new, set()
+        return new
+
+    def requeue(self, addresses: set[str]) -> None:
+        with self._lock:
+            self._new |= addresses
+
+
+def watched_addresses(session: Session, network: str) -> list[str]:
+    """Live payments on ``network`` that can still receive funds worth reporting."""
+    horizon = utcnow() - timedelta(days=LATE_DAYS)
+    return list(session.scalars(sa.select(Payment.address).where(
+        Payment.network == network, Payment.test_mode.is_(False), Payment.expires_at > horizon)))
+
+
+def reload(watchlist: Watchlist, sessions: sessionmaker[Session], network: str, *, initial: bool = False) -> int:
+    with sessions() as s:
+        return watchlist.replace(watched_addresses(s, network), initial=initial)
+
+
+class PaymentFeed:
+    """Consume ``payment.created`` from the exchange into watchlists, in a thread.
+
+    The queue is exclusive and auto-deleted: missed events while disconnected are
+    covered by the periodic reload from the database.
+    """
+
+    ROUTING_KEY = "payment.created"
+
+    def __init__(self, url: str, exchange: str, watchlists: dict[str, Watchlist], *, name: str) -> None:
+        self.url, self.exchange, self.watchlists, self.name = url, exchange, watchlists, name
+        self.ready = threading.Event()
+        self._stop = threading.Event()
+        self._conn: pika.BlockingConnection | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "PaymentFeed":
+        self._thread = threading.Thread(target=self._run, name=f"{self.name}-feed", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
+                channel = self._conn.channel()
+                channel.exchange_declare(exchange=self.exchange, exchange_type="topic", durable=True)
+                queue = channel.queue_declare("", exclusive=True, auto_delete=True).method.queue
+                channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=self.ROUTING_KEY)
+                channel.basic_consume(queue, self._on_message, auto_ack=True)  # a hint; the DB is the truth
+                self.ready.set()
+                while not self._stop.is_set():
+                    self._conn.process_data_events(time_limit=0.2)
+            except Exception as exc:  # noqa: BLE001 - broker gone: retry; the reload covers the gap
+                log.warning("payment feed lost the broker (%r); retrying", exc)
+                self._stop.wait(1.0)
+            finally:
+                self.ready.clear()
+                self._close()
+
+    def _on_message(self, _channel, _method, _props, body: bytes) -> None:
+        try:
+            event = json.loads(body)
+            data = event.get("data") or {}
+            if event.get("test_mode", data.get("test_mode")) or not data.get("address"):
+                return
+            watchlist = self.watchlists.get(str(data.get("network", "")).upper())
+            if watchlist is not None:
+                watchlist.add(data["address"])
+        except (ValueError, AttributeError) as exc:
+            log.warning("ignoring malformed payment.created: %r", exc)
+
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        try:
+            if conn is not None and conn.is_open:
+                conn.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
