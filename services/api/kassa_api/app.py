@@ -59,8 +59,8 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
 
 
 def _register_blueprints(app: Flask) -> None:
-    from kassa_api.routes import meta, payments, products, webhooks
+    from kassa_api.routes import deliveries, meta, payments, products, webhooks
 
-    for module in (payments, products, webhooks):
+    for module in (payments, products, webhooks, deliveries):
         app.register_blueprint(module.bp, url_prefix="/v1/api")
     app.register_blueprint(meta.bp)

@@ -1,0 +1,113 @@
+"""Webhook deliveries as the merchant sees them: the log, redeliver, and test events.
+
+Redeliver and test only write rows (a delivery PENDING and due now); the webhook
+sender's dispatcher picks them up at its next poll.
+"""
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from kassa_common.errors import NotFound, Unprocessable
+from kassa_common.events import envelope
+from kassa_common.ids import new_event_id, parse_uuid
+from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
+from kassa_common.timefmt import iso, utcnow
+from kassa_api.handlers.common import owned
+
+TEST_EVENT = "webhook.test"
+TEST_MESSAGE = "A test event from Kassa: your endpoint received and can verify this webhook."
+
+
+class EndpointDisabled(Unprocessable):
+    pass
+
+
+def _endpoint(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, *, lock=False):
+    return owned(session, WebhookEndpoint, ref, merchant_id, test_mode, what="webhook", lock=lock)
+
+
+def _require_active(hook: WebhookEndpoint) -> None:
+    if not hook.active:
+        raise EndpointDisabled("this webhook endpoint is disabled; set active to true first")
+
+
+def list_deliveries(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, page: int,
+                    page_size: int, status: str | None = None) -> tuple[list[dict[str, Any]], int]:
+    """A page of the endpoint's deliveries, newest first, each with its attempts."""
+    hook = _endpoint(session, merchant_id, test_mode, ref)
+    conds = [WebhookDelivery.endpoint_id == hook.id]
+    if status is not None:
+        conds.append(WebhookDelivery.status == status)
+    total = session.scalar(sa.select(sa.func.count()).select_from(WebhookDelivery).where(*conds)) or 0
+    rows = session.scalars(sa.select(WebhookDelivery).where(*conds)
+                           .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
+                           .limit(page_size).offset((page - 1) * page_size)).all()
+    log = _attempts(session, [d.id for d in rows])
+    return [delivery_view(d, log[d.id]) for d in rows], total
+
+
+def get_delivery(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, delivery_ref: str,
+                 *, lock: bool = False) -> tuple[WebhookEndpoint, WebhookDelivery]:
+    hook = _endpoint(session, merchant_id, test_mode, ref)
+    did = parse_uuid(delivery_ref)
+    found = session.get(WebhookDelivery, did, with_for_update=lock) if did else None
+    if found is None or found.endpoint_id != hook.id:
+        raise NotFound("delivery not found")
+    return hook, found
+
+
+def redeliver(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str,
+              delivery_ref: str) -> WebhookDelivery:
+    """Send the delivery again now, whatever its status (same event id, new attempt)."""
+    hook, found = get_delivery(session, merchant_id, test_mode, ref, delivery_ref, lock=True)
+    _require_active(hook)
+    found.status, found.next_attempt_at, found.updated_at = "PENDING", utcnow(), utcnow()
+    return found
+
+
+def send_test(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str) -> WebhookDelivery:
+    """A ``webhook.test`` event for this endpoint only, due now (never published on the bus)."""
+    hook = _endpoint(session, merchant_id, test_mode, ref)
+    _require_active(hook)
+    now, event_id = utcnow(), new_event_id()
+    data = {"webhook_id": str(hook.id), "message": TEST_MESSAGE}
+    session.add(Event(id=event_id, type=TEST_EVENT, merchant_id=merchant_id, test_mode=test_mode,
+                      payload=envelope(event_id, TEST_EVENT, test_mode, data, now), created_at=now,
+                      published_at=now))  # published_at set: the outbox relay leaves it alone
+    found = WebhookDelivery(id=uuid.uuid4(), endpoint_id=hook.id, event_id=event_id, event_type=TEST_EVENT,
+                            status="PENDING", attempts=0, next_attempt_at=now, created_at=now, updated_at=now)
+    session.add(found)
+    session.flush()
+    return found
+
+
+def _attempts(session: Session, delivery_ids: list[uuid.UUID]) -> dict[uuid.UUID, list[dict[str, Any]]]:
+    out: dict[uuid.UUID, list[dict[str, Any]]] = defaultdict(list)
+    if not delivery_ids:
+        return out
+    rows = session.scalars(sa.select(DeliveryAttempt).where(DeliveryAttempt.delivery_id.in_(delivery_ids))
+                           .order_by(DeliveryAttempt.delivery_id, DeliveryAttempt.attempt,
+                                     DeliveryAttempt.created_at))
+    for a in rows:
+        out[a.delivery_id].append({"attempt": a.attempt, "status_code": a.status_code, "duration_ms": a.duration_ms,
+                                   "error": a.error, "next_retry_at": iso(a.next_retry_at),
+                                   "created_at": iso(a.created_at)})
+    return out
+
+
+def delivery_view(d: WebhookDelivery, attempts: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": str(d.id), "webhook_id": str(d.endpoint_id), "event_id": d.event_id, "event": d.event_type,
+        "status": d.status, "attempts": d.attempts, "last_status_code": d.last_status_code,
+        "last_error": d.last_error, "next_attempt_at": iso(d.next_attempt_at) if d.status == "PENDING" else None,
+        "created_at": iso(d.created_at), "updated_at": iso(d.updated_at), "attempts_log": attempts,
+    }
+
+
+def delivery_with_log(session: Session, d: WebhookDelivery) -> dict[str, Any]:
+    return delivery_view(d, _attempts(session, [d.id])[d.id])

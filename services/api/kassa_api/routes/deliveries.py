@@ -1,0 +1,44 @@
+"""/webhooks/:id/deliveries, redeliver and test: the delivery log of an endpoint."""
+from __future__ import annotations
+
+from flask import Blueprint
+
+from kassa_api.auth import principal
+from kassa_api.deps import db, transaction
+from kassa_api.delivery_schemas import DeliveryOut, ListDeliveries
+from kassa_api.endpoint import endpoint
+from kassa_api.handlers import deliveries as h
+from kassa_api.handlers.common import page_meta
+
+bp = Blueprint("deliveries", __name__)
+SCOPE = "webhooks:manage"
+
+
+@bp.get("/webhooks/<ref>/deliveries")
+@endpoint("List an endpoint's deliveries with every attempt, newest first", scope=SCOPE, tag="webhooks",
+          query=ListDeliveries, response=list[DeliveryOut], envelope_kind="list", errors=(404,))
+def list_deliveries(ref: str, query: ListDeliveries):
+    p = principal()
+    items, total = h.list_deliveries(db(), p.merchant_id, p.test_mode, ref, query.page, query.pageSize,
+                                     query.status)
+    return {"data": items, "meta": page_meta(query.page, query.pageSize, total)}
+
+
+@bp.post("/webhooks/<ref>/deliveries/<delivery_id>/redeliver")
+@endpoint("Send a delivery again now (same event id)", scope=SCOPE, tag="webhooks", response=DeliveryOut,
+          errors=(404, 422))
+def redeliver(ref: str, delivery_id: str):
+    p = principal()
+    with transaction() as session:
+        found = h.redeliver(session, p.merchant_id, p.test_mode, ref, delivery_id)
+        return h.delivery_with_log(session, found)
+
+
+@bp.post("/webhooks/<ref>/test")
+@endpoint("Send a webhook.test event to this endpoint", scope=SCOPE, tag="webhooks", response=DeliveryOut,
+          errors=(404, 422))
+def send_test(ref: str):
+    p = principal()
+    with transaction() as session:
+        found = h.send_test(session, p.merchant_id, p.test_mode, ref)
+        return h.delivery_with_log(session, found)
