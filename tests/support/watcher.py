@@ -1,0 +1,118 @@
+"""Running the chain watcher in tests: a private bus, the settler in a thread, a live-mode
+API client for a merchant with wallets, and a watcher per network in threads."""
+from __future__ import annotations
+
+import threading
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+
+from kassa_common.bus.consumer import Consumer
+from kassa_common.bus.publisher import Publisher
+from kassa_common.db import unit_of_work
+from kassa_common.models import ChainBlock, ChainCursor, Event, Payment, Transfer
+from kassa_common.outbox import relay_pending
+from kassa_api.settler import handle_transfer
+from kassa_chain_watcher import bitcoin, evm
+from kassa_chain_watcher.main import NetworkWatcher, Options
+from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist
+from tests.support.bus import private_topology
+from tests.support.wait import until
+
+FAST = Options(poll_seconds=0.05, reload_seconds=60.0, standby_seconds=0.2)
+
+
+def reset_watcher_state(sessions, network: str) -> None:
+    """Each test follows its chain from where it stands now (anvil is reverted between tests)."""
+    with unit_of_work(sessions) as s:
+        s.execute(sa.delete(ChainBlock).where(ChainBlock.network == network))
+        s.execute(sa.delete(ChainCursor).where(ChainCursor.network == network))
+
+
+@dataclass
+class Harness:
+    settings: object
+    sessions: object
+    client: object
+    merchant: object
+    publisher: Publisher
+    topo: object
+    network: str
+    watchers: list = field(default_factory=list)
+    _threads: list = field(default_factory=list)
+    feed: PaymentFeed | None = None
+    watchlist: Watchlist | None = None
+
+    # -- payments -------------------------------------------------------------------------
+    def create(self, amount=12.34, token="USDC") -> dict:
+        r = self.client.post("/v1/api/payments", json={"amount": amount, "token": token, "network": self.network},
+                             headers=self.merchant.headers("live"))
+        assert r.status_code == 201, r.get_data(as_text=True)
+        relay_pending(self.sessions, self.publisher)  # payment.created reaches the watcher's feed
+        return r.get_json()["data"]
+
+    def payment(self, pid) -> Payment:
+        with self.sessions() as s:
+            return s.get(Payment, uuid.UUID(pid))
+
+    def status(self, pid) -> str:
+        return self.payment(pid).status
+
+    def events(self, pid) -> list[str]:
+        with self.sessions() as s:
+            return list(s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(pid))
+                                  .order_by(Event.created_at)))
+
+    def transfers(self, pid) -> list[Transfer]:
+        with self.sessions() as s:
+            return list(s.scalars(sa.select(Transfer).where(Transfer.payment_id == uuid.UUID(pid))))
+
+    def wait_status(self, pid, status, timeout=15.0):
+        until(lambda: self.status(pid) == status, timeout, message=f"payment {status}")
+
+    # -- watchers -------------------------------------------------------------------------
+    def start_watcher(self, options: Options = FAST) -> NetworkWatcher:
+        net = self.settings.networks.get(self.network)
+        if self.watchlist is None:
+            self.watchlist = Watchlist(evm.normalize if net.kind == "evm" else bitcoin.normalize)
+            self.feed = PaymentFeed(self.settings.rabbitmq_url, self.topo.exchange, {self.network: self.watchlist},
+                                    name="test-feed").start()
+            until(self.feed.ready.is_set, message="payment feed ready")
+        watcher = NetworkWatcher(self.settings, net, self.sessions, self.watchlist, options)
+        thread = threading.Thread(target=watcher.run, daemon=True)
+        thread.start()
+        self.watchers.append(watcher)
+        self._threads.append(thread)
+        return watcher
+
+    def stop_watchers(self) -> None:
+        for w in self.watchers:
+            w.stop()
+        for t in self._threads:
+            t.join(10)
+        if self.feed is not None:
+            self.feed.stop()
+
+
+@contextmanager
+def harness(settings, engine, sessions, merchant, network: str):
+    from kassa_api.app import create_app
+
+    reset_watcher_state(sessions, network)
+    with private_topology(settings.rabbitmq_url) as (prefix, topo):
+        settings = settings.with_(bus_prefix=prefix)
+        publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
+        settler = Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions, name="test-settler")
+        settler_thread = threading.Thread(target=settler.run, daemon=True)
+        settler_thread.start()
+        client = create_app(settings, engine=engine).test_client()
+        h = Harness(settings, sessions, client, merchant, publisher, topo, network)
+        try:
+            yield h
+        finally:
+            h.stop_watchers()
+            settler.stop()
+            settler_thread.join(10)
+            publisher.close()
