@@ -174,3 +174,53 @@ def test_a_second_watcher_stays_idle_until_the_first_stops(h, chain, watching):
     pay_token(chain, p, 5_000_000)
     chain.mine(CONFIRMATIONS - 1)
     h.wait_status(p["id"], "COMPLETED")
+
+
+def start_process(h, chain):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DATABASE_URL": h.settings.database_url, "RABBITMQ_URL": h.settings.rabbitmq_url,
+           "BUS_PREFIX": h.settings.bus_prefix, "LOCAL_EVM_RPC_URL": chain.url,
+           "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS), "CHAIN_WATCHER_NETWORKS": "LOCAL_EVM",
+           "CHAIN_WATCHER_POLL_SECONDS": "0.05", "CHAIN_WATCHER_BATCH_BLOCKS": "1", "LOG_LEVEL": "WARNING"}
+    return subprocess.Popen([sys.executable, "-m", "kassa_chain_watcher.main"], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def cursor(sessions):
+    from kassa_common.models import ChainCursor
+
+    with sessions() as s:
+        row = s.get(ChainCursor, "LOCAL_EVM")
+        return row and row.block_number
+
+
+def test_a_watcher_killed_mid_scan_resumes_without_gap_or_double_count(h, chain, sessions):
+    import signal
+
+    proc = start_process(h, chain)
+    try:
+        until(lambda: cursor(sessions) is not None, message="watcher process active")
+        payments = [h.create(amount=1 + i) for i in range(6)]
+        for p in payments[:3]:
+            pay_token(chain, p, units(p))
+        chain.mine(CONFIRMATIONS - 1)
+        h.wait_status(payments[0]["id"], "COMPLETED")
+        for p in payments[3:5]:
+            pay_token(chain, p, units(p))
+        proc.send_signal(signal.SIGKILL)  # somewhere between scanning and confirming
+        proc.wait(10)
+        pay_token(chain, payments[5], units(payments[5]))  # while no watcher runs
+        chain.mine(CONFIRMATIONS)
+        proc = start_process(h, chain)
+        for p in payments:
+            h.wait_status(p["id"], "COMPLETED", timeout=20)
+    finally:
+        proc.kill()
+        proc.wait(10)
+    for p in payments:
+        assert int(h.payment(p["id"]).amount_received_units) == units(p)
+        assert [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"]
+        assert h.events(p["id"]).count("payment.completed") == 1
