@@ -79,6 +79,10 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
         status = exc.code or 500
+        if wants_html():
+            from kassa_api.web import error_page
+
+            return error_page(status)
         if status == 404:
             message = f"no route for {request.method} {request.path}"
         elif status == 405:

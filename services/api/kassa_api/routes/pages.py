@@ -1,0 +1,133 @@
+"""Public pages: the hosted checkout (/pay/<short_id>) and the product page (/products/<id>)."""
+from __future__ import annotations
+
+from flask import Blueprint, jsonify, redirect, request, url_for
+from werkzeug.exceptions import HTTPException
+
+from kassa_api import csrf
+from kassa_api.deps import db, deps, transaction
+from kassa_api.handlers import checkout as h
+from kassa_api.handlers.payments import NewPayment, Owner, create_payment
+from kassa_api.web import error_page, page, secure
+from kassa_common import payments as sm
+from kassa_common.errors import DomainError, InvalidTransition
+from kassa_common.ids import parse_uuid
+from kassa_common.models import Merchant, Product
+
+bp = Blueprint("pages", __name__)
+csrf.protect(bp)
+TEST_ACTIONS = ("pay", "pay-part", "expire")
+
+
+@bp.errorhandler(HTTPException)
+def _http_error(exc: HTTPException):
+    return error_page(exc.code or 500, exc.description if exc.code == 403 else None)
+
+
+def _payment_or_404(short_id: str, *, lock: bool = False):
+    payment = h.find_by_short_id(db(), short_id, lock=lock)
+    if payment is None:
+        return None, error_page(404, "There is no payment at this address. Check the link you were given.")
+    return payment, None
+
+
+@bp.get("/pay/<short_id>")
+def checkout(short_id: str):
+    payment, missing = _payment_or_404(short_id)
+    if missing:
+        return missing
+    network = deps().settings.networks.get(payment.network)
+    uri = h.payment_uri(payment, network)
+    merchant = db().get(Merchant, payment.merchant_id)
+    return page("pages/checkout.html", form_targets=(payment.cancel_url,), payment=payment, network=network,
+                status=h.public_status(payment), uri=uri, qr=h.qr_svg(uri), business_name=merchant.business_name,
+                open=payment.status in sm.OPEN, cancelable=payment.status == sm.PENDING)
+
+
+@bp.get("/pay/<short_id>/status")
+def status(short_id: str):
+    payment = h.find_by_short_id(db(), short_id)
+    if payment is None:
+        return secure(jsonify({"error": "not found"}), ()), 404
+    return secure(jsonify(h.public_status(payment)))
+
+
+@bp.post("/pay/<short_id>/cancel")
+def cancel(short_id: str):
+    payment, missing = _payment_or_404(short_id)
+    if missing:
+        return missing
+    try:
+        with transaction() as session:
+            h.cancel(session, payment)
+    except InvalidTransition:
+        return redirect(url_for("pages.checkout", short_id=payment.short_id), 303)
+    return redirect(payment.cancel_url or url_for("pages.checkout", short_id=payment.short_id), 303)
+
+
+@bp.post("/pay/<short_id>/test/<action>")
+def test_action(short_id: str, action: str):
+    payment, missing = _payment_or_404(short_id)
+    if missing or action not in TEST_ACTIONS:
+        return missing or error_page(404)
+    if not payment.test_mode:
+        return error_page(403, "Only test payments can be paid from this page.")
+    try:
+        with transaction() as session:
+            if action == "expire":
+                h.let_expire(session, payment)
+            else:
+                h.simulate_pay(session, payment, part=action == "pay-part")
+    except InvalidTransition:
+        pass  # already settled: the page shows its final state
+    return redirect(url_for("pages.checkout", short_id=payment.short_id), 303)
+
+
+def _product_or_error(product_id: str):
+    pid = parse_uuid(product_id)
+    product = db().get(Product, pid) if pid else None
+    if product is None:
+        return None, None, error_page(404, "There is no product at this address.")
+    merchant = db().get(Merchant, product.merchant_id)
+    if product.deleted_at is not None or not product.active or merchant is None or merchant.banned:
+        return None, None, error_page(410, "This product is no longer available.")
+    return product, merchant, None
+
+
+def _product_page(product: Product, merchant: Merchant, status: int = 200, error: str | None = None):
+    s = deps().settings
+    pairs = [(n, t) for n in h.networks_for(s.networks, product.test_mode) for t in n.tokens]
+    return page("pages/product.html", status, form_targets=(s.checkout_url,), product=product,
+                business_name=merchant.business_name, pairs=pairs, error=error,
+                price_text=format(product.price.normalize(), "f"),
+                chosen=request.form.get("pair"), email=request.form.get("email", ""))
+
+
+@bp.get("/products/<product_id>")
+def product(product_id: str):
+    product, merchant, unavailable = _product_or_error(product_id)
+    return unavailable or _product_page(product, merchant)
+
+
+@bp.post("/products/<product_id>")
+def buy(product_id: str):
+    product, merchant, unavailable = _product_or_error(product_id)
+    if unavailable:
+        return unavailable
+    if product.currency_type == "CRYPTO":
+        network, token = product.network, product.token
+    else:
+        network, _, token = request.form.get("pair", "").partition(":")
+    email = request.form.get("email", "").strip() or None
+    if email and ("@" not in email or len(email) > 320):
+        return _product_page(product, merchant, 422, "Enter a valid email address, or leave it empty.")
+    s = deps().settings
+    owner = Owner(merchant.id, product.test_mode, merchant.payment_lifetime_minutes or s.payment_lifetime_minutes)
+    cmd = NewPayment(token=token, network=network, product_id=str(product.id), customer_email=email)
+    try:
+        with transaction() as session:
+            payment, _ = create_payment(session, owner, cmd, registry=s.networks, rates=deps().rates,
+                                        checkout_base=s.checkout_url)
+    except DomainError as exc:
+        return _product_page(product, merchant, 422, exc.message)
+    return redirect(payment.checkout_url, 303)
