@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any, Callable
 
-from kassa_common import accounts
+from kassa_common import accounts, devcli
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
@@ -99,6 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--chain", required=True, choices=accounts.CHAINS)
     w.add_argument("--xpub", required=True)
     w.set_defaults(run=cmd_wallet_set)
+    devcli.add_parser(sub)
     return p
 
 

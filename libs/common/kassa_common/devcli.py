@@ -1,0 +1,87 @@
+"""``kassa dev ...``: development helpers for the local chain.
+
+``kassa dev pay SHORT_ID [--amount DECIMAL]`` pays a live LOCAL_EVM payment from anvil's
+first account: the amount still due by default, or ``--amount`` in token units.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from decimal import Decimal, InvalidOperation
+
+import sqlalchemy as sa
+
+from kassa_common.chains.rates import from_base_units, to_base_units
+from kassa_common.config import Settings
+from kassa_common.db import make_engine, make_session_factory
+from kassa_common.models import Payment
+
+NETWORK = "LOCAL_EVM"
+
+
+def _decimal(text: str) -> Decimal:
+    try:
+        value = Decimal(text)
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"not a decimal amount: {text!r}") from None
+    if not value.is_finite() or value <= 0:
+        raise argparse.ArgumentTypeError("the amount must be a positive number")
+    return value
+
+
+def find_payment(settings: Settings, short_id: str) -> Payment:
+    engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
+    try:
+        with make_session_factory(engine)() as s:
+            payment = s.scalars(sa.select(Payment).where(Payment.short_id == short_id.strip())).first()
+    finally:
+        engine.dispose()
+    if payment is None:
+        raise ValueError(f"no payment with short id {short_id!r}")
+    if payment.test_mode:
+        raise ValueError(f"payment {short_id} is a test-mode payment: it never touches a chain "
+                         "(use the checkout page's test controls)")
+    if payment.network.upper() != NETWORK:
+        raise ValueError(f"payment {short_id} is on {payment.network}; `kassa dev pay` only pays on {NETWORK}")
+    return payment
+
+
+def amount_units(payment: Payment, amount: Decimal | None) -> int:
+    if amount is not None:
+        return to_base_units(amount, payment.decimals)
+    remaining = int(payment.crypto_amount_units) - int(payment.amount_received_units)
+    if remaining <= 0:
+        raise ValueError(f"payment {payment.short_id} has nothing left to pay; pass --amount to pay anyway")
+    return remaining
+
+
+def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
+    from web3 import Web3
+
+    from kassa_common import devchain
+
+    payment = find_payment(settings, args.short_id)
+    network = settings.networks.get(NETWORK)
+    token = network.token(payment.token) if network else None
+    if token is None:
+        raise ValueError(f"{payment.token} is not a {NETWORK} token")
+    units = amount_units(payment, args.amount)
+    url = network.rpc_url or devchain.DEFAULT_RPC_URL
+    w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 30}))
+    if not devchain.rpc_answers(url):
+        raise ValueError(f"no {NETWORK} node answers at {url} (start it with `make run`)")
+    tx_hash = devchain.pay(w3, to=payment.address, amount_base_units=units, token_contract=token.contract)
+    amount = from_base_units(units, token.decimals)
+    data = {"tx_hash": tx_hash, "short_id": payment.short_id, "address": payment.address,
+            "token": token.symbol, "amount": str(amount)}
+    print(json.dumps(data) if getattr(args, "json", False) else f"paid {amount} {token.symbol} to {payment.address} in {tx_hash}")
+
+
+def add_parser(sub) -> None:
+    """Register ``kassa dev`` on the top-level subparsers."""
+    dev = sub.add_parser("dev", help="development helpers (local chain)").add_subparsers(dest="cmd", required=True)
+    p = dev.add_parser("pay", help=f"pay a {NETWORK} payment from anvil's first account")
+    p.add_argument("short_id")
+    p.add_argument("--amount", type=_decimal, help="token units (default: what is still due)")
+    p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    p.set_defaults(run=cmd_dev_pay)
