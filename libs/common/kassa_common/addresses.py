@@ -1,9 +1,18 @@
-"""Receiving addresses: the next child of the merchant's own extended public key."""
+"""Receiving addresses: the next child of the merchant's own extended public key.
+
+Child indexes come from one PostgreSQL sequence per (chain, extended key): ``nextval``
+hands each index out once, takes no row lock and never waits for other transactions, so
+concurrent payments neither share an address nor queue behind each other's commits. An
+index is skipped only when the transaction that took it rolls back.
+"""
 from __future__ import annotations
 
+import hashlib
+import threading
 import uuid
 
 import sqlalchemy as sa
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
@@ -11,11 +20,28 @@ from kassa_common.chains.networks import Network
 from kassa_common.errors import WalletNotConfigured
 from kassa_common.models import Wallet
 
-_NEXT_INDEX = sa.text(
-    "INSERT INTO derivation_counters (chain, xpub, next_index) VALUES (:chain, :xpub, 1) "
-    "ON CONFLICT (chain, xpub) DO UPDATE SET next_index = derivation_counters.next_index + 1 "
-    "RETURNING next_index - 1"
-)
+_known: set[str] = set()
+_lock = threading.Lock()
+
+
+def sequence_name(chain: str, xpub: str) -> str:
+    return "kassa_idx_" + hashlib.sha256(f"{chain}:{xpub}".encode()).hexdigest()[:32]
+
+
+def _ensure_sequence(session: Session, name: str) -> None:
+    """Create the key's sequence once (outside the caller's transaction, so it survives it)."""
+    if name in _known:
+        return
+    with _lock:
+        if name in _known:
+            return
+        with session.get_bind().connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            try:
+                conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 START WITH 0")
+            except DBAPIError as exc:  # a concurrent creator won the race: the sequence exists
+                if "already exists" not in str(exc.orig) and "duplicate key" not in str(exc.orig):
+                    raise
+        _known.add(name)
 
 
 def wallet_xpub(session: Session, merchant_id: uuid.UUID, test_mode: bool, chain: str) -> str:
@@ -35,7 +61,9 @@ def wallet_xpub(session: Session, merchant_id: uuid.UUID, test_mode: bool, chain
 
 
 def next_address(session: Session, merchant_id: uuid.UUID, test_mode: bool, network: Network) -> tuple[str, int]:
-    """Take the next derivation index of the wallet (atomic, each index handed out once)."""
+    """The next unused address of the merchant's wallet for this network's chain."""
     xpub = wallet_xpub(session, merchant_id, test_mode, network.kind)
-    index = session.execute(_NEXT_INDEX, {"chain": network.kind, "xpub": xpub}).scalar_one()
+    name = sequence_name(network.kind, xpub)
+    _ensure_sequence(session, name)
+    index = session.execute(sa.text(f"SELECT nextval('{name}')")).scalar_one()
     return derive_address(network.kind, xpub, index, bech32_hrp=network.bech32_hrp), index

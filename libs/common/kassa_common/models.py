@@ -73,15 +73,6 @@ class Wallet(Base):
     __table_args__ = (sa.UniqueConstraint("merchant_id", "mode", "chain"),)
 
 
-class DerivationCounter(Base):
-    """Next child index per extended key: one atomic upsert hands out each index once."""
-
-    __tablename__ = "derivation_counters"
-    chain: Mapped[str] = mapped_column(sa.String(16), primary_key=True)
-    xpub: Mapped[str] = mapped_column(sa.Text, primary_key=True)
-    next_index: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
-
-
 class Product(Base):
     __tablename__ = "products"
     id: Mapped[uuid.UUID] = _uuid_pk()

@@ -113,7 +113,8 @@ def expire_due(session: Session, *, now: datetime | None = None, limit: int = 10
     if not due:
         return 0
     session.execute(sa.update(Payment).where(Payment.id.in_([p.id for p in due]))
-                    .values(status=transition.target, updated_at=now))
+                    .values(status=transition.target, updated_at=now)
+                    .execution_options(synchronize_session=False))  # the loaded rows are set just below
     for p in due:
         set_committed_value(p, "status", transition.target)
         set_committed_value(p, "updated_at", now)
