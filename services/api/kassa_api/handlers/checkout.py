@@ -51,7 +51,7 @@ def payment_uri(payment: Payment, network: Network | None) -> str:
 def qr_svg(uri: str) -> str:
     """An inline SVG (no XML declaration, no style attributes) of ``uri``."""
     qr = segno.make(uri, error="m", micro=False)
-    return qr.svg_inline(scale=4, border=2, dark="#111", light="#fff", title="Payment QR code")
+    return qr.svg_inline(scale=4, border=2, omitsize=True, dark="#111", light="#fff", title="Payment QR code")
 
 
 def remaining(payment: Payment) -> int:

@@ -1,0 +1,113 @@
+"""A customer in real Chromium: the hosted checkout and the product page against the running stack."""
+from __future__ import annotations
+
+import re
+import uuid
+
+import requests
+import sqlalchemy as sa
+from playwright.sync_api import expect
+
+from kassa_common.models import Payment
+
+TIMEOUT_MS = 20_000
+
+
+def create_payment(stack, merchant, **extra) -> dict:
+    body = {"amount": 12.34, "token": "USDC", "network": "BASE", **extra}
+    r = requests.post(f"{stack.api}/payments", json=body, headers=merchant.headers(), timeout=5)
+    assert r.status_code == 201, r.text
+    return r.json()["data"]
+
+
+def held_payment(stack, merchant, sessions, **extra) -> dict:
+    """A test payment that stays PENDING until the tester acts (no automatic completion)."""
+    p = create_payment(stack, merchant, **extra)
+    with sessions.begin() as s:
+        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"])).values(test_auto_complete=False))
+    return p
+
+
+def api_payment(stack, merchant, ref: str) -> dict:
+    return requests.get(f"{stack.api}/payments/{ref}", headers=merchant.headers(), timeout=5).json()["data"]
+
+
+def create_product(stack, merchant, **fields) -> dict:
+    body = {"name": "Blue mug", "description": "Stoneware, 350 ml.", "price": 19.99, **fields}
+    r = requests.post(f"{stack.api}/products", json=body, headers=merchant.headers(), timeout=5)
+    assert r.status_code == 201, r.text
+    return r.json()["data"]
+
+
+def no_horizontal_scroll(page) -> bool:
+    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_customer_pays_a_test_payment_and_lands_on_redirect_url(stack, merchant, sessions, page):
+    p = held_payment(stack, merchant, sessions, redirect_url=f"{stack.base}/healthz")
+    page.goto(p["checkout_url"])
+    expect(page.locator("#address")).to_have_text(p["address"])
+    expect(page.locator("#amount-value")).to_have_text(p["crypto_amount"])
+    expect(page.locator(".usd").first).to_contain_text("$12.34")
+    expect(page.locator(".warning")).to_contain_text("Send only USDC on BASE")
+    expect(page.locator(".qr svg")).to_be_visible()
+    expect(page.locator("#status-text")).to_have_text("Waiting for payment…")
+    expect(page.locator("#countdown")).to_have_text(re.compile(r"^\d{2}:\d{2}$"))
+    page.get_by_role("button", name="pay", exact=True).click()
+    expect(page.locator("#status-text")).to_have_text("Payment complete. Thank you!", timeout=TIMEOUT_MS)
+    page.wait_for_url(f"{stack.base}/healthz", timeout=TIMEOUT_MS)
+    assert api_payment(stack, merchant, p["id"])["status"] == "COMPLETED"
+
+
+def test_pay_part_shows_partially_paid_with_the_remainder(stack, merchant, sessions, page):
+    p = held_payment(stack, merchant, sessions, amount=10)
+    page.goto(p["checkout_url"])
+    page.get_by_role("button", name="pay part").click()
+    expect(page.locator("#status-text")).to_have_text("Partially paid", timeout=TIMEOUT_MS)
+    expect(page.locator("#status-detail")).to_contain_text("Send the remaining 5 USDC")
+
+
+def test_cancel_link_lands_on_cancel_url_and_the_api_shows_canceled(stack, merchant, sessions, page):
+    p = held_payment(stack, merchant, sessions, cancel_url=f"{stack.base}/healthz?from=checkout")
+    page.goto(p["checkout_url"])
+    page.get_by_role("button", name=re.compile("Cancel payment")).click()
+    page.wait_for_url(f"{stack.base}/healthz?from=checkout")
+    assert api_payment(stack, merchant, p["id"])["status"] == "CANCELED"
+
+
+def test_form_posted_without_its_csrf_token_is_refused(stack, merchant, sessions, page):
+    p = held_payment(stack, merchant, sessions)
+    page.goto(p["checkout_url"])
+    page.locator("#cancel-form input[name=csrf_token]").evaluate("el => el.remove()")
+    with page.expect_navigation() as nav:
+        page.get_by_role("button", name=re.compile("Cancel payment")).click()
+    assert nav.value.status == 403
+    expect(page.locator("h1")).to_have_text("Forbidden")
+    assert api_payment(stack, merchant, p["id"])["status"] == "PENDING"
+
+
+def test_product_share_link_to_checkout_of_a_payment_for_that_product(stack, merchant, page):
+    product = create_product(stack, merchant)
+    page.goto(product["share_link"])
+    expect(page.locator("h1")).to_have_text("Blue mug")
+    page.locator("#pair").select_option("BASE:USDC")
+    page.locator("#email").fill("buyer@example.com")
+    page.get_by_role("button", name="Pay", exact=True).click()
+    page.wait_for_url(re.compile(r"/pay/[A-Z0-9]+$"))
+    short_id = page.url.rsplit("/", 1)[1]
+    got = api_payment(stack, merchant, short_id)
+    assert got["product_id"] == product["id"] and got["amount"] == 19.99 and got["network"] == "BASE"
+    expect(page.locator("#address")).to_have_text(got["address"])
+
+
+def test_checkout_and_product_page_fit_a_phone_screen(stack, merchant, sessions, phone, artifacts):
+    p = held_payment(stack, merchant, sessions, network="BITCOIN", token="BTC")
+    phone.goto(p["checkout_url"])
+    expect(phone.locator("#status-text")).to_have_text("Waiting for payment…")
+    assert no_horizontal_scroll(phone)
+    phone.screenshot(path=str(artifacts / "checkout-390x844.png"), full_page=True)
+    product = create_product(stack, merchant, description="A long description " * 20)
+    phone.goto(product["share_link"])
+    expect(phone.locator("h1")).to_have_text("Blue mug")
+    assert no_horizontal_scroll(phone)
+    phone.screenshot(path=str(artifacts / "product-390x844.png"), full_page=True)
