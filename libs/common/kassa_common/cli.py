@@ -4,7 +4,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
 from kassa_common import accounts, devcli
 from kassa_common.config import Settings
@@ -59,41 +63,56 @@ def cmd_wallet_set(args, settings: Settings) -> None:
     _out(args, data, f"{args.chain} wallet set for {args.email} ({args.mode}); first address {first}")
 
 
-def _uow(settings: Settings):
+@contextmanager
+def _uow(settings: Settings) -> Iterator[Session]:
     engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
-    return unit_of_work(make_session_factory(engine))
+    try:
+        with unit_of_work(make_session_factory(engine)) as session:
+            yield session
+    finally:
+        engine.dispose()
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="kassa", description="Kassa operator commands")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    # --json is also accepted after the command (kassa key create ... --json); SUPPRESS keeps
+    # a leaf parser from resetting it when it is given before the command.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     sub = p.add_subparsers(dest="group", required=True)
 
-    db = sub.add_parser("db").add_subparsers(dest="cmd", required=True)
-    db.add_parser("upgrade", help="migrate the database to the latest schema").set_defaults(run=cmd_db_upgrade)
+    def group(name: str) -> argparse._SubParsersAction:
+        return sub.add_parser(name).add_subparsers(dest="cmd", required=True)
 
-    merchant = sub.add_parser("merchant").add_subparsers(dest="cmd", required=True)
-    c = merchant.add_parser("create")
+    def leaf(parent: argparse._SubParsersAction, name: str, **kwargs) -> argparse.ArgumentParser:
+        return parent.add_parser(name, parents=[common], **kwargs)
+
+    db = group("db")
+    leaf(db, "upgrade", help="migrate the database to the latest schema").set_defaults(run=cmd_db_upgrade)
+
+    merchant = group("merchant")
+    c = leaf(merchant, "create")
     c.add_argument("--email", required=True)
     c.add_argument("--password", required=True)
     c.add_argument("--business-name", required=True)
     c.add_argument("--activate", action="store_true")
     c.set_defaults(run=cmd_merchant_create)
     for name, flag, value in (("activate", "activated", True), ("ban", "banned", True)):
-        a = merchant.add_parser(name)
+        a = leaf(merchant, name)
         a.add_argument("email")
         a.set_defaults(run=_set_flag(flag, value))
 
-    key = sub.add_parser("key").add_subparsers(dest="cmd", required=True)
-    k = key.add_parser("create")
+    key = group("key")
+    k = leaf(key, "create")
     k.add_argument("--email", required=True)
     k.add_argument("--mode", required=True, choices=accounts.MODES)
     k.add_argument("--scopes", required=True, help="comma-separated: " + ",".join(accounts.SCOPES))
     k.add_argument("--name")
     k.set_defaults(run=cmd_key_create)
 
-    wallet = sub.add_parser("wallet").add_subparsers(dest="cmd", required=True)
-    w = wallet.add_parser("set")
+    wallet = group("wallet")
+    w = leaf(wallet, "set")
     w.add_argument("--email", required=True)
     w.add_argument("--mode", required=True, choices=accounts.MODES)
     w.add_argument("--chain", required=True, choices=accounts.CHAINS)
@@ -105,16 +124,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    for arg in ("json",):  # allow --json after the subcommand too
-        pass
     try:
         settings = Settings.from_env()
         args.run(args, settings)
     except (DomainError, ValueError) as exc:
-        message = getattr(exc, "message", str(exc))
-        print(json.dumps({"error": message}) if args.json else f"kassa: {message}", file=sys.stderr)
-        return 1
+        return _fail(args, getattr(exc, "message", str(exc)))
+    except SQLAlchemyError as exc:
+        return _fail(args, f"database error: {str(getattr(exc, 'orig', None) or exc).strip().splitlines()[0]}")
     return 0
+
+
+def _fail(args: argparse.Namespace, message: str) -> int:
+    print(json.dumps({"error": message}) if args.json else f"kassa: {message}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
