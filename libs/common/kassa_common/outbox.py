@@ -3,16 +3,14 @@
 Rows written by ``events.record_*`` in the transaction of a change are claimed in
 batches (``FOR UPDATE SKIP LOCKED``, so several relays can run), published with
 batched confirms, and marked published in the same transaction that claimed them.
-If RabbitMQ is down the rows simply wait. A trigger on ``events`` NOTIFYs at commit, which wakes the relay at once.
+If RabbitMQ is down the rows simply wait.
 """
 from __future__ import annotations
 
 import logging
-import select
 from datetime import timedelta
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.bus.publisher import Message, PublishFailed, Publisher
@@ -21,7 +19,6 @@ from kassa_common.models import Event
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.outbox")
-CHANNEL = "kassa_outbox"
 BATCH = 500
 
 
@@ -49,40 +46,20 @@ def relay_pending(sessions, publisher: Publisher, **kw) -> int:
             return total
 
 
-class OutboxListener:
-    """LISTEN on the outbox channel; ``wait(timeout)`` returns early when events commit."""
+def run_relay(sessions, publisher: Publisher, stop, *, poll: float = 0.1, backoff: float = 1.0) -> None:
+    """Relay until ``stop`` (a threading.Event) is set: drain, then poll every ``poll`` s.
 
-    def __init__(self, engine: Engine) -> None:
-        self._raw = engine.raw_connection()
-        self._raw.set_isolation_level(0)  # autocommit
-        with self._raw.cursor() as cur:
-            cur.execute(f"LISTEN {CHANNEL}")
-
-    def wait(self, timeout: float) -> bool:
-        conn = self._raw.driver_connection
-        if select.select([conn], [], [], timeout) == ([], [], []):
-            return False
-        conn.poll()
-        conn.notifies.clear()
-        return True
-
-    def close(self) -> None:
-        self._raw.close()
-
-
-def run_relay(engine: Engine, sessions, publisher: Publisher, stop, *, idle: float = 1.0) -> None:
-    """Relay until ``stop`` (a threading.Event) is set."""
-    listener = OutboxListener(engine)
+    Polling (an index scan of the unpublished rows) rather than LISTEN/NOTIFY: NOTIFY
+    serializes every committing transaction on one lock, which caps write throughput.
+    """
     try:
         while not stop.is_set():
             try:
-                if relay_pending(sessions, publisher):
-                    continue
+                relay_pending(sessions, publisher)
             except PublishFailed as exc:
                 log.warning("outbox relay cannot publish (%s); rows wait", exc)
-                stop.wait(idle)
+                stop.wait(backoff)
                 continue
-            listener.wait(idle)
+            stop.wait(poll)
     finally:
-        listener.close()
         publisher.close()

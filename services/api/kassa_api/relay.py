@@ -19,7 +19,7 @@ def main() -> None:
     publisher = Publisher(settings.rabbitmq_url, topo.exchange, name="kassa-relay", declare=topo.declare)
     engine = make_engine(settings.database_url, pool_size=2, application_name="kassa-relay")
     stop = threading.Event()
-    run_until_stopped(lambda: run_relay(engine, make_session_factory(engine), publisher, stop), stop.set)
+    run_until_stopped(lambda: run_relay(make_session_factory(engine), publisher, stop), stop.set)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,14 @@
 """Chain watcher state: a cursor per network and the recently scanned blocks.
 
 Revision ID: 0003
-Revises: 0002
+Revises: 0001
 """
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0003"
-down_revision = "0002"
+down_revision = "0001"
 branch_labels = None
 depends_on = None
 
