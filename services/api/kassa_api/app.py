@@ -64,6 +64,7 @@ def _register_blueprints(app: Flask) -> None:
     for module in (payments, products, webhooks, deliveries):
         app.register_blueprint(module.bp, url_prefix="/v1/api")
     app.register_blueprint(meta.bp)
-    from kassa_api.routes import pages
+    from kassa_api.routes import dashboard, pages
 
     app.register_blueprint(pages.bp)
+    app.register_blueprint(dashboard.bp)

@@ -1,0 +1,51 @@
+"""The merchant dashboard through the Flask test client: login, throttling, cookie flags, CSRF."""
+from __future__ import annotations
+
+import re
+import secrets
+
+from kassa_common import accounts
+from kassa_common.db import unit_of_work
+
+
+def csrf_of(response) -> str:
+    return re.search(r'name="csrf_token" value="([^"]+)"', response.get_data(as_text=True)).group(1)
+
+
+def merchant_with_password(sessions, password: str = "s3cret-pass") -> str:
+    email = f"d-{secrets.token_hex(5)}@example.com"
+    with unit_of_work(sessions) as s:
+        accounts.create_merchant(s, email, password, "Dash Ltd", activate=True)
+    return email
+
+
+def test_pages_need_a_login(client):
+    r = client.get("/dashboard/payments")
+    assert r.status_code == 303 and r.headers["Location"].endswith("/dashboard/login")
+
+
+def test_login_sets_an_httponly_lax_session_cookie(client, sessions):
+    email = merchant_with_password(sessions)
+    token = csrf_of(client.get("/dashboard/login"))
+    r = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"})
+    assert r.status_code == 303
+    cookie = r.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie
+    assert client.get("/dashboard/payments").status_code == 200
+
+
+def test_login_without_csrf_token_is_refused(client, sessions):
+    email = merchant_with_password(sessions)
+    client.get("/dashboard/login")
+    r = client.post("/dashboard/login", data={"email": email, "password": "s3cret-pass"})
+    assert r.status_code == 403
+
+
+def test_repeated_wrong_passwords_are_throttled(client, sessions):
+    email = merchant_with_password(sessions)
+    token = csrf_of(client.get("/dashboard/login"))
+    codes = [client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "wrong-one"})
+             .status_code for _ in range(6)]
+    assert codes == [401] * 5 + [429]
+    right = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"})
+    assert right.status_code == 429
