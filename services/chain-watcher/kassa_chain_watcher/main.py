@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from kassa_common.bus import topology
-from kassa_common.bus.publisher import Message, Publisher
+from kassa_common.bus.publisher import Publisher
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory
@@ -107,10 +107,15 @@ class NetworkWatcher:
     def _loop(self) -> None:
         next_reload = time.monotonic() + self.options.reload_seconds
         while not self.stopping.is_set() and self.lock.still_held():
-            if time.monotonic() >= next_reload:
-                reload(self.watchlist, self.sessions, self.network.name)
-                next_reload = time.monotonic() + self.options.reload_seconds
-            busy = self.scanner.tick()
+            try:
+                if time.monotonic() >= next_reload:
+                    reload(self.watchlist, self.sessions, self.network.name)
+                    next_reload = time.monotonic() + self.options.reload_seconds
+                busy = self.scanner.tick()
+            except Exception:  # noqa: BLE001 - node or broker trouble: keep the lock, retry soon
+                log.exception("%s: scan failed; retrying", self.network.name)
+                self.stopping.wait(min(2.0, self.poll * 4))
+                continue
             if not busy:
                 self.watchlist.changed.wait(self.poll)
                 self.watchlist.changed.clear()
