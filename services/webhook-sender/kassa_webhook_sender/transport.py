@@ -7,6 +7,7 @@ followed. Each worker thread keeps its own ``requests.Session`` (keep-alive pool
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ log = logging.getLogger("kassa.webhooks")
 USER_AGENT = "Kassa-Webhooks/1.0"
 MAX_RESPONSE_BODY = 2048  # bytes kept in the attempt log
 MAX_READ = 64 * 1024  # beyond this the connection is dropped rather than drained
+ERRNO = re.compile(r"\[(?:Errno -?\d+|SSL[^\]]*)\][^'\")]*")
 
 
 @dataclass(frozen=True)
@@ -58,10 +60,15 @@ def sanitize_url(url: str) -> str:
 
 
 def _describe(exc: Exception) -> str:
+    """A short reason without the URL (exception texts repeat it, query string included)."""
     if isinstance(exc, requests.Timeout):
         return "timed out"
+    cause = ERRNO.search(str(exc))
+    detail = f" ({cause.group(0).strip()})" if cause else ""
+    if isinstance(exc, requests.exceptions.SSLError):
+        return "TLS handshake failed" + detail
     if isinstance(exc, requests.ConnectionError):
-        return "connection failed"
+        return "connection failed" + detail
     return type(exc).__name__
 
 
@@ -107,13 +114,10 @@ class Transport:
             log.info("webhook to %s failed: %s", sanitize_url(req.url), _describe(exc))
             return Result(None, _ms(started), None, _describe(exc))
         body, error = self._read(response, started)
-        result = Result(response.status_code, _ms(started), body, error)
-        if error is None and not result.ok:
-            error = f"HTTP {response.status_code}"
-            if 300 <= response.status_code < 400:
-                error += " (redirects are not followed)"
-            result = Result(response.status_code, result.duration_ms, body, error)
-        return result
+        code = response.status_code
+        if error is None and not 200 <= code < 300:
+            error = f"HTTP {code}" + (" (redirects are not followed)" if 300 <= code < 400 else "")
+        return Result(code, _ms(started), body, error)
 
     def _read(self, response: requests.Response, started: float) -> tuple[str | None, str | None]:
         """Up to MAX_READ bytes of the body (kept: the first MAX_RESPONSE_BODY), within the timeout."""
