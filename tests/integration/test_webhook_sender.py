@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -47,6 +48,7 @@ class Receiver:
     def __init__(self) -> None:
         self.hits: list[Hit] = []
         self._failures: list[int] = []
+        self.delay = 0.0  # seconds to wait before answering
         self._lock = threading.Lock()
         outer = self
 
@@ -59,6 +61,7 @@ class Receiver:
                 with outer._lock:
                     status = outer._failures.pop(0) if outer._failures else 200
                     outer.hits.append(Hit(self.path, dict(self.headers), body, status))
+                time.sleep(outer.delay)
                 reply = b"nope" if status >= 300 else b"ok"
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(reply)))
@@ -324,8 +327,9 @@ def test_a_delivery_to_an_endpoint_deleted_meanwhile_fails_without_a_request(ses
 def test_two_dispatchers_send_each_due_delivery_exactly_once(sessions, merchant, dispatcher, receiver):
     add_endpoint(sessions, merchant.id, receiver.url)
     ids = [did for _ in range(150) for did in intake(sessions, add_event(sessions, merchant.id))]
-    dispatcher(), dispatcher()
+    first, second = dispatcher(), dispatcher()
     until(lambda: count_settled(sessions, ids) == len(ids), timeout=30, message="all sent")
+    assert first.recorded > 0 and second.recorded > 0  # both took part
     with sessions() as s:
         attempts = s.scalar(sa.select(sa.func.count()).select_from(DeliveryAttempt)
                             .where(DeliveryAttempt.delivery_id.in_(ids)))
@@ -344,6 +348,17 @@ def test_a_claim_is_not_taken_twice_and_comes_back_when_its_lease_runs_out(sessi
     dispatcher()
     until(settled(sessions, did), message="the expired claim taken over")
     assert len(receiver.for_delivery(did)) == 1
+
+
+def test_stop_finishes_and_records_the_send_in_progress(sessions, merchant, receiver):
+    add_endpoint(sessions, merchant.id, receiver.url)
+    receiver.delay = 0.5
+    [did] = intake(sessions, add_event(sessions, merchant.id))
+    d = Dispatcher(sessions, Transport(timeout=5, allow_private=True), threads=2, poll_interval=0.05).start()
+    until(lambda: receiver.hits, message="the send to start")
+    d.stop()
+    done = delivery(sessions, did)
+    assert (done.status, done.attempts, done.lease_until) == ("SUCCEEDED", 1, None)
 
 
 def test_stop_releases_claims_not_yet_sent(sessions, merchant, receiver):
