@@ -3,97 +3,28 @@ real HTTP receiver on 127.0.0.1: intake, signed delivery, retries, leases, refus
 from __future__ import annotations
 
 import json
-import threading
-import time
-import uuid
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.bus.consumer import Delivered
-from kassa_common.bus.publisher import Message, Publisher
 from kassa_common.db import unit_of_work
-from kassa_common.events import ALL_EVENTS, envelope
-from kassa_common.ids import new_event_id, new_webhook_secret
-from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
+from kassa_common.models import WebhookEndpoint
 from kassa_common.signing import verify_signature
 from kassa_common.timefmt import utcnow
 from kassa_webhook_sender import store
 from kassa_webhook_sender.dispatcher import Dispatcher
-from kassa_webhook_sender.intake import handle_event
 from kassa_webhook_sender.main import build
 from kassa_webhook_sender.retry import RetryPolicy
 from kassa_webhook_sender.transport import Transport
 from tests.support.bus import private_topology
 from tests.support.wait import until
-
-FAST = RetryPolicy(delays=(0.2, 0.2), repeat_every=0.2, give_up_after=60)
-
-
-# -- a real receiver ------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Hit:
-    path: str
-    headers: dict[str, str]
-    body: bytes
-    status: int
+from tests.support.webhooks import (  # noqa: F401  (fixtures)
+    FAST, DeliveryAttempt, add_endpoint, add_event, attempts_of, count_settled, deliveries_of, delivery,
+    dispatcher, intake, publish, receiver, settled,
+)
 
 
-class Receiver:
-    """Records every POST (headers and raw body); answers ``status`` ``n`` times on request."""
-
-    def __init__(self) -> None:
-        self.hits: list[Hit] = []
-        self._failures: list[int] = []
-        self.delay = 0.0  # seconds to wait before answering
-        self._lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as real receivers do
-            disable_nagle_algorithm = True  # headers and body are separate writes
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with outer._lock:
-                    status = outer._failures.pop(0) if outer._failures else 200
-                    outer.hits.append(Hit(self.path, dict(self.headers), body, status))
-                time.sleep(outer.delay)
-                reply = b"nope" if status >= 300 else b"ok"
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def fail(self, n: int, status: int = 500) -> None:
-        with self._lock:
-            self._failures = [status] * n
-
-    def for_delivery(self, delivery_id) -> list[Hit]:
-        with self._lock:
-            return [h for h in self.hits if h.headers.get("X-Kassa-Delivery-Id") == str(delivery_id)]
-
-    def count(self) -> int:
-        with self._lock:
-            return len(self.hits)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-# -- fixtures and helpers -------------------------------------------------------------------
+# -- fixtures -------------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")
 def bus(settings):
@@ -102,92 +33,11 @@ def bus(settings):
 
 
 @pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.close()
-
-
-@pytest.fixture
 def sender(settings, engine, bus):
     s = build(settings.with_(bus_prefix=bus[0], webhook_allow_private_urls=True), engine=engine, retry=FAST,
               threads=8, poll_interval=0.05).start()
     yield s
     s.stop()
-
-
-@pytest.fixture
-def dispatcher(sessions):
-    started: list[Dispatcher] = []
-
-    def make(*, allow_private: bool = True, retry: RetryPolicy = FAST) -> Dispatcher:
-        d = Dispatcher(sessions, Transport(timeout=5, allow_private=allow_private), threads=8, retry=retry,
-                       poll_interval=0.05)
-        started.append(d.start())
-        return d
-
-    yield make
-    for d in started:
-        d.stop()
-
-
-def add_endpoint(sessions, merchant_id, url, *, events=ALL_EVENTS, test_mode=True, active=True,
-                 deleted=False) -> WebhookEndpoint:
-    with unit_of_work(sessions) as s:
-        hook = WebhookEndpoint(id=uuid.uuid4(), merchant_id=merchant_id, test_mode=test_mode, url=url,
-                               events=list(events), active=active, secret=new_webhook_secret(),
-                               deleted_at=utcnow() if deleted else None)
-        s.add(hook)
-    return hook
-
-
-def add_event(sessions, merchant_id, event_type="payment.completed", *, test_mode=True) -> Event:
-    eid = new_event_id()
-    data = {"payment_id": str(uuid.uuid4()), "status": "COMPLETED", "amount": 12.5, "metadata": {"n": "é"}}
-    with unit_of_work(sessions) as s:
-        event = Event(id=eid, type=event_type, merchant_id=merchant_id, test_mode=test_mode,
-                      payload=envelope(eid, event_type, test_mode, data, utcnow()), published_at=utcnow())
-        s.add(event)
-    return event
-
-
-def intake(sessions, event: Event) -> list:
-    with unit_of_work(sessions) as s:
-        return handle_event(s, Delivered(event.id, event.type, event.payload, 1)) or []
-
-
-def publish(settings, topo, *events: Event) -> None:
-    pub = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
-    try:
-        pub.publish_batch(Message(e.id, e.type, e.payload) for e in events)
-    finally:
-        pub.close()
-
-
-def delivery(sessions, delivery_id) -> WebhookDelivery:
-    with sessions() as s:
-        return s.get(WebhookDelivery, delivery_id)
-
-
-def deliveries_of(sessions, event_id) -> list[WebhookDelivery]:
-    with sessions() as s:
-        return list(s.scalars(sa.select(WebhookDelivery).where(WebhookDelivery.event_id == event_id)))
-
-
-def attempts_of(sessions, delivery_id) -> list[DeliveryAttempt]:
-    with sessions() as s:
-        return list(s.scalars(sa.select(DeliveryAttempt).where(DeliveryAttempt.delivery_id == delivery_id)
-                              .order_by(DeliveryAttempt.attempt)))
-
-
-def settled(sessions, delivery_id, status="SUCCEEDED"):
-    return lambda: (d := delivery(sessions, delivery_id)).status == status and d.lease_until is None and d
-
-
-def count_settled(sessions, ids, status="SUCCEEDED") -> int:
-    with sessions() as s:
-        return s.scalar(sa.select(sa.func.count()).select_from(WebhookDelivery).where(
-            WebhookDelivery.id.in_(ids), WebhookDelivery.status == status, WebhookDelivery.lease_until.is_(None)))
 
 
 # -- intake ---------------------------------------------------------------------------------
@@ -370,124 +220,3 @@ def test_stop_releases_claims_not_yet_sent(sessions, merchant, receiver):
     store.record(sessions, [d.attempt(job)])
     assert delivery(sessions, did).lease_until is None and receiver.count() == 0
     assert store.claim(sessions, 1, 60, [did]) != []
-
-
-# -- the API: delivery log, redeliver, test -------------------------------------------------
-
-API = "/v1/api"
-
-
-def api_webhook(client, merchant, url, mode="test", **fields) -> dict:
-    r = client.post(f"{API}/webhooks", json={"url": url, **fields}, headers=merchant.headers(mode))
-    assert r.status_code == 201, r.get_data(as_text=True)
-    return r.get_json()["data"]
-
-
-def log_of(client, merchant, hook_id, query="", mode="test"):
-    r = client.get(f"{API}/webhooks/{hook_id}/deliveries{query}", headers=merchant.headers(mode))
-    assert r.status_code == 200, r.get_data(as_text=True)
-    return r.get_json()
-
-
-def test_the_delivery_log_pages_newest_first_with_every_attempt(client, sessions, merchant, dispatcher, receiver):
-    hook = api_webhook(client, merchant, receiver.url)
-    receiver.fail(1)
-    ids = [intake(sessions, add_event(sessions, merchant.id))[0] for _ in range(3)]
-    dispatcher()
-    until(lambda: count_settled(sessions, ids) == len(ids), message="all delivered")
-
-    body = log_of(client, merchant, hook["id"], "?pageSize=2")
-    assert body["success"] is True and body["meta"] == {"page": 1, "pageSize": 2, "total": 3, "pages": 2}
-    page2 = log_of(client, merchant, hook["id"], "?page=2&pageSize=2")["data"]
-    items = body["data"] + page2
-    assert [i["id"] for i in items] == [str(i) for i in reversed(ids)]
-    retried = next(i for i in items if i["attempts"] == 2)
-    assert [a["status_code"] for a in retried["attempts_log"]] == [500, 200]
-    first, second = retried["attempts_log"]
-    assert first["error"] == "HTTP 500" and first["next_retry_at"] and first["attempt"] == 1
-    assert second["error"] is None and second["next_retry_at"] is None and second["duration_ms"] >= 0
-    assert retried["status"] == "SUCCEEDED" and retried["last_status_code"] == 200
-    assert retried["event"] == "payment.completed" and retried["event_id"].startswith("evt_")
-    assert retried["webhook_id"] == hook["id"] and retried["next_attempt_at"] is None
-    assert set(retried) == {"id", "webhook_id", "event_id", "event", "status", "attempts", "last_status_code",
-                            "last_error", "next_attempt_at", "created_at", "updated_at", "attempts_log"}
-    assert log_of(client, merchant, hook["id"], "?status=FAILED")["data"] == []
-    assert client.get(f"{API}/webhooks/{hook['id']}/deliveries?pageSize=101",
-                      headers=merchant.headers()).status_code == 400
-
-
-def test_redeliver_sends_the_same_event_again(client, sessions, merchant, dispatcher, receiver):
-    hook = api_webhook(client, merchant, receiver.url)
-    [did] = intake(sessions, add_event(sessions, merchant.id))
-    dispatcher()
-    until(settled(sessions, did))
-
-    r = client.post(f"{API}/webhooks/{hook['id']}/deliveries/{did}/redeliver", headers=merchant.headers())
-    assert r.status_code == 200, r.get_data(as_text=True)
-    assert r.get_json()["data"]["id"] == str(did) and r.get_json()["data"]["status"] == "PENDING"
-    hits = until(lambda: len(receiver.for_delivery(did)) == 2 and receiver.for_delivery(did))
-    assert hits[0].headers["X-Kassa-Event-Id"] == hits[1].headers["X-Kassa-Event-Id"]
-    until(lambda: settled(sessions, did)() and settled(sessions, did)().attempts == 2)
-    [item] = log_of(client, merchant, hook["id"])["data"]
-    assert [a["attempt"] for a in item["attempts_log"]] == [1, 2]
-
-
-def test_the_test_endpoint_sends_a_signed_webhook_test_event(client, sessions, merchant, dispatcher, receiver):
-    hook = api_webhook(client, merchant, receiver.url)
-    r = client.post(f"{API}/webhooks/{hook['id']}/test", headers=merchant.headers())
-    assert r.status_code == 200, r.get_data(as_text=True)
-    sent = r.get_json()["data"]
-    assert sent["event"] == "webhook.test" and sent["status"] == "PENDING" and sent["attempts_log"] == []
-    dispatcher()
-    [hit] = until(lambda: receiver.hits, message="the test webhook")
-    assert verify_signature(hook["secret"], hit.headers["X-Kassa-Signature"], hit.body)
-    payload = json.loads(hit.body)
-    assert payload["event"] == "webhook.test" and payload["id"] == sent["event_id"] == hit.headers["X-Kassa-Event-Id"]
-    assert payload["test_mode"] is True and payload["data"]["webhook_id"] == hook["id"]
-    assert payload["data"]["message"] and payload["timestamp"].endswith("Z")
-    with sessions() as s:
-        assert s.get(Event, sent["event_id"]).published_at is not None  # the relay never publishes it
-    until(settled(sessions, uuid.UUID(sent["id"])))
-
-
-def test_delivery_endpoints_never_reveal_other_merchants_modes_or_endpoints(client, sessions, make_merchant,
-                                                                          receiver):
-    m, other = make_merchant(), make_merchant()
-    mine, sibling = api_webhook(client, m, receiver.url), api_webhook(client, m, receiver.url)
-    theirs = api_webhook(client, other, receiver.url)
-    [did] = [i for i in intake(sessions, add_event(sessions, m.id))
-             if delivery(sessions, i).endpoint_id == uuid.UUID(mine["id"])]
-    cases = [
-        ("get", f"/webhooks/{theirs['id']}/deliveries", "test"),
-        ("post", f"/webhooks/{theirs['id']}/test", "test"),
-        ("get", f"/webhooks/{mine['id']}/deliveries", "live"),
-        ("post", f"/webhooks/{mine['id']}/test", "live"),
-        ("post", f"/webhooks/{mine['id']}/deliveries/{did}/redeliver", "live"),
-        ("post", f"/webhooks/{sibling['id']}/deliveries/{did}/redeliver", "test"),
-        ("post", f"/webhooks/{mine['id']}/deliveries/{uuid.uuid4()}/redeliver", "test"),
-        ("post", f"/webhooks/{mine['id']}/deliveries/not-an-id/redeliver", "test"),
-        ("get", "/webhooks/not-an-id/deliveries", "test"),
-    ]
-    for method, path, mode in cases:
-        r = getattr(client, method)(API + path, headers=m.headers(mode))
-        assert r.status_code == 404 and r.get_json()["error"]["code"] == "NOT_FOUND", (path, mode)
-
-
-def test_test_and_redeliver_to_a_disabled_endpoint_are_refused(client, sessions, merchant, receiver):
-    hook = api_webhook(client, merchant, receiver.url)
-    [did] = intake(sessions, add_event(sessions, merchant.id))
-    assert client.patch(f"{API}/webhooks/{hook['id']}", json={"active": False},
-                        headers=merchant.headers()).status_code == 200
-    for path in (f"/webhooks/{hook['id']}/test", f"/webhooks/{hook['id']}/deliveries/{did}/redeliver"):
-        r = client.post(API + path, headers=merchant.headers())
-        assert r.status_code == 422 and r.get_json()["error"]["code"] == "UNPROCESSABLE_ENTITY", path
-
-
-def test_delivery_endpoints_need_the_webhooks_scope(client, sessions, merchant, receiver):
-    from tests.support.api import new_key
-
-    hook = api_webhook(client, merchant, receiver.url)
-    key = new_key(sessions, merchant.id, "test", ["payments:read"])
-    for method, path in (("get", "deliveries"), ("post", "test")):
-        r = getattr(client, method)(f"{API}/webhooks/{hook['id']}/{path}", headers={"X-Api-Key": key})
-        assert r.status_code == 403 and r.get_json()["error"]["code"] == "FORBIDDEN"

@@ -1,0 +1,174 @@
+"""Webhook test kit: a real HTTP receiver, rows written directly (endpoints, events,
+deliveries through intake), dispatchers on a fast retry schedule, and queries."""
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import sqlalchemy as sa
+
+from kassa_common.bus.consumer import Delivered
+from kassa_common.bus.publisher import Message, Publisher
+from kassa_common.db import unit_of_work
+from kassa_common.events import ALL_EVENTS, envelope
+from kassa_common.ids import new_event_id, new_webhook_secret
+from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
+from kassa_common.timefmt import utcnow
+from kassa_webhook_sender.dispatcher import Dispatcher
+from kassa_webhook_sender.intake import handle_event
+from kassa_webhook_sender.retry import RetryPolicy
+from kassa_webhook_sender.transport import Transport
+
+FAST = RetryPolicy(delays=(0.2, 0.2), repeat_every=0.2, give_up_after=60)
+
+
+# -- a real receiver ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+    status: int
+
+
+class Receiver:
+    """Records every POST (headers and raw body); answers ``status`` ``n`` times on request."""
+
+    def __init__(self) -> None:
+        self.hits: list[Hit] = []
+        self._failures: list[int] = []
+        self.delay = 0.0  # seconds to wait before answering
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real receivers do
+            disable_nagle_algorithm = True  # headers and body are separate writes
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                with outer._lock:
+                    status = outer._failures.pop(0) if outer._failures else 200
+                    outer.hits.append(Hit(self.path, dict(self.headers), body, status))
+                time.sleep(outer.delay)
+                reply = b"nope" if status >= 300 else b"ok"
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def fail(self, n: int, status: int = 500) -> None:
+        with self._lock:
+            self._failures = [status] * n
+
+    def for_delivery(self, delivery_id) -> list[Hit]:
+        with self._lock:
+            return [h for h in self.hits if h.headers.get("X-Kassa-Delivery-Id") == str(delivery_id)]
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.hits)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+# -- fixtures and helpers -------------------------------------------------------------------
+
+# -- fixtures (import them into a test module) ------------------------------------------
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.close()
+
+
+@pytest.fixture
+def dispatcher(sessions):
+    started: list[Dispatcher] = []
+
+    def make(*, allow_private: bool = True, retry: RetryPolicy = FAST) -> Dispatcher:
+        d = Dispatcher(sessions, Transport(timeout=5, allow_private=allow_private), threads=8, retry=retry,
+                       poll_interval=0.05)
+        started.append(d.start())
+        return d
+
+    yield make
+    for d in started:
+        d.stop()
+
+
+# -- rows and queries ----------------------------------------------------------------------
+
+def add_endpoint(sessions, merchant_id, url, *, events=ALL_EVENTS, test_mode=True, active=True,
+                 deleted=False) -> WebhookEndpoint:
+    with unit_of_work(sessions) as s:
+        hook = WebhookEndpoint(id=uuid.uuid4(), merchant_id=merchant_id, test_mode=test_mode, url=url,
+                               events=list(events), active=active, secret=new_webhook_secret(),
+                               deleted_at=utcnow() if deleted else None)
+        s.add(hook)
+    return hook
+
+
+def add_event(sessions, merchant_id, event_type="payment.completed", *, test_mode=True) -> Event:
+    eid = new_event_id()
+    data = {"payment_id": str(uuid.uuid4()), "status": "COMPLETED", "amount": 12.5, "metadata": {"n": "é"}}
+    with unit_of_work(sessions) as s:
+        event = Event(id=eid, type=event_type, merchant_id=merchant_id, test_mode=test_mode,
+                      payload=envelope(eid, event_type, test_mode, data, utcnow()), published_at=utcnow())
+        s.add(event)
+    return event
+
+
+def intake(sessions, event: Event) -> list:
+    with unit_of_work(sessions) as s:
+        return handle_event(s, Delivered(event.id, event.type, event.payload, 1)) or []
+
+
+def publish(settings, topo, *events: Event) -> None:
+    pub = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
+    try:
+        pub.publish_batch(Message(e.id, e.type, e.payload) for e in events)
+    finally:
+        pub.close()
+
+
+def delivery(sessions, delivery_id) -> WebhookDelivery:
+    with sessions() as s:
+        return s.get(WebhookDelivery, delivery_id)
+
+
+def deliveries_of(sessions, event_id) -> list[WebhookDelivery]:
+    with sessions() as s:
+        return list(s.scalars(sa.select(WebhookDelivery).where(WebhookDelivery.event_id == event_id)))
+
+
+def attempts_of(sessions, delivery_id) -> list[DeliveryAttempt]:
+    with sessions() as s:
+        return list(s.scalars(sa.select(DeliveryAttempt).where(DeliveryAttempt.delivery_id == delivery_id)
+                              .order_by(DeliveryAttempt.attempt)))
+
+
+def settled(sessions, delivery_id, status="SUCCEEDED"):
+    return lambda: (d := delivery(sessions, delivery_id)).status == status and d.lease_until is None and d
+
+
+def count_settled(sessions, ids, status="SUCCEEDED") -> int:
+    with sessions() as s:
+        return s.scalar(sa.select(sa.func.count()).select_from(WebhookDelivery).where(
+            WebhookDelivery.id.in_(ids), WebhookDelivery.status == status, WebhookDelivery.lease_until.is_(None)))
