@@ -11,6 +11,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from kassa_api.endpoint import EndpointSpec
+from kassa_common.chains.networks import Registry
 from kassa_api.schemas import PageMeta
 
 REF = "#/components/schemas/{model}"
@@ -68,33 +69,70 @@ def _success(spec: EndpointSpec) -> dict:
     return {"type": "object", "required": required, "properties": props}
 
 
+def _param_schema(prop: dict) -> dict:
+    """A query parameter's schema: an absent parameter is how "none" is said, so the
+    ``null`` branch of an optional field does not apply; pydantic's titles are noise."""
+    prop = {k: v for k, v in prop.items() if k != "title"}
+    branches = [b for b in prop.get("anyOf", []) if b != {"type": "null"}]
+    if "anyOf" in prop and len(branches) == 1:
+        prop = {**{k: v for k, v in prop.items() if k != "anyOf"}, **branches[0]}
+        if prop.get("default", 0) is None:
+            del prop["default"]
+    return prop
+
+
 def _query_params(model: type[BaseModel] | None, schemas: dict) -> list[dict]:
     if model is None:
         return []
     schema = schemas[model.__name__]
     required = set(schema.get("required", []))
-    return [{"name": name, "in": "query", "required": name in required, "schema": prop}
+    return [{"name": name, "in": "query", "required": name in required, "schema": _param_schema(prop)}
             for name, prop in schema["properties"].items()]
 
 
-def build(app: Flask, server_url: str) -> dict:
-    specs: list[tuple[str, str, list[str], EndpointSpec]] = []
+def _registry_values(node: Any, values: dict[str, list[str]]) -> None:
+    """Replace each ``x-kassa-values`` marker (schemas.TokenCode/NetworkCode) by the enum of
+    what this server's network registry accepts."""
+    if isinstance(node, dict):
+        kind = node.pop("x-kassa-values", None)
+        if kind is not None and values.get(kind):
+            node["enum"] = values[kind]
+        for child in node.values():
+            _registry_values(child, values)
+    elif isinstance(node, list):
+        for child in node:
+            _registry_values(child, values)
+
+
+def _operation_ids(app: Flask, rules: list) -> dict[str, str]:
+    """Stable operation ids from the view names (``create_payment``), qualified by the
+    blueprint only where two blueprints use the same name."""
+    names = [endpoint.rsplit(".", 1)[-1] for endpoint in rules]
+    return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(rules, names)}
+
+
+def build(app: Flask, server_url: str, registry: Registry | None = None) -> dict:
+    specs: list[tuple[str, str, list[str], EndpointSpec, str]] = []
     for rule in app.url_map.iter_rules():
         spec = getattr(app.view_functions[rule.endpoint], "endpoint_spec", None)
         if spec is None or not rule.rule.startswith("/v1/api"):
             continue
         path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule[len("/v1/api"):])
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
-            specs.append((path, method.lower(), list(rule.arguments), spec))
-    models = {m.__name__: m for *_, spec in specs for m in _models(spec)}
+            specs.append((path, method.lower(), list(rule.arguments), spec, rule.endpoint))
+    operation_ids = _operation_ids(app, sorted({s[4] for s in specs}))
+    models = {m.__name__: m for *_, spec, _ in specs for m in _models(spec)}
     models["PageMeta"] = PageMeta
     _, defs = models_json_schema([(m, "validation") for m in models.values()], ref_template=REF)
     schemas = defs.get("$defs", {})
+    networks = list(registry or [])
+    _registry_values(schemas, {"networks": [n.name for n in networks],
+                               "tokens": sorted({t.symbol for n in networks for t in n.tokens})})
     schemas["Error"] = ERROR_SCHEMA
 
     paths: dict[str, dict] = {}
-    for path, method, args, spec in specs:
-        op: dict[str, Any] = {"summary": spec.summary, "tags": [spec.tag], "operationId": f"{method}_{path}"}
+    for path, method, args, spec, view in specs:
+        op: dict[str, Any] = {"summary": spec.summary, "tags": [spec.tag], "operationId": operation_ids[view]}
         params = [{"name": a, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
                   for a in args]
         params += _query_params(spec.query, schemas)

@@ -16,6 +16,7 @@ from pydantic import (
     StrictBool,
     StringConstraints,
     ValidationError,
+    WithJsonSchema,
     WrapValidator,
     model_validator,
 )
@@ -76,10 +77,23 @@ def _upper(value: Any) -> Any:
     return value.strip().upper() if isinstance(value, str) else value
 
 
-Number = Annotated[Decimal, BeforeValidator(_number)]
-Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=320), AfterValidator(_email)]
-HttpUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_http_url)]
+UsdAmount = Annotated[Decimal, BeforeValidator(_number),
+                      Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=2),
+                      WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9, "multipleOf": 0.01})]
+Price = Annotated[Decimal, BeforeValidator(_number),
+                  Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=18),
+                  WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9,
+                                  "description": "USD (2 decimals) for FIAT; token units for CRYPTO"})]
+Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=320), AfterValidator(_email),
+                  WithJsonSchema({"type": "string", "format": "email", "maxLength": 320})]
+HttpUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_http_url),
+                    WithJsonSchema({"type": "string", "format": "uri", "maxLength": 2048,
+                                    "description": "absolute http(s) URL"})]
 Code = Annotated[str, BeforeValidator(_upper), StringConstraints(min_length=1, max_length=32, pattern=r"^[A-Z0-9_]+$")]
+# Token and network names: openapi.py lists the values of the running server's registry
+# wherever this marker is (case-insensitive on input, upper case on output).
+TokenCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": "tokens"})]
+NetworkCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": "networks"})]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 MetaValue = Annotated[Union[Annotated[str, StringConstraints(max_length=500)], int, float, bool, None],
@@ -96,11 +110,12 @@ class Strict(BaseModel):
 # ---- payments ---------------------------------------------------------------------------
 
 class CreatePayment(Strict):
-    amount: Optional[Number] = Field(None, ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=2,
-                                     description="USD amount; required unless product_id is given")
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["amount"]}, {"required": ["product_id"]}]})
+
+    amount: Optional[UsdAmount] = Field(None, description="USD amount; required unless product_id is given")
     product_id: Optional[str] = Field(None, max_length=64, description="charge for this product instead of an amount")
-    token: Code = Field(description="token symbol, e.g. USDC (see GET /networks)")
-    network: Code = Field(description="network name, e.g. BASE (see GET /networks)")
+    token: TokenCode = Field(description="token symbol, e.g. USDC (see GET /networks)")
+    network: NetworkCode = Field(description="network name, e.g. BASE (see GET /networks)")
     customer_email: Optional[Email] = None
     customer_name: Optional[Name] = None
     redirect_url: Optional[HttpUrl] = None
@@ -166,16 +181,16 @@ class PaymentPage(BaseModel):
 class ProductFields(Strict):
     name: Optional[Name] = None
     description: Optional[Annotated[str, StringConstraints(max_length=2000)]] = None
-    price: Optional[Number] = Field(None, ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=18)
+    price: Optional[Price] = None
     currency_type: Optional[Literal["FIAT", "CRYPTO"]] = None
-    token: Optional[Code] = None
-    network: Optional[Code] = None
+    token: Optional[TokenCode] = None
+    network: Optional[NetworkCode] = None
     active: Optional[StrictBool] = None
 
 
 class CreateProduct(ProductFields):
     name: Name
-    price: Number = Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=18)
+    price: Price
     currency_type: Literal["FIAT", "CRYPTO"] = "FIAT"
 
 

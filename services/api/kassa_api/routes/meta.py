@@ -1,7 +1,7 @@
 """Unauthenticated routes: networks, the OpenAPI document and its docs page, health."""
 from __future__ import annotations
 
-from flask import Blueprint, current_app, send_from_directory
+from flask import Blueprint, current_app, send_from_directory, url_for
 from swagger_ui_bundle import swagger_ui_path
 
 from kassa_api import openapi
@@ -12,9 +12,9 @@ from kassa_api.schemas import NetworkOut
 bp = Blueprint("meta", __name__)
 DOCS_HTML = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Kassa API reference</title><link rel="stylesheet" href="docs/assets/swagger-ui.css"></head>
-<body data-spec-url="openapi.json"><div id="swagger-ui"></div>
-<script src="docs/assets/swagger-ui-bundle.js"></script><script src="docs/init.js"></script></body></html>"""
+<title>Kassa API reference</title><link rel="stylesheet" href="{css}"></head>
+<body data-spec-url="{spec}"><div id="swagger-ui"></div>
+<script src="{bundle}"></script><script src="{init}"></script></body></html>"""
 
 
 @bp.get("/v1/api/networks")
@@ -27,13 +27,20 @@ def networks():
 def openapi_document():
     cache = current_app.extensions.setdefault("kassa_openapi", {})
     if "doc" not in cache:
-        cache["doc"] = openapi.build(current_app, deps().settings.public_api_url)
+        cache["doc"] = openapi.build(current_app, deps().settings.public_api_url, deps().settings.networks)
     return cache["doc"]
 
 
 @bp.get("/v1/api/docs")
 def docs_page():
-    return DOCS_HTML, 200, {"Content-Type": "text/html; charset=utf-8"}
+    # Root-relative URLs: they resolve the same from /docs and /docs/ (and under a SCRIPT_NAME).
+    html = DOCS_HTML.format(
+        css=url_for("meta.docs_assets", name="swagger-ui.css"),
+        bundle=url_for("meta.docs_assets", name="swagger-ui-bundle.js"),
+        init=url_for("meta.docs_init"),
+        spec=url_for("meta.openapi_document"),
+    )
+    return html, 200, {"Content-Type": "text/html; charset=utf-8"}
 
 
 @bp.get("/v1/api/docs/init.js")
