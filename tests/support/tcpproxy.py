@@ -28,6 +28,10 @@ class TcpProxy:
     def stop(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
+            except OSError:
+                pass
             listener.close()
         with self._lock:
             conns, self._conns = self._conns, set()
