@@ -8,7 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
-from kassa_common.models import WebhookEndpoint
+from kassa_common.models import DeliveryAttempt, WebhookEndpoint
 from kassa_common.signing import verify_signature
 from kassa_common.timefmt import utcnow
 from kassa_webhook_sender import store
@@ -19,7 +19,7 @@ from kassa_webhook_sender.transport import Transport
 from tests.support.bus import private_topology
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixtures)
-    FAST, DeliveryAttempt, add_endpoint, add_event, attempts_of, count_settled, deliveries_of, delivery,
+    FAST, add_endpoint, add_event, attempts_of, count_settled, deliveries_of, delivery,
     dispatcher, intake, publish, receiver, settled,
 )
 

@@ -34,6 +34,7 @@ from kassa_webhook_sender.transport import Request, Transport, sanitize_url
 
 log = logging.getLogger("kassa.webhooks")
 RECORD_BATCH = 500
+GATHER_SECONDS = 0.01  # a hand-off waits this long for company before it is claimed
 
 
 class Dispatcher:
@@ -46,6 +47,7 @@ class Dispatcher:
         self._handoff: deque[uuid.UUID] = deque()
         self._outcomes: queue.Queue[store.Outcome] = queue.Queue()
         self._in_flight = 0
+        self._backlog = False
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
@@ -84,22 +86,31 @@ class Dispatcher:
 
     # -- claiming -----------------------------------------------------------------------
     def _claim_loop(self) -> None:
+        next_poll = 0.0
         while not self._stopping.is_set():
-            self._wake.wait(self.poll_interval)
+            if self._wake.wait(self.poll_interval):
+                self._stopping.wait(GATHER_SECONDS)  # let hand-offs arriving together share a claim
             self._wake.clear()
+            poll = self._backlog or time.monotonic() >= next_poll
+            if poll:
+                next_poll = time.monotonic() + self.poll_interval
             try:
-                while not self._stopping.is_set() and self.claim_and_dispatch():
+                while not self._stopping.is_set() and self.claim_and_dispatch(poll):
                     pass
             except Exception:  # noqa: BLE001 - database trouble: try again at the next poll
                 log.exception("claiming deliveries failed")
                 self._stopping.wait(self.poll_interval)
 
-    def claim_and_dispatch(self) -> bool:
-        """Claim what capacity allows and queue it for sending; True if anything was claimed."""
+    def claim_and_dispatch(self, poll: bool = True) -> bool:
+        """Claim the handed-over ids (and, when ``poll``, whatever else is due) that capacity
+        allows, and queue them for sending; True if it claimed something and has room for more."""
         free = self.max_in_flight - self._in_flight
         ids = [self._handoff.popleft() for _ in range(min(free, len(self._handoff)))]
         jobs = store.claim(self.sessions, len(ids), self.lease_seconds, ids) if ids else []
-        jobs += store.claim(self.sessions, free - len(jobs), self.lease_seconds)
+        if poll and free > len(jobs):
+            due = store.claim(self.sessions, free - len(jobs), self.lease_seconds)
+            self._backlog = len(due) == free - len(jobs)  # a full batch: more is probably due
+            jobs += due
         with self._lock:
             self._in_flight += len(jobs)
         for job in jobs:
@@ -146,6 +157,8 @@ class Dispatcher:
                 batch = [self._outcomes.get(timeout=0.05)]
             except queue.Empty:
                 continue
+            if not self._sends_done.is_set():
+                time.sleep(GATHER_SECONDS)  # fewer, larger transactions when outcomes trickle in
             while len(batch) < RECORD_BATCH:
                 try:
                     batch.append(self._outcomes.get_nowait())
