@@ -48,3 +48,11 @@ def test_an_operator_schedule_repeats_its_last_delay():
     p = RetryPolicy.from_schedule((1, 2))
     assert [p.delay_after(n) for n in (1, 2, 3, 9)] == [1, 2, 2, 2]
     assert p.give_up_after == DEFAULT_POLICY.give_up_after
+
+
+def test_the_sender_takes_the_schedule_from_settings():
+    from kassa_common.config import Settings
+    from kassa_webhook_sender.main import retry_policy
+
+    assert retry_policy(Settings()) == DEFAULT_POLICY
+    assert retry_policy(Settings().with_(webhook_retry_schedule=(1.0, 1.0))).delays == (1.0, 1.0)

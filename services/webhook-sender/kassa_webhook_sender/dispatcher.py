@@ -171,12 +171,12 @@ class Dispatcher:
             time.sleep(delay)
             try:
                 store.record(self.sessions, batch)
+                self.recorded += len(batch)
                 break
             except Exception:  # noqa: BLE001
                 log.exception("recording %d outcomes failed", len(batch))
         with self._lock:
             self._in_flight -= len(batch)
-        self.recorded += len(batch)
         for o in batch:
             if o.status == "SUCCEEDED":
                 metrics.SUCCEEDED.inc()

@@ -62,7 +62,7 @@ class Sender:
 
 def retry_policy(settings: Settings) -> RetryPolicy:
     """DESIGN's schedule, or WEBHOOK_RETRY_SCHEDULE's delays (the last one repeating)."""
-    schedule = getattr(settings, "webhook_retry_schedule", None)
+    schedule = settings.webhook_retry_schedule
     return RetryPolicy.from_schedule(schedule) if schedule else DEFAULT_POLICY
 
 
