@@ -32,6 +32,9 @@ ENDPOINTS = [  # SPEC.md section 4, plus rotate-secret (DESIGN.md section 3)
     ("PATCH", "/webhooks/{id}", "webhooks:manage"),
     ("DELETE", "/webhooks/{id}", "webhooks:manage"),
     ("POST", "/webhooks/{id}/rotate-secret", "webhooks:manage"),
+    ("GET", "/webhooks/{id}/deliveries", "webhooks:manage"),
+    ("POST", "/webhooks/{id}/deliveries/{id}/redeliver", "webhooks:manage"),
+    ("POST", "/webhooks/{id}/test", "webhooks:manage"),
 ]
 
 
@@ -73,9 +76,11 @@ def test_non_standard_json_constants_are_bad_request(client, merchant, raw):
 
 
 def test_deeply_nested_json_is_a_client_error(client, merchant):
-    raw = '{"metadata": ' + "[" * 20_000 + "]" * 20_000 + "}"
+    raw = '{"metadata": ' + "[" * 30_000 + "]" * 30_000 + "}"
     r = client.post(f"{API}/payments", data=raw, content_type="application/json", headers=merchant.headers())
-    assert_error(r, 400, "BAD_REQUEST")
+    # Refused by the JSON parser, or (where the recursion limit allows parsing it) by validation.
+    assert r.status_code == 400 and r.json["error"]["code"] in ("BAD_REQUEST", "VALIDATION_ERROR")
+    assert_error(r, 400, r.json["error"]["code"])
 
 
 @pytest.mark.parametrize("query, field", [
@@ -106,6 +111,7 @@ INVALID_PAYMENT_BODIES = {
     "network empty": ({"network": ""}, {"network"}),
     "both amount and product_id": ({"product_id": "3b241101-e2bb-4255-8caf-4136c566a962"}, {"amount", "product_id"}),
     "neither amount nor product_id": ({"amount": None}, {"amount", "product_id"}),
+    "empty product_id": ({"amount": None, "product_id": ""}, {"product_id"}),
     "unknown field": ({"colour": "red"}, {"colour"}),
     "bad email": ({"customer_email": "not-an-email"}, {"customer_email"}),
     "email not a string": ({"customer_email": 7}, {"customer_email"}),
@@ -113,6 +119,7 @@ INVALID_PAYMENT_BODIES = {
     "relative cancel_url": ({"cancel_url": "example.com/cancel"}, {"cancel_url"}),
     "broken IPv6 URL": ({"redirect_url": "http://[::1/x"}, {"redirect_url"}),
     "URL port out of range": ({"redirect_url": "https://example.com:99999/x"}, {"redirect_url"}),
+    "URL port zero": ({"cancel_url": "https://example.com:0/x"}, {"cancel_url"}),
     "metadata with 51 keys": ({"metadata": {f"k{i}": i for i in range(51)}}, {"metadata"}),
     "metadata nested object": ({"metadata": {"nested": {"a": 1}}}, {"metadata.nested"}),
     "metadata not an object": ({"metadata": ["a"]}, {"metadata"}),
@@ -410,6 +417,19 @@ def test_rate_limit_is_shared_between_instances_through_redis(settings, engine, 
     responses = _hit_until_limited([a, b], merchant.test_key, 3)
     _assert_limited(responses, 3)
     assert len(responses) <= 7  # the two instances counted together, not 3 each
+
+
+# ---- SERVICE_UNAVAILABLE -------------------------------------------------------------------
+
+def test_missing_exchange_rate_is_503_and_writes_nothing(settings, engine, merchant, sessions):
+    no_eth = create_app(settings.with_(fixed_rates="BTC=60000"), engine=engine).test_client()
+    r = no_eth.post(f"{API}/payments", json={"amount": 5, "token": "ETH", "network": "ETHEREUM"},
+                    headers=merchant.headers())
+    assert "ETH" in assert_error(r, 503, "SERVICE_UNAVAILABLE")["message"]
+    stable = no_eth.post(f"{API}/payments", json=PAYMENT, headers=merchant.headers())
+    assert stable.status_code == 201
+    with sessions() as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Payment).where(Payment.merchant_id == merchant.id)) == 1
 
 
 # ---- 413, 415 -----------------------------------------------------------------------------

@@ -86,12 +86,13 @@ def test_create_inactive_webhook(client, merchant):
     ({"url": "https://"}, "url"),
     ({"url": "https://[::1/x"}, "url"),
     ({"url": "https://example.com:70000/x"}, "url"),
+    ({"url": "https://example.com:0/x"}, "url"),
     ({"url": "https://example.com/" + "x" * 2100}, "url"),
     ({"secret": "whsec_mine"}, "secret"),
     ({"active": "true"}, "active"),
     ({"description": "d" * 501}, "description"),
 ], ids=["unknown event", "event in wrong case", "no events", "events not a list", "webhook.test not subscribable",
-        "url missing", "ftp url", "relative url", "url without host", "broken ipv6 url", "port out of range",
+        "url missing", "ftp url", "relative url", "url without host", "broken ipv6 url", "port out of range", "port zero",
         "url too long", "secret chosen by client", "active not boolean", "description too long"])
 def test_invalid_webhook_is_validation_error(client, merchant, body, field):
     full = {k: v for k, v in {"url": url(), **body}.items() if v is not None}

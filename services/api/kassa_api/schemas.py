@@ -53,9 +53,11 @@ def _http_url(value: str) -> str:
         raise ValueError("must be an absolute http(s) URL")
     try:
         parts = urlsplit(value)
-        parts.port  # noqa: B018 - raises ValueError when out of range
+        port = parts.port  # raises ValueError when out of range
     except ValueError:
-        raise ValueError("must be an absolute http(s) URL with a valid host and port") from None
+        port = 0
+    if port == 0:
+        raise ValueError("must be an absolute http(s) URL with a valid host and port")
     if not parts.hostname:
         raise ValueError("must be an absolute http(s) URL with a host")
     return value
@@ -113,7 +115,8 @@ class CreatePayment(Strict):
     model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["amount"]}, {"required": ["product_id"]}]})
 
     amount: Optional[UsdAmount] = Field(None, description="USD amount; required unless product_id is given")
-    product_id: Optional[str] = Field(None, max_length=64, description="charge for this product instead of an amount")
+    product_id: Optional[str] = Field(None, min_length=1, max_length=64,
+                                      description="charge for this product instead of an amount")
     token: TokenCode = Field(description="token symbol, e.g. USDC (see GET /networks)")
     network: NetworkCode = Field(description="network name, e.g. BASE (see GET /networks)")
     customer_email: Optional[Email] = None

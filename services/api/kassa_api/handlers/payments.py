@@ -152,7 +152,8 @@ def create_payment(
         if earlier is not None:
             return earlier, True
     network, token = resolve_pair(registry, cmd.network, cmd.token, owner.test_mode)
-    product = chargeable_product(session, owner, cmd.product_id, network.name, token.symbol) if cmd.product_id else None
+    product = (chargeable_product(session, owner, cmd.product_id, network.name, token.symbol)
+               if cmd.product_id is not None else None)
     pricing = price(cmd, product, token, rates)
     address, index = next_address(session, owner.merchant_id, owner.test_mode, network)
     now = utcnow()
