@@ -58,6 +58,8 @@ def real_ids(app, fuzz_merchant):
 
 
 @schema.parametrize()
+# Both key modes. (This parametrization also gives each generated test its own node id:
+# with pytest 9, schemathesis' per-operation items otherwise all share one.)
 @pytest.mark.parametrize("mode", ["test", "live"])
 @hypothesis_settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
 def test_operation_conforms_to_the_document(case, mode, app, fuzz_merchant, real_ids):

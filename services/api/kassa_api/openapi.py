@@ -104,11 +104,11 @@ def _registry_values(node: Any, values: dict[str, list[str]]) -> None:
             _registry_values(child, values)
 
 
-def _operation_ids(app: Flask, rules: list) -> dict[str, str]:
+def _operation_ids(endpoints: list[str]) -> dict[str, str]:
     """Stable operation ids from the view names (``create_payment``), qualified by the
     blueprint only where two blueprints use the same name."""
-    names = [endpoint.rsplit(".", 1)[-1] for endpoint in rules]
-    return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(rules, names)}
+    names = [endpoint.rsplit(".", 1)[-1] for endpoint in endpoints]
+    return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(endpoints, names)}
 
 
 def build(app: Flask, server_url: str, registry: Registry | None = None) -> dict:
@@ -120,7 +120,7 @@ def build(app: Flask, server_url: str, registry: Registry | None = None) -> dict
         path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule[len("/v1/api"):])
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
             specs.append((path, method.lower(), list(rule.arguments), spec, rule.endpoint))
-    operation_ids = _operation_ids(app, sorted({s[4] for s in specs}))
+    operation_ids = _operation_ids(sorted({s[4] for s in specs}))
     models = {m.__name__: m for *_, spec, _ in specs for m in _models(spec)}
     models["PageMeta"] = PageMeta
     _, defs = models_json_schema([(m, "validation") for m in models.values()], ref_template=REF)
