@@ -91,11 +91,9 @@ def main() -> None:
     log.info("webhook sender starting (private destinations %s)",
              "allowed" if settings.webhook_allow_private_urls else "refused")
     try:
-        run_until_stopped(sender.run, on_stop=sender.consumer.stop)
+        run_until_stopped(sender.run, on_stop=sender.consumer.stop)  # SIGTERM: stop taking messages
     finally:
-        sender.dispatcher.stop()
-        if sender.engine is not None:
-            sender.engine.dispose()
+        sender.stop()  # then finish and record the sends in progress, close
     log.info("webhook sender stopped")
 
 
