@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import uuid
 from dataclasses import dataclass
 from datetime import timedelta
@@ -22,6 +21,7 @@ from kassa_common.events import record_payment_event
 from kassa_common.ids import looks_like_short_id, new_short_id, parse_uuid
 from kassa_common.models import IdempotencyKey, Payment, Product
 from kassa_common.timefmt import utcnow
+from kassa_api.handlers.common import page_of
 
 STABLECOINS = frozenset({"USDC", "USDT"})
 CENT = Decimal("0.01")
@@ -222,13 +222,4 @@ def list_payments(
         if looks_like_short_id(search):
             matches.append(Payment.short_id == search.upper())
         conds.append(sa.or_(*matches))
-    total = session.scalar(sa.select(sa.func.count()).select_from(Payment).where(*conds)) or 0
-    rows = session.scalars(
-        sa.select(Payment).where(*conds).order_by(Payment.created_at.desc(), Payment.id.desc())
-        .limit(page_size).offset((page - 1) * page_size)
-    ).all()
-    return list(rows), total
-
-
-def pages(total: int, page_size: int) -> int:
-    return math.ceil(total / page_size) if total else 0
+    return page_of(session, Payment, conds, page, page_size)

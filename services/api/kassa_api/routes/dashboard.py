@@ -13,6 +13,7 @@ from werkzeug.exceptions import HTTPException
 from kassa_api import csrf
 from kassa_api.deps import db, deps, transaction
 from kassa_api.handlers import payments as h
+from kassa_api.handlers.common import page_meta
 from kassa_common import accounts
 from kassa_common import payments as sm
 from kassa_common.errors import DomainError
@@ -174,7 +175,7 @@ def payments():
     search = request.args.get("search", "").strip()[:200] or None
     page_no = max(request.args.get("page", 1, type=int) or 1, 1)
     rows, total = h.list_payments(db(), owner(), page=page_no, page_size=PAGE_SIZE, status=status, search=search)
-    return render("payments.html", rows=rows, total=total, page=page_no, pages=h.pages(total, PAGE_SIZE),
+    return render("payments.html", rows=rows, total=total, page=page_no, pages=page_meta(page_no, PAGE_SIZE, total)["pages"],
                   status=status, search=search or "", statuses=sm.STATUSES)
 
 

@@ -10,6 +10,7 @@ from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
 from kassa_api.errors import ApiError
 from kassa_api.handlers import payments as h
+from kassa_api.handlers.common import page_meta
 from kassa_api.schemas import CreatePayment, ListPayments, PaymentOut, PaymentPage
 from kassa_common.serializers import payment_to_dict
 
@@ -52,8 +53,7 @@ def get_payment(ref: str):
 def list_payments(query: ListPayments):
     rows, total = h.list_payments(db(), owner(), page=query.page, page_size=query.pageSize,
                                   status=query.status, search=query.search)
-    meta = {"page": query.page, "pageSize": query.pageSize, "total": total, "pages": h.pages(total, query.pageSize)}
-    return {"data": [payment_to_dict(p) for p in rows], "meta": meta}
+    return {"data": [payment_to_dict(p) for p in rows], "meta": page_meta(query.page, query.pageSize, total)}
 
 
 @bp.post("/payments/<ref>/cancel")
