@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PACKAGES := -e libs/common -e services/api -e services/chain-watcher -e services/webhook-sender -e services/expirer
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/common/pyproject.toml | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/common/pyproject.toml services/*/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_WORKERS ?= 2
 
 .PHONY: run test test-unit test-integration test-e2e test-browser bench deps clean
