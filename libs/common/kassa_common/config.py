@@ -62,6 +62,8 @@ class Settings:
     webhook_timeout_seconds: float = 10.0
     webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
     fixed_rates: str = "ETH=3000,BTC=60000,POL=0.50,BNB=600"
+    rates_url: str | None = None  # an HTTP spot-price source replaces the fixed rates
+    rates_json_path: str = "data.amount"
     db_pool_size: int = 10
     log_level: str = "INFO"
     metrics_port: int | None = None
@@ -88,6 +90,8 @@ class Settings:
             webhook_timeout_seconds=_maybe(env, "WEBHOOK_TIMEOUT_SECONDS", float, d.webhook_timeout_seconds),
             webhook_retry_schedule=_maybe(env, "WEBHOOK_RETRY_SCHEDULE", _seconds_list, None),
             fixed_rates=_maybe(env, "FIXED_RATES", str, d.fixed_rates),
+            rates_url=_maybe(env, "RATES_URL", str, None),
+            rates_json_path=_maybe(env, "RATES_JSON_PATH", str, d.rates_json_path),
             db_pool_size=_maybe(env, "DB_POOL_SIZE", _positive_int, d.db_pool_size),
             log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),
             metrics_port=_maybe(env, "METRICS_PORT", int, None),

@@ -6,7 +6,8 @@ import uuid
 
 from flask import Flask, g, request
 
-from kassa_common.chains.rates import FixedRates, parse_fixed_rates
+from kassa_common.chains.rates import FixedRates, RateProvider, parse_fixed_rates
+from kassa_common.chains.rates_http import HttpRates
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory
 from kassa_api import deps as deps_module
@@ -34,7 +35,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         engine=engine,
         sessions=make_session_factory(engine),
         limiter=make_limiter(settings.redis_url, settings.rate_limit_per_minute),
-        rates=FixedRates(parse_fixed_rates(settings.fixed_rates)),
+        rates=make_rates(settings),
     ))
     errors.init_app(app)
     _register_blueprints(app)
@@ -56,6 +57,12 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         return response
 
     return app
+
+
+def make_rates(settings: Settings) -> RateProvider:
+    if settings.rates_url:
+        return HttpRates(settings.rates_url, path=settings.rates_json_path)
+    return FixedRates(parse_fixed_rates(settings.fixed_rates))
 
 
 def _register_blueprints(app: Flask) -> None:
