@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 import uuid
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
@@ -19,17 +20,26 @@ ADMIN_URL = os.environ.get("TEST_DATABASE_ADMIN_URL", "postgresql://postgres@127
 ALL_SCOPES = list(accounts.SCOPES)
 
 
-@pytest.fixture(scope="session")
-def database_url():
+@contextmanager
+def fresh_database(tag: str):
+    """A new database migrated to head, dropped afterwards."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    name = f"kassa_test_{worker}_{secrets.token_hex(4)}"
+    name = f"kassa_test_{tag}{worker}_{secrets.token_hex(4)}"
     url = ADMIN_URL.rsplit("/", 1)[0] + "/" + name
     upgrade(url)
-    yield url
-    admin = sa.create_engine(sqlalchemy_url(ADMIN_URL), isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    try:
+        yield url
+    finally:
+        admin = sa.create_engine(sqlalchemy_url(ADMIN_URL), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def database_url():
+    with fresh_database("") as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

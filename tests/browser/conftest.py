@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.conftest import broker_proxy, pytest_collection_modifyitems, receiver, stack  # noqa: F401
+from tests.e2e.conftest import (  # noqa: F401
+    broker_proxy, pytest_collection_modifyitems, receiver, sessions, stack, stack_database_url)
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from kassa_common.db import make_engine, make_session_factory
+from tests.conftest import fresh_database
 from tests.support.bus import private_topology
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack
@@ -16,6 +18,22 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
+def stack_database_url():
+    """The stack gets a database of its own: its relay, expirer and webhook dispatcher must not
+    race the in-process integration tests that share this worker's database."""
+    with fresh_database("stack_") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def sessions(stack_database_url):
+    """Overrides the root fixture for e2e and browser tests: the stack's database."""
+    engine = make_engine(stack_database_url, pool_size=3)
+    yield make_session_factory(engine)
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
 def broker_proxy():
     proxy = TcpProxy("127.0.0.1", 5672)
     proxy.start()
@@ -24,10 +42,11 @@ def broker_proxy():
 
 
 @pytest.fixture(scope="session")
-def stack(base_env, broker_proxy, tmp_path_factory):
+def stack(base_env, stack_database_url, broker_proxy, tmp_path_factory):
     with private_topology(base_env["RABBITMQ_URL"]) as (prefix, _topo):
         env = {
             **base_env,
+            "DATABASE_URL": stack_database_url,
             "RABBITMQ_URL": f"amqp://guest:guest@127.0.0.1:{broker_proxy.port}/%2F",
             "BUS_PREFIX": prefix,
             "TEST_MODE_COMPLETE_SECONDS": "1",

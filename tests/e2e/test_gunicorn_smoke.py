@@ -38,10 +38,10 @@ def wait_ready(base: str, proc: subprocess.Popen, log: Path, deadline_s: float =
 
 
 @pytest.fixture(scope="module")
-def server(base_env, tmp_path_factory):
+def server(base_env, stack_database_url, tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
-    env = {**os.environ, **base_env, "PUBLIC_API_URL": f"http://127.0.0.1:{port}/v1/api",
+    env = {**os.environ, **base_env, "DATABASE_URL": stack_database_url, "PUBLIC_API_URL": f"http://127.0.0.1:{port}/v1/api",
            "CHECKOUT_URL": f"http://127.0.0.1:{port}"}
     with open(log, "wb") as out:
         proc = subprocess.Popen([str(GUNICORN), "-w", "2", "-b", f"127.0.0.1:{port}", "--graceful-timeout", "5",
