@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
 from kassa_common.ids import parse_uuid
+from kassa_common.timefmt import utcnow
 
 T = TypeVar("T")
 
@@ -23,6 +24,19 @@ def owned(session: Session, model: type[T], ref: str, merchant_id: uuid.UUID, te
             or getattr(obj, "deleted_at", None) is not None):
         raise NotFound(f"{what} not found")
     return obj
+
+
+def soft_delete(session: Session, model, ref: str, merchant_id: uuid.UUID, test_mode: bool, *, what: str) -> None:
+    """Hide the object from get and list (rows that reference it keep their link)."""
+    obj = owned(session, model, ref, merchant_id, test_mode, what=what, lock=True)
+    obj.deleted_at = obj.updated_at = utcnow()
+    obj.active = False
+
+
+def list_owned(session: Session, model, merchant_id: uuid.UUID, test_mode: bool, page: int, page_size: int):
+    """A page of the merchant's live (not deleted) objects of this mode, newest first."""
+    conds = [model.merchant_id == merchant_id, model.test_mode == test_mode, model.deleted_at.is_(None)]
+    return page_of(session, model, conds, page, page_size)
 
 
 def page_of(session: Session, model, conds: list, page: int, page_size: int) -> tuple[list, int]:

@@ -11,7 +11,7 @@ from kassa_common.chains.networks import Registry
 from kassa_common.errors import DomainError
 from kassa_common.models import Product
 from kassa_common.timefmt import utcnow
-from kassa_api.handlers.common import owned, page_of
+from kassa_api.handlers.common import owned
 from kassa_api.handlers.payments import resolve_pair
 
 
@@ -69,14 +69,3 @@ def update_product(session: Session, merchant_id: uuid.UUID, test_mode: bool, re
         product.active = changes["active"]
     product.updated_at = utcnow()
     return product
-
-
-def delete_product(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str) -> None:
-    product = owned(session, Product, ref, merchant_id, test_mode, what="product", lock=True)
-    product.deleted_at = product.updated_at = utcnow()
-    product.active = False
-
-
-def list_products(session: Session, merchant_id: uuid.UUID, test_mode: bool, page: int, page_size: int):
-    conds = [Product.merchant_id == merchant_id, Product.test_mode == test_mode, Product.deleted_at.is_(None)]
-    return page_of(session, Product, conds, page, page_size)

@@ -13,7 +13,7 @@ from kassa_common.ids import new_webhook_secret
 from kassa_common.models import WebhookEndpoint
 from kassa_common.netguard import host_is_private_literal
 from kassa_common.timefmt import utcnow
-from kassa_api.handlers.common import owned, page_of
+from kassa_api.handlers.common import owned
 
 
 class InvalidWebhook(DomainError):
@@ -67,15 +67,3 @@ def rotate_secret(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref
     hook.secret = new_webhook_secret()
     hook.updated_at = utcnow()
     return hook
-
-
-def delete_webhook(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str) -> None:
-    hook = owned(session, WebhookEndpoint, ref, merchant_id, test_mode, what="webhook", lock=True)
-    hook.deleted_at = hook.updated_at = utcnow()
-    hook.active = False
-
-
-def list_webhooks(session: Session, merchant_id: uuid.UUID, test_mode: bool, page: int, page_size: int):
-    conds = [WebhookEndpoint.merchant_id == merchant_id, WebhookEndpoint.test_mode == test_mode,
-             WebhookEndpoint.deleted_at.is_(None)]
-    return page_of(session, WebhookEndpoint, conds, page, page_size)

@@ -7,7 +7,7 @@ from kassa_api.auth import principal
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
 from kassa_api.handlers import products as h
-from kassa_api.handlers.common import owned, page_meta
+from kassa_api.handlers.common import list_owned, owned, page_meta, soft_delete
 from kassa_api.schemas import CreateProduct, Deleted, ListPage, ProductOut, UpdateProduct
 from kassa_common.models import Product
 from kassa_common.serializers import product_to_dict
@@ -35,7 +35,7 @@ def create_product(body: CreateProduct):
           envelope_kind="list")
 def list_products(query: ListPage):
     p = principal()
-    rows, total = h.list_products(db(), p.merchant_id, p.test_mode, query.page, query.pageSize)
+    rows, total = list_owned(db(), Product, p.merchant_id, p.test_mode, query.page, query.pageSize)
     return {"data": [out(r) for r in rows], "meta": page_meta(query.page, query.pageSize, total)}
 
 
@@ -62,5 +62,5 @@ def update_product(ref: str, body: UpdateProduct):
 def delete_product(ref: str):
     p = principal()
     with transaction() as session:
-        h.delete_product(session, p.merchant_id, p.test_mode, ref)
+        soft_delete(session, Product, ref, p.merchant_id, p.test_mode, what="product")
     return {"deleted": True}

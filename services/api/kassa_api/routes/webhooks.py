@@ -7,7 +7,7 @@ from kassa_api.auth import principal
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
 from kassa_api.handlers import webhooks as h
-from kassa_api.handlers.common import owned, page_meta
+from kassa_api.handlers.common import list_owned, owned, page_meta, soft_delete
 from kassa_api.schemas import CreateWebhook, Deleted, ListPage, UpdateWebhook, WebhookOut, WebhookWithSecret
 from kassa_common.models import WebhookEndpoint
 from kassa_common.serializers import webhook_to_dict
@@ -36,7 +36,7 @@ def create_webhook(body: CreateWebhook):
           envelope_kind="list")
 def list_webhooks(query: ListPage):
     p = principal()
-    rows, total = h.list_webhooks(db(), p.merchant_id, p.test_mode, query.page, query.pageSize)
+    rows, total = list_owned(db(), WebhookEndpoint, p.merchant_id, p.test_mode, query.page, query.pageSize)
     return {"data": [webhook_to_dict(r) for r in rows], "meta": page_meta(query.page, query.pageSize, total)}
 
 
@@ -64,7 +64,7 @@ def update_webhook(ref: str, body: UpdateWebhook):
 def delete_webhook(ref: str):
     p = principal()
     with transaction() as session:
-        h.delete_webhook(session, p.merchant_id, p.test_mode, ref)
+        soft_delete(session, WebhookEndpoint, ref, p.merchant_id, p.test_mode, what="webhook")
     return {"deleted": True}
 
 
