@@ -70,7 +70,7 @@ def test_overdue_payment_brings_payment_expired(stack, merchant, receiver, sessi
 def test_failed_deliveries_are_retried_with_the_same_event_id(stack, merchant, receiver):
     register_webhook(stack, merchant, receiver.url)
     hook_id = requests.get(f"{stack.api}/webhooks", headers=merchant.headers(), timeout=5).json()["data"][0]["id"]
-    receiver.fail_next(2)
+    receiver.fail(2)
     p = create_payment(stack, merchant)
     ok = until(lambda: [r for r in receiver.events("payment.created", p["id"]) if r.status == 200], TIMEOUT)
     tries = receiver.events("payment.created", p["id"])
@@ -113,6 +113,6 @@ def test_killing_the_webhook_sender_mid_burst_loses_no_webhook(stack, merchant, 
                            .where(Event.payment_id.in_([uuid.UUID(i) for i in ids]))).all()
     # deliveries the killed sender had claimed come back when their lease (60 s) runs out
     wanted = {e.id for e in events if e.type.startswith("payment.")}
-    until(lambda: wanted <= {r.json["id"] for r in receiver.received}, 150, message="every event delivered")
+    until(lambda: wanted <= {r.json["id"] for r in receiver.all()}, 150, message="every event delivered")
     completed = [e.payment_id for e in events if e.type == "payment.completed"]
     assert len(completed) == len(set(completed)) == 100

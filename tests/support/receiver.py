@@ -1,15 +1,17 @@
-"""A real HTTP webhook receiver on 127.0.0.1: records every request's headers and raw body,
-and can be told to answer 500 for the next N requests."""
+"""A real HTTP webhook receiver on 127.0.0.1: records every request (path, headers, raw
+body, the status it answered) and can be told to fail the next N requests."""
 from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 @dataclass(frozen=True)
-class Received:
+class Hit:
+    path: str
     headers: dict[str, str]
     body: bytes
     status: int
@@ -20,23 +22,30 @@ class Received:
 
 
 class Receiver:
+    """Records every POST; answers ``status`` for the next ``n`` requests after ``fail(n)``."""
+
     def __init__(self) -> None:
-        self.received: list[Received] = []
-        self._fail_next = 0
+        self.hits: list[Hit] = []
+        self._failures: list[int] = []
+        self.delay = 0.0  # seconds to wait before answering
         self._lock = threading.Lock()
-        receiver = self
+        outer = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real receivers do
+            disable_nagle_algorithm = True  # headers and body are separate writes
+
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with receiver._lock:
-                    status = 500 if receiver._fail_next > 0 else 200
-                    receiver._fail_next = max(receiver._fail_next - 1, 0)
-                    receiver.received.append(Received(dict(self.headers), body, status))
+                with outer._lock:
+                    status = outer._failures.pop(0) if outer._failures else 200
+                    outer.hits.append(Hit(self.path, dict(self.headers), body, status))
+                time.sleep(outer.delay)
+                reply = b"nope" if status >= 300 else b"ok"
                 self.send_response(status)
-                self.send_header("Content-Length", "2")
+                self.send_header("Content-Length", str(len(reply)))
                 self.end_headers()
-                self.wfile.write(b"ok")
+                self.wfile.write(reply)
 
             def log_message(self, *args) -> None:
                 pass
@@ -44,19 +53,27 @@ class Receiver:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_port}/hooks"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self._thread.start()
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def fail_next(self, n: int) -> None:
+    def fail(self, n: int, status: int = 500) -> None:
         with self._lock:
-            self._fail_next = n
+            self._failures = [status] * n
 
-    def events(self, event_type: str | None = None, payment_id: str | None = None) -> list[Received]:
+    def all(self) -> list[Hit]:
         with self._lock:
-            items = list(self.received)
-        return [r for r in items
-                if (event_type is None or r.json["event"] == event_type)
-                and (payment_id is None or r.json["data"].get("payment_id") == payment_id)]
+            return list(self.hits)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.hits)
+
+    def for_delivery(self, delivery_id) -> list[Hit]:
+        return [h for h in self.all() if h.headers.get("X-Kassa-Delivery-Id") == str(delivery_id)]
+
+    def events(self, event_type: str | None = None, payment_id: str | None = None) -> list[Hit]:
+        return [h for h in self.all()
+                if (event_type is None or h.json["event"] == event_type)
+                and (payment_id is None or h.json["data"].get("payment_id") == payment_id)]
 
     def close(self) -> None:
         self.server.shutdown()

@@ -2,11 +2,7 @@
 deliveries through intake), dispatchers on a fast retry schedule, and queries."""
 from __future__ import annotations
 
-import threading
-import time
 import uuid
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import sqlalchemy as sa
@@ -22,69 +18,9 @@ from kassa_webhook_sender.dispatcher import Dispatcher
 from kassa_webhook_sender.intake import handle_event
 from kassa_webhook_sender.retry import RetryPolicy
 from kassa_webhook_sender.transport import Transport
+from tests.support.receiver import Hit, Receiver  # noqa: F401  (re-exported for the tests)
 
 FAST = RetryPolicy(delays=(0.2, 0.2), repeat_every=0.2, give_up_after=60)
-
-
-# -- a real receiver ------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Hit:
-    path: str
-    headers: dict[str, str]
-    body: bytes
-    status: int
-
-
-class Receiver:
-    """Records every POST (headers and raw body); answers ``status`` ``n`` times on request."""
-
-    def __init__(self) -> None:
-        self.hits: list[Hit] = []
-        self._failures: list[int] = []
-        self.delay = 0.0  # seconds to wait before answering
-        self._lock = threading.Lock()
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as real receivers do
-            disable_nagle_algorithm = True  # headers and body are separate writes
-
-            def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                with outer._lock:
-                    status = outer._failures.pop(0) if outer._failures else 200
-                    outer.hits.append(Hit(self.path, dict(self.headers), body, status))
-                time.sleep(outer.delay)
-                reply = b"nope" if status >= 300 else b"ok"
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(reply)))
-                self.end_headers()
-                self.wfile.write(reply)
-
-            def log_message(self, *args) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def fail(self, n: int, status: int = 500) -> None:
-        with self._lock:
-            self._failures = [status] * n
-
-    def for_delivery(self, delivery_id) -> list[Hit]:
-        with self._lock:
-            return [h for h in self.hits if h.headers.get("X-Kassa-Delivery-Id") == str(delivery_id)]
-
-    def count(self) -> int:
-        with self._lock:
-            return len(self.hits)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 # -- fixtures and helpers -------------------------------------------------------------------
