@@ -71,10 +71,10 @@ class Settings:
     networks: Registry = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
         env = dict(os.environ if env is None else env)
         d = cls()
-        s = cls(
+        return cls(
             database_url=_maybe(env, "DATABASE_URL", str, d.database_url),
             rabbitmq_url=_maybe(env, "RABBITMQ_URL", str, d.rabbitmq_url),
             redis_url=_maybe(env, "REDIS_URL", str, None),
@@ -98,7 +98,6 @@ class Settings:
             bus_prefix=_maybe(env, "BUS_PREFIX", str, ""),
             networks=load_registry(env),
         )
-        return replace(s, **overrides) if overrides else s
 
     def with_(self, **overrides: Any) -> "Settings":
         return replace(self, **overrides)

@@ -1,17 +1,15 @@
 """Engine and unit of work.
 
 ``make_engine`` is called by entrypoints (never at import time). ``unit_of_work`` opens a
-session inside one transaction that rolls back unless the block finishes; callbacks
-registered with ``after_commit`` run only once the commit succeeded (that is how events
-leave the process: never before the data they describe is durable).
+session inside one transaction that rolls back unless the block finishes. Events leave
+the process only through the outbox relay, after the data they describe is committed.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Iterator
 
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -52,23 +50,6 @@ def ensure_database(database_url: str) -> bool:
             return False
     finally:
         admin.dispose()
-
-
-def after_commit(session: Session, callback: Callable[[], None]) -> None:
-    """Run ``callback`` once the session's current transaction has committed."""
-    callbacks = session.info.setdefault("after_commit", [])
-    callbacks.append(callback)
-
-
-@event.listens_for(Session, "after_commit")
-def _run_after_commit(session: Session) -> None:
-    for callback in session.info.pop("after_commit", []):
-        callback()
-
-
-@event.listens_for(Session, "after_rollback")
-def _drop_after_commit(session: Session) -> None:
-    session.info.pop("after_commit", None)
 
 
 @contextmanager

@@ -46,10 +46,6 @@ TRANSITIONS: dict[str, Transition] = {
 }
 
 
-def can(status: str, trigger: str) -> bool:
-    return status in TRANSITIONS[trigger].sources
-
-
 def lock(session: Session, payment_id: uuid.UUID) -> Payment:
     stmt = (
         sa.select(Payment)

@@ -15,8 +15,7 @@ def _usd(value: Decimal) -> float:
 
 def _plain(value: Decimal) -> str:
     """A decimal as a plain string: no exponent, no trailing zeros beyond the point."""
-    text = format(value.normalize(), "f")
-    return text
+    return format(value.normalize(), "f")
 
 
 def payment_to_dict(p: Payment) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from kassa_common import payments as sm
-from kassa_common.models import Payment, Transfer
+from kassa_common.models import Merchant, Payment, Transfer
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.settlement")
@@ -135,6 +135,4 @@ def _count_confirmed(session: Session, payment: Payment, transfer: Transfer) -> 
 
 
 def _tolerance(session: Session, payment: Payment) -> Decimal:
-    from kassa_common.models import Merchant
-
     return session.scalar(sa.select(Merchant.underpayment_tolerance).where(Merchant.id == payment.merchant_id)) or Decimal(0)

@@ -18,9 +18,13 @@ _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"me
 
 
 class JsonFormatter(logging.Formatter):
+    def __init__(self, process: str) -> None:
+        super().__init__()
+        self.process = process
+
     def format(self, record: logging.LogRecord) -> str:
         out = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-               "level": record.levelname, "logger": record.name, "msg": record.getMessage()}
+               "level": record.levelname, "process": self.process, "logger": record.name, "msg": record.getMessage()}
         out.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
@@ -29,12 +33,11 @@ class JsonFormatter(logging.Formatter):
 
 def setup_logging(level: str, process: str) -> None:
     handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter(process))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
     logging.getLogger("pika").setLevel(logging.WARNING)
-    logging.LoggerAdapter(root, {"process_name": process})
 
 
 def start_metrics(settings: Settings) -> None:

@@ -7,12 +7,12 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from flask import g, request
 
+from kassa_common.accounts import SCOPES  # noqa: F401  (the API's scopes)
 from kassa_common.ids import hash_api_key, key_mode
 from kassa_common.models import ApiKey, Merchant
 from kassa_api.deps import db, deps
 from kassa_api.errors import ApiError
 
-SCOPES = ("payments:create", "payments:read", "products:manage", "webhooks:manage")
 
 
 @dataclass(frozen=True)
