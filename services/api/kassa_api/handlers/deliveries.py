@@ -17,7 +17,7 @@ from kassa_common.events import envelope
 from kassa_common.ids import new_event_id, parse_uuid
 from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
 from kassa_common.timefmt import iso, utcnow
-from kassa_api.handlers.common import owned
+from kassa_api.handlers.common import owned, page_of
 
 TEST_EVENT = "webhook.test"
 TEST_MESSAGE = "A test event from Kassa: your endpoint received and can verify this webhook."
@@ -43,10 +43,7 @@ def list_deliveries(session: Session, merchant_id: uuid.UUID, test_mode: bool, r
     conds = [WebhookDelivery.endpoint_id == hook.id]
     if status is not None:
         conds.append(WebhookDelivery.status == status)
-    total = session.scalar(sa.select(sa.func.count()).select_from(WebhookDelivery).where(*conds)) or 0
-    rows = session.scalars(sa.select(WebhookDelivery).where(*conds)
-                           .order_by(WebhookDelivery.created_at.desc(), WebhookDelivery.id.desc())
-                           .limit(page_size).offset((page - 1) * page_size)).all()
+    rows, total = page_of(session, WebhookDelivery, conds, page, page_size)
     log = _attempts(session, [d.id for d in rows])
     return [delivery_view(d, log[d.id]) for d in rows], total
 
