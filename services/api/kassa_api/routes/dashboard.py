@@ -18,7 +18,8 @@ from kassa_common import accounts
 from kassa_common import payments as sm
 from kassa_common.errors import DomainError
 from kassa_api.web import error_page, page
-from kassa_common.models import ApiKey, Event, Merchant
+from kassa_common.chains.rates import from_base_units
+from kassa_common.models import ApiKey, Event, Merchant, Transfer, WebhookDelivery, WebhookEndpoint
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 csrf.protect(bp)
@@ -188,4 +189,26 @@ def payment_detail(ref: str):
         return error_page(404, "No such payment in this mode.")
     events = db().scalars(sa.select(Event).where(Event.payment_id == payment.id)
                           .order_by(Event.created_at, Event.id)).all()
-    return render("payment.html", payment=payment, events=events)
+    transfers = db().scalars(sa.select(Transfer).where(Transfer.payment_id == payment.id)
+                             .order_by(Transfer.created_at)).all()
+    deliveries = db().execute(
+        sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
+        .where(WebhookDelivery.event_id.in_([e.id for e in events])).order_by(WebhookDelivery.created_at)).all()
+    return render("payment.html", payment=payment, events=events, transfers=transfers, deliveries=deliveries,
+                  cancelable=payment.status == sm.PENDING, units=from_base_units)
+
+
+@bp.post("/payments/<ref>/cancel")
+@login_required
+def payment_cancel(ref: str):
+    try:
+        with transaction() as s:
+            payment = h.cancel_payment(s, owner(), ref)
+    except DomainError as exc:
+        if exc.code == "NOT_FOUND":
+            return error_page(404, "No such payment in this mode.")
+        return error_page(409, exc.message)
+    return redirect(url_for("dashboard.payment_detail", ref=payment.short_id), 303)
+
+
+from kassa_api.routes import dashboard_manage  # noqa: E402,F401  (adds its pages to this blueprint)

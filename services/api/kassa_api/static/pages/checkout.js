@@ -1,4 +1,4 @@
-/* Hosted checkout: live status, countdown and copy buttons. No inline script, no eval. */
+/* Hosted checkout: live status and countdown (copy buttons: copy.js). No inline script, no eval. */
 (function () {
   "use strict";
   var root = document.getElementById("checkout");
@@ -73,31 +73,6 @@
     countdown.textContent = (m < 10 ? "0" : "") + m + ":" + (sec < 10 ? "0" : "") + sec;
   }
 
-  function copy(button) {
-    var source = document.getElementById(button.getAttribute("data-copy"));
-    var value = source ? source.textContent.trim() : "";
-    function done() {
-      button.textContent = "Copied";
-      button.classList.add("copied");
-      window.setTimeout(function () { button.textContent = "Copy"; button.classList.remove("copied"); }, 1500);
-    }
-    if (navigator.clipboard && window.isSecureContext) {
-      navigator.clipboard.writeText(value).then(done, function () { fallback(source); done(); });
-    } else { fallback(source); done(); }
-  }
-
-  function fallback(source) {
-    var range = document.createRange();
-    range.selectNodeContents(source);
-    var sel = window.getSelection();
-    sel.removeAllRanges();
-    sel.addRange(range);
-    try { document.execCommand("copy"); } catch (e) { /* the text stays selected for a manual copy */ }
-  }
-
-  Array.prototype.forEach.call(document.querySelectorAll("button[data-copy]"), function (b) {
-    b.addEventListener("click", function () { copy(b); });
-  });
   tick();
   window.setInterval(tick, 1000);
   poll();

@@ -1,0 +1,76 @@
+"""A merchant manages products, webhooks and wallets in real Chromium; every dashboard page
+fits a 390×844 phone screen."""
+from __future__ import annotations
+
+import re
+import secrets
+
+from playwright.sync_api import expect
+
+from kassa_common import accounts
+from kassa_common.chains.hd import TEST_XPUBS
+from kassa_common.db import unit_of_work
+from tests.browser.test_checkout_browser import no_horizontal_scroll
+from tests.support.wait import until
+
+PASSWORD = "correct horse battery"
+
+
+def dashboard_merchant(sessions) -> str:
+    email = f"dash-{secrets.token_hex(4)}@example.com"
+    with unit_of_work(sessions) as s:
+        accounts.create_merchant(s, email, PASSWORD, "Corner Shop", activate=True)
+    return email
+
+
+def log_in(page, stack, email: str) -> None:
+    page.goto(f"{stack.base}/dashboard/login")
+    page.locator("#email").fill(email)
+    page.locator("#password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r"/dashboard/payments$"))
+
+
+def test_merchant_manages_a_product_a_webhook_and_a_wallet(stack, sessions, page, receiver):
+    log_in(page, stack, dashboard_merchant(sessions))
+
+    page.get_by_role("link", name="Products").click()
+    page.locator("#product-name").fill("Blue mug")
+    page.locator("#product-price").fill("12.50")
+    page.get_by_role("button", name="Create product").click()
+    link = page.locator("#products code").first.inner_text().strip()
+    assert re.fullmatch(rf"{re.escape(stack.base)}/products/[0-9a-f-]{{36}}", link)
+    page.goto(link)
+    expect(page.locator("h1")).to_have_text("Blue mug")
+
+    page.goto(f"{stack.base}/dashboard/webhooks")
+    page.locator("#webhook-url").fill(receiver.url)
+    page.get_by_role("button", name="Add endpoint").click()
+    expect(page.locator("#new-secret")).to_contain_text("whsec_")
+    page.get_by_role("link", name=receiver.url).click()
+    page.get_by_role("button", name="Send test event").click()
+    hit = until(lambda: receiver.events("webhook.test"), 30, message="the test event")[0]
+    page.reload()
+    expect(page.locator("#deliveries")).to_contain_text(hit.json["id"])
+    expect(page.locator("#deliveries")).to_contain_text("SUCCEEDED")
+
+    page.goto(f"{stack.base}/dashboard/wallets")
+    page.locator("#xpub-evm").fill(TEST_XPUBS["evm"])
+    page.get_by_role("button", name="Save evm wallet").click()
+    expect(page.locator("#first-evm")).to_have_text("0x9858EfFD232B4033E47d90003D41EC34EcaEda94")
+
+
+def test_dashboard_pages_fit_a_phone_screen(stack, sessions, phone, artifacts):
+    log_in(phone, stack, dashboard_merchant(sessions))
+    phone.goto(f"{stack.base}/dashboard/products")
+    phone.locator("#product-name").fill("A product with a rather long name for a small screen")
+    phone.locator("#product-price").fill("9")
+    phone.get_by_role("button", name="Create product").click()
+    phone.goto(f"{stack.base}/dashboard/webhooks")
+    phone.locator("#webhook-url").fill("http://127.0.0.1:9/a/rather/long/path/for/a/webhook/endpoint/on/a/phone")
+    phone.get_by_role("button", name="Add endpoint").click()
+    expect(phone.locator("#new-secret")).to_be_visible()
+    for name in ("payments", "keys", "products", "webhooks", "wallets"):
+        phone.goto(f"{stack.base}/dashboard/{name}")
+        assert no_horizontal_scroll(phone), f"/dashboard/{name} scrolls sideways"
+        phone.screenshot(path=str(artifacts / f"dashboard-{name}-390x844.png"), full_page=True)
