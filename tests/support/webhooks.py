@@ -10,10 +10,10 @@ import sqlalchemy as sa
 from kassa_common.bus.consumer import Delivered
 from kassa_common.bus.publisher import Message, Publisher
 from kassa_common.db import unit_of_work
-from kassa_common.events import ALL_EVENTS, envelope
 from kassa_common.ids import new_event_id, new_webhook_secret
+from kassa_common.messages import PAYMENT_EVENTS, EventType, PaymentEvent
 from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
-from kassa_common.timefmt import utcnow
+from kassa_common.timefmt import iso, utcnow
 from kassa_webhook_sender.dispatcher import Dispatcher
 from kassa_webhook_sender.intake import handle_event
 from kassa_webhook_sender.retry import RetryPolicy
@@ -51,7 +51,7 @@ def dispatcher(sessions):
 
 # -- rows and queries ----------------------------------------------------------------------
 
-def add_endpoint(sessions, merchant_id, url, *, events=ALL_EVENTS, test_mode=True, active=True,
+def add_endpoint(sessions, merchant_id, url, *, events=PAYMENT_EVENTS, test_mode=True, active=True,
                  deleted=False) -> WebhookEndpoint:
     with unit_of_work(sessions) as s:
         hook = WebhookEndpoint(id=uuid.uuid4(), merchant_id=merchant_id, test_mode=test_mode, url=url,
@@ -66,7 +66,8 @@ def add_event(sessions, merchant_id, event_type="payment.completed", *, test_mod
     data = {"payment_id": str(uuid.uuid4()), "status": "COMPLETED", "amount": 12.5, "metadata": {"n": "é"}}
     with unit_of_work(sessions) as s:
         event = Event(id=eid, type=event_type, merchant_id=merchant_id, test_mode=test_mode,
-                      payload=envelope(eid, event_type, test_mode, data, utcnow()), published_at=utcnow())
+                      payload=PaymentEvent(eid, EventType(event_type), iso(utcnow()), test_mode, data).body(),
+                      published_at=utcnow())
         s.add(event)
     return event
 

@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
-from kassa_chain_watcher.scanner import Scanner, message_id
+from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import State
 from kassa_chain_watcher.watchlist import Watchlist
 from kassa_common.chains.networks import Network
@@ -210,14 +210,6 @@ def test_an_address_added_late_is_found_in_blocks_already_scanned(world):
     scanner.watchlist.add("0xB0B")
     scanner.tick()
     assert bus.kinds() == [("seen", 1)] and bus.messages[0].body["to"] == "0xb0b"
-
-
-def test_message_ids_are_deterministic_and_fit_the_consumer_table():
-    a = message_id("BASE", transfer(), "0xblock", "seen", 1)
-    assert a == message_id("BASE", transfer(), "0xblock", "seen", 1)
-    assert a != message_id("BASE", transfer(), "0xblock", "seen", 2)
-    assert a != message_id("BASE", transfer(), "0xother", "seen", 1)
-    assert len(a) <= 100
 
 
 def test_watchlist_reports_only_addresses_added_after_the_initial_load():

@@ -7,12 +7,11 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from flask import g, request
 
-from kassa_common.accounts import SCOPES  # noqa: F401  (the API's scopes)
 from kassa_common.ids import hash_api_key, key_mode
 from kassa_common.models import ApiKey, Merchant
-from kassa_api.deps import db, deps
+from kassa_common.owner import Owner
+from kassa_api.deps import db, deps, make_owner
 from kassa_api.errors import ApiError
-
 
 
 @dataclass(frozen=True)
@@ -21,7 +20,7 @@ class Principal:
     merchant_id: uuid.UUID
     test_mode: bool
     scopes: frozenset[str]
-    lifetime_minutes: int | None
+    owner: Owner
 
 
 def _unauthorized(message: str) -> ApiError:
@@ -49,7 +48,8 @@ def authenticate(scope: str) -> Principal:
         raise _unauthorized("this account is banned")
     if not row.activated or not row.business_name:
         raise _unauthorized("this account is not activated or has no merchant profile yet")
-    principal = Principal(row.id, row.merchant_id, mode == "test", frozenset(row.scopes), row.payment_lifetime_minutes)
+    principal = Principal(row.id, row.merchant_id, mode == "test", frozenset(row.scopes),
+                          make_owner(row.merchant_id, mode == "test", row.payment_lifetime_minutes))
     verdict = deps().limiter.hit(str(row.id))
     g.rate_limit = verdict
     if not verdict.allowed:
@@ -63,3 +63,8 @@ def authenticate(scope: str) -> Principal:
 
 def principal() -> Principal:
     return g.principal
+
+
+def owner() -> Owner:
+    """Whose objects this request may see: the key's merchant, in the key's mode."""
+    return g.principal.owner

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.chains.rates import RateProvider
 from kassa_common.config import Settings
+from kassa_common.owner import Owner
 from kassa_api.ratelimit import RateLimiter
 
 
@@ -25,6 +26,12 @@ class Deps:
 
 def deps() -> Deps:
     return current_app.extensions["kassa"]
+
+
+def make_owner(merchant_id, test_mode: bool, lifetime_minutes: int | None) -> Owner:
+    """The one place an ``Owner`` is built: for an API key, a dashboard session or a product
+    page's merchant; a merchant without a lifetime of its own gets the setting's."""
+    return Owner(merchant_id, test_mode, lifetime_minutes or deps().settings.payment_lifetime_minutes)
 
 
 def db() -> Session:

@@ -21,9 +21,8 @@ from pydantic import (
     model_validator,
 )
 
-from kassa_common.events import ALL_EVENTS
-from kassa_common.payments import STATUSES
-from kassa_api.auth import SCOPES  # noqa: F401  (re-exported for the dashboard)
+from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.payments.shape import PaymentOut, StatusName  # PaymentOut: the payment object, defined once
 
 EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 
@@ -100,9 +99,7 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 MetaValue = Annotated[Union[Annotated[str, StringConstraints(max_length=500)], int, float, bool, None],
                       WrapValidator(_meta_value)]
-Status = Literal["PENDING", "COMPLETED", "PARTIALLY_PAID", "EXPIRED", "CANCELED"]
-assert set(STATUSES) == set(Status.__args__)  # type: ignore[attr-defined]
-EventName = Literal[ALL_EVENTS]  # type: ignore[valid-type]
+EventName = Literal[tuple(e.value for e in PAYMENT_EVENTS)]  # type: ignore[valid-type]
 
 
 class Strict(BaseModel):
@@ -135,36 +132,8 @@ class CreatePayment(Strict):
 class ListPayments(Strict):
     page: int = Field(1, ge=1, le=1_000_000)
     pageSize: int = Field(10, ge=1, le=100)
-    status: Optional[Status] = None
+    status: Optional[StatusName] = None
     search: Optional[Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]] = None
-
-
-class PaymentOut(BaseModel):
-    id: str
-    short_id: str
-    status: Status
-    amount: float
-    token: str
-    network: str
-    address: str
-    crypto_amount: str
-    amount_received: str
-    exchange_rate: str
-    confirmations: int
-    required_confirmations: int
-    transaction_hash: Optional[str]
-    checkout_url: str
-    customer_email: Optional[str]
-    customer_name: Optional[str]
-    redirect_url: Optional[str]
-    cancel_url: Optional[str]
-    product_id: Optional[str]
-    metadata: dict[str, Any]
-    test_mode: bool
-    expires_at: str
-    created_at: str
-    updated_at: str
-    completed_at: Optional[str]
 
 
 class PageMeta(BaseModel):
@@ -229,7 +198,7 @@ class Deleted(BaseModel):
 
 class WebhookFields(Strict):
     url: Optional[HttpUrl] = None
-    events: Optional[list[EventName]] = Field(None, min_length=1, max_length=len(ALL_EVENTS))
+    events: Optional[list[EventName]] = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))
     active: Optional[StrictBool] = None
     description: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
 

@@ -8,7 +8,8 @@ from kassa_common.bus import topology
 from kassa_common.bus.consumer import Consumer, Delivered, Reject
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory
-from kassa_common.settlement import TransferReport, settle
+from kassa_common.messages import TransferReport
+from kassa_common.payments import settle
 from kassa_common.worker import run_until_stopped, setup_logging, start_metrics
 
 SETTLED = Counter("kassa_settler_transfers_total", "Transfer reports applied", ["kind"])
@@ -20,7 +21,7 @@ def handle_transfer(session: Session, msg: Delivered) -> None:
     except (KeyError, ValueError, TypeError) as exc:
         raise Reject(f"malformed transfer report: {exc!r}") from None
     settle(session, report)
-    SETTLED.labels(report.kind).inc()
+    SETTLED.labels(report.status).inc()
 
 
 def build_consumer(settings: Settings) -> Consumer:

@@ -13,38 +13,31 @@ One ``tick``:
    confirmation count while below the network's required confirmations, then
    ``confirmed`` once; the line moves up only after that was published.
 
-Message ids are derived from (network, tx, index, block hash, kind, confirmations), so a
-restart or a retry re-publishes only messages the settler already recognises.
+Reports are ``messages.TransferReport``s; their ids are derived from (network, tx, index,
+block hash, status, confirmations), so a restart or a retry re-publishes only messages the
+settler already recognises.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 from typing import Callable
 
 from kassa_common.bus.publisher import Message
 from kassa_common.chains.networks import Network
+from kassa_common.messages import TransferReport, TransferStatus
 
 from kassa_chain_watcher.chain import Block, Chain, ChainMoved, Found
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import Watchlist
 
 log = logging.getLogger("kassa.chain_watcher")
-SEEN, CONFIRMED, ORPHANED = "seen", "confirmed", "orphaned"
+SEEN, CONFIRMED, ORPHANED = TransferStatus
 MEMPOOL_MISSES = 2  # ticks a mempool tx must be gone (and not mined) before it counts as dropped
 
 
-def message_id(network: str, f: Found, block_hash: str | None, kind: str, confirmations: int) -> str:
-    raw = f"{network}:{f.tx_hash}:{f.index}:{block_hash}:{kind}:{confirmations}"
-    return "cw_" + hashlib.sha256(raw.encode()).hexdigest()[:40]
-
-
-def report(network: str, kind: str, f: Found, block: Block | None, confirmations: int) -> Message:
-    block_hash = block.hash if block else None
-    body = {"network": network, "tx_hash": f.tx_hash, "log_index": f.index, "token": f.token, "to": f.to,
-            "amount_units": str(f.amount_units), "block_number": block.number if block else None,
-            "block_hash": block_hash, "confirmations": confirmations}
-    return Message(message_id(network, f, block_hash, kind, confirmations), f"chain.transfer.{kind}", body)
+def report(network: str, status: TransferStatus, f: Found, block: Block | None, confirmations: int) -> Message:
+    return TransferReport(status, network, f.tx_hash, f.index, f.token, f.to, f.amount_units,
+                          block.number if block else None, block.hash if block else None, confirmations).to_message()
 
 
 class Scanner:

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.bus.publisher import connection_parameters
+from kassa_common.messages import AddressFeed
 from kassa_common.models import Payment
 from kassa_common.timefmt import utcnow
 
@@ -92,7 +93,6 @@ class PaymentFeed:
     covered by the periodic reload from the database.
     """
 
-    ROUTING_KEY = "payment.created"
 
     def __init__(self, url: str, exchange: str, watchlists: dict[str, Watchlist], *, name: str) -> None:
         self.url, self.exchange, self.watchlists, self.name = url, exchange, watchlists, name
@@ -113,7 +113,7 @@ class PaymentFeed:
                 channel = self._conn.channel()
                 channel.exchange_declare(exchange=self.exchange, exchange_type="topic", durable=True)
                 queue = channel.queue_declare("", exclusive=True, auto_delete=True).method.queue
-                channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=self.ROUTING_KEY)
+                channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=AddressFeed.ROUTING_KEY)
                 channel.basic_consume(queue, self._on_message, auto_ack=True)  # a hint; the DB is the truth
                 self.ready.set()
                 while not self._stop.is_set():
@@ -125,17 +125,15 @@ class PaymentFeed:
                 self.ready.clear()
                 self._close()
 
-    def _on_message(self, _channel, _method, _props, body: bytes) -> None:
+    def _on_message(self, _channel, method, _props, body: bytes) -> None:
         try:
-            event = json.loads(body)
-            data = event.get("data") or {}
-            if event.get("test_mode", data.get("test_mode")) or not data.get("address"):
-                return
-            watchlist = self.watchlists.get(str(data.get("network", "")).upper())
-            if watchlist is not None:
-                watchlist.add(data["address"])
-        except (ValueError, AttributeError) as exc:
+            feed = AddressFeed.from_message(method.routing_key, json.loads(body))
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
             log.warning("ignoring malformed payment.created: %r", exc)
+            return
+        watchlist = self.watchlists.get(feed.network)
+        if watchlist is not None and not feed.test_mode:
+            watchlist.add(feed.address)
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None

@@ -12,8 +12,7 @@ from kassa_common.bus.consumer import purge_processed
 from kassa_common.bus.publisher import PublishFailed, Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.outbox import relay_once
-from kassa_common.payments import expire_due
-from kassa_common.testmode import complete_due_test_payments
+from kassa_common.payments import complete_due_test_payments, expire_due
 
 log = logging.getLogger("kassa.expirer")
 EXPIRED = Counter("kassa_expirer_expired_total", "Payments moved to EXPIRED")

@@ -26,6 +26,7 @@ from typing import Iterable
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from kassa_common.messages import DeliveryStatus
 from kassa_common.signing import sign
 from kassa_common.timefmt import utcnow
 from kassa_webhook_sender import metrics, store
@@ -131,7 +132,7 @@ class Dispatcher:
         if self._stopping.is_set():
             return store.Outcome(job)  # claimed but not started: release it
         if not job.endpoint_live:
-            return store.Outcome(job, "FAILED", error="endpoint deleted or disabled")
+            return store.Outcome(job, DeliveryStatus.FAILED, error="endpoint deleted or disabled")
         now = utcnow()
         body = job.body
         request = Request(job.url, body, sign(job.secret, int(time.time()), body), job.event_type,
@@ -142,13 +143,13 @@ class Dispatcher:
         fields = dict(attempted_at=now, status_code=result.status_code, duration_ms=result.duration_ms,
                       response_body=result.response_body, error=result.error)
         if result.ok:
-            return store.Outcome(job, "SUCCEEDED", **fields)
+            return store.Outcome(job, DeliveryStatus.SUCCEEDED, **fields)
         next_at = self.retry.next_attempt(job.attempts + 1, job.created_at, utcnow())
         log.info("delivery %s to %s failed (attempt %d): %s; %s", job.delivery_id, sanitize_url(job.url),
                  job.attempts + 1, result.error, f"retry at {next_at.isoformat()}" if next_at else "giving up")
         if next_at is None:
-            return store.Outcome(job, "FAILED", **fields)
-        return store.Outcome(job, "PENDING", next_attempt_at=next_at, **fields)
+            return store.Outcome(job, DeliveryStatus.FAILED, **fields)
+        return store.Outcome(job, DeliveryStatus.PENDING, next_attempt_at=next_at, **fields)
 
     # -- recording ----------------------------------------------------------------------
     def _record_loop(self) -> None:
@@ -178,10 +179,10 @@ class Dispatcher:
         with self._lock:
             self._in_flight -= len(batch)
         for o in batch:
-            if o.status == "SUCCEEDED":
+            if o.status == DeliveryStatus.SUCCEEDED:
                 metrics.SUCCEEDED.inc()
-            elif o.status == "FAILED":
+            elif o.status == DeliveryStatus.FAILED:
                 metrics.FAILED.inc()
-            elif o.status == "PENDING":
+            elif o.status == DeliveryStatus.PENDING:
                 metrics.RETRIES.inc()
         self._wake.set()

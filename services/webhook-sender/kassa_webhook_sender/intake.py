@@ -13,13 +13,14 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.bus.consumer import Delivered
+from kassa_common.bus.consumer import Delivered, Reject
+from kassa_common.messages import DeliveryStatus, PaymentEvent
 
 log = logging.getLogger("kassa.webhooks")
 
 CREATE_DELIVERIES = sa.text("""
     INSERT INTO webhook_deliveries (id, endpoint_id, event_id, event_type, status, attempts, next_attempt_at)
-    SELECT gen_random_uuid(), w.id, e.id, e.type, 'PENDING', 0, now()
+    SELECT gen_random_uuid(), w.id, e.id, e.type, :pending, 0, now()
     FROM events e
     JOIN webhook_endpoints w ON w.merchant_id = e.merchant_id AND w.test_mode = e.test_mode
     WHERE e.id = :event_id AND w.active AND w.deleted_at IS NULL AND e.type = ANY(w.events)
@@ -30,13 +31,17 @@ CREATE_DELIVERIES = sa.text("""
 
 def create_deliveries(session: Session, event_id: str) -> list[uuid.UUID]:
     """Deliveries of this event to every matching endpoint; the ids of the new ones."""
-    return list(session.scalars(CREATE_DELIVERIES, {"event_id": event_id}))
+    return list(session.scalars(CREATE_DELIVERIES, {"event_id": event_id, "pending": DeliveryStatus.PENDING}))
 
 
 def handle_event(session: Session, msg: Delivered) -> list[uuid.UUID] | None:
     """Consumer handler: the new delivery ids (None when there is nothing to hand off)."""
-    ids = create_deliveries(session, msg.message_id)
+    try:
+        event = PaymentEvent.from_message(msg.routing_key, msg.body)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise Reject(f"not a payment event: {exc!r}") from None
+    ids = create_deliveries(session, event.id)
     if not ids:
-        log.debug("event %s (%s): no subscribed endpoint", msg.message_id, msg.routing_key)
+        log.debug("event %s (%s): no subscribed endpoint", event.id, event.event)
         return None
     return ids

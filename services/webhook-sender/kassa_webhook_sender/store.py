@@ -16,13 +16,14 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.db import unit_of_work
+from kassa_common.messages import DeliveryStatus
 from kassa_common.models import DeliveryAttempt, WebhookDelivery
 from kassa_common.timefmt import utcnow
 
 CLAIM = """
     WITH due AS (
         SELECT id FROM webhook_deliveries
-        WHERE status = 'PENDING' AND next_attempt_at <= now()
+        WHERE status = :pending AND next_attempt_at <= now()
           AND (lease_until IS NULL OR lease_until < now()) {only}
         ORDER BY next_attempt_at
         LIMIT :n
@@ -66,7 +67,7 @@ class Outcome:
     """What became of a claimed job: an attempt, a give-up without one, or a release."""
 
     job: Job
-    status: str | None = None  # PENDING | SUCCEEDED | FAILED; None = release the claim untouched
+    status: DeliveryStatus | None = None  # None: release the claim untouched
     attempted_at: datetime | None = None
     status_code: int | None = None
     duration_ms: int = 0
@@ -84,7 +85,7 @@ def claim(sessions: sessionmaker[Session], n: int, lease_seconds: float,
     """Lease up to ``n`` due deliveries (only among ``ids`` when given)."""
     if n <= 0:
         return []
-    params: dict[str, Any] = {"n": n, "lease": lease_seconds}
+    params: dict[str, Any] = {"n": n, "lease": lease_seconds, "pending": DeliveryStatus.PENDING}
     if ids is not None:
         params["ids"] = list(ids)
     with unit_of_work(sessions) as session:

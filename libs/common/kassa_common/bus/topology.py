@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kassa_common.messages import RoutingKey
+
 EXCHANGE = "kassa.events"
 RETRY_DELAY_MS = 5_000
 MAX_ATTEMPTS = 5
@@ -27,8 +29,8 @@ class QueueSpec:
         return f"{self.name}.dlq"
 
 
-SETTLER = QueueSpec("settler.transfers", ("chain.transfer.*",))
-WEBHOOK_INTAKE = QueueSpec("webhook-sender.events", ("payment.*",))
+SETTLER = QueueSpec("settler.transfers", (RoutingKey.ALL_TRANSFERS,))
+WEBHOOK_INTAKE = QueueSpec("webhook-sender.events", (RoutingKey.ALL_PAYMENT_EVENTS,))
 QUEUES = (SETTLER, WEBHOOK_INTAKE)
 
 

@@ -107,3 +107,13 @@ def from_base_units(units: int, decimals: int) -> Decimal:
     if decimals < 0:
         raise ValueError("decimals must not be negative")
     return Decimal((1 if units < 0 else 0, tuple(int(d) for d in str(abs(units))), -decimals))
+
+
+def plain(value: Decimal) -> str:
+    """A decimal as the API shows it: no exponent, no trailing zeros beyond the point."""
+    return format(value.normalize(), "f")
+
+
+def units_text(units: int | Decimal, decimals: int) -> str:
+    """Base units as a plain decimal amount of the token ("12.5" for 12500000 at 6 decimals)."""
+    return plain(from_base_units(int(units), decimals))

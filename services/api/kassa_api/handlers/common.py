@@ -1,15 +1,14 @@
 """Helpers shared by the CRUD handlers: ownership guard and pagination."""
 from __future__ import annotations
 
-import math
 import uuid
 from typing import TypeVar
 
-import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
 from kassa_common.ids import parse_uuid
+from kassa_common.paging import page_meta, page_of  # noqa: F401  (the CRUD lists page like payments)
 from kassa_common.timefmt import utcnow
 
 T = TypeVar("T")
@@ -37,16 +36,3 @@ def list_owned(session: Session, model, merchant_id: uuid.UUID, test_mode: bool,
     """A page of the merchant's live (not deleted) objects of this mode, newest first."""
     conds = [model.merchant_id == merchant_id, model.test_mode == test_mode, model.deleted_at.is_(None)]
     return page_of(session, model, conds, page, page_size)
-
-
-def page_of(session: Session, model, conds: list, page: int, page_size: int) -> tuple[list, int]:
-    total = session.scalar(sa.select(sa.func.count()).select_from(model).where(*conds)) or 0
-    rows = session.scalars(
-        sa.select(model).where(*conds).order_by(model.created_at.desc(), model.id.desc())
-        .limit(page_size).offset((page - 1) * page_size)
-    ).all()
-    return list(rows), total
-
-
-def page_meta(page: int, page_size: int, total: int) -> dict[str, int]:
-    return {"page": page, "pageSize": page_size, "total": total, "pages": math.ceil(total / page_size) if total else 0}

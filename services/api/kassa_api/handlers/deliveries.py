@@ -13,13 +13,14 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound, Unprocessable
-from kassa_common.events import envelope
+from kassa_common import events as outbox
 from kassa_common.ids import new_event_id, parse_uuid
-from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
+from kassa_common.messages import DeliveryStatus, EventType, PaymentEvent
+from kassa_common.models import DeliveryAttempt, WebhookDelivery, WebhookEndpoint
 from kassa_common.timefmt import iso, utcnow
 from kassa_api.handlers.common import owned, page_of
 
-TEST_EVENT = "webhook.test"
+TEST_EVENT = EventType.WEBHOOK_TEST
 TEST_MESSAGE = "A test event from Kassa: your endpoint received and can verify this webhook."
 
 
@@ -63,7 +64,7 @@ def redeliver(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: st
     """Send the delivery again now, whatever its status (same event id, new attempt)."""
     hook, found = get_delivery(session, merchant_id, test_mode, ref, delivery_ref, lock=True)
     _require_active(hook)
-    found.status, found.next_attempt_at, found.updated_at = "PENDING", utcnow(), utcnow()
+    found.status, found.next_attempt_at, found.updated_at = DeliveryStatus.PENDING, utcnow(), utcnow()
     return found
 
 
@@ -73,11 +74,11 @@ def send_test(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: st
     _require_active(hook)
     now, event_id = utcnow(), new_event_id()
     data = {"webhook_id": str(hook.id), "message": TEST_MESSAGE}
-    session.add(Event(id=event_id, type=TEST_EVENT, merchant_id=merchant_id, test_mode=test_mode,
-                      payload=envelope(event_id, TEST_EVENT, test_mode, data, now), created_at=now,
-                      published_at=now))  # published_at set: the outbox relay leaves it alone
+    event = PaymentEvent(event_id, TEST_EVENT, iso(now), test_mode, data)
+    outbox.record(session, event.to_message(), merchant_id=merchant_id, test_mode=test_mode, now=now,
+                  published=True)  # the outbox relay leaves it alone: sent to this endpoint only
     found = WebhookDelivery(id=uuid.uuid4(), endpoint_id=hook.id, event_id=event_id, event_type=TEST_EVENT,
-                            status="PENDING", attempts=0, next_attempt_at=now, created_at=now, updated_at=now)
+                            status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=now, created_at=now, updated_at=now)
     session.add(found)
     session.flush()
     return found
@@ -101,7 +102,7 @@ def delivery_view(d: WebhookDelivery, attempts: list[dict[str, Any]]) -> dict[st
     return {
         "id": str(d.id), "webhook_id": str(d.endpoint_id), "event_id": d.event_id, "event": d.event_type,
         "status": d.status, "attempts": d.attempts, "last_status_code": d.last_status_code,
-        "last_error": d.last_error, "next_attempt_at": iso(d.next_attempt_at) if d.status == "PENDING" else None,
+        "last_error": d.last_error, "next_attempt_at": iso(d.next_attempt_at) if d.status == DeliveryStatus.PENDING else None,
         "created_at": iso(d.created_at), "updated_at": iso(d.updated_at), "attempts_log": attempts,
     }
 

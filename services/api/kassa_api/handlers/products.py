@@ -12,7 +12,7 @@ from kassa_common.errors import DomainError
 from kassa_common.models import Product
 from kassa_common.timefmt import utcnow
 from kassa_api.handlers.common import owned
-from kassa_api.handlers.payments import resolve_pair
+from kassa_common.payments import resolve_pair
 
 
 class InvalidProduct(DomainError):

@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import DomainError
-from kassa_common.events import ALL_EVENTS
+from kassa_common.messages import PAYMENT_EVENTS
 from kassa_common.ids import new_webhook_secret
 from kassa_common.models import WebhookEndpoint
 from kassa_common.netguard import host_is_private_literal
@@ -35,7 +35,7 @@ def create_webhook(session: Session, merchant_id: uuid.UUID, test_mode: bool, fi
     now = utcnow()
     hook = WebhookEndpoint(
         id=uuid.uuid4(), merchant_id=merchant_id, test_mode=test_mode, url=fields["url"],
-        events=sorted(set(fields.get("events") or ALL_EVENTS)), active=fields.get("active", True) is not False,
+        events=sorted(set(fields.get("events") or PAYMENT_EVENTS)), active=fields.get("active", True) is not False,
         description=fields.get("description"), secret=new_webhook_secret(), created_at=now, updated_at=now,
     )
     session.add(hook)

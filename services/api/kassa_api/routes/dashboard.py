@@ -11,11 +11,10 @@ from flask import Blueprint, g, redirect, request, session, url_for
 from werkzeug.exceptions import HTTPException
 
 from kassa_api import csrf
-from kassa_api.deps import db, deps, transaction
-from kassa_api.handlers import payments as h
-from kassa_api.handlers.common import page_meta
+from kassa_api.deps import db, make_owner, transaction
 from kassa_common import accounts
-from kassa_common import payments as sm
+from kassa_common import payments as h
+from kassa_common.paging import page_meta
 from kassa_common.errors import DomainError
 from kassa_api.web import error_page, page
 from kassa_common.chains.rates import from_base_units
@@ -67,9 +66,8 @@ def render(template: str, status: int = 200, **context):
                 **context)
 
 
-def owner() -> h.Owner:
-    return h.Owner(g.merchant.id, g.test_mode, g.merchant.payment_lifetime_minutes
-                   or deps().settings.payment_lifetime_minutes)
+def owner():
+    return make_owner(g.merchant.id, g.test_mode, g.merchant.payment_lifetime_minutes)
 
 
 @bp.route("/signup", methods=["GET", "POST"])
@@ -172,12 +170,12 @@ def revoke_key(key_id: str):
 @bp.get("/payments")
 @login_required
 def payments():
-    status = request.args.get("status") if request.args.get("status") in sm.STATUSES else None
+    status = request.args.get("status") if request.args.get("status") in h.STATUSES else None
     search = request.args.get("search", "").strip()[:200] or None
     page_no = max(request.args.get("page", 1, type=int) or 1, 1)
     rows, total = h.list_payments(db(), owner(), page=page_no, page_size=PAGE_SIZE, status=status, search=search)
     return render("payments.html", rows=rows, total=total, page=page_no, pages=page_meta(page_no, PAGE_SIZE, total)["pages"],
-                  status=status, search=search or "", statuses=sm.STATUSES)
+                  status=status, search=search or "", statuses=h.STATUSES)
 
 
 @bp.get("/payments/<ref>")
@@ -195,7 +193,7 @@ def payment_detail(ref: str):
         sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
         .where(WebhookDelivery.event_id.in_([e.id for e in events])).order_by(WebhookDelivery.created_at)).all()
     return render("payment.html", payment=payment, events=events, transfers=transfers, deliveries=deliveries,
-                  cancelable=payment.status == sm.PENDING, units=from_base_units)
+                  cancelable=h.cancelable(payment), units=from_base_units)
 
 
 @bp.post("/payments/<ref>/cancel")

@@ -20,7 +20,7 @@ from kassa_api.web import error_page
 from kassa_common import accounts
 from kassa_common.chains.hd import derive_address
 from kassa_common.errors import DomainError
-from kassa_common.events import ALL_EVENTS
+from kassa_common.messages import PAYMENT_EVENTS
 from kassa_common.models import Product, Wallet, WebhookEndpoint
 
 LIST_SIZE = 50
@@ -130,7 +130,7 @@ def webhooks():
         except (FormError, DomainError) as exc:
             error, status = getattr(exc, "message", str(exc)), 422
     rows, _ = list_owned(db(), WebhookEndpoint, g.merchant.id, g.test_mode, 1, LIST_SIZE)
-    return render("webhooks.html", status, rows=rows, secret=secret, error=error, all_events=ALL_EVENTS)
+    return render("webhooks.html", status, rows=rows, secret=secret, error=error, all_events=PAYMENT_EVENTS)
 
 
 def _webhook_page(ref: str, status: int = 200, **context):

@@ -5,11 +5,10 @@ from flask import Blueprint, jsonify, redirect, request, url_for
 from werkzeug.exceptions import HTTPException
 
 from kassa_api import csrf
-from kassa_api.deps import db, deps, transaction
+from kassa_api.deps import db, deps, make_owner, transaction
 from kassa_api.handlers import checkout as h
-from kassa_api.handlers.payments import NewPayment, Owner, create_payment
 from kassa_api.web import error_page, page, secure
-from kassa_common import payments as sm
+from kassa_common import payments
 from kassa_common.errors import DomainError, InvalidTransition
 from kassa_common.ids import parse_uuid
 from kassa_common.models import Merchant, Product
@@ -24,8 +23,8 @@ def _http_error(exc: HTTPException):
     return error_page(exc.code or 500, exc.description if exc.code == 403 else None)
 
 
-def _payment_or_404(short_id: str, *, lock: bool = False):
-    payment = h.find_by_short_id(db(), short_id, lock=lock)
+def _payment_or_404(short_id: str):
+    payment = payments.find_by_short_id(db(), short_id)
     if payment is None:
         return None, error_page(404, "There is no payment at this address. Check the link you were given.")
     return payment, None
@@ -40,16 +39,16 @@ def checkout(short_id: str):
     uri = h.payment_uri(payment, network)
     merchant = db().get(Merchant, payment.merchant_id)
     return page("pages/checkout.html", form_targets=(payment.cancel_url,), payment=payment, network=network,
-                status=h.public_status(payment), uri=uri, qr=h.qr_svg(uri), business_name=merchant.business_name,
-                open=payment.status in sm.OPEN, cancelable=payment.status == sm.PENDING)
+                status=payments.public_view(payment), uri=uri, qr=h.qr_svg(uri), business_name=merchant.business_name,
+                open=payment.status in payments.OPEN, cancelable=payments.cancelable(payment))
 
 
 @bp.get("/pay/<short_id>/status")
 def status(short_id: str):
-    payment = h.find_by_short_id(db(), short_id)
+    payment = payments.find_by_short_id(db(), short_id)
     if payment is None:
         return secure(jsonify({"error": "not found"}), ()), 404
-    return secure(jsonify(h.public_status(payment)))
+    return secure(jsonify(payments.public_view(payment)))
 
 
 @bp.post("/pay/<short_id>/cancel")
@@ -59,7 +58,7 @@ def cancel(short_id: str):
         return missing
     try:
         with transaction() as session:
-            h.cancel(session, payment)
+            payments.cancel(session, payment)
     except InvalidTransition:
         return redirect(url_for("pages.checkout", short_id=payment.short_id), 303)
     return redirect(payment.cancel_url or url_for("pages.checkout", short_id=payment.short_id), 303)
@@ -75,9 +74,9 @@ def test_action(short_id: str, action: str):
     try:
         with transaction() as session:
             if action == "expire":
-                h.let_expire(session, payment)
+                payments.let_expire(session, payment)
             else:
-                h.simulate_pay(session, payment, part=action == "pay-part")
+                payments.pay(session, payment, part=action == "pay-part")
     except InvalidTransition:
         pass  # already settled: the page shows its final state
     return redirect(url_for("pages.checkout", short_id=payment.short_id), 303)
@@ -122,12 +121,12 @@ def buy(product_id: str):
     if email and ("@" not in email or len(email) > 320):
         return _product_page(product, merchant, 422, "Enter a valid email address, or leave it empty.")
     s = deps().settings
-    owner = Owner(merchant.id, product.test_mode, merchant.payment_lifetime_minutes or s.payment_lifetime_minutes)
-    cmd = NewPayment(token=token, network=network, product_id=str(product.id), customer_email=email)
+    owner = make_owner(merchant.id, product.test_mode, merchant.payment_lifetime_minutes)
+    cmd = payments.NewPayment(token=token, network=network, product_id=str(product.id), customer_email=email)
     try:
         with transaction() as session:
-            payment, _ = create_payment(session, owner, cmd, registry=s.networks, rates=deps().rates,
-                                        checkout_base=s.checkout_url)
+            payment, _ = payments.create_payment(session, owner, cmd, registry=s.networks, rates=deps().rates,
+                                                 checkout_base=s.checkout_url)
     except DomainError as exc:
         return _product_page(product, merchant, 422, exc.message)
     return redirect(payment.checkout_url, 303)

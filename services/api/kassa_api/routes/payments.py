@@ -5,37 +5,35 @@ from datetime import timedelta
 
 from flask import Blueprint, request
 
-from kassa_api.auth import principal
+from kassa_common import payments
+from kassa_common.paging import page_meta
+from kassa_common.payments import payment_to_dict
+from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
 from kassa_api.errors import ApiError
-from kassa_api.handlers import payments as h
-from kassa_api.handlers.common import page_meta
 from kassa_api.schemas import CreatePayment, ListPayments, PaymentOut, PaymentPage
-from kassa_common.serializers import payment_to_dict
 
 bp = Blueprint("payments", __name__)
 
 
-def owner() -> h.Owner:
-    p = principal()
-    return h.Owner(p.merchant_id, p.test_mode, p.lifetime_minutes or deps().settings.payment_lifetime_minutes)
+def idempotency_key() -> str | None:
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and not (0 < len(key.strip()) <= 255):
+        raise ApiError(400, "Idempotency-Key must be 1 to 255 characters", code="VALIDATION_ERROR",
+                       details=[{"field": "Idempotency-Key", "message": "1 to 255 characters"}])
+    return key.strip() if key else None
 
 
 @bp.post("/payments")
 @endpoint("Create a payment", scope="payments:create", tag="payments", body=CreatePayment,
           response=PaymentOut, status=201, errors=(409, 422, 503))
 def create_payment(body: CreatePayment):
-    key = request.headers.get("Idempotency-Key")
-    if key is not None and not (0 < len(key.strip()) <= 255):
-        raise ApiError(400, "Idempotency-Key must be 1 to 255 characters", code="VALIDATION_ERROR",
-                       details=[{"field": "Idempotency-Key", "message": "1 to 255 characters"}])
-    s = deps().settings
-    cmd = h.NewPayment(**body.model_dump())
+    key, s = idempotency_key(), deps().settings
     with transaction() as session:
-        payment, replayed = h.create_payment(
-            session, owner(), cmd, registry=s.networks, rates=deps().rates, checkout_base=s.checkout_url,
-            idempotency_key=key.strip() if key else None, idempotency_ttl=timedelta(hours=s.idempotency_ttl_hours),
+        payment, replayed = payments.create_payment(
+            session, owner(), payments.NewPayment(**body.model_dump()), registry=s.networks, rates=deps().rates,
+            checkout_base=s.checkout_url, idempotency_key=key, idempotency_ttl=timedelta(hours=s.idempotency_ttl_hours),
         )
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return payment_to_dict(payment), 201, headers
@@ -44,15 +42,15 @@ def create_payment(body: CreatePayment):
 @bp.get("/payments/<ref>")
 @endpoint("Get a payment by id or short id", scope="payments:read", tag="payments", response=PaymentOut, errors=(404,))
 def get_payment(ref: str):
-    return payment_to_dict(h.find_payment(db(), owner(), ref))
+    return payment_to_dict(payments.find_payment(db(), owner(), ref))
 
 
 @bp.get("/payments")
 @endpoint("List payments, newest first", scope="payments:read", tag="payments", query=ListPayments,
           response=PaymentPage)
 def list_payments(query: ListPayments):
-    rows, total = h.list_payments(db(), owner(), page=query.page, page_size=query.pageSize,
-                                  status=query.status, search=query.search)
+    rows, total = payments.list_payments(db(), owner(), page=query.page, page_size=query.pageSize,
+                                         status=query.status, search=query.search)
     return {"data": [payment_to_dict(p) for p in rows], "meta": page_meta(query.page, query.pageSize, total)}
 
 
@@ -60,5 +58,5 @@ def list_payments(query: ListPayments):
 @endpoint("Cancel a pending payment", scope="payments:create", tag="payments", response=PaymentOut, errors=(404, 409))
 def cancel_payment(ref: str):
     with transaction() as session:
-        payment = h.cancel_payment(session, owner(), ref)
+        payment = payments.cancel_payment(session, owner(), ref)
     return payment_to_dict(payment)

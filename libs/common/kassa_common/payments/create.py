@@ -1,4 +1,5 @@
-"""Payment commands and queries of the merchant API (and of the product page)."""
+"""Creating a payment: pricing, the idempotency claim, the receiving address, the row and
+its ``payment.created`` event, in the caller's transaction (API and product page alike)."""
 from __future__ import annotations
 
 import hashlib
@@ -12,28 +13,18 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from kassa_common import payments as sm
-from kassa_common.addresses import next_address
 from kassa_common.chains.networks import Network, Registry, Token
-from kassa_common.chains.rates import RateProvider, RateUnavailable, crypto_amount, to_base_units
-from kassa_common.errors import IdempotencyConflict, NotFound, ProductUnavailable, RateNotAvailable, UnsupportedPair
-from kassa_common.events import record_payment_event
-from kassa_common.ids import looks_like_short_id, new_short_id, parse_uuid
+from kassa_common.chains.rates import STABLECOINS, RateProvider, RateUnavailable, crypto_amount, to_base_units
+from kassa_common.errors import IdempotencyConflict, ProductUnavailable, RateNotAvailable, UnsupportedPair
+from kassa_common.ids import new_short_id, parse_uuid
+from kassa_common.messages import EventType, PaymentStatus
 from kassa_common.models import IdempotencyKey, Payment, Product
+from kassa_common.owner import Owner
+from kassa_common.payments.addresses import next_address
+from kassa_common.payments.events import record_payment_event
 from kassa_common.timefmt import utcnow
-from kassa_api.handlers.common import page_of
 
-STABLECOINS = frozenset({"USDC", "USDT"})
 CENT = Decimal("0.01")
-
-
-@dataclass(frozen=True)
-class Owner:
-    """Whose payment this is: the merchant and the mode of the key (or page) asking."""
-
-    merchant_id: uuid.UUID
-    test_mode: bool
-    lifetime_minutes: int
 
 
 @dataclass(frozen=True)
@@ -160,8 +151,8 @@ def create_payment(
     short_id = new_short_id()
     payment = Payment(
         id=uuid.uuid4(), short_id=short_id, merchant_id=owner.merchant_id, test_mode=owner.test_mode,
-        status=sm.PENDING, amount=pricing.usd, token=token.symbol, network=network.name, decimals=token.decimals,
-        address=address, derivation_index=index, checkout_url=f"{checkout_base}/pay/{short_id}",
+        status=PaymentStatus.PENDING, amount=pricing.usd, token=token.symbol, network=network.name,
+        decimals=token.decimals, address=address, derivation_index=index, checkout_url=f"{checkout_base}/pay/{short_id}",
         crypto_amount_units=pricing.units, amount_received_units=0, exchange_rate=pricing.rate, confirmations=0,
         required_confirmations=network.required_confirmations, customer_email=cmd.customer_email,
         customer_name=cmd.customer_name, redirect_url=cmd.redirect_url, cancel_url=cmd.cancel_url,
@@ -177,49 +168,5 @@ def create_payment(
                    IdempotencyKey.key == idempotency_key)
             .values(payment_id=payment.id, response_status=201)
         )
-    record_payment_event(session, payment, "payment.created", now=now)
+    record_payment_event(session, payment, EventType.PAYMENT_CREATED, now=now)
     return payment, False
-
-
-def find_payment(session: Session, owner: Owner, ref: str, *, lock: bool = False) -> Payment:
-    """A payment of this merchant and mode by UUID or short id; 404 for anything else."""
-    pid = parse_uuid(ref)
-    if pid is not None:
-        cond = Payment.id == pid
-    elif looks_like_short_id(ref):
-        cond = Payment.short_id == ref.upper()
-    else:
-        raise NotFound("payment not found")
-    stmt = sa.select(Payment).where(cond, Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode)
-    if lock:
-        stmt = stmt.with_for_update().execution_options(populate_existing=True)
-    payment = session.scalars(stmt).first()
-    if payment is None:
-        raise NotFound("payment not found")
-    return payment
-
-
-def cancel_payment(session: Session, owner: Owner, ref: str) -> Payment:
-    payment = find_payment(session, owner, ref)
-    return sm.apply(session, payment.id, "cancel")
-
-
-def _like(text: str) -> str:
-    return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-
-
-def list_payments(
-    session: Session, owner: Owner, *, page: int, page_size: int, status: str | None, search: str | None
-) -> tuple[list[Payment], int]:
-    conds = [Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode]
-    if status:
-        conds.append(Payment.status == status)
-    if search:
-        matches = [Payment.customer_email.ilike(_like(search), escape="\\"),
-                   Payment.customer_name.ilike(_like(search), escape="\\")]
-        if (pid := parse_uuid(search)) is not None:
-            matches.append(Payment.id == pid)
-        if looks_like_short_id(search):
-            matches.append(Payment.short_id == search.upper())
-        conds.append(sa.or_(*matches))
-    return page_of(session, Payment, conds, page, page_size)

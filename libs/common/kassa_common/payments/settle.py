@@ -1,55 +1,28 @@
-"""Settlement: what a transfer reported by a chain watcher (or simulated in test mode)
-does to its payment. Every status change goes through the state machine.
+"""Settlement: what a transfer report (``messages.TransferReport``, from a chain watcher or
+test mode) does to the payment whose address it paid.
 
-Transfer messages (routing key ``chain.transfer.seen|confirmed|orphaned``)::
-
-    {"network": "BASE", "tx_hash": "0x..", "log_index": 3, "token": "USDC", "to": "0x..",
-     "amount_units": "1000000", "block_number": 123, "block_hash": "0x..", "confirmations": 1}
-
-Amounts are exact integers in the token's base units. A transfer is counted only if it
-is the payment's own token on the payment's network; otherwise it is recorded, not counted.
+The report is recorded as a row of ``transfers`` (one per transfer, whatever how often
+it is reported); a transfer counts only if it is the payment's own token on the
+payment's network, otherwise it is recorded and never counted. Every change to the
+payment goes through ``transitions.apply``; the state machine picks what a confirmed
+transfer does (``settlement_trigger``).
 """
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from kassa_common import payments as sm
+from kassa_common.messages import TransferReport, TransferStatus
 from kassa_common.models import Merchant, Payment, Transfer
+from kassa_common.payments.transitions import OPEN, Trigger, apply, settlement_trigger
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.settlement")
-SEEN, CONFIRMED, ORPHANED = "SEEN", "CONFIRMED", "ORPHANED"
-KINDS = {"chain.transfer.seen": SEEN, "chain.transfer.confirmed": CONFIRMED, "chain.transfer.orphaned": ORPHANED}
-
-
-@dataclass(frozen=True)
-class TransferReport:
-    kind: str  # SEEN | CONFIRMED | ORPHANED
-    network: str
-    tx_hash: str
-    log_index: int
-    token: str
-    to: str
-    amount_units: int
-    block_number: int | None = None
-    block_hash: str | None = None
-    confirmations: int = 0
-
-    @classmethod
-    def from_message(cls, routing_key: str, body: dict[str, Any]) -> "TransferReport":
-        return cls(
-            kind=KINDS[routing_key], network=str(body["network"]).upper(), tx_hash=str(body["tx_hash"]),
-            log_index=int(body["log_index"]), token=str(body["token"]).upper(), to=str(body["to"]),
-            amount_units=int(body["amount_units"]), block_number=body.get("block_number"),
-            block_hash=body.get("block_hash"), confirmations=int(body.get("confirmations") or 0),
-        )
+SEEN, CONFIRMED, ORPHANED = TransferStatus
 
 
 def payment_for_address(session: Session, address: str) -> Payment | None:
@@ -67,8 +40,8 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     inserted = session.execute(
         pg_insert(Transfer).values(
             payment_id=payment.id, network=r.network, tx_hash=r.tx_hash, log_index=r.log_index, token=r.token,
-            amount_units=r.amount_units, status=r.kind, counted=counted, block_number=r.block_number,
-            block_hash=r.block_hash, confirmations=r.confirmations, late=payment.status not in sm.OPEN,
+            amount_units=r.amount_units, status=r.status, counted=counted, block_number=r.block_number,
+            block_hash=r.block_hash, confirmations=r.confirmations, late=payment.status not in OPEN,
             created_at=now, updated_at=now,
         ).on_conflict_do_nothing().returning(Transfer.id)
     ).first()
@@ -82,7 +55,7 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     before = transfer.status
     if before == CONFIRMED:  # final: a confirmed transfer is never orphaned or re-counted
         return transfer, before
-    transfer.status = r.kind
+    transfer.status = r.status
     transfer.confirmations = r.confirmations
     transfer.block_number, transfer.block_hash = r.block_number, r.block_hash
     transfer.updated_at = now
@@ -107,31 +80,24 @@ def settle(session: Session, r: TransferReport) -> Payment | None:
     transfer, before = _upsert_transfer(session, payment, r)
     if not transfer.counted:
         return payment  # recorded, never counted (another token or network)
-    if r.kind == SEEN:
-        if payment.status in sm.OPEN:
-            if before is None:
-                return sm.apply(session, payment.id, "detect", confirmations=r.confirmations, transaction_hash=r.tx_hash)
-            payment.confirmations = r.confirmations
-        return payment
-    if r.kind == ORPHANED or before == CONFIRMED:
+    if r.status == SEEN:
+        if payment.status not in OPEN:
+            return payment
+        if before is None:
+            return apply(session, payment.id, Trigger.DETECT, confirmations=r.confirmations, transaction_hash=r.tx_hash)
+        return apply(session, payment.id, Trigger.OBSERVE, confirmations=r.confirmations)
+    if r.status == ORPHANED or before == CONFIRMED:
         return payment
     return _count_confirmed(session, payment, transfer)
 
 
 def _count_confirmed(session: Session, payment: Payment, transfer: Transfer) -> Payment:
     received = confirmed_total(session, payment.id)
-    changes = {"amount_received_units": received, "confirmations": transfer.confirmations,
-               "transaction_hash": transfer.tx_hash}
-    if payment.status not in sm.OPEN:
-        if payment.status == sm.COMPLETED:  # paid again after completion: show the surplus
-            payment.amount_received_units = received
-            return payment
-        return sm.apply(session, payment.id, "record_late_payment", **changes)
-    due = Decimal(int(payment.crypto_amount_units))
-    tolerance = _tolerance(session, payment)
-    if received >= due * (1 - tolerance):
-        return sm.apply(session, payment.id, "complete", **changes)
-    return sm.apply(session, payment.id, "partially_pay", **changes)
+    trigger = settlement_trigger(payment.status, received, int(payment.crypto_amount_units), _tolerance(session, payment))
+    if trigger == Trigger.RECORD_OVERPAYMENT:  # paid again after completion: show the surplus
+        return apply(session, payment.id, trigger, amount_received_units=received)
+    return apply(session, payment.id, trigger, amount_received_units=received, confirmations=transfer.confirmations,
+                 transaction_hash=transfer.tx_hash)
 
 
 def _tolerance(session: Session, payment: Payment) -> Decimal:

@@ -1,0 +1,172 @@
+"""Bus contracts: every status Kassa names and every message it sends over RabbitMQ.
+
+One typed message per routing key, each with ``to_message`` (what a producer publishes
+or writes to the outbox) and ``from_message`` (what a consumer accepts):
+
+==========================  ======================  ======================================
+routing key                 message                 producers → consumers
+==========================  ======================  ======================================
+``chain.transfer.seen``     ``TransferReport``      chain-watcher, test mode → settler
+``chain.transfer.confirmed``
+``chain.transfer.orphaned``
+``payment.<event>``         ``PaymentEvent``        the payment package (outbox) → webhook-sender
+``payment.created``         ``AddressFeed``         (the same event) → chain-watcher's watchlist
+==========================  ======================  ======================================
+
+Statuses are ``StrEnum``s whose values are exactly what the database stores and the API
+shows, so they compare equal to the plain strings read back from either.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Mapping
+
+from kassa_common.bus.publisher import Message
+
+
+class PaymentStatus(StrEnum):
+    PENDING = "PENDING"
+    COMPLETED = "COMPLETED"
+    PARTIALLY_PAID = "PARTIALLY_PAID"
+    EXPIRED = "EXPIRED"
+    CANCELED = "CANCELED"
+
+
+class TransferStatus(StrEnum):
+    SEEN = "SEEN"
+    CONFIRMED = "CONFIRMED"
+    ORPHANED = "ORPHANED"
+
+
+class DeliveryStatus(StrEnum):
+    PENDING = "PENDING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+
+
+class EventType(StrEnum):
+    """Webhook event types; a payment event's routing key is its type."""
+
+    PAYMENT_CREATED = "payment.created"
+    PAYMENT_DETECTED = "payment.detected"
+    PAYMENT_PARTIALLY_PAID = "payment.partially_paid"
+    PAYMENT_COMPLETED = "payment.completed"
+    PAYMENT_EXPIRED = "payment.expired"
+    PAYMENT_CANCELED = "payment.canceled"
+    PAYMENT_LATE_PAYMENT = "payment.late_payment"
+    WEBHOOK_TEST = "webhook.test"  # sent on demand to one endpoint, never subscribed to
+
+
+PAYMENT_EVENTS: tuple[EventType, ...] = tuple(e for e in EventType if e.startswith("payment."))
+
+
+class RoutingKey(StrEnum):
+    TRANSFER_SEEN = "chain.transfer.seen"
+    TRANSFER_CONFIRMED = "chain.transfer.confirmed"
+    TRANSFER_ORPHANED = "chain.transfer.orphaned"
+    # binding patterns of the consuming queues (bus.topology)
+    ALL_TRANSFERS = "chain.transfer.*"
+    ALL_PAYMENT_EVENTS = "payment.*"
+
+
+_TRANSFER_KEYS = {
+    TransferStatus.SEEN: RoutingKey.TRANSFER_SEEN,
+    TransferStatus.CONFIRMED: RoutingKey.TRANSFER_CONFIRMED,
+    TransferStatus.ORPHANED: RoutingKey.TRANSFER_ORPHANED,
+}
+_TRANSFER_STATUSES = {key: status for status, key in _TRANSFER_KEYS.items()}
+
+
+@dataclass(frozen=True)
+class TransferReport:
+    """A transfer to a payment's address as a chain watcher (or test mode) saw it.
+
+    ``log_index`` is the ERC-20 log index, -1 for a native EVM transfer, the vout for
+    Bitcoin. Amounts are exact integers in the token's base units (a string on the wire).
+    """
+
+    status: TransferStatus
+    network: str
+    tx_hash: str
+    log_index: int
+    token: str
+    to: str
+    amount_units: int
+    block_number: int | None = None
+    block_hash: str | None = None
+    confirmations: int = 0
+
+    @property
+    def routing_key(self) -> RoutingKey:
+        return _TRANSFER_KEYS[self.status]
+
+    def default_id(self) -> str:
+        """The watcher's message id: the same report is the same message, however often sent."""
+        raw = (f"{self.network}:{self.tx_hash}:{self.log_index}:{self.block_hash}:"
+               f"{self.status.lower()}:{self.confirmations}")
+        return "cw_" + hashlib.sha256(raw.encode()).hexdigest()[:40]
+
+    def body(self) -> dict[str, Any]:
+        return {"network": self.network, "tx_hash": self.tx_hash, "log_index": self.log_index, "token": self.token,
+                "to": self.to, "amount_units": str(self.amount_units), "block_number": self.block_number,
+                "block_hash": self.block_hash, "confirmations": self.confirmations}
+
+    def to_message(self, message_id: str | None = None) -> Message:
+        return Message(message_id or self.default_id(), self.routing_key, self.body())
+
+    @classmethod
+    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "TransferReport":
+        """Raises KeyError, ValueError or TypeError for anything that is not a transfer report."""
+        return cls(
+            status=_TRANSFER_STATUSES[RoutingKey(routing_key)], network=str(body["network"]).upper(),
+            tx_hash=str(body["tx_hash"]), log_index=int(body["log_index"]), token=str(body["token"]).upper(),
+            to=str(body["to"]), amount_units=int(body["amount_units"]), block_number=body.get("block_number"),
+            block_hash=body.get("block_hash"), confirmations=int(body.get("confirmations") or 0),
+        )
+
+
+@dataclass(frozen=True)
+class PaymentEvent:
+    """A webhook event: the envelope merchants receive, ``data`` the payment object."""
+
+    id: str
+    event: EventType
+    timestamp: str
+    test_mode: bool
+    data: dict[str, Any]
+
+    def body(self) -> dict[str, Any]:
+        return {"id": self.id, "event": self.event, "timestamp": self.timestamp, "test_mode": self.test_mode,
+                "data": self.data}
+
+    def to_message(self) -> Message:
+        return Message(self.id, self.event, self.body())
+
+    @classmethod
+    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "PaymentEvent":
+        return cls(id=str(body["id"]), event=EventType(routing_key), timestamp=str(body["timestamp"]),
+                   test_mode=bool(body["test_mode"]), data=dict(body["data"]))
+
+
+@dataclass(frozen=True)
+class AddressFeed:
+    """What the chain watcher takes from ``payment.created``: a new address to watch."""
+
+    ROUTING_KEY = EventType.PAYMENT_CREATED
+
+    network: str
+    address: str
+    test_mode: bool
+
+    @classmethod
+    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "AddressFeed":
+        event = PaymentEvent.from_message(routing_key, body)
+        if event.event != cls.ROUTING_KEY:
+            raise ValueError(f"not a {cls.ROUTING_KEY} event")
+        address = event.data.get("address")
+        if not address:
+            raise ValueError("the payment has no address")
+        return cls(str(event.data.get("network", "")).upper(), str(address),
+                   bool(event.data.get("test_mode", event.test_mode)))

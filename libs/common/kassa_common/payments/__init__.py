@@ -1,0 +1,32 @@
+"""The payment aggregate: the only code that inserts or updates payment rows.
+
+Where to look:
+
+- ``transitions``: DESIGN.md section 4 as a table with its guards; ``apply`` is the one
+  way an existing payment changes (lock, check, update, outbox event).
+- ``create``: a new payment (pricing, idempotency claim, receiving address, row, event).
+- ``settle``: what a chain watcher's (or test mode's) transfer report does.
+- ``expire``: the expirer's batch of overdue payments.
+- ``cancel``: by the merchant or the customer.
+- ``testmode``: simulated transfers for test payments.
+- ``addresses``: the next address of the merchant's extended public key.
+- ``queries``: reading payments; ``shape``: their JSON (API, webhooks, checkout).
+
+The API routes, the dashboard, the checkout pages, the settler and the expirer call the
+functions below and hold no payment logic.
+"""
+from kassa_common.payments.cancel import cancel, cancel_payment, cancelable
+from kassa_common.payments.create import NewPayment, create_payment, resolve_pair
+from kassa_common.payments.expire import expire_due
+from kassa_common.payments.queries import find_by_short_id, find_payment, list_payments
+from kassa_common.payments.settle import settle
+from kassa_common.payments.shape import PaymentOut, payment_to_dict, public_view, remaining_units
+from kassa_common.payments.testmode import NotTestPayment, complete_due_test_payments, let_expire, pay
+from kassa_common.payments.transitions import OPEN, STATUSES, Trigger, apply
+
+__all__ = [
+    "OPEN", "STATUSES", "NewPayment", "NotTestPayment", "PaymentOut", "Trigger", "apply", "cancel", "cancel_payment",
+    "cancelable", "complete_due_test_payments", "create_payment", "expire_due", "find_by_short_id", "find_payment",
+    "let_expire", "list_payments", "pay", "payment_to_dict", "public_view", "remaining_units", "resolve_pair",
+    "settle",
+]
