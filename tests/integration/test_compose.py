@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kassa_common.devrun import procfile
+from kassa_dev import procfile
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
@@ -32,7 +32,8 @@ def test_compose_file_matches_the_compose_spec_schema():
 
 def test_compose_runs_every_process_of_the_procfile_and_workers_can_scale():
     services = yaml.safe_load(COMPOSE.read_text())["services"]
-    for name, _cmd in procfile(ROOT / "Procfile"):
+    for process in procfile.read(ROOT / "Procfile"):
+        name = process.name
         assert name in services, f"{name} is in the Procfile but not in docker-compose.yml"
     for worker in ("relay", "settler", "webhook-sender", "expirer", "chain-watcher"):
         svc = services[worker]
