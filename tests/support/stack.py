@@ -17,8 +17,8 @@ from tests.support.wait import until
 ROOT = Path(__file__).resolve().parents[2]
 PROCESSES = {
     "web": [sys.executable, "-m", "gunicorn", "-c", "services/api/gunicorn.conf.py", "kassa_api.wsgi:app"],
-    "relay": [sys.executable, "-m", "kassa_api.relay"],
-    "settler": [sys.executable, "-m", "kassa_api.settler"],
+    "relay": [sys.executable, "-m", "kassa_api.workers.relay"],
+    "settler": [sys.executable, "-m", "kassa_api.workers.settler"],
     "webhook-sender": [sys.executable, "-m", "kassa_webhook_sender.main"],
     "expirer": [sys.executable, "-m", "kassa_expirer.main"],
 }
