@@ -3,8 +3,8 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := -e libs/common -e services/api -e services/chain-watcher -e services/webhook-sender -e services/expirer
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/common/pyproject.toml services/*/pyproject.toml | sha1sum | cut -c1-12)
+PACKAGES := -e libs/common -e libs/devtools -e services/api -e services/chain-watcher -e services/webhook-sender -e services/expirer
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/*/pyproject.toml services/*/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_WORKERS ?= 2
 
 .PHONY: run test test-unit test-integration test-e2e test-browser bench deps clean
@@ -22,7 +22,7 @@ node_modules/.package-lock.json: package.json package-lock.json
 deps: $(STAMP) node_modules/.package-lock.json
 
 run: deps
-	$(BIN)/python -m kassa_common.devrun
+	$(BIN)/python -m kassa_dev.run
 
 test: deps
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup

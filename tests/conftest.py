@@ -50,6 +50,7 @@ def base_env(database_url):
         "RATE_LIMIT_PER_MINUTE": "100000",
         "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
         "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
+        "DB_POOL_SIZE": "4",  # several suites may share one PostgreSQL (100 connections)
     }
 
 

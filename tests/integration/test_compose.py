@@ -1,7 +1,12 @@
 """docker-compose.yml is valid and runs the same stack as `make run` (checked without an
-engine: Debian's docker-compose parses and resolves it, check-jsonschema validates it)."""
+engine: Debian's docker-compose parses and resolves it, check-jsonschema validates it).
+
+The Procfile is the one process registry: `make run` starts it, and the compose file and
+the e2e test stack must run the same processes with the same commands."""
 from __future__ import annotations
 
+import importlib.util
+import re
 import shutil
 import subprocess
 import sys
@@ -10,10 +15,22 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kassa_common.devrun import procfile
+from kassa_dev import procfile
+from tests.support import stack
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = ROOT / "docker-compose.yml"
+# Compose services that are not Kassa processes of the Procfile: infrastructure, the dev
+# chain, and the one-shot migration (schema, then the dev tokens) the processes wait for.
+NOT_PROCESSES = {"postgres", "rabbitmq", "redis", "anvil", "migrate"}
+
+
+def compose_services() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())["services"]
+
+
+def procfile_processes() -> dict[str, list[str]]:
+    return {p.name: p.argv for p in procfile.read(ROOT / "Procfile")}
 
 
 @pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose is installed by .ci/run")
@@ -32,7 +49,8 @@ def test_compose_file_matches_the_compose_spec_schema():
 
 def test_compose_runs_every_process_of_the_procfile_and_workers_can_scale():
     services = yaml.safe_load(COMPOSE.read_text())["services"]
-    for name, _cmd in procfile(ROOT / "Procfile"):
+    for process in procfile.read(ROOT / "Procfile"):
+        name = process.name
         assert name in services, f"{name} is in the Procfile but not in docker-compose.yml"
     for worker in ("relay", "settler", "webhook-sender", "expirer", "chain-watcher"):
         svc = services[worker]
@@ -40,3 +58,25 @@ def test_compose_runs_every_process_of_the_procfile_and_workers_can_scale():
         assert svc["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
     for infra in ("postgres", "rabbitmq", "anvil", "web"):
         assert "healthcheck" in services[infra]
+
+
+def test_compose_runs_exactly_the_procfile_processes_with_the_procfile_commands():
+    processes = procfile_processes()
+    compose = {name: svc["command"] for name, svc in compose_services().items() if name not in NOT_PROCESSES}
+    assert compose == processes
+
+
+def test_the_test_stack_runs_every_procfile_process_but_the_chain_watcher():
+    expected = {name: argv for name, argv in procfile_processes().items() if name != "chain-watcher"}
+    assert stack.PROCESSES == expected
+
+
+def test_every_python_module_the_processes_run_exists():
+    commands = [" ".join(argv) for argv in procfile_processes().values()]
+    commands += [" ".join(svc["command"]) if isinstance(svc.get("command"), list) else svc.get("command", "")
+                 for svc in compose_services().values()]
+    modules = {m for command in commands for m in re.findall(r"python -m ([\w.]+)", command)}
+    assert {"kassa_api.workers.relay", "kassa_api.workers.settler", "kassa_dev.chain"} <= modules
+    missing = sorted(m for m in modules if importlib.util.find_spec(m) is None)
+    assert missing == []
+

@@ -8,7 +8,7 @@ import pytest
 
 from kassa_common import cli
 from kassa_common.chains.hd import TEST_XPUBS
-from kassa_common.devchain import token_balance
+from kassa_dev.chain import token_balance
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 _REPO = Path(__file__).resolve().parents[2]
-try:  # normally provided by an installed kassa-common and the root conftest
-    import kassa_common.devchain  # noqa: F401
+try:  # normally provided by installed kassa-common and kassa-devtools and the root conftest
+    import kassa_dev.chain  # noqa: F401
     import tests.support.anvil  # noqa: F401
 except ImportError:
-    for _p in (_REPO, _REPO / "libs" / "common"):
+    for _p in (_REPO, _REPO / "libs" / "common", _REPO / "libs" / "devtools"):
         if str(_p) not in sys.path:
             sys.path.append(str(_p))
 
@@ -22,7 +22,7 @@ from eth_utils import keccak  # noqa: E402
 from web3 import Web3  # noqa: E402
 from web3.exceptions import ContractLogicError, TransactionNotFound  # noqa: E402
 
-from kassa_common import devchain  # noqa: E402
+from kassa_dev import chain as devchain  # noqa: E402
 from tests.support.anvil import AnvilChain, anvil, anvil_isolated, free_port  # noqa: E402,F401
 
 ONE_TOKEN = 10**6  # both dev stablecoins have 6 decimals

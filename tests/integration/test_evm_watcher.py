@@ -12,8 +12,8 @@ from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import load_registry
 from kassa_common.chains.rates import to_base_units
 from kassa_common.db import unit_of_work
-from kassa_common.devchain import pay
 from kassa_common.models import Payment
+from kassa_dev.chain import pay
 from kassa_expirer.jobs import Jobs
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet

@@ -14,7 +14,7 @@ from kassa_common.bus.publisher import Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Payment, Transfer
 from kassa_common.outbox import relay_pending
-from kassa_api.settler import handle_transfer
+from kassa_api.workers.settler import handle_transfer
 from kassa_expirer.jobs import Jobs
 from tests.support.bus import private_topology, queue_depth
 from tests.support.wait import until

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from web3 import Web3
 
-from kassa_common import devchain
+from kassa_dev import chain as devchain
 
 
 def free_port(host: str = devchain.DEFAULT_HOST) -> int:

@@ -1,27 +1,27 @@
-"""The whole Kassa stack as real processes (gunicorn web, relay, settler, webhook-sender,
-expirer) on a test database and a private RabbitMQ topology, for e2e and browser tests."""
+"""The whole Kassa stack as real processes on a test database and a private RabbitMQ
+topology, for e2e and browser tests.
+
+The processes are the Procfile's, run with its own commands (the one process registry
+that `make run` and docker-compose.yml agree with too), except the chain-watcher: it
+needs a chain node, and the tests that watch a chain run it in-process against anvil.
+"""
 from __future__ import annotations
 
 import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import requests
 
+from kassa_dev import procfile
 from tests.support.wait import until
 
 ROOT = Path(__file__).resolve().parents[2]
-PROCESSES = {
-    "web": [sys.executable, "-m", "gunicorn", "-c", "services/api/gunicorn.conf.py", "kassa_api.wsgi:app"],
-    "relay": [sys.executable, "-m", "kassa_api.relay"],
-    "settler": [sys.executable, "-m", "kassa_api.settler"],
-    "webhook-sender": [sys.executable, "-m", "kassa_webhook_sender.main"],
-    "expirer": [sys.executable, "-m", "kassa_expirer.main"],
-}
+NEEDS_A_CHAIN_NODE = {"chain-watcher"}
+PROCESSES = {p.name: p.argv for p in procfile.read(ROOT / "Procfile") if p.name not in NEEDS_A_CHAIN_NODE}
 
 
 def free_port() -> int:
@@ -34,9 +34,10 @@ class Stack:
     def __init__(self, env: dict[str, str], log_dir: Path) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.env = {**os.environ, **env, "BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": "2",
-                    "CHECKOUT_URL": self.base, "PUBLIC_API_URL": f"{self.base}/v1/api",
-                    "DASHBOARD_URL": f"{self.base}/dashboard", "PYTHONUNBUFFERED": "1"}
+        self.env = procfile.with_this_python({
+            **os.environ, **env, "BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": "2",
+            "CHECKOUT_URL": self.base, "PUBLIC_API_URL": f"{self.base}/v1/api",
+            "DASHBOARD_URL": f"{self.base}/dashboard", "PYTHONUNBUFFERED": "1"})
         self.log_dir = log_dir
         self.procs: dict[str, subprocess.Popen] = {}
 

@@ -14,7 +14,7 @@ from kassa_common.bus.publisher import Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.models import ChainBlock, ChainCursor, Event, Payment, Transfer
 from kassa_common.outbox import relay_pending
-from kassa_api.settler import handle_transfer
+from kassa_api.workers.settler import handle_transfer
 from kassa_chain_watcher import bitcoin, evm
 from kassa_chain_watcher.main import NetworkWatcher, Options
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist

@@ -1,19 +1,29 @@
-"""``kassa``: the operator command line (see the README)."""
+"""``kassa``: the operator command line (see the README).
+
+Other installed packages add commands through the ``kassa.cli`` entry-point group: each
+entry point names a callable that takes the top-level subparsers and adds its own group
+(the development tooling adds ``kassa dev ...`` that way). A command's ``run`` is called
+as ``run(args, settings)``, like the built-in ones. This module never imports a plugin by
+name, so the product does not depend on what happens to be installed beside it.
+"""
 from __future__ import annotations
 
 import argparse
 import json
 import sys
 from contextlib import contextmanager
+from importlib.metadata import entry_points
 from typing import Any, Callable, Iterator
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kassa_common import accounts, devcli
+from kassa_common import accounts
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
+
+PLUGIN_GROUP = "kassa.cli"
 
 
 def _out(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
@@ -118,8 +128,21 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--chain", required=True, choices=accounts.CHAINS)
     w.add_argument("--xpub", required=True)
     w.set_defaults(run=cmd_wallet_set)
-    devcli.add_parser(sub)
+    add_plugins(sub)
     return p
+
+
+def add_plugins(sub: argparse._SubParsersAction) -> None:
+    """Let every ``kassa.cli`` entry point add its commands.
+
+    A plugin that fails to load is reported and skipped: a broken development install
+    must not take the operator commands down with it.
+    """
+    for plugin in sorted(entry_points(group=PLUGIN_GROUP), key=lambda ep: ep.name):
+        try:
+            plugin.load()(sub)
+        except Exception as exc:  # noqa: BLE001 - any failure of a plugin is the plugin's
+            print(f"kassa: ignoring the {plugin.name!r} commands ({plugin.value}): {exc!r}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,5 +1,22 @@
-"""What every worker process shares: JSON logs, Prometheus metrics, and a runner that
-turns SIGTERM/SIGINT into a graceful stop (stop taking work, finish, ack, close)."""
+"""What every worker process shares, built once by ``bootstrap(settings, name)``.
+
+A worker's ``main`` is a few lines over it::
+
+    def main() -> None:
+        worker = bootstrap(Settings.from_env(), "settler")
+        worker.consume(worker.topology.settler, handle_transfer)
+
+``bootstrap`` sets up JSON logs carrying the process name and Prometheus metrics on
+METRICS_PORT, then ``wire`` builds the dependencies: the engine (``application_name``
+``kassa-<name>``, so ``pg_stat_activity`` tells the processes apart) and its session
+factory, the bus topology (private under BUS_PREFIX), and factories for publishers and
+consumers. Nothing here connects: the engine's pool and the bus connections open on
+first use, so a module can import this freely and tests can ``wire`` without a process.
+
+The ``run`` family turns SIGTERM/SIGINT into the one stop order every worker keeps: stop
+taking work, finish what is in hand (its transaction commits, its message is acked),
+then close the connections.
+"""
 from __future__ import annotations
 
 import json
@@ -8,13 +25,21 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from prometheus_client import start_http_server
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import Session, sessionmaker
 
+from kassa_common.bus import topology as bus_topology
+from kassa_common.bus.consumer import Consumer, Handler
+from kassa_common.bus.publisher import Publisher
 from kassa_common.config import Settings
+from kassa_common.db import make_engine, make_session_factory
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+log = logging.getLogger("kassa.worker")
 
 
 class JsonFormatter(logging.Formatter):
@@ -52,7 +77,7 @@ def run_until_stopped(run: Callable[[], None], on_stop: Callable[[], None]) -> N
     def _signal(signum, _frame) -> None:
         if not stopped.is_set():
             stopped.set()
-            logging.getLogger("kassa.worker").info("stopping on signal %s", signum)
+            log.info("stopping on signal %s", signum)
             on_stop()
 
     signal.signal(signal.SIGTERM, _signal)
@@ -62,7 +87,6 @@ def run_until_stopped(run: Callable[[], None], on_stop: Callable[[], None]) -> N
 
 def loop(tick: Callable[[], bool], stop: threading.Event, interval: float) -> None:
     """Polling workers: call ``tick`` until stopped; wait ``interval`` when it had nothing to do."""
-    log = logging.getLogger("kassa.worker")
     while not stop.is_set():
         try:
             busy = tick()
@@ -71,3 +95,82 @@ def loop(tick: Callable[[], bool], stop: threading.Event, interval: float) -> No
             busy = False
         if not busy:
             stop.wait(interval)
+
+
+@dataclass
+class Worker:
+    """One process's dependencies, and the ways it runs until told to stop."""
+
+    name: str
+    settings: Settings
+    engine: Engine
+    sessions: sessionmaker[Session]
+    topology: bus_topology.Topology
+
+    @property
+    def connection_name(self) -> str:
+        """How the process shows up in PostgreSQL and RabbitMQ: ``kassa-<name>``."""
+        return f"kassa-{self.name}"
+
+    # -- factories ----------------------------------------------------------------------
+    def publisher(self, label: str | None = None) -> Publisher:
+        """A confirming publisher on the topology's exchange (declared on each connect).
+
+        ``label`` tells apart several publishers of one process (e.g. one per network).
+        """
+        name = f"{self.connection_name}-{label}" if label else self.connection_name
+        return Publisher(self.settings.rabbitmq_url, self.topology.exchange, name=name,
+                         declare=self.topology.declare)
+
+    def consumer(self, queue: bus_topology.QueueSpec, handler: Handler, **options: Any) -> Consumer:
+        """A consumer of ``queue`` that runs ``handler`` in one transaction per message and
+        acks after commit (``options``: ``prefetch``, ``on_committed``)."""
+        return Consumer(self.settings.rabbitmq_url, self.topology, queue, handler, self.sessions,
+                        name=self.connection_name, **options)
+
+    # -- running ------------------------------------------------------------------------
+    def run(self, run: Callable[[], None], on_stop: Callable[[], None], *,
+            drain: Callable[[], None] | None = None) -> None:
+        """Run ``run`` until SIGTERM/SIGINT calls ``on_stop`` (stop taking work) and ``run``
+        returns; then ``drain`` finishes work handed elsewhere, then the engine closes."""
+        try:
+            run_until_stopped(run, on_stop)
+        finally:
+            try:
+                if drain is not None:
+                    drain()
+            finally:
+                self.close()
+
+    def until_stopped(self, body: Callable[[threading.Event], None]) -> None:
+        """Run ``body(stop)``, a loop of its own that returns once ``stop`` is set."""
+        stop = threading.Event()
+        self.run(lambda: body(stop), stop.set)
+
+    def poll(self, tick: Callable[[], bool], interval: float) -> None:
+        """Call ``tick`` (True when it had work) until stopped; see :func:`loop`."""
+        self.until_stopped(lambda stop: loop(tick, stop, interval))
+
+    def consume(self, queue: bus_topology.QueueSpec, handler: Handler, **options: Any) -> None:
+        """Consume ``queue`` with ``handler`` until stopped; the message in hand is acked first."""
+        consumer = self.consumer(queue, handler, **options)
+        self.run(consumer.run, consumer.stop)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def wire(settings: Settings, name: str, *, engine: Engine | None = None, pool_size: int = 2) -> Worker:
+    """The dependencies of process ``name``, without touching logging, metrics or signals.
+
+    In-process builders (tests, benchmarks) use this; pass ``engine`` to share one.
+    """
+    engine = engine or make_engine(settings.database_url, pool_size=pool_size, application_name=f"kassa-{name}")
+    return Worker(name, settings, engine, make_session_factory(engine), bus_topology.named(settings.bus_prefix))
+
+
+def bootstrap(settings: Settings, name: str, *, pool_size: int = 2) -> Worker:
+    """Set up process ``name``: JSON logs, metrics on METRICS_PORT, then :func:`wire`."""
+    setup_logging(settings.log_level, name)
+    start_metrics(settings)
+    return wire(settings, name, pool_size=pool_size)

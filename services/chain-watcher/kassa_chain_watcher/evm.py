@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Collection
 
+from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import Network
-from kassa_common.devchain.tokens import TRANSFER_TOPIC
 
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
 from kassa_chain_watcher.rpc import JsonRpc

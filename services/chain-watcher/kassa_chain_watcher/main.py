@@ -12,13 +12,14 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from functools import partial
+from typing import Callable
 
 from kassa_common.bus import topology
 from kassa_common.bus.publisher import Publisher
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory
-from kassa_common.worker import run_until_stopped, setup_logging, start_metrics
+from kassa_common.worker import Worker, bootstrap
 
 from kassa_chain_watcher import bitcoin, evm
 from kassa_chain_watcher.lock import NetworkLock
@@ -36,6 +37,7 @@ class Options:
     batch_blocks: int = 500
     reload_seconds: float = 30.0
     standby_seconds: float = 1.0
+    networks: tuple[str, ...] = ()  # upper-case names; empty: every network with an RPC URL
 
     @classmethod
     def from_env(cls, env=None) -> "Options":
@@ -43,7 +45,13 @@ class Options:
         poll = env.get("CHAIN_WATCHER_POLL_SECONDS")
         return cls(poll_seconds=float(poll) if poll else None,
                    batch_blocks=int(env.get("CHAIN_WATCHER_BATCH_BLOCKS") or 500),
-                   reload_seconds=float(env.get("CHAIN_WATCHER_RELOAD_SECONDS") or 30))
+                   reload_seconds=float(env.get("CHAIN_WATCHER_RELOAD_SECONDS") or 30),
+                   networks=tuple(n.strip().upper() for n in env.get("CHAIN_WATCHER_NETWORKS", "").split(",")
+                                  if n.strip()))
+
+    def watched(self, settings: Settings) -> list[Network]:
+        """The networks to follow: those with an RPC URL, narrowed to ``networks`` if set."""
+        return [n for n in settings.networks if n.rpc_url and (not self.networks or n.name.upper() in self.networks)]
 
 
 def make_chain(network: Network):
@@ -60,9 +68,10 @@ class NetworkWatcher:
     """Follows one network while holding its lock; ``active`` tells whether it does now."""
 
     def __init__(self, settings: Settings, network: Network, sessions, watchlist: Watchlist,
-                 options: Options = Options()) -> None:
+                 options: Options = Options(), *, publisher: Callable[[], Publisher] | None = None) -> None:
         self.settings, self.network, self.sessions, self.watchlist = settings, network, sessions, watchlist
         self.options = options
+        self.publisher = publisher or self._default_publisher
         self.lock = NetworkLock(settings.database_url, network.name)
         self.active = threading.Event()
         self.stopping = threading.Event()
@@ -86,10 +95,14 @@ class NetworkWatcher:
         self.stopping.set()
         self.watchlist.changed.set()
 
-    def _follow(self) -> None:
+    def _default_publisher(self) -> Publisher:
+        """In-process use (tests): the process passes its worker's publisher factory instead."""
         topo = topology.named(self.settings.bus_prefix)
-        publisher = Publisher(self.settings.rabbitmq_url, topo.exchange, declare=topo.declare,
-                              name=f"kassa-chain-watcher-{self.network.name.lower()}")
+        return Publisher(self.settings.rabbitmq_url, topo.exchange, declare=topo.declare,
+                         name=f"kassa-chain-watcher-{self.network.name.lower()}")
+
+    def _follow(self) -> None:
+        publisher = self.publisher()
         chain, _ = make_chain(self.network)
         try:
             reload(self.watchlist, self.sessions, self.network.name, initial=True)
@@ -122,16 +135,14 @@ class NetworkWatcher:
 
 
 class WatcherProcess:
-    def __init__(self, settings: Settings, options: Options, names: list[str] | None = None) -> None:
-        networks = [n for n in settings.networks if n.rpc_url and (not names or n.name.upper() in names)]
-        engine = make_engine(settings.database_url, pool_size=max(2, len(networks)), application_name="kassa-chain-watcher")
-        sessions = make_session_factory(engine)
+    def __init__(self, worker: Worker, networks: list[Network], options: Options) -> None:
         self.watchlists = {n.name.upper(): Watchlist((evm if n.kind == "evm" else bitcoin).normalize)
                            for n in networks}
-        self.watchers = [NetworkWatcher(settings, n, sessions, self.watchlists[n.name.upper()], options)
+        self.watchers = [NetworkWatcher(worker.settings, n, worker.sessions, self.watchlists[n.name.upper()], options,
+                                        publisher=partial(worker.publisher, n.name.lower()))
                          for n in networks]
-        topo = topology.named(settings.bus_prefix)
-        self.feed = PaymentFeed(settings.rabbitmq_url, topo.exchange, self.watchlists, name="kassa-chain-watcher-feed")
+        self.feed = PaymentFeed(worker.settings.rabbitmq_url, worker.topology.exchange, self.watchlists,
+                                name=f"{worker.connection_name}-feed")
         self._stopped = threading.Event()
 
     def run(self) -> None:
@@ -153,12 +164,11 @@ class WatcherProcess:
 
 
 def main() -> None:
-    settings = Settings.from_env()
-    setup_logging(settings.log_level, "chain-watcher")
-    start_metrics(settings)
-    names = [n.strip().upper() for n in os.environ.get("CHAIN_WATCHER_NETWORKS", "").split(",") if n.strip()]
-    process = WatcherProcess(settings, Options.from_env(), names)
-    run_until_stopped(process.run, process.stop)
+    settings, options = Settings.from_env(), Options.from_env()
+    networks = options.watched(settings)
+    worker = bootstrap(settings, "chain-watcher", pool_size=max(2, len(networks)))
+    process = WatcherProcess(worker, networks, options)
+    worker.run(process.run, process.stop)
 
 
 if __name__ == "__main__":

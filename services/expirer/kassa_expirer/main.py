@@ -2,42 +2,40 @@
 outbox rows the relay left behind, and trims the consumers' processed-message log."""
 from __future__ import annotations
 
-import threading
 import time
 from datetime import timedelta
+from typing import Callable
 
-from kassa_common.bus import topology
-from kassa_common.bus.publisher import Publisher
 from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory
-from kassa_common.worker import loop, run_until_stopped, setup_logging, start_metrics
+from kassa_common.worker import Worker, bootstrap
 from kassa_expirer.jobs import Jobs
 
 PURGE_EVERY = 3600.0
+INTERVAL = 0.5
 
 
-def build_jobs(settings: Settings) -> Jobs:
-    engine = make_engine(settings.database_url, pool_size=2, application_name="kassa-expirer")
-    topo = topology.named(settings.bus_prefix)
-    publisher = Publisher(settings.rabbitmq_url, topo.exchange, name="kassa-expirer", declare=topo.declare)
-    return Jobs(make_session_factory(engine), publisher, timedelta(seconds=settings.test_mode_complete_seconds))
+def build_jobs(worker: Worker) -> Jobs:
+    return Jobs(worker.sessions, worker.publisher(), timedelta(seconds=worker.settings.test_mode_complete_seconds))
+
+
+def with_purge(jobs: Jobs, every: float = PURGE_EVERY) -> Callable[[], bool]:
+    """One round of the jobs per tick; the processed-message log is trimmed once per ``every``
+    seconds (a big delete, not worth a round trip per tick)."""
+    last_purge = time.monotonic()
+
+    def tick() -> bool:
+        nonlocal last_purge
+        if time.monotonic() - last_purge > every:
+            jobs.purge()
+            last_purge = time.monotonic()
+        return jobs.tick()
+
+    return tick
 
 
 def main() -> None:
-    settings = Settings.from_env()
-    setup_logging(settings.log_level, "expirer")
-    start_metrics(settings)
-    jobs = build_jobs(settings)
-    stop = threading.Event()
-    last_purge = [time.monotonic()]
-
-    def tick() -> bool:
-        if time.monotonic() - last_purge[0] > PURGE_EVERY:
-            jobs.purge()
-            last_purge[0] = time.monotonic()
-        return jobs.tick()
-
-    run_until_stopped(lambda: loop(tick, stop, interval=0.5), stop.set)
+    worker = bootstrap(Settings.from_env(), "expirer")
+    worker.poll(with_purge(build_jobs(worker)), interval=INTERVAL)
 
 
 if __name__ == "__main__":

@@ -18,17 +18,16 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
-from kassa_common.bus import topology
 from kassa_common.bus.consumer import Consumer
 from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory
-from kassa_common.worker import run_until_stopped, setup_logging, start_metrics
+from kassa_common.worker import Worker, bootstrap, wire
 from kassa_webhook_sender.dispatcher import Dispatcher
 from kassa_webhook_sender.intake import handle_event
 from kassa_webhook_sender.retry import DEFAULT_POLICY, RetryPolicy
 from kassa_webhook_sender.transport import Transport
 
 log = logging.getLogger("kassa.webhooks")
+NAME = "webhook-sender"
 
 
 @dataclass
@@ -66,34 +65,32 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     return RetryPolicy.from_schedule(schedule) if schedule else DEFAULT_POLICY
 
 
-def build(settings: Settings, *, engine: Engine | None = None, retry: RetryPolicy | None = None,
-          threads: int = 32, poll_interval: float = 0.25, lease_seconds: float = 60) -> Sender:
-    """Wire a sender from settings; pass ``engine`` to share one (then the caller disposes it)."""
-    own = engine is None
-    retry = retry or retry_policy(settings)
-    engine = engine or make_engine(settings.database_url, pool_size=settings.db_pool_size,
-                                   application_name="kassa-webhook-sender")
-    sessions = make_session_factory(engine)
+def build(settings: Settings, *, engine: Engine | None = None, **options) -> Sender:
+    """Wire a sender from settings (tests, benchmarks); pass ``engine`` to share one (then the
+    caller disposes it). ``options`` as for :func:`assemble`."""
+    worker = wire(settings, NAME, engine=engine, pool_size=settings.db_pool_size)
+    return assemble(worker, owns_engine=engine is None, **options)
+
+
+def assemble(worker: Worker, *, owns_engine: bool = False, retry: RetryPolicy | None = None, threads: int = 32,
+             poll_interval: float = 0.25, lease_seconds: float = 60) -> Sender:
+    """The intake consumer and the dispatcher over ``worker``'s sessions and bus."""
+    settings = worker.settings
     transport = Transport(timeout=settings.webhook_timeout_seconds, allow_private=settings.webhook_allow_private_urls)
-    dispatcher = Dispatcher(sessions, transport, threads=threads, retry=retry, poll_interval=poll_interval,
-                            lease_seconds=lease_seconds)
-    topo = topology.named(settings.bus_prefix)
-    consumer = Consumer(settings.rabbitmq_url, topo, topo.webhook_intake, handle_event, sessions,
-                        name="webhook-sender", on_committed=dispatcher.submit)
-    return Sender(consumer, dispatcher, engine if own else None)
+    dispatcher = Dispatcher(worker.sessions, transport, threads=threads, retry=retry or retry_policy(settings),
+                            poll_interval=poll_interval, lease_seconds=lease_seconds)
+    consumer = worker.consumer(worker.topology.webhook_intake, handle_event, on_committed=dispatcher.submit)
+    return Sender(consumer, dispatcher, worker.engine if owns_engine else None)
 
 
 def main() -> None:
     settings = Settings.from_env()
-    setup_logging(settings.log_level, "webhook-sender")
-    start_metrics(settings)
-    sender = build(settings)
+    worker = bootstrap(settings, NAME, pool_size=settings.db_pool_size)
+    sender = assemble(worker)
     log.info("webhook sender starting (private destinations %s)",
              "allowed" if settings.webhook_allow_private_urls else "refused")
-    try:
-        run_until_stopped(sender.run, on_stop=sender.consumer.stop)  # SIGTERM: stop taking messages
-    finally:
-        sender.stop()  # then finish and record the sends in progress, close
+    # SIGTERM: stop taking messages; then finish and record the sends in progress; then close
+    worker.run(sender.run, on_stop=sender.consumer.stop, drain=sender.stop)
     log.info("webhook sender stopped")
 
 

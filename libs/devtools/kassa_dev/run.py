@@ -3,20 +3,19 @@ of the Procfile in the foreground (Ctrl-C stops them all)."""
 from __future__ import annotations
 
 import os
-import shlex
 import sys
 import threading
-import time
 from pathlib import Path
 
 import requests
 from honcho.manager import Manager
 from honcho.printer import Printer
+from web3 import Web3
 
 from kassa_common.config import Settings
 from kassa_common.migrate import upgrade
+from kassa_dev import chain, procfile
 
-ROOT = Path(__file__).resolve().parents[3]
 DEV_DEFAULTS = {
     "WEBHOOK_ALLOW_PRIVATE_URLS": "true",  # the development stack delivers to local receivers
     "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
@@ -24,28 +23,15 @@ DEV_DEFAULTS = {
 }
 
 
-def procfile(path: Path) -> list[tuple[str, str]]:
-    out = []
-    for line in path.read_text().splitlines():
-        if line.strip() and not line.lstrip().startswith("#"):
-            name, cmd = line.split(":", 1)
-            out.append((name.strip(), cmd.strip()))
-    return out
-
-
-def start_local_chain(env: dict[str, str]):
+def start_local_chain(env: dict[str, str], root: Path):
     """Start anvil (1 s blocks) and deploy the dev tokens unless LOCAL_EVM_RPC_URL already answers."""
-    from web3 import Web3
-
-    from kassa_common import devchain
-
     url = env["LOCAL_EVM_RPC_URL"]
     proc = None
-    if not devchain.rpc_answers(url):
+    if not chain.rpc_answers(url):
         port = int(url.rsplit(":", 1)[1].split("/")[0])
-        proc = devchain.start_anvil(port, block_time=1, repo_root=ROOT)
+        proc = chain.start_anvil(port, block_time=1, repo_root=root)
         print(f"kassa: started anvil on {url} (chain id 31337, 1 s blocks)", flush=True)
-    tokens = devchain.deploy_dev_tokens(Web3(Web3.HTTPProvider(url)), repo_root=ROOT)
+    tokens = chain.deploy_dev_tokens(Web3(Web3.HTTPProvider(url)), repo_root=root)
     print(f"kassa: LOCAL_EVM dev tokens USDC {tokens['USDC']} USDT {tokens['USDT']}", flush=True)
     return proc
 
@@ -63,16 +49,16 @@ def announce_ready(base: str, stop: threading.Event) -> None:
 
 
 def main() -> int:
+    root = chain.find_repo_root()
     env = {**DEV_DEFAULTS, **os.environ}
     settings = Settings.from_env(env)
     upgrade(settings.database_url)
     print("kassa: database migrated", flush=True)
-    anvil = start_local_chain(env) if env.get("KASSA_NO_CHAIN") != "1" else None
-    bin_dir = Path(sys.executable).parent
-    env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    anvil = start_local_chain(env, root) if env.get("KASSA_NO_CHAIN") != "1" else None
+    env = procfile.with_this_python(env)
     manager = Manager(Printer(sys.stdout))
-    for name, cmd in procfile(ROOT / "Procfile"):
-        manager.add_process(name, cmd, env=env, cwd=str(ROOT))
+    for process in procfile.read(root / "Procfile"):
+        manager.add_process(process.name, process.command, env=env, cwd=str(root))
     stop = threading.Event()
     threading.Thread(target=announce_ready, args=(settings.checkout_url, stop), daemon=True).start()
     try:

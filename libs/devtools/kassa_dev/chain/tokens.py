@@ -8,6 +8,8 @@ from typing import Any
 from eth_account import Account
 from web3 import Web3
 
+from kassa_common.chains.evm import TRANSFER_TOPIC  # re-exported: topic 0 of the tokens' Transfer logs
+
 from .compiler import compile_token
 from .constants import (
     CHAIN_ID,
@@ -62,9 +64,6 @@ TOKEN_ABI: list[dict[str, Any]] = [
         [("owner", "address", True), ("spender", "address", True), ("value", "uint256", False)],
     ),
 ]
-
-# keccak256("Transfer(address,address,uint256)"): topic 0 of every ERC-20 Transfer log.
-TRANSFER_TOPIC = "0x" + Web3.keccak(text="Transfer(address,address,uint256)").hex().removeprefix("0x")
 
 _GWEI = 10**9
 

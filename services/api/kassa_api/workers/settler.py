@@ -4,13 +4,11 @@ from __future__ import annotations
 from prometheus_client import Counter
 from sqlalchemy.orm import Session
 
-from kassa_common.bus import topology
-from kassa_common.bus.consumer import Consumer, Delivered, Reject
+from kassa_common.bus.consumer import Delivered, Reject
 from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory
 from kassa_common.messages import TransferReport
 from kassa_common.payments import settle
-from kassa_common.worker import run_until_stopped, setup_logging, start_metrics
+from kassa_common.worker import bootstrap
 
 SETTLED = Counter("kassa_settler_transfers_total", "Transfer reports applied", ["kind"])
 
@@ -24,19 +22,9 @@ def handle_transfer(session: Session, msg: Delivered) -> None:
     SETTLED.labels(report.status).inc()
 
 
-def build_consumer(settings: Settings) -> Consumer:
-    engine = make_engine(settings.database_url, pool_size=2, application_name="kassa-settler")
-    topo = topology.named(settings.bus_prefix)
-    return Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, make_session_factory(engine),
-                    name="kassa-settler")
-
-
 def main() -> None:
-    settings = Settings.from_env()
-    setup_logging(settings.log_level, "settler")
-    start_metrics(settings)
-    consumer = build_consumer(settings)
-    run_until_stopped(consumer.run, consumer.stop)
+    worker = bootstrap(Settings.from_env(), "settler")
+    worker.consume(worker.topology.settler, handle_transfer)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Run the local dev chain: ``python -m kassa_common.devchain [--port 8545] [--block-time 1]``.
+"""Run the local dev chain: ``python -m kassa_dev.chain [--port 8545] [--block-time 1]``.
 
 Starts anvil, deploys/mints the dev stablecoins, prints the addresses and keeps
 anvil running until interrupted (SIGINT/SIGTERM). With ``--deploy-only`` it
@@ -24,7 +24,7 @@ def _raise_exit(signum, _frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kassa_common.devchain", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m kassa_dev.chain", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default=DEFAULT_HOST)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument(
@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             stop_anvil(proc)
     except DevChainError as exc:
-        print(f"devchain: {exc}", file=sys.stderr)
+        print(f"dev chain: {exc}", file=sys.stderr)
         return 1
 
 

@@ -2,6 +2,9 @@
 
 ``kassa dev pay SHORT_ID [--amount DECIMAL]`` pays a live LOCAL_EVM payment from anvil's
 first account: the amount still due by default, or ``--amount`` in token units.
+
+The operator CLI does not know about this module: the package registers ``add_parser``
+in the ``kassa.cli`` entry-point group, and ``kassa`` calls every plugin it finds there.
 """
 from __future__ import annotations
 
@@ -58,7 +61,7 @@ def amount_units(payment: Payment, amount: Decimal | None) -> int:
 def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
     from web3 import Web3
 
-    from kassa_common import devchain
+    from kassa_dev import chain
 
     payment = find_payment(settings, args.short_id)
     network = settings.networks.get(NETWORK)
@@ -66,11 +69,11 @@ def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
     if token is None:
         raise ValueError(f"{payment.token} is not a {NETWORK} token")
     units = amount_units(payment, args.amount)
-    url = network.rpc_url or devchain.DEFAULT_RPC_URL
+    url = network.rpc_url or chain.DEFAULT_RPC_URL
     w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 30}))
-    if not devchain.rpc_answers(url):
+    if not chain.rpc_answers(url):
         raise ValueError(f"no {NETWORK} node answers at {url} (start it with `make run`)")
-    tx_hash = devchain.pay(w3, to=payment.address, amount_base_units=units, token_contract=token.contract)
+    tx_hash = chain.pay(w3, to=payment.address, amount_base_units=units, token_contract=token.contract)
     amount = from_base_units(units, token.decimals)
     data = {"tx_hash": tx_hash, "short_id": payment.short_id, "address": payment.address,
             "token": token.symbol, "amount": str(amount)}
