@@ -186,3 +186,22 @@ def test_canceling_a_canceled_payment_shows_why_on_a_conflict_page(dash, session
     assert again.status_code == 409
     page = again.get_data(as_text=True)
     assert '<h1 class="error-title">Conflict</h1>' in page and "<p>a CANCELED payment cannot cancel</p>" in page
+
+
+def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash, sessions, app):
+    from kassa_common import accounts
+    from kassa_common.db import unit_of_work
+    from kassa_common.models import Merchant
+
+    with unit_of_work(sessions) as s:
+        mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
+        key = accounts.create_key(s, mid, "test", ["payments:create"]).key
+    api = app.test_client()
+    made = [api.post("/v1/api/payments", json={"amount": 4, "token": "USDC", "network": "BASE"},
+                     headers={"X-Api-Key": key}).json["data"]["short_id"] for _ in range(2)]
+    assert post(dash, f"/dashboard/payments/{made[0]}/cancel").status_code == 303
+    r = dash.get("/dashboard/payments?status=CANCELED")
+    assert r.status_code == 200
+    page = r.get_data(as_text=True)
+    assert '<option value="CANCELED" selected>' in page
+    assert made[0] in page and made[1] not in page

@@ -62,7 +62,8 @@ def login_required(view):
     return wrapped
 
 
-def render(template: str, status: int = 200, **context):
+def render(template: str, status: int = 200, /, **context):
+    """A dashboard page; ``status`` is positional-only so pages may use a ``status`` variable."""
     return page(f"dashboard/{template}", status, merchant=g.get("merchant"), test_mode=g.get("test_mode", True),
                 **context)
 
