@@ -65,3 +65,9 @@ def test_a_too_large_form_gets_the_plain_too_large_page(client):
     assert r.status_code == 413
     page = r.get_data(as_text=True)
     assert '<h1 class="error-title">Too large</h1>' in page and "<p>Too large</p>" in page
+
+
+def test_head_of_the_signup_and_login_forms_answers_like_get_and_submits_nothing(client):
+    for path in ("/dashboard/signup", "/dashboard/login"):
+        r = client.head(path)
+        assert r.status_code == 200 and r.get_data() == b""

@@ -40,7 +40,7 @@ def authenticated(email: str, password: str) -> Merchant | None:
 
 @bp.route("/signup", methods=["GET", "POST"])
 def signup():
-    if request.method == "GET":
+    if request.method != "POST":  # GET or HEAD
         return render("signup.html")
     form = request.form
     try:
@@ -53,7 +53,7 @@ def signup():
 
 @bp.route("/login", methods=["GET", "POST"])
 def login():
-    if request.method == "GET":
+    if request.method != "POST":  # GET or HEAD
         return render("login.html")
     email = request.form.get("email", "").strip().lower()
     key = f"{request.remote_addr}|{email}"
