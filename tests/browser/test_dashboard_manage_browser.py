@@ -31,6 +31,13 @@ def log_in(page, stack, email: str) -> None:
     page.wait_for_url(re.compile(r"/dashboard/payments$"))
 
 
+def reloaded_text(page, selector: str) -> str:
+    """The text of ``selector`` after a reload: the sender records an outcome just after the
+    receiver has answered, so the page is read again until it shows the recorded one."""
+    page.reload()
+    return page.locator(selector).inner_text()
+
+
 def test_merchant_manages_a_product_a_webhook_and_a_wallet(stack, sessions, page, receiver):
     log_in(page, stack, dashboard_merchant(sessions))
 
@@ -50,7 +57,7 @@ def test_merchant_manages_a_product_a_webhook_and_a_wallet(stack, sessions, page
     page.get_by_role("link", name=receiver.url).click()
     page.get_by_role("button", name="Send test event").click()
     hit = until(lambda: receiver.events("webhook.test"), 30, message="the test event")[0]
-    page.reload()
+    until(lambda: "SUCCEEDED" in reloaded_text(page, "#deliveries"), 30, message="the sender to record the delivery")
     expect(page.locator("#deliveries")).to_contain_text(hit.json["id"])
     expect(page.locator("#deliveries")).to_contain_text("SUCCEEDED")
 

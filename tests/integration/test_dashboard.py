@@ -49,3 +49,25 @@ def test_repeated_wrong_passwords_are_throttled(client, sessions):
     assert codes == [401] * 5 + [429]
     right = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"})
     assert right.status_code == 429
+
+
+def test_a_form_without_csrf_token_gets_a_page_saying_why(client, sessions):
+    email = merchant_with_password(sessions)
+    client.get("/dashboard/login")
+    page = client.post("/dashboard/login", data={"email": email, "password": "s3cret-pass"}).get_data(as_text=True)
+    assert '<h1 class="error-title">Forbidden</h1>' in page
+    assert "This form has expired or was not sent from this site." in page
+
+
+def test_a_too_large_form_gets_the_plain_too_large_page(client):
+    client.get("/dashboard/login")
+    r = client.post("/dashboard/login", data={"email": "x" * (128 * 1024)})
+    assert r.status_code == 413
+    page = r.get_data(as_text=True)
+    assert '<h1 class="error-title">Too large</h1>' in page and "<p>Too large</p>" in page
+
+
+def test_head_of_the_signup_and_login_forms_answers_like_get_and_submits_nothing(client):
+    for path in ("/dashboard/signup", "/dashboard/login"):
+        r = client.head(path)
+        assert r.status_code == 200 and r.get_data() == b""

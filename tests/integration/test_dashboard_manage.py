@@ -131,3 +131,77 @@ def test_payment_detail_cancels_a_pending_payment(dash, sessions, app):
     assert post(dash, f"/dashboard/payments/{short_id}/cancel").status_code == 303
     assert "CANCELED" in dash.get(f"/dashboard/payments/{short_id}").get_data(as_text=True)
     assert post(dash, f"/dashboard/payments/{short_id}/cancel").status_code == 409
+
+
+@pytest.mark.parametrize("method, path, message", [
+    ("get", "/dashboard/products/{ref}", "No such product in this mode."),
+    ("post", "/dashboard/products/{ref}", "No such product in this mode."),
+    ("post", "/dashboard/products/{ref}/delete", "No such product in this mode."),
+    ("get", "/dashboard/webhooks/{ref}", "No such webhook in this mode."),
+    ("post", "/dashboard/webhooks/{ref}/active", "No such webhook in this mode."),
+    ("post", "/dashboard/webhooks/{ref}/test", "No such webhook in this mode."),
+    ("post", "/dashboard/webhooks/{ref}/rotate-secret", "No such webhook in this mode."),
+    ("post", "/dashboard/webhooks/{ref}/delete", "No such webhook in this mode."),
+    ("post", "/dashboard/webhooks/{ref}/deliveries/{ref}/redeliver", "No such delivery."),
+    ("get", "/dashboard/payments/{ref}", "No such payment in this mode."),
+    ("post", "/dashboard/payments/{ref}/cancel", "No such payment in this mode."),
+])
+def test_a_missing_object_gets_a_404_page_saying_what_is_missing(dash, method, path, message):
+    url = path.format(ref=uuid.uuid4())
+    r = post(dash, url) if method == "post" else dash.get(url)
+    assert r.status_code == 404
+    assert f"<p>{message}</p>" in r.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("path", ["/dashboard/webhooks/{ref}/no-such-action", "/dashboard/keys/{ref}/revoke",
+                                  "/dashboard/keys/not-a-key-id/revoke"])
+def test_an_unknown_action_or_key_gets_the_plain_not_found_page(dash, path):
+    r = post(dash, path.format(ref=uuid.uuid4()))
+    assert r.status_code == 404
+    assert '<h1 class="error-title">Not found</h1>' in r.get_data(as_text=True)
+    assert "<p>Not found</p>" in r.get_data(as_text=True)
+
+
+def test_an_object_of_the_other_mode_is_not_found(dash, sessions):
+    post(dash, "/dashboard/products", name="Test-only", price="3", currency_type="FIAT")
+    with sessions() as s:
+        pid = s.scalars(sa.select(Product.id).where(Product.name == "Test-only")).one()
+    assert post(dash, "/dashboard/mode", mode="live", next="/dashboard/products").status_code == 303
+    r = dash.get(f"/dashboard/products/{pid}")
+    assert r.status_code == 404 and "No such product in this mode." in r.get_data(as_text=True)
+
+
+def test_canceling_a_canceled_payment_shows_why_on_a_conflict_page(dash, sessions, app):
+    from kassa_common import accounts
+    from kassa_common.db import unit_of_work
+    from kassa_common.models import Merchant
+
+    with unit_of_work(sessions) as s:
+        mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
+        key = accounts.create_key(s, mid, "test", ["payments:create"]).key
+    short_id = app.test_client().post("/v1/api/payments", json={"amount": 2, "token": "USDC", "network": "BASE"},
+                                      headers={"X-Api-Key": key}).json["data"]["short_id"]
+    assert post(dash, f"/dashboard/payments/{short_id}/cancel").status_code == 303
+    again = post(dash, f"/dashboard/payments/{short_id}/cancel")
+    assert again.status_code == 409
+    page = again.get_data(as_text=True)
+    assert '<h1 class="error-title">Conflict</h1>' in page and "<p>a CANCELED payment cannot cancel</p>" in page
+
+
+def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash, sessions, app):
+    from kassa_common import accounts
+    from kassa_common.db import unit_of_work
+    from kassa_common.models import Merchant
+
+    with unit_of_work(sessions) as s:
+        mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
+        key = accounts.create_key(s, mid, "test", ["payments:create"]).key
+    api = app.test_client()
+    made = [api.post("/v1/api/payments", json={"amount": 4, "token": "USDC", "network": "BASE"},
+                     headers={"X-Api-Key": key}).json["data"]["short_id"] for _ in range(2)]
+    assert post(dash, f"/dashboard/payments/{made[0]}/cancel").status_code == 303
+    r = dash.get("/dashboard/payments?status=CANCELED")
+    assert r.status_code == 200
+    page = r.get_data(as_text=True)
+    assert '<option value="CANCELED" selected>' in page
+    assert made[0] in page and made[1] not in page

@@ -4,6 +4,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 from flask import Response, make_response, render_template
+from werkzeug.exceptions import HTTPException
 
 CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
        "frame-ancestors 'none'; form-action 'self'")
@@ -40,3 +41,10 @@ def page(template: str, http_status: int = 200, *, form_targets: tuple[str | Non
 def error_page(status: int, message: str | None = None) -> Response:
     title = TITLES.get(status, "Error")
     return page("pages/error.html", status, title=title, message=message or title, status=status)
+
+
+def http_error_page(exc: HTTPException) -> Response:
+    """The error page for an ``abort()``: the description it was given says why (what is
+    missing, why a form was refused); werkzeug's generic text is left out for the title."""
+    given = exc.description if exc.description != type(exc).description else None
+    return error_page(exc.code or 500, given)

@@ -12,13 +12,15 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.errors import NotFound, Unprocessable
 from kassa_common import events as outbox
+from kassa_common.errors import NotFound, Unprocessable
 from kassa_common.ids import new_event_id, parse_uuid
 from kassa_common.messages import DeliveryStatus, EventType, PaymentEvent
 from kassa_common.models import DeliveryAttempt, WebhookDelivery, WebhookEndpoint
+from kassa_common.owner import Owner
+from kassa_common.paging import page_of
 from kassa_common.timefmt import iso, utcnow
-from kassa_api.handlers.common import owned, page_of
+from kassa_api.handlers.common import owned
 
 TEST_EVENT = EventType.WEBHOOK_TEST
 TEST_MESSAGE = "A test event from Kassa: your endpoint received and can verify this webhook."
@@ -28,8 +30,8 @@ class EndpointDisabled(Unprocessable):
     pass
 
 
-def _endpoint(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, *, lock=False):
-    return owned(session, WebhookEndpoint, ref, merchant_id, test_mode, what="webhook", lock=lock)
+def _endpoint(session: Session, owner: Owner, ref: str, *, lock=False):
+    return owned(session, WebhookEndpoint, ref, owner, what="webhook", lock=lock)
 
 
 def _require_active(hook: WebhookEndpoint) -> None:
@@ -37,10 +39,10 @@ def _require_active(hook: WebhookEndpoint) -> None:
         raise EndpointDisabled("this webhook endpoint is disabled; set active to true first")
 
 
-def list_deliveries(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, page: int,
+def list_deliveries(session: Session, owner: Owner, ref: str, page: int,
                     page_size: int, status: str | None = None) -> tuple[list[dict[str, Any]], int]:
     """A page of the endpoint's deliveries, newest first, each with its attempts."""
-    hook = _endpoint(session, merchant_id, test_mode, ref)
+    hook = _endpoint(session, owner, ref)
     conds = [WebhookDelivery.endpoint_id == hook.id]
     if status is not None:
         conds.append(WebhookDelivery.status == status)
@@ -49,9 +51,9 @@ def list_deliveries(session: Session, merchant_id: uuid.UUID, test_mode: bool, r
     return [delivery_view(d, log[d.id]) for d in rows], total
 
 
-def get_delivery(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, delivery_ref: str,
+def get_delivery(session: Session, owner: Owner, ref: str, delivery_ref: str,
                  *, lock: bool = False) -> tuple[WebhookEndpoint, WebhookDelivery]:
-    hook = _endpoint(session, merchant_id, test_mode, ref)
+    hook = _endpoint(session, owner, ref)
     did = parse_uuid(delivery_ref)
     found = session.get(WebhookDelivery, did, with_for_update=lock) if did else None
     if found is None or found.endpoint_id != hook.id:
@@ -59,23 +61,23 @@ def get_delivery(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref:
     return hook, found
 
 
-def redeliver(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str,
+def redeliver(session: Session, owner: Owner, ref: str,
               delivery_ref: str) -> WebhookDelivery:
     """Send the delivery again now, whatever its status (same event id, new attempt)."""
-    hook, found = get_delivery(session, merchant_id, test_mode, ref, delivery_ref, lock=True)
+    hook, found = get_delivery(session, owner, ref, delivery_ref, lock=True)
     _require_active(hook)
     found.status, found.next_attempt_at, found.updated_at = DeliveryStatus.PENDING, utcnow(), utcnow()
     return found
 
 
-def send_test(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str) -> WebhookDelivery:
+def send_test(session: Session, owner: Owner, ref: str) -> WebhookDelivery:
     """A ``webhook.test`` event for this endpoint only, due now (never published on the bus)."""
-    hook = _endpoint(session, merchant_id, test_mode, ref)
+    hook = _endpoint(session, owner, ref)
     _require_active(hook)
     now, event_id = utcnow(), new_event_id()
     data = {"webhook_id": str(hook.id), "message": TEST_MESSAGE}
-    event = PaymentEvent(event_id, TEST_EVENT, iso(now), test_mode, data)
-    outbox.record(session, event.to_message(), merchant_id=merchant_id, test_mode=test_mode, now=now,
+    event = PaymentEvent(event_id, TEST_EVENT, iso(now), owner.test_mode, data)
+    outbox.record(session, event.to_message(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, now=now,
                   published=True)  # the outbox relay leaves it alone: sent to this endpoint only
     found = WebhookDelivery(id=uuid.uuid4(), endpoint_id=hook.id, event_id=event_id, event_type=TEST_EVENT,
                             status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=now, created_at=now, updated_at=now)

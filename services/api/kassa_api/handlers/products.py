@@ -10,9 +10,10 @@ from sqlalchemy.orm import Session
 from kassa_common.chains.networks import Registry
 from kassa_common.errors import DomainError
 from kassa_common.models import Product
+from kassa_common.owner import Owner
+from kassa_common.payments import resolve_pair
 from kassa_common.timefmt import utcnow
 from kassa_api.handlers.common import owned
-from kassa_common.payments import resolve_pair
 
 
 class InvalidProduct(DomainError):
@@ -39,22 +40,23 @@ def _check(fields: dict[str, Any], registry: Registry, test_mode: bool) -> None:
         raise InvalidProduct(f"{token.symbol} has {token.decimals} decimals", [{"field": "price", "message": "too precise"}])
 
 
-def create_product(session: Session, merchant_id: uuid.UUID, test_mode: bool, fields: dict[str, Any],
+def create_product(session: Session, owner: Owner, fields: dict[str, Any],
                    registry: Registry) -> Product:
     fields = {k: v for k, v in fields.items() if v is not None}
     fields.setdefault("currency_type", "FIAT")
-    _check(fields, registry, test_mode)
+    _check(fields, registry, owner.test_mode)
     now = utcnow()
-    product = Product(id=uuid.uuid4(), merchant_id=merchant_id, test_mode=test_mode, created_at=now, updated_at=now,
+    product = Product(id=uuid.uuid4(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, created_at=now,
+                      updated_at=now,
                       active=fields.pop("active", True), **fields)
     session.add(product)
     session.flush()
     return product
 
 
-def update_product(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, changes: dict[str, Any],
+def update_product(session: Session, owner: Owner, ref: str, changes: dict[str, Any],
                    registry: Registry) -> Product:
-    product = owned(session, Product, ref, merchant_id, test_mode, what="product", lock=True)
+    product = owned(session, Product, ref, owner, what="product", lock=True)
     merged = {f: getattr(product, f) for f in ("name", "description", "price", "currency_type", "token", "network")}
     merged.update(changes)
     cleared = [f for f in ("name", "price", "currency_type", "active") if f in changes and changes[f] is None]
@@ -62,7 +64,7 @@ def update_product(session: Session, merchant_id: uuid.UUID, test_mode: bool, re
         raise InvalidProduct("these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared])
     if changes.get("currency_type") == "FIAT" and "token" not in changes and "network" not in changes:
         merged["token"] = merged["network"] = None
-    _check(merged, registry, test_mode)
+    _check(merged, registry, owner.test_mode)
     for field, value in merged.items():
         setattr(product, field, value)
     if "active" in changes:

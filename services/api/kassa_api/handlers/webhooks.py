@@ -8,10 +8,11 @@ from urllib.parse import urlsplit
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import DomainError
-from kassa_common.messages import PAYMENT_EVENTS
 from kassa_common.ids import new_webhook_secret
+from kassa_common.messages import PAYMENT_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_common.netguard import host_is_private_literal
+from kassa_common.owner import Owner
 from kassa_common.timefmt import utcnow
 from kassa_api.handlers.common import owned
 
@@ -29,12 +30,12 @@ def check_url(url: str, test_mode: bool, allow_private: bool) -> None:
         raise InvalidWebhook("live-mode webhook URLs must use https", [{"field": "url", "message": "https required"}])
 
 
-def create_webhook(session: Session, merchant_id: uuid.UUID, test_mode: bool, fields: dict[str, Any],
+def create_webhook(session: Session, owner: Owner, fields: dict[str, Any],
                    allow_private: bool) -> WebhookEndpoint:
-    check_url(fields["url"], test_mode, allow_private)
+    check_url(fields["url"], owner.test_mode, allow_private)
     now = utcnow()
     hook = WebhookEndpoint(
-        id=uuid.uuid4(), merchant_id=merchant_id, test_mode=test_mode, url=fields["url"],
+        id=uuid.uuid4(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, url=fields["url"],
         events=sorted(set(fields.get("events") or PAYMENT_EVENTS)), active=fields.get("active", True) is not False,
         description=fields.get("description"), secret=new_webhook_secret(), created_at=now, updated_at=now,
     )
@@ -43,14 +44,14 @@ def create_webhook(session: Session, merchant_id: uuid.UUID, test_mode: bool, fi
     return hook
 
 
-def update_webhook(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str, changes: dict[str, Any],
+def update_webhook(session: Session, owner: Owner, ref: str, changes: dict[str, Any],
                    allow_private: bool) -> WebhookEndpoint:
-    hook = owned(session, WebhookEndpoint, ref, merchant_id, test_mode, what="webhook", lock=True)
+    hook = owned(session, WebhookEndpoint, ref, owner, what="webhook", lock=True)
     cleared = [f for f in ("url", "events", "active") if f in changes and changes[f] is None]
     if cleared:
         raise InvalidWebhook("these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared])
     if "url" in changes:
-        check_url(changes["url"], test_mode, allow_private)
+        check_url(changes["url"], owner.test_mode, allow_private)
         hook.url = changes["url"]
     if "events" in changes:
         hook.events = sorted(set(changes["events"]))
@@ -62,8 +63,8 @@ def update_webhook(session: Session, merchant_id: uuid.UUID, test_mode: bool, re
     return hook
 
 
-def rotate_secret(session: Session, merchant_id: uuid.UUID, test_mode: bool, ref: str) -> WebhookEndpoint:
-    hook = owned(session, WebhookEndpoint, ref, merchant_id, test_mode, what="webhook", lock=True)
+def rotate_secret(session: Session, owner: Owner, ref: str) -> WebhookEndpoint:
+    hook = owned(session, WebhookEndpoint, ref, owner, what="webhook", lock=True)
     hook.secret = new_webhook_secret()
     hook.updated_at = utcnow()
     return hook

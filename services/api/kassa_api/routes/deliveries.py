@@ -3,12 +3,12 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from kassa_api.auth import principal
+from kassa_api.auth import owner
 from kassa_api.deps import db, transaction
 from kassa_api.delivery_schemas import DeliveryOut, ListDeliveries
 from kassa_api.endpoint import endpoint
 from kassa_api.handlers import deliveries as h
-from kassa_api.handlers.common import page_meta
+from kassa_common.paging import page_meta
 
 bp = Blueprint("deliveries", __name__)
 SCOPE = "webhooks:manage"
@@ -18,8 +18,7 @@ SCOPE = "webhooks:manage"
 @endpoint("List an endpoint's deliveries with every attempt, newest first", scope=SCOPE, tag="webhooks",
           query=ListDeliveries, response=list[DeliveryOut], envelope_kind="list", errors=(404,))
 def list_deliveries(ref: str, query: ListDeliveries):
-    p = principal()
-    items, total = h.list_deliveries(db(), p.merchant_id, p.test_mode, ref, query.page, query.pageSize,
+    items, total = h.list_deliveries(db(), owner(), ref, query.page, query.pageSize,
                                      query.status)
     return {"data": items, "meta": page_meta(query.page, query.pageSize, total)}
 
@@ -28,9 +27,8 @@ def list_deliveries(ref: str, query: ListDeliveries):
 @endpoint("Send a delivery again now (same event id)", scope=SCOPE, tag="webhooks", response=DeliveryOut,
           errors=(404, 422))
 def redeliver(ref: str, delivery_id: str):
-    p = principal()
     with transaction() as session:
-        found = h.redeliver(session, p.merchant_id, p.test_mode, ref, delivery_id)
+        found = h.redeliver(session, owner(), ref, delivery_id)
         return h.delivery_with_log(session, found)
 
 
@@ -38,7 +36,6 @@ def redeliver(ref: str, delivery_id: str):
 @endpoint("Send a webhook.test event to this endpoint", scope=SCOPE, tag="webhooks", response=DeliveryOut,
           errors=(404, 422))
 def send_test(ref: str):
-    p = principal()
     with transaction() as session:
-        found = h.send_test(session, p.merchant_id, p.test_mode, ref)
+        found = h.send_test(session, owner(), ref)
         return h.delivery_with_log(session, found)

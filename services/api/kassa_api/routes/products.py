@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from kassa_api.auth import principal
+from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
 from kassa_api.handlers import products as h
-from kassa_api.handlers.common import list_owned, owned, page_meta, soft_delete
+from kassa_api.handlers.common import list_owned, owned, soft_delete
+from kassa_common.paging import page_meta
 from kassa_api.schemas import CreateProduct, Deleted, ListPage, ProductOut, UpdateProduct
 from kassa_common.models import Product
 from kassa_common.serializers import product_to_dict
@@ -24,9 +25,8 @@ def out(product: Product) -> dict:
 @endpoint("Create a product", scope=SCOPE, tag="products", body=CreateProduct, response=ProductOut, status=201,
           errors=(422,))
 def create_product(body: CreateProduct):
-    p = principal()
     with transaction() as session:
-        product = h.create_product(session, p.merchant_id, p.test_mode, body.model_dump(), deps().settings.networks)
+        product = h.create_product(session, owner(), body.model_dump(), deps().settings.networks)
     return out(product), 201
 
 
@@ -34,25 +34,22 @@ def create_product(body: CreateProduct):
 @endpoint("List products, newest first", scope=SCOPE, tag="products", query=ListPage, response=list[ProductOut],
           envelope_kind="list")
 def list_products(query: ListPage):
-    p = principal()
-    rows, total = list_owned(db(), Product, p.merchant_id, p.test_mode, query.page, query.pageSize)
+    rows, total = list_owned(db(), Product, owner(), query.page, query.pageSize)
     return {"data": [out(r) for r in rows], "meta": page_meta(query.page, query.pageSize, total)}
 
 
 @bp.get("/products/<ref>")
 @endpoint("Get a product", scope=SCOPE, tag="products", response=ProductOut, errors=(404,))
 def get_product(ref: str):
-    p = principal()
-    return out(owned(db(), Product, ref, p.merchant_id, p.test_mode, what="product"))
+    return out(owned(db(), Product, ref, owner(), what="product"))
 
 
 @bp.patch("/products/<ref>")
 @endpoint("Update a product (only the fields sent)", scope=SCOPE, tag="products", body=UpdateProduct,
           response=ProductOut, errors=(404, 422))
 def update_product(ref: str, body: UpdateProduct):
-    p = principal()
     with transaction() as session:
-        product = h.update_product(session, p.merchant_id, p.test_mode, ref, body.model_dump(exclude_unset=True),
+        product = h.update_product(session, owner(), ref, body.model_dump(exclude_unset=True),
                                    deps().settings.networks)
     return out(product)
 
@@ -60,7 +57,6 @@ def update_product(ref: str, body: UpdateProduct):
 @bp.delete("/products/<ref>")
 @endpoint("Delete a product", scope=SCOPE, tag="products", response=Deleted, envelope_kind="bare", errors=(404,))
 def delete_product(ref: str):
-    p = principal()
     with transaction() as session:
-        soft_delete(session, Product, ref, p.merchant_id, p.test_mode, what="product")
+        soft_delete(session, Product, ref, owner(), what="product")
     return {"deleted": True}

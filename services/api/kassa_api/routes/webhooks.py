@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from kassa_api.auth import principal
+from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
 from kassa_api.handlers import webhooks as h
-from kassa_api.handlers.common import list_owned, owned, page_meta, soft_delete
+from kassa_api.handlers.common import list_owned, owned, soft_delete
+from kassa_common.paging import page_meta
 from kassa_api.schemas import CreateWebhook, Deleted, ListPage, UpdateWebhook, WebhookOut, WebhookWithSecret
 from kassa_common.models import WebhookEndpoint
 from kassa_common.serializers import webhook_to_dict
@@ -24,9 +25,8 @@ def with_secret(hook: WebhookEndpoint) -> dict:
 @endpoint("Create a webhook endpoint (the secret is shown only here)", scope=SCOPE, tag="webhooks",
           body=CreateWebhook, response=WebhookWithSecret, status=201)
 def create_webhook(body: CreateWebhook):
-    p = principal()
     with transaction() as session:
-        hook = h.create_webhook(session, p.merchant_id, p.test_mode, body.model_dump(exclude_unset=True),
+        hook = h.create_webhook(session, owner(), body.model_dump(exclude_unset=True),
                                 deps().settings.webhook_allow_private_urls)
     return with_secret(hook), 201
 
@@ -35,25 +35,22 @@ def create_webhook(body: CreateWebhook):
 @endpoint("List webhook endpoints", scope=SCOPE, tag="webhooks", query=ListPage, response=list[WebhookOut],
           envelope_kind="list")
 def list_webhooks(query: ListPage):
-    p = principal()
-    rows, total = list_owned(db(), WebhookEndpoint, p.merchant_id, p.test_mode, query.page, query.pageSize)
+    rows, total = list_owned(db(), WebhookEndpoint, owner(), query.page, query.pageSize)
     return {"data": [webhook_to_dict(r) for r in rows], "meta": page_meta(query.page, query.pageSize, total)}
 
 
 @bp.get("/webhooks/<ref>")
 @endpoint("Get a webhook endpoint", scope=SCOPE, tag="webhooks", response=WebhookOut, errors=(404,))
 def get_webhook(ref: str):
-    p = principal()
-    return webhook_to_dict(owned(db(), WebhookEndpoint, ref, p.merchant_id, p.test_mode, what="webhook"))
+    return webhook_to_dict(owned(db(), WebhookEndpoint, ref, owner(), what="webhook"))
 
 
 @bp.patch("/webhooks/<ref>")
 @endpoint("Update a webhook endpoint", scope=SCOPE, tag="webhooks", body=UpdateWebhook, response=WebhookOut,
           errors=(404,))
 def update_webhook(ref: str, body: UpdateWebhook):
-    p = principal()
     with transaction() as session:
-        hook = h.update_webhook(session, p.merchant_id, p.test_mode, ref, body.model_dump(exclude_unset=True),
+        hook = h.update_webhook(session, owner(), ref, body.model_dump(exclude_unset=True),
                                 deps().settings.webhook_allow_private_urls)
     return webhook_to_dict(hook)
 
@@ -62,9 +59,8 @@ def update_webhook(ref: str, body: UpdateWebhook):
 @endpoint("Delete a webhook endpoint", scope=SCOPE, tag="webhooks", response=Deleted, envelope_kind="bare",
           errors=(404,))
 def delete_webhook(ref: str):
-    p = principal()
     with transaction() as session:
-        soft_delete(session, WebhookEndpoint, ref, p.merchant_id, p.test_mode, what="webhook")
+        soft_delete(session, WebhookEndpoint, ref, owner(), what="webhook")
     return {"deleted": True}
 
 
@@ -72,7 +68,6 @@ def delete_webhook(ref: str):
 @endpoint("Replace the signing secret (the new one is shown only here)", scope=SCOPE, tag="webhooks",
           response=WebhookWithSecret, errors=(404,))
 def rotate_secret(ref: str):
-    p = principal()
     with transaction() as session:
-        hook = h.rotate_secret(session, p.merchant_id, p.test_mode, ref)
+        hook = h.rotate_secret(session, owner(), ref)
     return with_secret(hook)

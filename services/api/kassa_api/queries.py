@@ -1,0 +1,45 @@
+"""Reads for the server-rendered pages: plain functions of a session that return rows.
+
+Views call one of these instead of building SQL, so what a page shows can be read and
+tested without a request. None of them changes anything.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from kassa_common.models import ApiKey, Event, Transfer, Wallet, WebhookDelivery, WebhookEndpoint
+
+
+def api_keys(session: Session, merchant_id: uuid.UUID) -> list[ApiKey]:
+    """Every key of the merchant, of both modes and revoked ones too, newest first."""
+    return list(session.scalars(sa.select(ApiKey).where(ApiKey.merchant_id == merchant_id)
+                                .order_by(ApiKey.created_at.desc())))
+
+
+class PaymentHistory(NamedTuple):
+    events: list[Event]
+    transfers: list[Transfer]
+    deliveries: list[tuple[WebhookDelivery, str]]  # each with its endpoint's URL
+
+
+def payment_history(session: Session, payment_id: uuid.UUID) -> PaymentHistory:
+    """What happened to a payment: its events in order, the transfers seen for it, and the
+    webhook deliveries of those events."""
+    events = list(session.scalars(sa.select(Event).where(Event.payment_id == payment_id)
+                                  .order_by(Event.created_at, Event.id)))
+    transfers = list(session.scalars(sa.select(Transfer).where(Transfer.payment_id == payment_id)
+                                     .order_by(Transfer.created_at)))
+    deliveries = session.execute(
+        sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
+        .where(WebhookDelivery.event_id.in_([e.id for e in events])).order_by(WebhookDelivery.created_at)).all()
+    return PaymentHistory(events, transfers, [tuple(row) for row in deliveries])
+
+
+def wallet_xpubs(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, str]:
+    """The merchant's extended public key per chain (``evm``, ``bitcoin``) in ``mode``."""
+    return {w.chain: w.xpub for w in session.scalars(
+        sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode))}

@@ -1,0 +1,105 @@
+"""Signing up, logging in and out, onboarding, the test/live switch, and the front door.
+
+Failed logins are counted per address and email in this process: after MAX_FAILURES within
+FAILURE_WINDOW seconds, the login form answers 429 until the oldest failure ages out.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict, deque
+
+from flask import Blueprint, g, redirect, request, session, url_for
+
+from kassa_api.deps import db, transaction
+from kassa_api.routes.dashboard.common import login_required, render
+from kassa_common import accounts
+from kassa_common.errors import DomainError, NotFound
+from kassa_common.models import Merchant
+
+bp = Blueprint("accounts", __name__)
+MAX_FAILURES, FAILURE_WINDOW = 5, 300.0
+_failures: dict[str, deque] = defaultdict(deque)
+
+
+def throttled(key: str) -> bool:
+    now = time.monotonic()
+    hits = _failures[key]
+    while hits and hits[0] < now - FAILURE_WINDOW:
+        hits.popleft()
+    return len(hits) >= MAX_FAILURES
+
+
+def authenticated(email: str, password: str) -> Merchant | None:
+    """The merchant with this email and password, or None: a wrong email and a wrong password look alike."""
+    try:
+        merchant = accounts.merchant_by_email(db(), email)
+    except NotFound:
+        return None
+    return merchant if accounts.check_password(merchant.password_hash, password) else None
+
+
+@bp.route("/signup", methods=["GET", "POST"])
+def signup():
+    if request.method != "POST":  # GET or HEAD
+        return render("signup.html")
+    form = request.form
+    try:
+        with transaction() as s:
+            accounts.create_merchant(s, form.get("email", ""), form.get("password", ""), form.get("business_name"))
+    except DomainError as exc:
+        return render("signup.html", 422, error=exc.message, email=form.get("email", ""))
+    return render("login.html", notice="Account created. You can log in once an operator has activated it.")
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login():
+    if request.method != "POST":  # GET or HEAD
+        return render("login.html")
+    email = request.form.get("email", "").strip().lower()
+    key = f"{request.remote_addr}|{email}"
+    if throttled(key):
+        return render("login.html", 429, error="Too many failed attempts. Wait a few minutes and try again.")
+    merchant = authenticated(email, request.form.get("password", ""))
+    if merchant is None:
+        _failures[key].append(time.monotonic())
+        return render("login.html", 401, error="Wrong email or password.", email=email)
+    if merchant.banned or not merchant.activated:
+        return render("login.html", 403, error="This account is not activated yet.", email=email)
+    _failures.pop(key, None)
+    session.clear()
+    session.update(merchant_id=str(merchant.id), mode="test")
+    return redirect(url_for("dashboard.accounts.home"), 303)
+
+
+@bp.post("/logout")
+def logout():
+    session.clear()
+    return redirect(url_for("dashboard.accounts.login"), 303)
+
+
+@bp.get("/")
+@login_required
+def home():
+    return redirect(url_for("dashboard.payments.index"), 303)
+
+
+@bp.route("/onboarding", methods=["GET", "POST"])
+@login_required
+def onboarding():
+    if request.method != "POST":  # GET or HEAD
+        return render("onboarding.html")
+    name = request.form.get("business_name", "").strip()
+    if not name or len(name) > 200:
+        return render("onboarding.html", 422, error="Enter your business name (up to 200 characters).")
+    with transaction():
+        g.merchant.business_name = name
+    return redirect(url_for("dashboard.payments.index"), 303)
+
+
+@bp.post("/mode")
+@login_required
+def switch_mode():
+    """Switch test/live for this browser session, then go back to the page it came from."""
+    session["mode"] = "live" if request.form.get("mode") == "live" else "test"
+    back = request.form.get("next") or ""
+    return redirect(back if back.startswith("/dashboard") else url_for("dashboard.payments.index"), 303)

@@ -1,0 +1,90 @@
+"""What every dashboard view shares: the logged-in merchant, the owner it acts as, page
+rendering, and guards that turn a missing object into the 404 page (flaskr's ``get_post``).
+
+Resource modules import this one and it imports none of them (it names their endpoints
+as strings), so the dashboard's imports form a tree.
+"""
+from __future__ import annotations
+
+import uuid
+from contextlib import contextmanager
+from functools import wraps
+from typing import Iterator
+
+from flask import abort, g, redirect, request, session, url_for
+
+from kassa_api.deps import db, make_owner
+from kassa_api.handlers.common import owned
+from kassa_api.web import page
+from kassa_common.errors import NotFound
+from kassa_common.models import Merchant, Payment, Product, WebhookEndpoint
+from kassa_common.owner import Owner
+from kassa_common.payments import find_payment
+
+LOGIN, ONBOARDING = "dashboard.accounts.login", "dashboard.accounts.onboarding"
+LIST_SIZE = 50
+NO_PAYMENT = "No such payment in this mode."
+NO_PRODUCT = "No such product in this mode."
+NO_WEBHOOK = "No such webhook in this mode."
+NO_DELIVERY = "No such delivery."
+
+
+def login_required(view):
+    """Run ``view`` for an activated merchant (``g.merchant``, mode in ``g.test_mode``).
+
+    Anyone else goes to the login page; a merchant without a business name goes to
+    onboarding first, since checkout shows that name to customers.
+    """
+    @wraps(view)
+    def wrapped(*args, **kwargs):
+        merchant = db().get(Merchant, uuid.UUID(session["merchant_id"])) if session.get("merchant_id") else None
+        if merchant is None or merchant.banned or not merchant.activated:
+            session.pop("merchant_id", None)
+            return redirect(url_for(LOGIN), 303)
+        g.merchant = merchant
+        g.test_mode = session.get("mode", "test") == "test"
+        if not merchant.business_name and request.endpoint != ONBOARDING:
+            return redirect(url_for(ONBOARDING), 303)
+        return view(*args, **kwargs)
+    return wrapped
+
+
+def current_owner() -> Owner:
+    """Whom the dashboard acts for: the logged-in merchant, in the mode it is switched to."""
+    return make_owner(g.merchant.id, g.test_mode, g.merchant.payment_lifetime_minutes)
+
+
+def render(template: str, status: int = 200, /, **context):
+    """A dashboard page, with the merchant and mode its header shows.
+
+    ``status`` is positional-only so that a page may have a ``status`` variable of its own.
+    """
+    return page(f"dashboard/{template}", status, merchant=g.get("merchant"), test_mode=g.get("test_mode", True),
+                **context)
+
+
+@contextmanager
+def not_found_as_404(description: str | None = None) -> Iterator[None]:
+    """Turn a handler's NotFound into the 404 page saying ``description`` (else just "Not found")."""
+    try:
+        yield
+    except NotFound:
+        abort(404, description=description)
+
+
+def get_payment_or_404(ref: str) -> Payment:
+    """The payment (by id or short id) of this merchant and mode, or the 404 page."""
+    with not_found_as_404(NO_PAYMENT):
+        return find_payment(db(), current_owner(), ref)
+
+
+def get_product_or_404(ref: str) -> Product:
+    """The live product of this merchant and mode, or the 404 page: never confirm another's exists."""
+    with not_found_as_404(NO_PRODUCT):
+        return owned(db(), Product, ref, current_owner(), what="product")
+
+
+def get_webhook_or_404(ref: str) -> WebhookEndpoint:
+    """The live webhook endpoint of this merchant and mode, or the 404 page."""
+    with not_found_as_404(NO_WEBHOOK):
+        return owned(db(), WebhookEndpoint, ref, current_owner(), what="webhook")

@@ -1,0 +1,47 @@
+"""API keys: create one (its secret shown once) in either mode with chosen scopes, list, revoke.
+
+The list spans both modes: each key carries its own, whichever the dashboard is switched to.
+"""
+from __future__ import annotations
+
+from flask import Blueprint, abort, redirect, request, url_for
+
+from kassa_api import queries
+from kassa_api.deps import db, transaction
+from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
+from kassa_common import accounts
+from kassa_common.errors import DomainError
+from kassa_common.ids import parse_uuid
+
+bp = Blueprint("keys", __name__)
+
+
+def _page(status: int = 200, /, **context):
+    keys = queries.api_keys(db(), current_owner().merchant_id)
+    return render("keys.html", status, keys=keys, scopes=accounts.SCOPES, **context)
+
+
+@bp.route("/keys", methods=["GET", "POST"])
+@login_required
+def index():
+    if request.method != "POST":  # GET or HEAD
+        return _page()
+    form = request.form
+    try:
+        with transaction() as s:
+            new_key = accounts.create_key(s, current_owner().merchant_id, form.get("mode", "test"),
+                                          form.getlist("scopes"), form.get("name", "").strip()[:100] or None).key
+    except DomainError as exc:
+        return _page(422, error=exc.message)
+    return _page(new_key=new_key)
+
+
+@bp.post("/keys/<key_id>/revoke")
+@login_required
+def revoke(key_id: str):
+    key = parse_uuid(key_id)
+    if key is None:
+        abort(404)
+    with not_found_as_404(), transaction() as s:
+        accounts.revoke_key(s, current_owner().merchant_id, key)
+    return redirect(url_for("dashboard.keys.index"), 303)

@@ -1,0 +1,50 @@
+"""Payments: the list (status filter, search, pages), one payment's history, and cancel."""
+from __future__ import annotations
+
+from flask import Blueprint, abort, redirect, request, url_for
+
+from kassa_api import queries
+from kassa_api.deps import db, transaction
+from kassa_api.routes.dashboard.common import (NO_PAYMENT, current_owner, get_payment_or_404, login_required,
+                                               not_found_as_404, render)
+from kassa_common import payments
+from kassa_common.chains.rates import from_base_units
+from kassa_common.errors import DomainError
+from kassa_common.paging import page_meta
+
+bp = Blueprint("payments", __name__)
+PAGE_SIZE = 20
+
+
+@bp.get("/payments")
+@login_required
+def index():
+    args = request.args
+    status = args.get("status") if args.get("status") in payments.STATUSES else None
+    search = args.get("search", "").strip()[:200] or None
+    page_no = max(args.get("page", 1, type=int) or 1, 1)
+    rows, total = payments.list_payments(db(), current_owner(), page=page_no, page_size=PAGE_SIZE, status=status,
+                                         search=search)
+    return render("payments.html", rows=rows, total=total, page=page_no,
+                  pages=page_meta(page_no, PAGE_SIZE, total)["pages"], status=status, search=search or "",
+                  statuses=payments.STATUSES)
+
+
+@bp.get("/payments/<ref>")
+@login_required
+def detail(ref: str):
+    payment = get_payment_or_404(ref)
+    history = queries.payment_history(db(), payment.id)
+    return render("payment.html", payment=payment, cancelable=payments.cancelable(payment), units=from_base_units,
+                  **history._asdict())
+
+
+@bp.post("/payments/<ref>/cancel")
+@login_required
+def cancel(ref: str):
+    try:
+        with not_found_as_404(NO_PAYMENT), transaction() as s:
+            payment = payments.cancel_payment(s, current_owner(), ref)
+    except DomainError as exc:
+        abort(409, description=exc.message)
+    return redirect(url_for("dashboard.payments.detail", ref=payment.short_id), 303)

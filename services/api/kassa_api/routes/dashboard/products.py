@@ -1,0 +1,83 @@
+"""Products: create (priced in USD or in a token), list with share links, edit, deactivate, delete.
+
+Forms go through the API's CreateProduct/UpdateProduct models and product handlers.
+"""
+from __future__ import annotations
+
+from flask import Blueprint, redirect, request, url_for
+
+from kassa_api.deps import db, deps, transaction
+from kassa_api.handlers import products as ph
+from kassa_api.handlers.common import list_owned, soft_delete
+from kassa_api.routes.dashboard.common import (LIST_SIZE, NO_PRODUCT, current_owner, get_product_or_404,
+                                               login_required, not_found_as_404, render)
+from kassa_api.routes.dashboard.forms import FormError, form_decimal, form_text, validated
+from kassa_api.schemas import CreateProduct, UpdateProduct
+from kassa_common.errors import DomainError
+from kassa_common.models import Product
+
+bp = Blueprint("products", __name__)
+
+
+def share_link(product: Product) -> str:
+    return f"{deps().settings.checkout_url}/products/{product.id}"
+
+
+def new_product_form() -> dict:
+    fields = {"name": form_text("name") or "", "description": form_text("description"),
+              "price": form_decimal("price"), "currency_type": request.form.get("currency_type", "FIAT")}
+    if fields["currency_type"] == "CRYPTO":
+        fields.update(token=form_text("token"), network=form_text("network"))
+    return fields
+
+
+def product_changes_form() -> dict:
+    """An unchecked box sends nothing: a missing ``active`` means inactive."""
+    return {"name": form_text("name") or "", "description": form_text("description"),
+            "price": form_decimal("price"), "active": request.form.get("active") == "on"}
+
+
+def _list_page(status: int = 200, /, **context):
+    owner = current_owner()
+    rows, _ = list_owned(db(), Product, owner, 1, LIST_SIZE)
+    return render("products.html", status, rows=rows, link=share_link, networks=deps().settings.networks, **context)
+
+
+@bp.route("/products", methods=["GET", "POST"])
+@login_required
+def index():
+    if request.method != "POST":  # GET or HEAD
+        return _list_page()
+    owner = current_owner()
+    try:
+        body = validated(CreateProduct, new_product_form())
+        with transaction() as s:
+            ph.create_product(s, owner, body.model_dump(), deps().settings.networks)
+    except (FormError, DomainError) as exc:
+        return _list_page(422, error=exc.message)
+    return redirect(url_for("dashboard.products.index"), 303)
+
+
+@bp.route("/products/<ref>", methods=["GET", "POST"])
+@login_required
+def edit(ref: str):
+    product, owner = get_product_or_404(ref), current_owner()
+    if request.method != "POST":  # GET or HEAD
+        return render("product.html", product=product, link=share_link(product))
+    try:
+        body = validated(UpdateProduct, product_changes_form())
+        with transaction() as s:
+            ph.update_product(s, owner, ref, body.model_dump(exclude_unset=True),
+                              deps().settings.networks)
+    except (FormError, DomainError) as exc:
+        return render("product.html", 422, product=product, link=share_link(product), error=exc.message)
+    return redirect(url_for("dashboard.products.index"), 303)
+
+
+@bp.post("/products/<ref>/delete")
+@login_required
+def delete(ref: str):
+    owner = current_owner()
+    with not_found_as_404(NO_PRODUCT), transaction() as s:
+        soft_delete(s, Product, ref, owner, what="product")
+    return redirect(url_for("dashboard.products.index"), 303)

@@ -1,0 +1,152 @@
+"""The layout's rules, checked on the source itself (read with ``ast``, nothing imported):
+no import cycles, only the payment package writes payment rows, and no product code
+imports the development tooling."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PAYMENTS = "kassa_common.payments"
+DEV = "kassa_dev"
+# Columns only a payment has: an assignment to one of them is a payment row being written.
+PAYMENT_ONLY = {"crypto_amount_units", "amount_received_units", "required_confirmations", "transaction_hash",
+                "test_simulated_at", "test_auto_complete", "derivation_index", "exchange_rate", "checkout_url"}
+
+
+@dataclass(frozen=True)
+class Module:
+    name: str
+    path: Path
+    tree: ast.Module
+
+    @property
+    def is_package(self) -> bool:
+        return self.path.name == "__init__.py"
+
+
+def modules() -> dict[str, Module]:
+    """Every module of the product and the development package, by dotted name."""
+    found = {}
+    for top in [*ROOT.glob("libs/*/kassa_*"), *ROOT.glob("services/*/kassa_*")]:
+        for path in top.rglob("*.py"):
+            if "migrations" in path.parts:
+                continue
+            parts = path.relative_to(top.parent).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            found[name] = Module(name, path, ast.parse(path.read_text(), str(path)))
+    return found
+
+
+MODULES = modules()
+
+
+def imports(module: Module) -> set[str]:
+    """The project modules ``module`` imports, anywhere in its body."""
+    out = set()
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.name if module.is_package else module.name.rsplit(".", 1)[0]
+                for _ in range(node.level - 1):
+                    package = package.rsplit(".", 1)[0]
+                base = f"{package}.{base}" if base else package
+            names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        for name in names:
+            while name and name not in MODULES:
+                name = name.rpartition(".")[0]
+            if name and name != module.name:
+                out.add(name)
+    return out
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_rules_see_the_code():
+    assert PAYMENTS in MODULES and "kassa_api.app" in MODULES and len(MODULES) > 50
+
+
+def test_there_are_no_import_cycles():
+    assert cycles({name: imports(m) for name, m in MODULES.items()}) == []
+
+
+def payment_writes(module: Module) -> list[str]:
+    found = []
+    for node in ast.walk(module.tree):
+        where = f"{module.path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            args = [a.id for a in node.args if isinstance(a, ast.Name)]
+            if name == "Payment" or (name in {"update", "insert", "delete"} and "Payment" in args):
+                found.append(f"{where}: {ast.unparse(node)[:80]}")
+        elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for leaf in ast.walk(t):
+                    if isinstance(leaf, ast.Attribute) and (
+                            leaf.attr in PAYMENT_ONLY
+                            or (isinstance(leaf.value, ast.Name) and leaf.value.id == "payment")):
+                        found.append(f"{where}: {ast.unparse(t)}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            sql = " ".join(node.value.upper().split())
+            if "UPDATE PAYMENTS" in sql or "INSERT INTO PAYMENTS" in sql:
+                found.append(f"{where}: SQL writes payments")
+    return found
+
+
+def test_only_the_payment_package_writes_payment_rows():
+    outside = [m for name, m in MODULES.items() if name != PAYMENTS and not name.startswith(PAYMENTS + ".")]
+    assert [w for m in outside for w in payment_writes(m)] == []
+
+
+def test_the_write_check_would_see_a_write():
+    probe = Module("probe", ROOT / "probe.py", ast.parse(
+        "payment.status = 'X'\nrow.amount_received_units += 1\ns.execute(sa.update(Payment).values(a=1))\n"
+        "Payment(id=1)\nq = 'update payments set status = 1'\n"))
+    assert len(payment_writes(probe)) == 5
+
+
+def test_no_product_code_imports_the_development_tooling():
+    product = {name: m for name, m in MODULES.items() if not name.startswith(DEV)}
+    offenders = {name: sorted(i for i in imports(m) if i.startswith(DEV)) for name, m in product.items()}
+    assert {k: v for k, v in offenders.items() if v} == {}
