@@ -38,7 +38,7 @@ def cmd_db_upgrade(args, settings: Settings) -> None:
 
 
 def cmd_merchant_create(args, settings: Settings) -> None:
-    with _uow(settings) as s:
+    with unit_of_work_for(settings) as s:
         m = accounts.create_merchant(s, args.email, args.password, args.business_name, args.activate)
         data = {"id": str(m.id), "email": m.email, "activated": m.activated}
     _out(args, data, f"merchant {data['email']} created ({'active' if data['activated'] else 'not activated'}), id {data['id']}")
@@ -46,7 +46,7 @@ def cmd_merchant_create(args, settings: Settings) -> None:
 
 def _set_flag(flag: str, value: bool) -> Callable:
     def run(args, settings: Settings) -> None:
-        with _uow(settings) as s:
+        with unit_of_work_for(settings) as s:
             m = accounts.merchant_by_email(s, args.email)
             setattr(m, flag, value)
             data = {"id": str(m.id), "email": m.email, "activated": m.activated, "banned": m.banned}
@@ -55,7 +55,7 @@ def _set_flag(flag: str, value: bool) -> Callable:
 
 
 def cmd_key_create(args, settings: Settings) -> None:
-    with _uow(settings) as s:
+    with unit_of_work_for(settings) as s:
         m = accounts.merchant_by_email(s, args.email)
         new = accounts.create_key(s, m.id, args.mode, [x.strip() for x in args.scopes.split(",") if x.strip()], args.name)
         data = {"key": new.key, "id": str(new.row.id), "mode": args.mode, "scopes": new.row.scopes}
@@ -65,7 +65,7 @@ def cmd_key_create(args, settings: Settings) -> None:
 def cmd_wallet_set(args, settings: Settings) -> None:
     from kassa_common.chains.hd import derive_address
 
-    with _uow(settings) as s:
+    with unit_of_work_for(settings) as s:
         m = accounts.merchant_by_email(s, args.email)
         xpub = accounts.set_wallet(s, m.id, args.mode, args.chain, args.xpub)
     first = derive_address(args.chain, xpub, 0, bech32_hrp="bc" if args.chain == "bitcoin" else None)
@@ -74,7 +74,8 @@ def cmd_wallet_set(args, settings: Settings) -> None:
 
 
 @contextmanager
-def _uow(settings: Settings) -> Iterator[Session]:
+def unit_of_work_for(settings: Settings) -> Iterator[Session]:
+    """One command's transaction on a one-connection engine (committed if the block succeeds)."""
     engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
     try:
         with unit_of_work(make_session_factory(engine)) as session:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from kassa_common.chains.networks import Registry, load_registry
+from kassa_common.chains.rates import DEFAULT_FIXED_RATES
 
 
 def _bool(value: str) -> bool:
@@ -61,7 +62,7 @@ class Settings:
     webhook_allow_private_urls: bool = False
     webhook_timeout_seconds: float = 10.0
     webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
-    fixed_rates: str = "ETH=3000,BTC=60000,POL=0.50,BNB=600"
+    fixed_rates: str = DEFAULT_FIXED_RATES
     rates_url: str | None = None  # an HTTP spot-price source replaces the fixed rates
     rates_json_path: str = "data.amount"
     db_pool_size: int = 10

@@ -41,10 +41,6 @@ class Merchant(Base):
 
     __table_args__ = (sa.Index("merchants_email_key", sa.func.lower(email), unique=True),)
 
-    @property
-    def can_use_api(self) -> bool:
-        return self.activated and not self.banned and bool(self.business_name)
-
 
 class ApiKey(Base):
     __tablename__ = "api_keys"

@@ -12,12 +12,11 @@ import argparse
 import json
 from decimal import Decimal, InvalidOperation
 
-import sqlalchemy as sa
-
 from kassa_common.chains.rates import from_base_units, to_base_units
+from kassa_common.cli import unit_of_work_for
 from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory
 from kassa_common.models import Payment
+from kassa_common.payments import find_by_short_id, remaining_units
 
 NETWORK = "LOCAL_EVM"
 
@@ -33,12 +32,8 @@ def _decimal(text: str) -> Decimal:
 
 
 def find_payment(settings: Settings, short_id: str) -> Payment:
-    engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
-    try:
-        with make_session_factory(engine)() as s:
-            payment = s.scalars(sa.select(Payment).where(Payment.short_id == short_id.strip())).first()
-    finally:
-        engine.dispose()
+    with unit_of_work_for(settings) as s:
+        payment = find_by_short_id(s, short_id.strip())
     if payment is None:
         raise ValueError(f"no payment with short id {short_id!r}")
     if payment.test_mode:
@@ -52,7 +47,7 @@ def find_payment(settings: Settings, short_id: str) -> Payment:
 def amount_units(payment: Payment, amount: Decimal | None) -> int:
     if amount is not None:
         return to_base_units(amount, payment.decimals)
-    remaining = int(payment.crypto_amount_units) - int(payment.amount_received_units)
+    remaining = remaining_units(payment)
     if remaining <= 0:
         raise ValueError(f"payment {payment.short_id} has nothing left to pay; pass --amount to pay anyway")
     return remaining

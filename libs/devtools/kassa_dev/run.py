@@ -36,12 +36,13 @@ def start_local_chain(env: dict[str, str], root: Path):
     return proc
 
 
-def announce_ready(base: str, stop: threading.Event) -> None:
+def announce_ready(settings: Settings, stop: threading.Event) -> None:
+    base = settings.checkout_url
     while not stop.is_set():
         try:
             if requests.get(f"{base}/readyz", timeout=1).ok:
-                print(f"kassa: ready on {base} (API {base}/v1/api, docs {base}/v1/api/docs, "
-                      f"dashboard {base}/dashboard); Ctrl-C stops everything", flush=True)
+                print(f"kassa: ready on {base} (API {settings.public_api_url}, docs {settings.public_api_url}/docs, "
+                      f"dashboard {settings.dashboard_url}); Ctrl-C stops everything", flush=True)
                 return
         except requests.RequestException:
             pass
@@ -60,7 +61,7 @@ def main() -> int:
     for process in procfile.read(root / "Procfile"):
         manager.add_process(process.name, process.command, env=env, cwd=str(root))
     stop = threading.Event()
-    threading.Thread(target=announce_ready, args=(settings.checkout_url, stop), daemon=True).start()
+    threading.Thread(target=announce_ready, args=(settings, stop), daemon=True).start()
     try:
         manager.loop()
     finally:

@@ -7,7 +7,7 @@ from werkzeug.exceptions import HTTPException
 from kassa_api import csrf
 from kassa_api.deps import db, deps, make_owner, transaction
 from kassa_api.handlers import checkout as h
-from kassa_api.web import error_page, page, secure
+from kassa_api.web import error_page, http_error_page, page, secure
 from kassa_common import payments
 from kassa_common.errors import DomainError, InvalidTransition
 from kassa_common.ids import parse_uuid
@@ -18,9 +18,7 @@ csrf.protect(bp)
 TEST_ACTIONS = ("pay", "pay-part", "expire")
 
 
-@bp.errorhandler(HTTPException)
-def _http_error(exc: HTTPException):
-    return error_page(exc.code or 500, exc.description if exc.code == 403 else None)
+bp.register_error_handler(HTTPException, http_error_page)
 
 
 def _payment_or_404(short_id: str):
