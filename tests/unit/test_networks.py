@@ -109,6 +109,11 @@ def test_custom_path_and_lowercase_contract_is_checksummed(tmp_path):
     [_evm(tokens=[{"symbol": "X", "contract": "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB4A", "decimals": 6, "native": False}])],
     [_evm(tokens=[{"symbol": "X", "contract": "0x1234", "decimals": 6, "native": False}])],
     [_evm(tokens=[{"symbol": "X", "contract": None, "decimals": -1, "native": True}])],
+    [_evm(forwarder_factory="0x73e1075cf6B25666e469D7e8F21Bc4D05f8EDFc3")],  # wrong checksum
+    [_evm(forwarder_factory="not an address")],
+    [{"name": "BTC", "kind": "bitcoin", "chain_id": None, "required_confirmations": 1, "block_time": 1.0,
+      "bech32_hrp": "bc", "forwarder_factory": "0x73e1075cf6B25666e469D7e8F21Bc4D05f8EDFc2",
+      "tokens": [{"symbol": "BTC", "contract": None, "decimals": 8, "native": True}]}],
 ])
 def test_invalid_files_raise(tmp_path, bad):
     with pytest.raises(ValueError):
@@ -119,3 +124,11 @@ def test_registry_from_objects():
     net = Network("A", "evm", 1, 1, 1.0, None, (), None, False)
     reg = Registry([net])
     assert reg.get("a") is net and list(reg) == [net]
+
+
+def test_every_evm_network_has_the_one_forwarder_factory_address(registry):
+    from kassa_common.chains.forwarder import factory_address
+
+    assert {n.name: n.forwarder_factory for n in registry if n.kind == "evm"} == {
+        n.name: factory_address() for n in registry if n.kind == "evm"}
+    assert all(n.forwarder_factory is None for n in registry if n.kind == "bitcoin")

@@ -56,17 +56,23 @@ class ApiKey(Base):
 
 
 class Wallet(Base):
-    """A merchant's extended public key for one chain family, per mode."""
+    """Where a merchant's payments of one chain family are paid to, per mode: an extended
+    public key (each payment gets the next address of it) or, EVM only, a forwarder
+    settlement address (each payment gets a deposit address that forwards only there)."""
 
     __tablename__ = "wallets"
     id: Mapped[uuid.UUID] = _uuid_pk()
     merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
     mode: Mapped[str] = mapped_column(sa.String(4), nullable=False)
     chain: Mapped[str] = mapped_column(sa.String(16), nullable=False)  # evm | bitcoin
-    xpub: Mapped[str] = mapped_column(sa.Text, nullable=False)
+    xpub: Mapped[str | None] = mapped_column(sa.Text)
+    settlement_address: Mapped[str | None] = mapped_column(sa.String(42))  # EIP-55
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _created()
-    __table_args__ = (sa.UniqueConstraint("merchant_id", "mode", "chain"),)
+    __table_args__ = (
+        sa.UniqueConstraint("merchant_id", "mode", "chain"),
+        sa.CheckConstraint("num_nonnulls(xpub, settlement_address) = 1", name="wallets_xpub_or_settlement"),
+    )
 
 
 class Product(Base):
@@ -100,7 +106,7 @@ class Payment(Base):
     decimals: Mapped[int] = mapped_column(sa.SmallInteger, nullable=False)
     address: Mapped[str] = mapped_column(sa.String(100), nullable=False)
     checkout_url: Mapped[str] = mapped_column(sa.Text, nullable=False)
-    derivation_index: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
+    derivation_index: Mapped[int | None] = mapped_column(sa.BigInteger)  # None: a forwarder deposit
     crypto_amount_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False)
     amount_received_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False, server_default="0")
     exchange_rate: Mapped[Decimal] = mapped_column(sa.Numeric(36, 18), nullable=False)
@@ -121,6 +127,12 @@ class Payment(Base):
     # chose otherwise on the checkout page; set once the simulated transfer is queued.
     test_auto_complete: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.true())
     test_simulated_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    # Forwarder settlement: ``address`` is a deposit that forwards only to ``settlement_address``
+    # (its CREATE2 salt is ``deposit_salt``, 0x + 64 hex); the latest sweep that moved its funds.
+    settlement_address: Mapped[str | None] = mapped_column(sa.String(42))
+    deposit_salt: Mapped[str | None] = mapped_column(sa.String(66))
+    swept_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    sweep_tx_hash: Mapped[str | None] = mapped_column(sa.String(66))
 
     __table_args__ = (
         sa.Index("payments_test_due", "created_at",
@@ -195,12 +207,65 @@ class Transfer(Base):
     block_number: Mapped[int | None] = mapped_column(sa.BigInteger)
     block_hash: Mapped[str | None] = mapped_column(sa.String(100))
     confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
+    # Forwarder deposits: a confirmed transfer is due for a sweep until one moves it;
+    # ``sweep_id`` is the sweep that took it on (released again if that sweep fails).
+    sweep_due: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
+    sweep_id: Mapped[uuid.UUID | None] = mapped_column(sa.ForeignKey("sweeps.id", ondelete="SET NULL"))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _created()
     __table_args__ = (
         sa.UniqueConstraint("network", "tx_hash", "log_index"),
         sa.Index("transfers_payment", "payment_id"),
+        sa.Index("transfers_sweep_due", "network", "created_at",
+                 postgresql_where=sa.text("sweep_due AND status = 'CONFIRMED'")),
     )
+
+
+class Sweep(Base):
+    """One sweeper transaction: ``flushMany`` over a batch of forwarder deposits of a network.
+
+    Written before it is broadcast (the signed bytes of every attempt are kept, so a crash
+    or a node that forgot it only means broadcasting it again), followed until mined
+    and confirmed (or failed), then costed: gas used times the effective gas price.
+    ``deposits`` is the plan (payment, address, settlement, salt, tokens listed).
+    """
+
+    __tablename__ = "sweeps"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    network: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    sender: Mapped[str] = mapped_column(sa.String(42), nullable=False)
+    nonce: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
+    status: Mapped[str] = mapped_column(sa.String(10), nullable=False)  # PENDING | MINED | CONFIRMED | FAILED
+    tx_hash: Mapped[str] = mapped_column(sa.String(66), nullable=False)  # the latest attempt, or the mined one
+    attempts: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, nullable=False, server_default="[]")
+    deposits: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, nullable=False, server_default="[]")
+    deposit_count: Mapped[int] = mapped_column(sa.Integer, nullable=False)
+    gas_limit: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
+    gas_used: Mapped[int | None] = mapped_column(sa.BigInteger)
+    effective_gas_price: Mapped[Decimal | None] = mapped_column(sa.Numeric(78, 0))
+    cost_units: Mapped[Decimal | None] = mapped_column(sa.Numeric(78, 0))  # in the native coin's base units
+    cost_usd: Mapped[Decimal | None] = mapped_column(sa.Numeric(18, 2))
+    block_number: Mapped[int | None] = mapped_column(sa.BigInteger)
+    error: Mapped[str | None] = mapped_column(sa.Text)
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _created()
+    confirmed_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    __table_args__ = (
+        sa.Index("sweeps_in_flight", "network", "nonce", postgresql_where=sa.text("status IN ('PENDING','MINED')")),
+        sa.Index("sweeps_recent", sa.text("created_at DESC")),
+    )
+
+
+class SweepItem(Base):
+    """What one confirmed sweep moved from one payment's deposit, per token."""
+
+    __tablename__ = "sweep_items"
+    sweep_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("sweeps.id", ondelete="CASCADE"), primary_key=True)
+    payment_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("payments.id", ondelete="CASCADE"),
+                                                  primary_key=True)
+    token: Mapped[str] = mapped_column(sa.String(16), primary_key=True)
+    amount_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False)
+    __table_args__ = (sa.Index("sweep_items_payment", "payment_id"),)
 
 
 class WebhookDelivery(Base):

@@ -3,6 +3,9 @@
 Per network ``NAME`` the settings mapping may provide ``NAME_RPC_URL`` (empty
 means unset; a network without one is not live-enabled) and
 ``NAME_CONFIRMATIONS`` (a positive integer overriding the file's default).
+An EVM network's ``forwarder_factory`` is where the forwarder factory lives (the same
+address on every chain, see ``chains.forwarder``); without one, forwarder settlement is
+not offered there.
 """
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from eth_utils import is_address, is_checksum_address, to_checksum_address
+from kassa_common.chains.evm import checksummed
 
 DEFAULT_PATH = Path(__file__).with_name("networks.json")
 KINDS = ("evm", "bitcoin")
@@ -43,6 +46,7 @@ class Network:
     tokens: tuple[Token, ...]
     bech32_hrp: str | None = None
     dev: bool = False
+    forwarder_factory: str | None = None  # EVM: the ForwarderFactory's address (EIP-55)
 
     def token(self, symbol: str) -> Token | None:
         """The token with this symbol (case-insensitive), or None."""
@@ -91,12 +95,10 @@ class Registry:
 def _checksummed(contract: str | None, where: str) -> str | None:
     if contract is None:
         return None
-    if not is_address(contract):
-        raise ValueError(f"{where}: {contract!r} is not an EVM address")
-    mixed = contract[2:] != contract[2:].lower() and contract[2:] != contract[2:].upper()
-    if mixed and not is_checksum_address(contract):
-        raise ValueError(f"{where}: {contract!r} has a wrong EIP-55 checksum")
-    return to_checksum_address(contract)
+    try:
+        return checksummed(contract)
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def _token(raw: Mapping, where: str) -> Token:
@@ -134,6 +136,9 @@ def _network(raw: Mapping, env: Mapping[str, str]) -> Network:
     hrp = raw.get("bech32_hrp")
     if kind == "bitcoin" and not hrp:
         raise ValueError(f"network {name}: bitcoin networks need a bech32_hrp")
+    factory = _checksummed(raw.get("forwarder_factory"), f"network {name} forwarder_factory")
+    if factory is not None and kind != "evm":
+        raise ValueError(f"network {name}: only EVM networks have a forwarder_factory")
     tokens = tuple(_token(t, f"network {name}") for t in raw["tokens"])
     symbols = [t.symbol.upper() for t in tokens]
     if len(set(symbols)) != len(symbols):
@@ -148,6 +153,7 @@ def _network(raw: Mapping, env: Mapping[str, str]) -> Network:
         tokens=tokens,
         bech32_hrp=hrp,
         dev=bool(raw.get("dev", False)),
+        forwarder_factory=factory,
     )
 
 

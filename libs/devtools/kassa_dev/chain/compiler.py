@@ -1,4 +1,5 @@
-"""Compiling TestToken.sol with solcjs (the npm ``solc`` package), with a cache."""
+"""Compiling Solidity with solcjs (the npm ``solc`` package): the dev tokens of
+TestToken.sol (cached), and any set of sources through ``compile_sources``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .errors import DevChainError
 from .paths import node_executable, node_modules
 
 SOURCE_PATH = Path(__file__).with_name("TestToken.sol")
-CONTRACT_NAME = "TestToken"
+CONTRACT_NAME = "TestToken"  # the standard flavour; NoReturnToken is the USDT-like one
 
 # Set to keep compiled artifacts somewhere other than node_modules/.cache.
 CACHE_DIR_ENV = "KASSA_DEVCHAIN_CACHE"
@@ -68,12 +69,20 @@ def _cache_key(source: str, version: str) -> str:
     return h.hexdigest()[:24]
 
 
-def _run_solcjs(source: str, repo_root: str | os.PathLike[str] | None) -> dict[str, Any]:
+def compile_sources(
+    sources: dict[str, str],
+    settings: dict[str, Any],
+    repo_root: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """solc's standard-JSON output for ``sources`` (file name -> source text).
+
+    Raises :class:`DevChainError` when solcjs fails or any source does not compile.
+    """
     solc_dir = solc_package_dir(repo_root)
     standard_input = {
         "language": "Solidity",
-        "sources": {SOURCE_PATH.name: {"content": source}},
-        "settings": SOLC_SETTINGS,
+        "sources": {name: {"content": text} for name, text in sources.items()},
+        "settings": settings,
     }
     proc = subprocess.run(
         [node_executable(), "-e", _NODE_SCRIPT, str(solc_dir)],
@@ -88,7 +97,7 @@ def _run_solcjs(source: str, repo_root: str | os.PathLike[str] | None) -> dict[s
     errors = [e for e in output.get("errors", []) if e.get("severity") == "error"]
     if errors:
         details = "\n".join(e.get("formattedMessage") or e.get("message", "") for e in errors)
-        raise DevChainError(f"{SOURCE_PATH.name} does not compile:\n{details}")
+        raise DevChainError(f"{', '.join(sources)} does not compile:\n{details}")
     return output
 
 
@@ -108,8 +117,10 @@ def compile_token(
     repo_root: str | os.PathLike[str] | None = None,
     *,
     cache_dir: str | os.PathLike[str] | None = None,
+    contract: str = CONTRACT_NAME,
 ) -> tuple[list[dict[str, Any]], str]:
-    """Compile TestToken.sol; return ``(abi, creation_bytecode_0x_hex)``.
+    """Compile TestToken.sol; return ``(abi, creation_bytecode_0x_hex)`` of ``contract``
+    (``TestToken`` or ``NoReturnToken``).
 
     The result is cached in ``cache_dir`` (default: $KASSA_DEVCHAIN_CACHE, else
     node_modules/.cache/kassa-devchain) under a key made of the source hash, the
@@ -119,28 +130,29 @@ def compile_token(
     source = SOURCE_PATH.read_text()
     version = solc_version(repo_root)
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir(repo_root)
-    cache_file = directory / f"TestToken-{_cache_key(source, version)}.json"
+    cache_file = directory / f"{SOURCE_PATH.stem}-{_cache_key(source, version)}.json"
     try:
-        cached = json.loads(cache_file.read_text())
+        cached = json.loads(cache_file.read_text())["contracts"][contract]
         return cached["abi"], cached["bytecode"]
     except (OSError, ValueError, KeyError):
         pass
 
-    output = _run_solcjs(source, repo_root)
-    contract = output["contracts"][SOURCE_PATH.name][CONTRACT_NAME]
-    abi = contract["abi"]
-    bytecode = "0x" + contract["evm"]["bytecode"]["object"]
-    if len(bytecode) <= 2:
-        raise DevChainError("solcjs produced no bytecode for TestToken")
+    output = compile_sources({SOURCE_PATH.name: source}, SOLC_SETTINGS, repo_root)
+    contracts = {}
+    for name, compiled in output["contracts"][SOURCE_PATH.name].items():
+        bytecode = "0x" + compiled["evm"]["bytecode"]["object"]
+        if len(bytecode) > 2:  # the abstract base has none
+            contracts[name] = {"abi": compiled["abi"], "bytecode": bytecode}
+    if contract not in contracts:
+        raise DevChainError(f"solcjs produced no bytecode for {contract}")
     artifact = {
-        "contract": CONTRACT_NAME,
+        "source": SOURCE_PATH.name,
         "compilerVersion": output.get("compilerVersion"),
         "settings": SOLC_SETTINGS,
-        "abi": abi,
-        "bytecode": bytecode,
+        "contracts": contracts,
     }
     try:
         _write_atomically(cache_file, json.dumps(artifact))
     except OSError:
         pass  # a read-only checkout still works, just without the cache
-    return abi, bytecode
+    return contracts[contract]["abi"], contracts[contract]["bytecode"]

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eth_account import Account
-from eth_utils import keccak, to_checksum_address
+from eth_utils import keccak
+
+from kassa_common.chains.evm import create_address  # re-exported: where a CREATE lands
 
 CHAIN_ID = 31337
 DEFAULT_HOST = "127.0.0.1"
@@ -18,28 +20,14 @@ DEFAULT_RPC_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"
 DEPLOYER_PRIVATE_KEY = "0x" + keccak(b"kassa dev token deployer").hex()
 DEPLOYER_ADDRESS = Account.from_key(DEPLOYER_PRIVATE_KEY).address
 
+# The sweeper's gas key on the dev chain: anvil's last default account (index 9 of its
+# published test mnemonic), funded with 10,000 ETH like the others. Public: dev chain only.
+SWEEPER_PRIVATE_KEY = "0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6"
+
 # Base units minted to each of anvil's default accounts, per token.
 MINT_PER_ACCOUNT_TOKENS = 1_000_000
 # Native balance given to the deployer before it deploys (anvil_setBalance).
 DEPLOYER_FUNDING_WEI = 1_000 * 10**18
-
-
-def _rlp_uint(value: int) -> bytes:
-    if value == 0:
-        return b"\x80"
-    raw = value.to_bytes((value.bit_length() + 7) // 8, "big")
-    if len(raw) == 1 and raw[0] < 0x80:
-        return raw
-    return bytes([0x80 + len(raw)]) + raw
-
-
-def create_address(sender: str, nonce: int) -> str:
-    """Address of the contract created by ``sender`` with a CREATE at ``nonce``."""
-    sender_bytes = bytes.fromhex(sender[2:] if sender.startswith("0x") else sender)
-    if len(sender_bytes) != 20 or nonce < 0 or nonce >= 2**64:
-        raise ValueError("need a 20-byte address and a 64-bit nonce")
-    payload = b"\x94" + sender_bytes + _rlp_uint(nonce)  # both short, so one-byte prefixes
-    return to_checksum_address(keccak(bytes([0xC0 + len(payload)]) + payload)[12:])
 
 
 @dataclass(frozen=True)
@@ -48,6 +36,7 @@ class DevToken:
     name: str
     decimals: int
     deployer_nonce: int
+    contract: str = "TestToken"  # the TestToken.sol flavour: TestToken or NoReturnToken
 
     @property
     def address(self) -> str:
@@ -61,7 +50,7 @@ class DevToken:
 # Deployment order matters: each token's address follows from its nonce.
 DEV_TOKENS: tuple[DevToken, ...] = (
     DevToken("USDC", "USD Coin", 6, 0),
-    DevToken("USDT", "Tether USD", 6, 1),
+    DevToken("USDT", "Tether USD", 6, 1, "NoReturnToken"),  # like USDT on Ethereum: no return values
 )
 
 

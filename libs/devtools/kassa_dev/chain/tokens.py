@@ -119,7 +119,7 @@ def deploy_dev_tokens(w3: Web3, *, repo_root: str | os.PathLike[str] | None = No
     Idempotent: if both contracts already have code nothing is sent (and nothing
     compiled). Otherwise the deployer is funded with ``anvil_setBalance``, each
     missing token is deployed from the deployer at its fixed nonce (USDC 0,
-    USDT 1), and 1,000,000 tokens of each newly deployed token are minted to every
+    USDT 1; USDT is the NoReturnToken flavour, like USDT on Ethereum), and 1,000,000 tokens of each newly deployed token are minted to every
     account of ``eth_accounts`` (anvil's ten default accounts).
 
     Raises :class:`DevChainError` if the chain is not 31337, or if the deployer's
@@ -135,8 +135,6 @@ def deploy_dev_tokens(w3: Web3, *, repo_root: str | os.PathLike[str] | None = No
     if chain_id != CHAIN_ID:
         raise DevChainError(f"refusing to deploy dev tokens on chain {chain_id} (want {CHAIN_ID})")
 
-    abi, bytecode = compile_token(repo_root)
-    factory = w3.eth.contract(abi=abi, bytecode=bytecode)
     balance = w3.eth.get_balance(DEPLOYER_ADDRESS)
     if balance < DEPLOYER_FUNDING_WEI:
         _rpc(w3, "anvil_setBalance", [DEPLOYER_ADDRESS, hex(DEPLOYER_FUNDING_WEI)])
@@ -149,6 +147,8 @@ def deploy_dev_tokens(w3: Web3, *, repo_root: str | os.PathLike[str] | None = No
                 f"{DEPLOYER_ADDRESS} is at nonce {nonce}, not {token.deployer_nonce}: that address "
                 f"can no longer be reached on this chain. Start a fresh anvil."
             )
+        abi, bytecode = compile_token(repo_root, contract=token.contract)
+        factory = w3.eth.contract(abi=abi, bytecode=bytecode)
         tx = factory.constructor(token.name, token.symbol, token.decimals).build_transaction(
             {"from": DEPLOYER_ADDRESS, "nonce": nonce, "chainId": CHAIN_ID, **_fee_fields(w3)}
         )
