@@ -27,13 +27,13 @@ def test_api_keys_are_the_merchants_own_of_both_modes_newest_first(make_merchant
     assert [k.created_at for k in keys] == sorted((k.created_at for k in keys), reverse=True)
 
 
-def test_wallet_xpubs_are_those_of_the_mode_asked_for(make_merchant, sessions):
+def test_wallets_are_those_of_the_mode_asked_for(make_merchant, sessions):
     m = make_merchant()
     with unit_of_work(sessions) as s:
         accounts.set_wallet(s, m.id, "test", "evm", TEST_XPUBS["evm"])
     with sessions() as s:
-        assert queries.wallet_xpubs(s, m.id, "test") == {"evm": TEST_XPUBS["evm"]}
-        assert queries.wallet_xpubs(s, m.id, "live") == {}
+        assert {c: w.xpub for c, w in queries.wallets(s, m.id, "test").items()} == {"evm": TEST_XPUBS["evm"]}
+        assert queries.wallets(s, m.id, "live") == {}
 
 
 def test_payment_history_has_its_events_in_order_and_their_deliveries(client, merchant, sessions):

@@ -10,6 +10,7 @@ from argon2.exceptions import InvalidHashError, VerifyMismatchError
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from kassa_common.chains import forwarder
 from kassa_common.chains.hd import validate_xpub
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.ids import hash_api_key, new_api_key
@@ -98,10 +99,30 @@ def set_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: str, 
         xpub = validate_xpub(chain, xpub)
     except ValueError as exc:
         raise AccountError(str(exc)) from None
-    now = utcnow()
-    session.execute(
-        pg_insert(Wallet).values(id=uuid.uuid4(), merchant_id=merchant_id, mode=mode, chain=chain, xpub=xpub,
-                                 created_at=now, updated_at=now)
-        .on_conflict_do_update(index_elements=["merchant_id", "mode", "chain"], set_={"xpub": xpub, "updated_at": now})
-    )
+    _upsert_wallet(session, merchant_id, mode, chain, xpub=xpub)
     return xpub
+
+
+def set_settlement_address(session: Session, merchant_id: uuid.UUID, mode: str, address: str) -> str:
+    """Forwarder settlement for EVM: each payment gets a deposit address that can only
+    forward to ``address`` (replaces an extended public key set for EVM in that mode)."""
+    if mode not in MODES:
+        raise AccountError("mode must be test|live")
+    try:
+        address = forwarder.settlement_address(address)
+    except ValueError as exc:
+        raise AccountError(str(exc)) from None
+    _upsert_wallet(session, merchant_id, mode, "evm", settlement_address=address)
+    return address
+
+
+def _upsert_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: str, *, xpub: str | None = None,
+                   settlement_address: str | None = None) -> None:
+    """A chain's wallet is one thing at a time: the key or the settlement address."""
+    now = utcnow()
+    values = {"xpub": xpub, "settlement_address": settlement_address, "updated_at": now}
+    session.execute(
+        pg_insert(Wallet).values(id=uuid.uuid4(), merchant_id=merchant_id, mode=mode, chain=chain, created_at=now,
+                                 **values)
+        .on_conflict_do_update(index_elements=["merchant_id", "mode", "chain"], set_=values)
+    )

@@ -63,6 +63,9 @@ def cmd_key_create(args, settings: Settings) -> None:
 
 
 def cmd_wallet_set(args, settings: Settings) -> None:
+    if args.address is not None:
+        _set_settlement_address(args, settings)
+        return
     from kassa_common.chains.hd import derive_address
 
     with unit_of_work_for(settings) as s:
@@ -71,6 +74,18 @@ def cmd_wallet_set(args, settings: Settings) -> None:
     first = derive_address(args.chain, xpub, 0, bech32_hrp="bc" if args.chain == "bitcoin" else None)
     data = {"email": args.email, "mode": args.mode, "chain": args.chain, "first_address": first}
     _out(args, data, f"{args.chain} wallet set for {args.email} ({args.mode}); first address {first}")
+
+
+def _set_settlement_address(args, settings: Settings) -> None:
+    if args.chain != "evm":
+        raise ValueError("a settlement address (forwarder settlement) is for --chain evm; "
+                         "give Bitcoin an extended public key with --xpub")
+    with unit_of_work_for(settings) as s:
+        m = accounts.merchant_by_email(s, args.email)
+        address = accounts.set_settlement_address(s, m.id, args.mode, args.address)
+    data = {"email": args.email, "mode": args.mode, "chain": "evm", "settlement_address": address}
+    _out(args, data, f"evm settlement address {address} set for {args.email} ({args.mode}): each payment gets "
+                     "its own deposit address, which can only forward to it")
 
 
 @contextmanager
@@ -127,7 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--email", required=True)
     w.add_argument("--mode", required=True, choices=accounts.MODES)
     w.add_argument("--chain", required=True, choices=accounts.CHAINS)
-    w.add_argument("--xpub", required=True)
+    where = w.add_mutually_exclusive_group(required=True)
+    where.add_argument("--xpub", help="account-level extended public key: each payment gets its next address")
+    where.add_argument("--address", help="EVM settlement address (forwarder settlement): each payment gets a "
+                                         "deposit address that can only forward to it")
     w.set_defaults(run=cmd_wallet_set)
     add_plugins(sub)
     return p

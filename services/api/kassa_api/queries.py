@@ -39,7 +39,8 @@ def payment_history(session: Session, payment_id: uuid.UUID) -> PaymentHistory:
     return PaymentHistory(events, transfers, [tuple(row) for row in deliveries])
 
 
-def wallet_xpubs(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, str]:
-    """The merchant's extended public key per chain (``evm``, ``bitcoin``) in ``mode``."""
-    return {w.chain: w.xpub for w in session.scalars(
+def wallets(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, Wallet]:
+    """The merchant's wallet per chain (``evm``, ``bitcoin``) in ``mode``: an extended
+    public key, or (EVM) a forwarder settlement address."""
+    return {w.chain: w for w in session.scalars(
         sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode))}

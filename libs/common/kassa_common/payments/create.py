@@ -20,7 +20,7 @@ from kassa_common.ids import new_short_id, parse_uuid
 from kassa_common.messages import EventType, PaymentStatus
 from kassa_common.models import IdempotencyKey, Payment, Product
 from kassa_common.owner import Owner
-from kassa_common.payments.addresses import next_address
+from kassa_common.payments.addresses import receiving_address
 from kassa_common.payments.events import record_payment_event
 from kassa_common.timefmt import utcnow
 
@@ -146,13 +146,16 @@ def create_payment(
     product = (chargeable_product(session, owner, cmd.product_id, network.name, token.symbol)
                if cmd.product_id is not None else None)
     pricing = price(cmd, product, token, rates)
-    address, index = next_address(session, owner.merchant_id, owner.test_mode, network)
+    payment_id = uuid.uuid4()
+    receiving = receiving_address(session, owner.merchant_id, owner.test_mode, network, payment_id)
     now = utcnow()
     short_id = new_short_id()
     payment = Payment(
-        id=uuid.uuid4(), short_id=short_id, merchant_id=owner.merchant_id, test_mode=owner.test_mode,
+        id=payment_id, short_id=short_id, merchant_id=owner.merchant_id, test_mode=owner.test_mode,
         status=PaymentStatus.PENDING, amount=pricing.usd, token=token.symbol, network=network.name,
-        decimals=token.decimals, address=address, derivation_index=index, checkout_url=f"{checkout_base}/pay/{short_id}",
+        decimals=token.decimals, address=receiving.address, derivation_index=receiving.derivation_index,
+        settlement_address=receiving.settlement_address, deposit_salt=receiving.deposit_salt,
+        checkout_url=f"{checkout_base}/pay/{short_id}",
         crypto_amount_units=pricing.units, amount_received_units=0, exchange_rate=pricing.rate, confirmations=0,
         required_confirmations=network.required_confirmations, customer_email=cmd.customer_email,
         customer_name=cmd.customer_name, redirect_url=cmd.redirect_url, cancel_url=cmd.cancel_url,

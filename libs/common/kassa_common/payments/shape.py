@@ -46,6 +46,12 @@ class PaymentOut(BaseModel):
     created_at: str
     updated_at: str
     completed_at: Optional[str]
+    # Forwarder settlement (null in xpub mode, where ``address`` is in the merchant's own
+    # wallet): where the deposit at ``address`` forwards to, and the latest sweep that moved
+    # its funds there.
+    settlement_address: Optional[str]
+    sweep_transaction_hash: Optional[str]
+    swept_at: Optional[str]
 
 
 def usd(value: Decimal) -> float:
@@ -67,7 +73,8 @@ def payment_to_dict(p: Payment) -> dict[str, Any]:
         customer_name=p.customer_name, redirect_url=p.redirect_url, cancel_url=p.cancel_url,
         product_id=str(p.product_id) if p.product_id else None, metadata=p.metadata_, test_mode=p.test_mode,
         expires_at=iso(p.expires_at), created_at=iso(p.created_at), updated_at=iso(p.updated_at),
-        completed_at=iso(p.completed_at),
+        completed_at=iso(p.completed_at), settlement_address=p.settlement_address,
+        sweep_transaction_hash=p.sweep_tx_hash, swept_at=iso(p.swept_at),
     ).model_dump()
 
 

@@ -1,7 +1,9 @@
-"""Wallets: the extended public key each payment's address derives from, per chain and mode.
+"""Wallets: where each payment's funds go, per chain and mode.
 
-Kassa never holds a private key. The page shows the key's first derived address, so the
-merchant can check it against their wallet before taking payments.
+Kassa never holds a private key. A chain's wallet is an extended public key (each payment
+gets its next address; the page shows the first one, so the merchant can check it
+against their wallet) or, for EVM, a settlement address: each payment then gets a
+forwarder deposit address that can only ever forward to it (DESIGN.md section 5).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from kassa_api import queries
 from kassa_api.deps import db, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common import accounts
+from kassa_common.chains.forwarder import factory_address
 from kassa_common.chains.hd import derive_address
 from kassa_common.errors import DomainError
 
@@ -24,11 +27,15 @@ def first_address(chain: str, xpub: str, test_mode: bool) -> str:
 
 def _page(status: int = 200, /, **context):
     owner = current_owner()
-    xpubs = queries.wallet_xpubs(db(), owner.merchant_id, owner.mode)
-    chains = [{"chain": c, "xpub": xpubs.get(c),
-               "first_address": first_address(c, xpubs[c], owner.test_mode) if c in xpubs else None}
-              for c in accounts.CHAINS]
-    return render("wallets.html", status, chains=chains, **context)
+    wallets = queries.wallets(db(), owner.merchant_id, owner.mode)
+    chains = []
+    for chain in accounts.CHAINS:
+        wallet = wallets.get(chain)
+        xpub = wallet.xpub if wallet else None
+        chains.append({"chain": chain, "xpub": xpub,
+                       "settlement_address": wallet.settlement_address if wallet else None,
+                       "first_address": first_address(chain, xpub, owner.test_mode) if xpub else None})
+    return render("wallets.html", status, chains=chains, factory=factory_address(), **context)
 
 
 @bp.route("/wallets", methods=["GET", "POST"])
@@ -36,10 +43,14 @@ def _page(status: int = 200, /, **context):
 def index():
     if request.method != "POST":  # GET or HEAD
         return _page()
-    owner, chain = current_owner(), request.form.get("chain", "")
+    owner, form = current_owner(), request.form
+    chain = form.get("chain", "")
     try:
         with transaction() as s:
-            accounts.set_wallet(s, owner.merchant_id, owner.mode, chain, request.form.get("xpub", ""))
+            if "settlement_address" in form and chain == "evm":
+                accounts.set_settlement_address(s, owner.merchant_id, owner.mode, form["settlement_address"])
+            else:
+                accounts.set_wallet(s, owner.merchant_id, owner.mode, chain, form.get("xpub", ""))
     except DomainError as exc:
         return _page(422, error=exc.message)
     return _page(saved=chain)
