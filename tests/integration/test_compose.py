@@ -52,7 +52,7 @@ def test_compose_runs_every_process_of_the_procfile_and_workers_can_scale():
     for process in procfile.read(ROOT / "Procfile"):
         name = process.name
         assert name in services, f"{name} is in the Procfile but not in docker-compose.yml"
-    for worker in ("relay", "settler", "webhook-sender", "expirer", "chain-watcher"):
+    for worker in ("relay", "settler", "webhook-sender", "expirer", "chain-watcher", "sweeper"):
         svc = services[worker]
         assert "container_name" not in svc and "ports" not in svc, f"{worker} must be scalable"
         assert svc["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
@@ -66,8 +66,8 @@ def test_compose_runs_exactly_the_procfile_processes_with_the_procfile_commands(
     assert compose == processes
 
 
-def test_the_test_stack_runs_every_procfile_process_but_the_chain_watcher():
-    expected = {name: argv for name, argv in procfile_processes().items() if name != "chain-watcher"}
+def test_the_test_stack_runs_every_procfile_process_but_those_that_need_a_chain_node():
+    expected = {name: argv for name, argv in procfile_processes().items() if name not in ("chain-watcher", "sweeper")}
     assert stack.PROCESSES == expected
 
 
@@ -76,7 +76,8 @@ def test_every_python_module_the_processes_run_exists():
     commands += [" ".join(svc["command"]) if isinstance(svc.get("command"), list) else svc.get("command", "")
                  for svc in compose_services().values()]
     modules = {m for command in commands for m in re.findall(r"python -m ([\w.]+)", command)}
-    assert {"kassa_api.workers.relay", "kassa_api.workers.settler", "kassa_dev.chain"} <= modules
+    assert {"kassa_api.workers.relay", "kassa_api.workers.settler", "kassa_dev.chain",
+            "kassa_chain_watcher.sweeper.main"} <= modules
     missing = sorted(m for m in modules if importlib.util.find_spec(m) is None)
     assert missing == []
 

@@ -2,8 +2,8 @@
 topology, for e2e and browser tests.
 
 The processes are the Procfile's, run with its own commands (the one process registry
-that `make run` and docker-compose.yml agree with too), except the chain-watcher: it
-needs a chain node, and the tests that watch a chain run it in-process against anvil.
+that `make run` and docker-compose.yml agree with too), except the chain-watcher and the
+sweeper: they need a chain node, and the tests that use a chain run them against anvil.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from kassa_dev import procfile
 from tests.support.wait import until
 
 ROOT = Path(__file__).resolve().parents[2]
-NEEDS_A_CHAIN_NODE = {"chain-watcher"}
+NEEDS_A_CHAIN_NODE = {"chain-watcher", "sweeper"}
 PROCESSES = {p.name: p.argv for p in procfile.read(ROOT / "Procfile") if p.name not in NEEDS_A_CHAIN_NODE}
 
 

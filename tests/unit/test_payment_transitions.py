@@ -28,12 +28,13 @@ TABLE = {
     Trigger.RECORD_OVERPAYMENT: ({COMPLETED}, None, None),
     Trigger.TEST_PAY: ({PENDING, PARTIALLY_PAID}, None, None),
     Trigger.TEST_LET_EXPIRE: ({PENDING, PARTIALLY_PAID}, None, None),
+    Trigger.RECORD_SWEEP: (set(PaymentStatus), None, EventType.PAYMENT_SWEPT),
 }
 
 
 def allowed_facts(trigger: Trigger, status: str) -> Facts:
     """Facts under which every guard of ``trigger`` passes."""
-    return Facts(status, test_mode=True, expires_at=PAST, transfer_pending=False)
+    return Facts(status, test_mode=trigger != Trigger.RECORD_SWEEP, expires_at=PAST, transfer_pending=False)
 
 
 def test_the_table_has_every_trigger_and_only_known_statuses():
@@ -83,6 +84,13 @@ def test_expiry_waits_for_the_time_and_for_a_seen_transfer_to_settle(expires_at,
 @pytest.mark.parametrize("test_mode, refused", [(True, None), (False, "only a test-mode payment can do this")])
 def test_the_test_mode_controls_refuse_live_payments(trigger, test_mode, refused):
     assert refusal(trigger, Facts(PENDING, test_mode=test_mode), NOW) == refused
+
+
+@pytest.mark.parametrize("status", list(PaymentStatus))
+@pytest.mark.parametrize("test_mode, refused", [(False, None),
+                                                (True, "a test-mode payment has nothing on a chain to sweep")])
+def test_a_sweep_is_recorded_on_a_live_payment_whatever_its_status(status, test_mode, refused):
+    assert refusal(Trigger.RECORD_SWEEP, Facts(status, test_mode=test_mode), NOW) == refused
 
 
 @pytest.mark.parametrize("status, received, due, tolerance, trigger", [

@@ -40,6 +40,15 @@ class TransferStatus(StrEnum):
     ORPHANED = "ORPHANED"
 
 
+class SweepStatus(StrEnum):
+    """A sweeper transaction: sent, mined (waiting for confirmations), confirmed, failed."""
+
+    PENDING = "PENDING"
+    MINED = "MINED"
+    CONFIRMED = "CONFIRMED"
+    FAILED = "FAILED"
+
+
 class DeliveryStatus(StrEnum):
     PENDING = "PENDING"
     SUCCEEDED = "SUCCEEDED"
@@ -56,6 +65,10 @@ class EventType(StrEnum):
     PAYMENT_EXPIRED = "payment.expired"
     PAYMENT_CANCELED = "payment.canceled"
     PAYMENT_LATE_PAYMENT = "payment.late_payment"
+    # a supported token reached the payment's address on another EVM network (recorded, not
+    # counted, recoverable); reserved: the watchers do not report it yet
+    PAYMENT_WRONG_NETWORK = "payment.wrong_network"
+    PAYMENT_SWEPT = "payment.swept"  # a forwarder deposit's funds reached the settlement address
     WEBHOOK_TEST = "webhook.test"  # sent on demand to one endpoint, never subscribed to
 
 

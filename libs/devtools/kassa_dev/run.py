@@ -1,5 +1,6 @@
-"""``make run``: migrate, start the local EVM chain if none answers, then every process
-of the Procfile in the foreground (Ctrl-C stops them all)."""
+"""``make run``: migrate, start the local EVM chain if none answers (with the dev tokens and
+the forwarder factory), then every process of the Procfile in the foreground (Ctrl-C
+stops them all)."""
 from __future__ import annotations
 
 import os
@@ -12,6 +13,8 @@ from honcho.manager import Manager
 from honcho.printer import Printer
 from web3 import Web3
 
+from kassa_chain_watcher.sweeper.deploy import deploy_factory
+from kassa_chain_watcher.sweeper.txs import Signer
 from kassa_common.config import Settings
 from kassa_common.migrate import upgrade
 from kassa_dev import chain, procfile
@@ -19,20 +22,26 @@ from kassa_dev import chain, procfile
 DEV_DEFAULTS = {
     "WEBHOOK_ALLOW_PRIVATE_URLS": "true",  # the development stack delivers to local receivers
     "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
+    "SWEEPER_PRIVATE_KEY": chain.SWEEPER_PRIVATE_KEY,  # anvil's last default account pays the sweeps' gas
+    "SWEEP_INTERVAL_SECONDS": "2",
     "PYTHONUNBUFFERED": "1",
 }
 
 
 def start_local_chain(env: dict[str, str], root: Path):
-    """Start anvil (1 s blocks) and deploy the dev tokens unless LOCAL_EVM_RPC_URL already answers."""
+    """Start anvil (1 s blocks) unless LOCAL_EVM_RPC_URL already answers; deploy the dev tokens
+    and the forwarder factory (both idempotent), the factory paid by the sweeper key."""
     url = env["LOCAL_EVM_RPC_URL"]
     proc = None
     if not chain.rpc_answers(url):
         port = int(url.rsplit(":", 1)[1].split("/")[0])
         proc = chain.start_anvil(port, block_time=1, repo_root=root)
         print(f"kassa: started anvil on {url} (chain id 31337, 1 s blocks)", flush=True)
-    tokens = chain.deploy_dev_tokens(Web3(Web3.HTTPProvider(url)), repo_root=root)
+    w3 = Web3(Web3.HTTPProvider(url))
+    tokens = chain.deploy_dev_tokens(w3, repo_root=root)
     print(f"kassa: LOCAL_EVM dev tokens USDC {tokens['USDC']} USDT {tokens['USDT']}", flush=True)
+    factory, _ = deploy_factory(w3, Signer(env["SWEEPER_PRIVATE_KEY"]))
+    print(f"kassa: LOCAL_EVM forwarder factory {factory}", flush=True)
     return proc
 
 

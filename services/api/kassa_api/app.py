@@ -6,8 +6,7 @@ import uuid
 
 from flask import Flask, g, request
 
-from kassa_common.chains.rates import FixedRates, RateProvider, parse_fixed_rates
-from kassa_common.chains.rates_http import HttpRates
+from kassa_common.chains.rates_http import make_rates
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory
 from kassa_api import deps as deps_module
@@ -57,12 +56,6 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         return response
 
     return app
-
-
-def make_rates(settings: Settings) -> RateProvider:
-    if settings.rates_url:
-        return HttpRates(settings.rates_url, path=settings.rates_json_path)
-    return FixedRates(parse_fixed_rates(settings.fixed_rates))
 
 
 def _register_blueprints(app: Flask) -> None:

@@ -14,8 +14,9 @@ from kassa_common.db import sqlalchemy_url
 log = logging.getLogger("kassa.chain_watcher")
 
 
-def lock_key(network: str) -> int:
-    digest = hashlib.sha256(f"kassa.chain-watcher:{network.upper()}".encode()).digest()
+def lock_key(network: str, purpose: str = "chain-watcher") -> int:
+    """The advisory lock key of ``purpose`` (one holder per network) on ``network``."""
+    digest = hashlib.sha256(f"kassa.{purpose}:{network.upper()}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True)
 
 

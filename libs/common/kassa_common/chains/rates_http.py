@@ -15,7 +15,7 @@ from typing import Callable
 
 import requests
 
-from kassa_common.chains.rates import STABLECOINS, RateUnavailable
+from kassa_common.chains.rates import STABLECOINS, FixedRates, RateProvider, RateUnavailable, parse_fixed_rates
 
 
 class HttpRates:
@@ -70,3 +70,11 @@ class HttpRates:
         if not rate.is_finite() or rate <= 0:
             raise RateUnavailable(f"{symbol}: rate source gave a non-positive rate")
         return rate
+
+
+def make_rates(settings) -> RateProvider:
+    """The rate source the settings name (``kassa_common.config.Settings``): ``RATES_URL``'s
+    HTTP spot prices, else the fixed ``FIXED_RATES``. Every process that prices uses this."""
+    if settings.rates_url:
+        return HttpRates(settings.rates_url, path=settings.rates_json_path)
+    return FixedRates(parse_fixed_rates(settings.fixed_rates))

@@ -42,6 +42,7 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
             payment_id=payment.id, network=r.network, tx_hash=r.tx_hash, log_index=r.log_index, token=r.token,
             amount_units=r.amount_units, status=r.status, counted=counted, block_number=r.block_number,
             block_hash=r.block_hash, confirmations=r.confirmations, late=payment.status not in OPEN,
+            sweep_due=payment.settlement_address is not None and not payment.test_mode,  # a forwarder deposit
             created_at=now, updated_at=now,
         ).on_conflict_do_nothing().returning(Transfer.id)
     ).first()

@@ -40,6 +40,7 @@ class Trigger(StrEnum):
     RECORD_OVERPAYMENT = "record_overpayment"  # more funds after COMPLETED
     TEST_PAY = "test_pay"  # test mode: a simulated transfer is queued
     TEST_LET_EXPIRE = "test_let_expire"  # test mode: due now, never auto-completed
+    RECORD_SWEEP = "record_sweep"  # a confirmed sweep moved the forwarder deposit's funds
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ def test_mode_only(facts: Facts, _now: datetime) -> str | None:
     return None if facts.test_mode else "only a test-mode payment can do this"
 
 
+def live_only(facts: Facts, _now: datetime) -> str | None:
+    return "a test-mode payment has nothing on a chain to sweep" if facts.test_mode else None
+
+
 @dataclass(frozen=True)
 class Transition:
     sources: frozenset[PaymentStatus]
@@ -87,6 +92,8 @@ TRANSITIONS: dict[Trigger, Transition] = {
     Trigger.RECORD_OVERPAYMENT: Transition(frozenset({COMPLETED}), None, None),
     Trigger.TEST_PAY: Transition(OPEN, None, None, test_mode_only),
     Trigger.TEST_LET_EXPIRE: Transition(OPEN, None, None, test_mode_only),
+    # funds may be swept whatever the status: paid, part paid, late, or stray tokens
+    Trigger.RECORD_SWEEP: Transition(frozenset(STATUSES), None, EventType.PAYMENT_SWEPT, live_only),
 }
 
 

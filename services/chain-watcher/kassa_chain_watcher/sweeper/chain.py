@@ -1,0 +1,69 @@
+"""What the sweeper asks of one EVM network: what each deposit holds, the ``flushMany``
+call that moves it, and what a mined sweep actually moved (the forwarders' ``Flushed``
+events, one per token and deposit: the record of a sweep is what the chain says moved,
+not what was planned)."""
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable
+
+from web3 import Web3
+
+from kassa_common.chains import forwarder
+from kassa_common.chains.networks import Network
+
+CALLS_PER_BATCH = 100
+
+
+def web3_for(network: Network, timeout: float = 15.0) -> Web3:
+    return Web3(Web3.HTTPProvider(network.rpc_url, request_kwargs={"timeout": timeout}))
+
+
+class DepositChain:
+    def __init__(self, network: Network, w3: Web3) -> None:
+        self.network, self.w3 = network, w3
+        self.factory = w3.eth.contract(address=network.forwarder_factory,
+                                       abi=forwarder.artifact("ForwarderFactory")["abi"])
+        self.tokens = {t.symbol: t.contract for t in network.tokens if t.contract}
+        self.native = next((t.symbol for t in network.tokens if t.native), None)
+        self._symbols = {c.lower(): s for s, c in self.tokens.items()} | {forwarder.NATIVE: self.native}
+
+    def balances(self, addresses: Iterable[str]) -> dict[str, dict[str, int]]:
+        """address (lower case) -> symbol -> balance, for the native coin and every token of
+        the network, in batched JSON-RPC requests."""
+        wanted = [(Web3.to_checksum_address(a), symbol) for a in addresses for symbol in [self.native, *self.tokens]
+                  if symbol is not None]
+        held: dict[str, dict[str, int]] = defaultdict(dict)
+        for start in range(0, len(wanted), CALLS_PER_BATCH):
+            chunk = wanted[start:start + CALLS_PER_BATCH]
+            with self.w3.batch_requests() as batch:
+                for address, symbol in chunk:
+                    batch.add(self.w3.eth.get_balance(address) if symbol == self.native else
+                              self.w3.eth.call({"to": self.tokens[symbol], "data": _balance_of(address)}))
+                results = batch.execute()
+            for (address, symbol), result in zip(chunk, results):
+                held[address.lower()][symbol] = result if isinstance(result, int) else int.from_bytes(result, "big")
+        return dict(held)
+
+    def flush_many(self, deposits: list[tuple[str, str, list[str]]]) -> dict[str, str]:
+        """The call that flushes ``(settlement, salt, token symbols)`` deposits: to and data."""
+        args = [(Web3.to_checksum_address(settlement), bytes.fromhex(salt[2:]), [self.tokens[s] for s in symbols])
+                for settlement, salt, symbols in deposits]
+        return {"to": self.factory.address, "data": self.factory.encode_abi("flushMany", [args])}
+
+    def moved(self, receipt: dict[str, Any]) -> dict[str, dict[str, int]]:
+        """deposit address (lower case) -> token symbol -> base units, from ``Flushed`` logs."""
+        out: dict[str, dict[str, int]] = defaultdict(dict)
+        for log in receipt["logs"]:
+            topics = [bytes(t).hex() for t in log["topics"]]
+            if len(topics) != 2 or "0x" + topics[0].removeprefix("0x") != forwarder.FLUSHED_TOPIC:
+                continue
+            symbol = self._symbols.get("0x" + topics[1].removeprefix("0x")[-40:])
+            if symbol is not None:
+                amounts = out[log["address"].lower()]
+                amounts[symbol] = amounts.get(symbol, 0) + int(bytes(log["data"]).hex() or "0", 16)
+        return dict(out)
+
+
+def _balance_of(address: str) -> str:
+    return "0x70a08231" + address[2:].lower().rjust(64, "0")

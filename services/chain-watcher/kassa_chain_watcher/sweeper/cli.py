@@ -1,0 +1,167 @@
+"""``kassa contracts deploy`` and ``kassa sweep``: the forwarder's operator commands.
+
+Registered in the ``kassa.cli`` entry-point group by this package (the operator CLI in
+``kassa_common`` never imports a service):
+
+- ``kassa contracts deploy --network N [--private-key K]`` deploys the forwarder factory
+  through the deterministic deployer (idempotent; gas from ``--private-key`` or
+  ``SWEEPER_PRIVATE_KEY``).
+- ``kassa sweep --network N [--email E] [--dry-run]`` sweeps now every deposit on N with
+  confirmed funds, whatever ``SWEEP_MIN_USD`` and ``SWEEP_MAX_AGE_HOURS`` say (the
+  operator asked), through the same steps as the sweeper process (which may run
+  meanwhile: they take turns), and waits for the sweeps to confirm; ``--dry-run`` shows
+  what it would move and what that would cost.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from kassa_common import accounts
+from kassa_common.chains.networks import Network
+from kassa_common.chains.rates import units_text
+from kassa_common.chains.rates_http import make_rates
+from kassa_common.config import Settings
+from kassa_common.db import make_engine, make_session_factory, unit_of_work
+from kassa_common.models import Sweep
+from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for
+from kassa_chain_watcher.sweeper.deploy import deploy_factory
+from kassa_chain_watcher.sweeper.engine import NetworkSweeper, Outcome, planned
+from kassa_chain_watcher.sweeper.options import SweepOptions
+from kassa_chain_watcher.sweeper.txs import Signer, market_fees
+
+
+def _print(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
+    print(json.dumps(data) if getattr(args, "json", False) else text)
+
+
+def evm_network(settings: Settings, name: str) -> Network:
+    network = settings.networks.get(name)
+    if network is None or network.kind != "evm":
+        raise ValueError(f"{name} is not an EVM network of this server (GET /v1/api/networks lists them)")
+    if not network.rpc_url:
+        raise ValueError(f"{network.name} has no RPC URL: set {network.name}_RPC_URL")
+    return network
+
+
+def _chain(network: Network) -> DepositChain:
+    w3 = web3_for(network)
+    if network.chain_id is not None and w3.eth.chain_id != network.chain_id:
+        raise ValueError(f"{network.name}_RPC_URL answers with chain id {w3.eth.chain_id}, not {network.chain_id}")
+    return DepositChain(network, w3)
+
+
+def cmd_contracts_deploy(args: argparse.Namespace, settings: Settings) -> None:
+    network = evm_network(settings, args.network)
+    key = args.private_key or SweepOptions.from_env().private_key
+    if not key:
+        raise ValueError("give the key that pays the gas: --private-key, or SWEEPER_PRIVATE_KEY")
+    if network.forwarder_factory is None:
+        raise ValueError(f"networks.json has no forwarder_factory for {network.name}")
+    address, tx_hash = deploy_factory(_chain(network).w3, Signer(key))
+    data = {"network": network.name, "factory": address, "deployed": tx_hash is not None, "tx_hash": tx_hash}
+    _print(args, data, f"forwarder factory {address} on {network.name}: "
+                       + (f"deployed in {tx_hash}" if tx_hash else "already deployed"))
+
+
+def _sweeper(settings: Settings, network: Network, engine, signer: Signer | None) -> NetworkSweeper:
+    options = SweepOptions.from_env()
+    return NetworkSweeper(network, make_session_factory(engine), _chain(network), signer, make_rates(settings),
+                          batch_size=options.batch_size)
+
+
+def _merchant_id(email: str | None, sessions):
+    if email is None:
+        return None
+    with unit_of_work(sessions) as s:
+        return accounts.merchant_by_email(s, email).id
+
+
+def cmd_sweep(args: argparse.Namespace, settings: Settings) -> None:
+    network = evm_network(settings, args.network)
+    if network.forwarder_factory is None:
+        raise ValueError(f"forwarder settlement is not available on {network.name}")
+    signer = SweepOptions.from_env().signer()
+    if signer is None and not args.dry_run:
+        raise ValueError("SWEEPER_PRIVATE_KEY is not set: it pays the sweeps' gas")
+    engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
+    try:
+        sweeper = _sweeper(settings, network, engine, signer)
+        merchant_id = _merchant_id(args.email, sweeper.sessions)
+        if args.dry_run:
+            return _dry_run(args, sweeper, merchant_id)
+        _sweep_now(args, sweeper, merchant_id)
+    finally:
+        engine.dispose()
+
+
+def _amounts(network: Network, held: dict[str, Any]) -> str:
+    return ", ".join(f"{units_text(int(u), network.token(t).decimals)} {t}" for t, u in held.items())
+
+
+def _dry_run(args, sweeper: NetworkSweeper, merchant_id) -> None:
+    network = sweeper.network
+    with sweeper.sessions() as s:
+        plan = sweeper.plan(s, force=True, merchant_id=merchant_id)
+    deposits = [planned(d, plan) for d in plan.full()]
+    gas = sweeper.estimate_gas(sweeper.call_for(deposits)) if deposits else 0
+    fee = market_fees(sweeper.w3).max_fee_per_gas
+    native = network.token(sweeper.chain.native)
+    data = {"network": network.name, "deposits": deposits, "already_flushed": [d.short_id for d in plan.empty()],
+            "gas_limit": gas, "max_cost": units_text(gas * fee, native.decimals)}
+    lines = [f"{d['short_id']} {d['address']}: {_amounts(network, d['held'])}" for d in deposits]
+    _print(args, data, (f"would sweep {len(deposits)} deposit(s) on {network.name}:\n  " + "\n  ".join(lines)
+                        + f"\ngas limit {gas}, at most {data['max_cost']} {native.symbol} at today's fees")
+           if deposits else f"nothing to sweep on {network.name}")
+
+
+def _sweep_now(args, sweeper: NetworkSweeper, merchant_id) -> None:
+    network, done, deadline = sweeper.network, [], time.monotonic() + args.timeout
+    poll = min(1.0, max(0.2, network.block_time / 2))
+    while True:
+        step = sweeper.tick(force=True, merchant_id=merchant_id)
+        if step.outcome in (Outcome.CONFIRMED, Outcome.FAILED):
+            done.append(step.sweep)
+        if step.outcome in (Outcome.IDLE, Outcome.FAILED, Outcome.SKIPPED):
+            break
+        if time.monotonic() > deadline:
+            raise ValueError(f"sweeps still in flight on {network.name} after {args.timeout:g} s; "
+                             "the sweeper process (or kassa sweep again) follows them")
+        if not step.progressed:
+            time.sleep(poll)
+    native = network.token(sweeper.chain.native)
+    data = {"network": network.name, "sweeps": [_summary(s) for s in done]}
+    lines = [f"{s.status.lower()}: {s.tx_hash}, {s.deposit_count} deposit(s), gas {s.gas_used}, cost "
+             f"{units_text(int(s.cost_units or 0), native.decimals)} {native.symbol}"
+             + (f" (${s.cost_usd})" if s.cost_usd is not None else "") + (f"; {s.error}" if s.error else "")
+             for s in done]
+    _print(args, data, "\n".join(lines) if lines else f"nothing to sweep on {network.name}")
+    if step.outcome in (Outcome.FAILED, Outcome.SKIPPED):
+        raise ValueError("a sweep failed" if step.outcome == Outcome.FAILED else
+                         f"the sweeper key {sweeper.signer.address} cannot pay the gas: fund it")
+
+
+def _summary(s: Sweep) -> dict[str, Any]:
+    return {"tx_hash": s.tx_hash, "status": s.status, "deposits": s.deposit_count, "gas_used": s.gas_used,
+            "cost_units": str(s.cost_units) if s.cost_units is not None else None,
+            "cost_usd": str(s.cost_usd) if s.cost_usd is not None else None, "error": s.error,
+            "payments": [d["payment_id"] for d in s.deposits]}
+
+
+def add_parser(sub) -> None:
+    """Register ``kassa contracts deploy`` and ``kassa sweep`` on the top-level subparsers."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    contracts = sub.add_parser("contracts", help="the forwarder contracts").add_subparsers(dest="cmd", required=True)
+    d = contracts.add_parser("deploy", parents=[common], help="deploy the forwarder factory (idempotent)")
+    d.add_argument("--network", required=True)
+    d.add_argument("--private-key", help="the key that pays the gas (default: SWEEPER_PRIVATE_KEY)")
+    d.set_defaults(run=cmd_contracts_deploy)
+    s = sub.add_parser("sweep", parents=[common], help="sweep forwarder deposits with confirmed funds now")
+    s.add_argument("--network", required=True)
+    s.add_argument("--email", help="only this merchant's deposits")
+    s.add_argument("--dry-run", action="store_true", help="show what would be swept and what it would cost")
+    s.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the sweeps to confirm")
+    s.set_defaults(run=cmd_sweep)

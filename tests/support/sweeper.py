@@ -1,0 +1,96 @@
+"""Sweeping in tests: merchants that settle to one address, transfers paid on anvil and
+settled straight through ``payments.settle`` (the settler's own code, without a watcher),
+sweepers on the test chain, and a clean slate of sweeps for each test."""
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+
+import sqlalchemy as sa
+
+from kassa_common import accounts
+from kassa_common.chains.networks import load_registry
+from kassa_common.chains.rates import FixedRates, parse_fixed_rates
+from kassa_common.db import unit_of_work
+from kassa_common.messages import SweepStatus, TransferReport, TransferStatus
+from kassa_common.models import Event, Payment, Sweep, Transfer
+from kassa_common.payments import settle
+from kassa_common.payments.sweeps import SweepPolicy
+from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for
+from kassa_chain_watcher.sweeper.engine import NetworkSweeper
+from kassa_dev import chain as devchain
+from tests.support.forwarder import SWEEPER, fresh_address
+
+NETWORK = "LOCAL_EVM"
+
+
+def chain_settings(settings, chain, confirmations: int = 2):
+    return settings.with_(networks=load_registry({"LOCAL_EVM_RPC_URL": chain.url,
+                                                  "LOCAL_EVM_CONFIRMATIONS": str(confirmations)}))
+
+
+def reset_sweeps(sessions) -> None:
+    """Each test sweeps its own chain from a clean slate: nothing in flight, nothing due."""
+    with unit_of_work(sessions) as s:
+        s.execute(sa.update(Sweep).where(Sweep.network == NETWORK, Sweep.status.in_(["PENDING", "MINED"]))
+                  .values(status=SweepStatus.FAILED, error="test reset"))
+        s.execute(sa.update(Transfer).where(Transfer.network == NETWORK, Transfer.sweep_due).values(sweep_due=False))
+
+
+def settling_merchant(make_merchant, sessions):
+    """A merchant whose live EVM payments settle to a fresh address (``.settlement``)."""
+    merchant = make_merchant()
+    merchant.settlement = fresh_address()
+    with unit_of_work(sessions) as s:
+        accounts.set_settlement_address(s, merchant.id, "live", merchant.settlement)
+    return merchant
+
+
+def sweeper_for(settings, sessions, *, min_usd="10", max_age=timedelta(hours=24), signer=SWEEPER,
+                replace_after=timedelta(minutes=3), batch_size=50) -> NetworkSweeper:
+    network = settings.networks.get(NETWORK)
+    return NetworkSweeper(network, sessions, DepositChain(network, web3_for(network)), signer,
+                          FixedRates(parse_fixed_rates(settings.fixed_rates)),
+                          policy=SweepPolicy(Decimal(min_usd), max_age), batch_size=batch_size,
+                          replace_after=replace_after)
+
+
+def pay(chain, payment: dict, amount: int, symbol: str | None = None) -> TransferReport:
+    """Pay ``amount`` base units of ``symbol`` (default: the payment's token) to the payment's
+    address on anvil; returns the confirmed report the watcher would send."""
+    symbol = symbol or payment["token"]
+    contract = chain.tokens.get(symbol)
+    tx = devchain.pay(chain.w3, to=payment["address"], amount_base_units=amount, token_contract=contract)
+    receipt = chain.w3.eth.get_transaction_receipt(tx)
+    log_index = receipt["logs"][0]["logIndex"] if contract else -1
+    return TransferReport(TransferStatus.CONFIRMED, NETWORK, tx, log_index, symbol, payment["address"].lower(),
+                          amount, receipt["blockNumber"], "0x" + bytes(receipt["blockHash"]).hex(), confirmations=2)
+
+
+def settle_report(sessions, report: TransferReport) -> None:
+    with unit_of_work(sessions) as s:
+        settle(s, report)
+
+
+def paid(chain, sessions, payment: dict, amount: int, symbol: str | None = None) -> TransferReport:
+    report = pay(chain, payment, amount, symbol)
+    settle_report(sessions, report)
+    return report
+
+
+def payment_row(sessions, pid: str) -> Payment:
+    with sessions() as s:
+        return s.get(Payment, uuid.UUID(pid))
+
+
+def events_of(sessions, pid: str, event_type: str | None = None) -> list[Event]:
+    with sessions() as s:
+        stmt = sa.select(Event).where(Event.payment_id == uuid.UUID(pid)).order_by(Event.created_at)
+        return [e for e in s.scalars(stmt) if event_type is None or e.type == event_type]
+
+
+def sweeps_since(sessions, since) -> list[Sweep]:
+    with sessions() as s:
+        return list(s.scalars(sa.select(Sweep).where(Sweep.network == NETWORK, Sweep.created_at >= since)
+                              .order_by(Sweep.created_at)))
