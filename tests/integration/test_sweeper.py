@@ -243,3 +243,28 @@ def test_an_xpub_payment_is_never_due(env, chain, sessions, client, make_merchan
                     headers=m.headers("live")).get_json()["data"]
     paid(chain, sessions, p, 10 * USDC)
     assert sweeper_for(env, sessions, max_age=timedelta(0)).tick().outcome == Outcome.IDLE
+
+
+def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, merchant, app):
+    from kassa_common import accounts
+    from kassa_common.models import Merchant
+    from tests.integration.test_dashboard import csrf_of
+
+    p = create(amount=10)
+    paid(chain, sessions, p, 10 * USDC)
+    paid(chain, sessions, p, 5 * USDC // 2, "USDT")
+    done = run_until(sweeper_for(env, sessions), Outcome.CONFIRMED, chain)
+    with unit_of_work(sessions) as s:
+        s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
+    dash = app.test_client()
+    assert dash.post("/dashboard/login", data={"csrf_token": csrf_of(dash.get("/dashboard/login")),
+                                               "email": merchant.email, "password": "s3cret-pass"}).status_code == 303
+    token = csrf_of(dash.get("/dashboard/keys"))
+    assert dash.post("/dashboard/mode", data={"csrf_token": token, "mode": "live"}).status_code in (302, 303)
+
+    detail = dash.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)
+    listing = dash.get("/dashboard/sweeps").get_data(as_text=True)
+
+    assert merchant.settlement in detail and done.sweep.tx_hash in detail
+    assert "10 USDC" in detail and "2.5 USDT" in detail  # in the tokens' own units
+    assert done.sweep.tx_hash in listing and p["short_id"] in listing and "2.5 USDT" in listing

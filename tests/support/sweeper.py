@@ -3,24 +3,31 @@ settled straight through ``payments.settle`` (the settler's own code, without a 
 sweepers on the test chain, and a clean slate of sweeps for each test."""
 from __future__ import annotations
 
+import threading
 import uuid
+from contextlib import contextmanager
 from datetime import timedelta
 from decimal import Decimal
 
 import sqlalchemy as sa
 
 from kassa_common import accounts
+from kassa_common.bus.publisher import Publisher
 from kassa_common.chains.networks import load_registry
 from kassa_common.chains.rates import FixedRates, parse_fixed_rates
 from kassa_common.db import unit_of_work
 from kassa_common.messages import SweepStatus, TransferReport, TransferStatus
 from kassa_common.models import Event, Payment, Sweep, Transfer
+from kassa_common.outbox import run_relay
 from kassa_common.payments import settle
 from kassa_common.payments.sweeps import SweepPolicy
 from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for
 from kassa_chain_watcher.sweeper.engine import NetworkSweeper
 from kassa_dev import chain as devchain
+from kassa_webhook_sender.main import build as build_sender
 from tests.support.forwarder import SWEEPER, fresh_address
+from tests.support.wait import until
+from tests.support.watcher import harness
 
 NETWORK = "LOCAL_EVM"
 
@@ -94,3 +101,24 @@ def sweeps_since(sessions, since) -> list[Sweep]:
     with sessions() as s:
         return list(s.scalars(sa.select(Sweep).where(Sweep.network == NETWORK, Sweep.created_at >= since)
                               .order_by(Sweep.created_at)))
+
+
+@contextmanager
+def live_pipeline(settings, engine, sessions, merchant):
+    """Everything between the chain and the merchant's webhook receiver, on a private bus:
+    the EVM watcher and the settler (``watcher.harness``), the outbox relay and the webhook
+    sender, in threads of this process."""
+    with harness(settings, engine, sessions, merchant, NETWORK) as h:
+        stop = threading.Event()
+        publisher = Publisher(h.settings.rabbitmq_url, h.topo.exchange, declare=h.topo.declare)
+        relay = threading.Thread(target=run_relay, args=(sessions, publisher, stop), daemon=True)
+        relay.start()
+        sender = build_sender(h.settings, engine=engine).start()
+        try:
+            watcher = h.start_watcher()
+            until(watcher.active.is_set, message="watcher active")
+            yield h
+        finally:
+            stop.set()
+            relay.join(10)
+            sender.stop()

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.models import ApiKey, Event, Transfer, Wallet, WebhookDelivery, WebhookEndpoint
+from kassa_common.models import ApiKey, Event, Payment, Sweep, SweepItem, Transfer, Wallet, WebhookDelivery, WebhookEndpoint
 
 
 def api_keys(session: Session, merchant_id: uuid.UUID) -> list[ApiKey]:
@@ -24,6 +24,15 @@ class PaymentHistory(NamedTuple):
     events: list[Event]
     transfers: list[Transfer]
     deliveries: list[tuple[WebhookDelivery, str]]  # each with its endpoint's URL
+    sweeps: list["Swept"]  # forwarder mode: what sweeps moved from its deposit
+
+
+class Swept(NamedTuple):
+    """What one sweep moved from one payment's deposit, in one token."""
+
+    item: SweepItem
+    sweep: Sweep
+    short_id: str
 
 
 def payment_history(session: Session, payment_id: uuid.UUID) -> PaymentHistory:
@@ -36,7 +45,21 @@ def payment_history(session: Session, payment_id: uuid.UUID) -> PaymentHistory:
     deliveries = session.execute(
         sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
         .where(WebhookDelivery.event_id.in_([e.id for e in events])).order_by(WebhookDelivery.created_at)).all()
-    return PaymentHistory(events, transfers, [tuple(row) for row in deliveries])
+    return PaymentHistory(events, transfers, [tuple(row) for row in deliveries],
+                          _swept(session, SweepItem.payment_id == payment_id))
+
+
+def swept(session: Session, merchant_id: uuid.UUID, test_mode: bool, limit: int = 50) -> list[Swept]:
+    """The merchant's funds moved to its settlement address, newest sweep first."""
+    return _swept(session, Payment.merchant_id == merchant_id, Payment.test_mode == test_mode, limit=limit)
+
+
+def _swept(session: Session, *conds, limit: int = 200) -> list[Swept]:
+    rows = session.execute(
+        sa.select(SweepItem, Sweep, Payment.short_id).join(Sweep, Sweep.id == SweepItem.sweep_id)
+        .join(Payment, Payment.id == SweepItem.payment_id).where(*conds)
+        .order_by(Sweep.confirmed_at.desc(), SweepItem.token).limit(limit))
+    return [Swept(*row) for row in rows]
 
 
 def wallets(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, Wallet]:

@@ -7,8 +7,8 @@ from kassa_api import queries
 from kassa_api.deps import db, transaction
 from kassa_api.routes.dashboard.common import (NO_PAYMENT, current_owner, get_payment_or_404, login_required,
                                                not_found_as_404, render)
+from kassa_api.routes.dashboard.sweeps import token_amount
 from kassa_common import payments
-from kassa_common.chains.rates import from_base_units
 from kassa_common.errors import DomainError
 from kassa_common.paging import page_meta
 
@@ -35,7 +35,7 @@ def index():
 def detail(ref: str):
     payment = get_payment_or_404(ref)
     history = queries.payment_history(db(), payment.id)
-    return render("payment.html", payment=payment, cancelable=payments.cancelable(payment), units=from_base_units,
+    return render("payment.html", payment=payment, cancelable=payments.cancelable(payment), amount=token_amount,
                   **history._asdict())
 
 
