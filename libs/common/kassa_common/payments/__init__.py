@@ -9,7 +9,10 @@ Where to look:
 - ``expire``: the expirer's batch of overdue payments.
 - ``cancel``: by the merchant or the customer.
 - ``testmode``: simulated transfers for test payments.
-- ``addresses``: the next address of the merchant's extended public key.
+- ``addresses``: the next address of the merchant's extended public key, or the
+  payment's forwarder deposit address.
+- ``sweeps``: forwarder deposits due for a sweep, and what a confirmed sweep records
+  (``payment.swept``); the sweeper process does the chain work.
 - ``queries``: reading payments; ``shape``: their JSON (API, webhooks, checkout).
 
 The API routes, the dashboard, the checkout pages, the settler and the expirer call the

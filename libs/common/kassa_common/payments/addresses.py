@@ -61,7 +61,8 @@ class Receiving:
     deposit_salt: str | None = None  # forwarder mode: 0x + 64 hex
 
 
-def merchant_wallet(session: Session, merchant_id: uuid.UUID, test_mode: bool, chain: str) -> tuple[str | None, str | None]:
+def merchant_wallet(session: Session, merchant_id: uuid.UUID, test_mode: bool,
+                    chain: str) -> tuple[str | None, str | None]:
     """The merchant's (extended public key, settlement address) for the chain; one is set."""
     row = session.execute(
         sa.select(Wallet.xpub, Wallet.settlement_address).where(

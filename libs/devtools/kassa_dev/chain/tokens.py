@@ -119,8 +119,9 @@ def deploy_dev_tokens(w3: Web3, *, repo_root: str | os.PathLike[str] | None = No
     Idempotent: if both contracts already have code nothing is sent (and nothing
     compiled). Otherwise the deployer is funded with ``anvil_setBalance``, each
     missing token is deployed from the deployer at its fixed nonce (USDC 0,
-    USDT 1; USDT is the NoReturnToken flavour, like USDT on Ethereum), and 1,000,000 tokens of each newly deployed token are minted to every
-    account of ``eth_accounts`` (anvil's ten default accounts).
+    USDT 1; USDT is the NoReturnToken flavour, like USDT on Ethereum), and
+    1,000,000 tokens of each newly deployed token are minted to every account of
+    ``eth_accounts`` (anvil's ten default accounts).
 
     Raises :class:`DevChainError` if the chain is not 31337, or if the deployer's
     nonce has moved past a token's nonce while that token has no code (the chain

@@ -55,10 +55,10 @@ class DepositChain:
         """deposit address (lower case) -> token symbol -> base units, from ``Flushed`` logs."""
         out: dict[str, dict[str, int]] = defaultdict(dict)
         for log in receipt["logs"]:
-            topics = [bytes(t).hex() for t in log["topics"]]
-            if len(topics) != 2 or "0x" + topics[0].removeprefix("0x") != forwarder.FLUSHED_TOPIC:
+            topics = ["0x" + bytes(t).hex() for t in log["topics"]]
+            if len(topics) != 2 or topics[0] != forwarder.FLUSHED_TOPIC:
                 continue
-            symbol = self._symbols.get("0x" + topics[1].removeprefix("0x")[-40:])
+            symbol = self._symbols.get("0x" + topics[1][-40:])
             if symbol is not None:
                 amounts = out[log["address"].lower()]
                 amounts[symbol] = amounts.get(symbol, 0) + int(bytes(log["data"]).hex() or "0", 16)

@@ -35,7 +35,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from web3.exceptions import TransactionNotFound, Web3Exception
 
 from kassa_common.chains.networks import Network
-from kassa_common.chains.rates import RateProvider, RateUnavailable, from_base_units
+from kassa_common.chains.rates import RateProvider
 from kassa_common.db import unit_of_work
 from kassa_common.messages import SweepStatus
 from kassa_common.models import Sweep
@@ -248,12 +248,8 @@ class NetworkSweeper:
         sweep.updated_at = utcnow()
 
     def _usd(self, cost_units: int) -> Decimal | None:
-        native = self.network.token(self.chain.native) if self.chain.native else None
-        try:
-            rate = self.rates.usd_rate(native.symbol) if native else None
-        except RateUnavailable:
-            rate = None
-        return (from_base_units(cost_units, native.decimals) * rate).quantize(Decimal("0.01")) if rate else None
+        value = sweeps.usd_value(self.network, {self.chain.native: cost_units}, self.rates)
+        return value.quantize(Decimal("0.01")) if value is not None else None
 
     def safe(self, exc: BaseException) -> str:
         """An error without the RPC URL (it may carry a key)."""
