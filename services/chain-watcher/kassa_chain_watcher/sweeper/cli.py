@@ -66,10 +66,9 @@ def cmd_contracts_deploy(args: argparse.Namespace, settings: Settings) -> None:
                        + (f"deployed in {tx_hash}" if tx_hash else "already deployed"))
 
 
-def _sweeper(settings: Settings, network: Network, engine, signer: Signer | None) -> NetworkSweeper:
-    options = SweepOptions.from_env()
-    return NetworkSweeper(network, make_session_factory(engine), _chain(network), signer, make_rates(settings),
-                          batch_size=options.batch_size)
+def _sweeper(settings: Settings, options: SweepOptions, network: Network, engine) -> NetworkSweeper:
+    return NetworkSweeper(network, make_session_factory(engine), _chain(network), options.signer(),
+                          make_rates(settings), batch_size=options.batch_size)
 
 
 def _merchant_id(email: str | None, sessions):
@@ -83,16 +82,14 @@ def cmd_sweep(args: argparse.Namespace, settings: Settings) -> None:
     network = evm_network(settings, args.network)
     if network.forwarder_factory is None:
         raise ValueError(f"forwarder settlement is not available on {network.name}")
-    signer = SweepOptions.from_env().signer()
-    if signer is None and not args.dry_run:
+    options = SweepOptions.from_env()
+    if options.signer() is None and not args.dry_run:
         raise ValueError("SWEEPER_PRIVATE_KEY is not set: it pays the sweeps' gas")
     engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
     try:
-        sweeper = _sweeper(settings, network, engine, signer)
+        sweeper = _sweeper(settings, options, network, engine)
         merchant_id = _merchant_id(args.email, sweeper.sessions)
-        if args.dry_run:
-            return _dry_run(args, sweeper, merchant_id)
-        _sweep_now(args, sweeper, merchant_id)
+        (_dry_run if args.dry_run else _sweep_now)(args, sweeper, merchant_id)
     finally:
         engine.dispose()
 
