@@ -124,10 +124,13 @@ def record_sweep(session: Session, sweep_id: uuid.UUID, tx_hash: str, moved: dic
                  now: datetime) -> list[Payment]:
     """A confirmed sweep moved ``moved`` (payment -> token -> base units): its transfers are
     done, the amounts are kept, and each payment it moved funds of fires ``payment.swept``."""
-    session.execute(sa.update(Transfer).where(Transfer.sweep_id == sweep_id).values(sweep_due=False))
     items = [SweepItem(sweep_id=sweep_id, payment_id=pid, token=token, amount_units=units)
              for pid, tokens in moved.items() for token, units in tokens.items() if units > 0]
+    # the payments first, in a fixed order, as the settler does (payment, then transfer): a
+    # transfer reported again meanwhile waits instead of deadlocking with this
+    swept = [apply(session, pid, Trigger.RECORD_SWEEP, now=now, swept_at=now, sweep_tx_hash=tx_hash)
+             for pid in sorted({item.payment_id for item in items})]
     session.add_all(items)
-    swept = sorted({item.payment_id for item in items})
-    return [apply(session, pid, Trigger.RECORD_SWEEP, now=now, swept_at=now, sweep_tx_hash=tx_hash) for pid in swept]
+    session.execute(sa.update(Transfer).where(Transfer.sweep_id == sweep_id).values(sweep_due=False))
+    return swept
 
