@@ -4,18 +4,16 @@ the API and the checkout's status JSON: reports that arrive late, out of order, 
 nothing, or for a transfer a reorg took away."""
 from __future__ import annotations
 
-import secrets
 import uuid
 
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import payments
 from kassa_common.chains.networks import load_registry
-from kassa_common.db import unit_of_work
-from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.messages import TransferStatus
 from kassa_common.models import Event, Transfer
 from tests.support.api import API, LIVE_PAYMENT
+from tests.support.transfers import report, settle, tx_hash as tx
 
 SEEN, CONFIRMED, ORPHANED = TransferStatus
 REQUIRED = 6
@@ -38,23 +36,6 @@ def live(live_merchant, create_payment):
     return p
 
 
-def tx() -> str:
-    return "0x" + secrets.token_hex(32)
-
-
-def report(p: dict, status: TransferStatus, tx_hash: str, amount: int, confirmations: int,
-           block_hash: str = "0xb1", log_index: int = 0) -> TransferReport:
-    """As the watcher reports it: the recipient in lower case."""
-    return TransferReport(status, "LOCAL_EVM", tx_hash, log_index, "USDC", p["address"].lower(), amount,
-                          block_number=100, block_hash=block_hash, confirmations=confirmations)
-
-
-def settle(sessions, *reports: TransferReport) -> None:
-    for r in reports:
-        with unit_of_work(sessions) as s:
-            payments.settle(s, r)
-
-
 def get(client, merchant, p) -> dict:
     r = client.get(f"{API}/payments/{p['id']}", headers=merchant.headers("live"))
     assert r.status_code == 200
@@ -71,17 +52,17 @@ def events(sessions, p) -> list[str]:
                               .order_by(Event.created_at)))
 
 
-def transfers(sessions, p) -> list[Transfer]:
+def recorded(sessions, p) -> list[Transfer]:
     with sessions() as s:
         return list(s.scalars(sa.select(Transfer).where(Transfer.payment_id == uuid.UUID(p["id"]))))
 
 
 def test_a_zero_value_transfer_is_not_recorded_counted_or_announced(client, sessions, live_merchant, live):
     spam = tx()
-    settle(sessions, report(live, SEEN, spam, 0, 1), report(live, CONFIRMED, spam, 0, REQUIRED))
+    settle(sessions, report(live, SEEN, 0, 1, tx=spam), report(live, CONFIRMED, 0, REQUIRED, tx=spam))
     got = get(client, live_merchant, live)
     assert (got["status"], got["transaction_hash"], got["confirmations"]) == ("PENDING", None, 0)
-    assert events(sessions, live) == ["payment.created"] and transfers(sessions, live) == []
+    assert events(sessions, live) == ["payment.created"] and recorded(sessions, live) == []
     assert checkout_status(client, live)["seen"] is False
     cancel = client.post(f"{API}/payments/{live['id']}/cancel", headers=live_merchant.headers("live"))
     assert cancel.status_code == 200 and cancel.get_json()["data"]["status"] == "CANCELED"
@@ -89,36 +70,36 @@ def test_a_zero_value_transfer_is_not_recorded_counted_or_announced(client, sess
 
 def test_a_seen_report_after_the_confirmed_one_changes_nothing(client, sessions, live_merchant, live):
     part = tx()
-    settle(sessions, report(live, CONFIRMED, part, 4_000_000, REQUIRED))
+    settle(sessions, report(live, CONFIRMED, 4_000_000, REQUIRED, tx=part))
     assert get(client, live_merchant, live)["confirmations"] == REQUIRED
-    settle(sessions, report(live, SEEN, part, 4_000_000, 3))  # a redelivered, older report
+    settle(sessions, report(live, SEEN, 4_000_000, 3, tx=part))  # a redelivered, older report
     got = get(client, live_merchant, live)
     assert (got["status"], got["confirmations"], got["amount_received"]) == ("PARTIALLY_PAID", REQUIRED, "4")
-    assert [(t.status, t.confirmations) for t in transfers(sessions, live)] == [("CONFIRMED", REQUIRED)]
+    assert [(t.status, t.confirmations) for t in recorded(sessions, live)] == [("CONFIRMED", REQUIRED)]
     assert events(sessions, live) == ["payment.created", "payment.partially_paid"]
 
 
 def test_an_older_seen_report_never_lowers_the_confirmations_shown(client, sessions, live_merchant, live):
     paid = tx()
-    settle(sessions, report(live, SEEN, paid, 12_340_000, 1), report(live, SEEN, paid, 12_340_000, 3),
-           report(live, SEEN, paid, 12_340_000, 2))
+    settle(sessions, report(live, SEEN, 12_340_000, 1, tx=paid), report(live, SEEN, 12_340_000, 3, tx=paid),
+           report(live, SEEN, 12_340_000, 2, tx=paid))
     assert get(client, live_merchant, live)["confirmations"] == 3
     assert checkout_status(client, live)["confirmations"] == 3
 
 
 def test_a_seen_transfer_moved_to_another_block_shows_its_new_confirmations(client, sessions, live_merchant, live):
     paid = tx()
-    settle(sessions, report(live, SEEN, paid, 12_340_000, 3, block_hash="0xb1"),
-           report(live, SEEN, paid, 12_340_000, 1, block_hash="0xb2"))  # a reorg re-mined it later
+    settle(sessions, report(live, SEEN, 12_340_000, 3, tx=paid, block_hash="0xb1"),
+           report(live, SEEN, 12_340_000, 1, tx=paid, block_hash="0xb2"))  # a reorg re-mined it later
     assert get(client, live_merchant, live)["confirmations"] == 1
 
 
 def test_an_orphaned_seen_transfer_clears_what_it_set(client, sessions, live_merchant, live):
     paid = tx()
-    settle(sessions, report(live, SEEN, paid, 12_340_000, 1))
+    settle(sessions, report(live, SEEN, 12_340_000, 1, tx=paid))
     assert get(client, live_merchant, live)["transaction_hash"] == paid
     assert checkout_status(client, live)["seen"] is True
-    settle(sessions, report(live, ORPHANED, paid, 12_340_000, 0))
+    settle(sessions, report(live, ORPHANED, 12_340_000, 0, tx=paid))
     got = get(client, live_merchant, live)
     assert (got["status"], got["transaction_hash"], got["confirmations"]) == ("PENDING", None, 0)
     assert checkout_status(client, live)["seen"] is False
@@ -129,9 +110,9 @@ def test_an_orphaned_seen_transfer_clears_what_it_set(client, sessions, live_mer
 
 def test_an_orphaned_transfer_leaves_another_seen_transfer_standing(client, sessions, live_merchant, live):
     first, second = tx(), tx()
-    settle(sessions, report(live, SEEN, first, 6_000_000, 2), report(live, SEEN, second, 6_340_000, 1))
+    settle(sessions, report(live, SEEN, 6_000_000, 2, tx=first), report(live, SEEN, 6_340_000, 1, tx=second))
     assert get(client, live_merchant, live)["transaction_hash"] == second
-    settle(sessions, report(live, ORPHANED, second, 6_340_000, 0))
+    settle(sessions, report(live, ORPHANED, 6_340_000, 0, tx=second))
     got = get(client, live_merchant, live)
     assert (got["transaction_hash"], got["confirmations"]) == (first, 2)
     assert checkout_status(client, live)["seen"] is True
@@ -141,22 +122,22 @@ def test_an_orphaned_transfer_leaves_another_seen_transfer_standing(client, sess
 def test_an_orphaned_transfer_of_a_partly_paid_payment_shows_the_confirmed_part_again(client, sessions, live_merchant,
                                                                                        live):
     part, rest = tx(), tx()
-    settle(sessions, report(live, CONFIRMED, part, 4_000_000, REQUIRED), report(live, SEEN, rest, 8_340_000, 1))
+    settle(sessions, report(live, CONFIRMED, 4_000_000, REQUIRED, tx=part), report(live, SEEN, 8_340_000, 1, tx=rest))
     assert get(client, live_merchant, live)["transaction_hash"] == rest
-    settle(sessions, report(live, ORPHANED, rest, 8_340_000, 0))
+    settle(sessions, report(live, ORPHANED, 8_340_000, 0, tx=rest))
     got = get(client, live_merchant, live)
     assert (got["status"], got["transaction_hash"], got["confirmations"]) == ("PARTIALLY_PAID", part, REQUIRED)
 
 
 def test_a_transfer_back_in_a_block_after_its_orphaning_is_detected_again(client, sessions, live_merchant, live):
     paid = tx()
-    settle(sessions, report(live, SEEN, paid, 12_340_000, 1, block_hash="0xb1"),
-           report(live, ORPHANED, paid, 12_340_000, 0, block_hash="0xb1"),
-           report(live, SEEN, paid, 12_340_000, 1, block_hash="0xb2"))
+    settle(sessions, report(live, SEEN, 12_340_000, 1, tx=paid, block_hash="0xb1"),
+           report(live, ORPHANED, 12_340_000, 0, tx=paid, block_hash="0xb1"),
+           report(live, SEEN, 12_340_000, 1, tx=paid, block_hash="0xb2"))
     got = get(client, live_merchant, live)
     assert (got["transaction_hash"], got["confirmations"]) == (paid, 1)
     assert events(sessions, live) == ["payment.created", "payment.detected", "payment.detected"]
-    settle(sessions, report(live, CONFIRMED, paid, 12_340_000, REQUIRED, block_hash="0xb2"))
+    settle(sessions, report(live, CONFIRMED, 12_340_000, REQUIRED, tx=paid, block_hash="0xb2"))
     assert get(client, live_merchant, live)["status"] == "COMPLETED"
 
 
@@ -171,7 +152,7 @@ def test_the_settlers_address_lookup_is_an_index_scan(engine, sessions, live):
 
     sa.event.listen(engine, "before_cursor_execute", capture)
     try:
-        settle(sessions, report(live, SEEN, tx(), 1, 1))
+        settle(sessions, report(live, SEEN, 1, 1))
     finally:
         sa.event.remove(engine, "before_cursor_execute", capture)
     assert seen, "the settler looked the payment up by its address"
