@@ -24,6 +24,7 @@ SECURITY_HEADERS = {
 
 def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     settings = settings or Settings.from_env()
+    settings.check_web()  # the web refuses to start on the development secret outside development
     app = Flask(__name__)
     app.config.update(MAX_CONTENT_LENGTH=MAX_BODY, SECRET_KEY=settings.secret_key, JSON_SORT_KEYS=False)
     app.json.sort_keys = False  # type: ignore[attr-defined]
@@ -62,7 +63,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
 def make_rates(settings: Settings) -> RateProvider:
     if settings.rates_url:
         return HttpRates(settings.rates_url, path=settings.rates_json_path)
-    return FixedRates(parse_fixed_rates(settings.fixed_rates))
+    return FixedRates(parse_fixed_rates(settings.fixed_rates), live=settings.fixed_rates_allow_live)
 
 
 def _register_blueprints(app: Flask) -> None:

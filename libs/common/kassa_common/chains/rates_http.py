@@ -19,6 +19,8 @@ from kassa_common.chains.rates import STABLECOINS, RateUnavailable
 
 
 class HttpRates:
+    live = True  # spot prices: fit for live payments
+
     def __init__(self, url_template: str, *, path: str = "data.amount", ttl: float = 60.0, max_age: float = 300.0,
                  timeout: float = 3.0, clock: Callable[[], float] = time.monotonic,
                  session: requests.Session | None = None) -> None:

@@ -1,9 +1,15 @@
 """Receiving addresses: the next child of the merchant's own extended public key.
 
-Child indexes come from one PostgreSQL sequence per (chain, extended key): ``nextval``
-hands each index out once, takes no row lock and never waits for other transactions, so
-concurrent payments neither share an address nor queue behind each other's commits. An
-index is skipped only when the transaction that took it rolls back.
+Child indexes come from one PostgreSQL sequence per (chain, key): ``nextval`` hands each
+index out once, takes no row lock and never waits for other transactions, so concurrent
+payments neither share an address nor queue behind each other's commits. An index is
+skipped only when the transaction that took it rolls back. The sequence is named after
+the key material, not the text the merchant pasted: the same key entered again as a zpub
+instead of an xpub continues where it was (migration 0005 carried the older, per-text
+sequences over).
+
+A live payment re-checks its key (``live_keys``): a key stored before the rules, or
+under ``KASSA_ENV=development``, never takes real money outside development.
 """
 from __future__ import annotations
 
@@ -15,7 +21,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from kassa_common.chains.hd import TEST_XPUBS, derive_address
+from kassa_common.chains.hd import TEST_XPUBS, InvalidXpub, derive_address, key_material
+from kassa_common.chains.live_keys import live_key_warning
 from kassa_common.chains.networks import Network
 from kassa_common.errors import WalletNotConfigured
 from kassa_common.models import Wallet
@@ -25,7 +32,8 @@ _lock = threading.Lock()
 
 
 def sequence_name(chain: str, xpub: str) -> str:
-    return "kassa_idx_" + hashlib.sha256(f"{chain}:{xpub}".encode()).hexdigest()[:32]
+    """One sequence per key, whatever its encoding."""
+    return "kassa_idx_" + hashlib.sha256(chain.encode() + b":" + key_material(chain, xpub)).hexdigest()[:32]
 
 
 def _ensure_sequence(session: Session, name: str) -> None:
@@ -44,12 +52,19 @@ def _ensure_sequence(session: Session, name: str) -> None:
         _known.add(name)
 
 
-def wallet_xpub(session: Session, merchant_id: uuid.UUID, test_mode: bool, chain: str) -> str:
+def wallet_xpub(session: Session, merchant_id: uuid.UUID, test_mode: bool, chain: str, *,
+                allow_test_keys: bool = False) -> str:
     xpub = session.scalar(
         sa.select(Wallet.xpub).where(
             Wallet.merchant_id == merchant_id, Wallet.mode == ("test" if test_mode else "live"), Wallet.chain == chain
         )
     )
+    if xpub and not test_mode:
+        try:
+            live_key_warning(chain, xpub, allow_test_keys=allow_test_keys)
+        except InvalidXpub as exc:
+            raise WalletNotConfigured(f"the live {chain} wallet cannot take payments: {exc}. Set another key "
+                                      f"(dashboard wallet settings, or `kassa wallet set --chain {chain}`)") from None
     if xpub:
         return xpub
     if test_mode:
@@ -60,9 +75,10 @@ def wallet_xpub(session: Session, merchant_id: uuid.UUID, test_mode: bool, chain
     )
 
 
-def next_address(session: Session, merchant_id: uuid.UUID, test_mode: bool, network: Network) -> tuple[str, int]:
+def next_address(session: Session, merchant_id: uuid.UUID, test_mode: bool, network: Network, *,
+                 allow_test_keys: bool = False) -> tuple[str, int]:
     """The next unused address of the merchant's wallet for this network's chain."""
-    xpub = wallet_xpub(session, merchant_id, test_mode, network.kind)
+    xpub = wallet_xpub(session, merchant_id, test_mode, network.kind, allow_test_keys=allow_test_keys)
     name = sequence_name(network.kind, xpub)
     _ensure_sequence(session, name)
     index = session.execute(sa.text(f"SELECT nextval('{name}')")).scalar_one()

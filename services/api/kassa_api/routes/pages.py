@@ -130,7 +130,7 @@ def buy(product_id: str):
     try:
         with transaction() as session:
             payment, _ = payments.create_payment(session, owner, cmd, registry=s.networks, rates=deps().rates,
-                                                 checkout_base=s.checkout_url)
+                                                 checkout_base=s.checkout_url, allow_test_keys=s.development)
     except DomainError as exc:
         return _product_page(product, merchant, 422, exc.message)
     return redirect(payment.checkout_url, 303)

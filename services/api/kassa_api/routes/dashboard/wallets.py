@@ -8,7 +8,7 @@ from __future__ import annotations
 from flask import Blueprint, request
 
 from kassa_api import queries
-from kassa_api.deps import db, transaction
+from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common import accounts
 from kassa_common.chains.hd import derive_address
@@ -39,7 +39,8 @@ def index():
     owner, chain = current_owner(), request.form.get("chain", "")
     try:
         with transaction() as s:
-            accounts.set_wallet(s, owner.merchant_id, owner.mode, chain, request.form.get("xpub", ""))
+            saved = accounts.set_wallet(s, owner.merchant_id, owner.mode, chain, request.form.get("xpub", ""),
+                                        allow_test_keys=deps().settings.development)
     except DomainError as exc:
         return _page(422, error=exc.message)
-    return _page(saved=chain)
+    return _page(saved=chain, warning=saved.warning)
