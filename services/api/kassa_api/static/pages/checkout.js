@@ -1,6 +1,6 @@
 /* Hosted checkout: live status and countdown (copy buttons: copy.js). No inline script, no eval.
    The QR code, the amount and its copy button are rendered by the server for what is still due:
-   when that changes (a partial payment, the payment completes), the page reloads to show the new one. */
+   when that changes while the payment is open (a partial payment), the page reloads to show the new one. */
 (function () {
   "use strict";
   var root = document.getElementById("checkout");
