@@ -193,7 +193,7 @@ def test_after_a_partial_payment_the_qr_code_and_amount_ask_for_what_is_still_du
     html = client.get(f"/pay/{p['short_id']}").get_data(as_text=True)
     assert f'address={p["address"]}&amp;uint256=6000000"' in html
     assert '<code id="amount-value" class="value">6</code>' in html and '<span id="crypto-amount">6</span>' in html
-    assert "received 4 of 10 USDC (order total ≈ $10.00 USD)" in html
+    assert "still due (received 4 of 10 USDC; order total ≈ $10.00 USD)" in html
     btc = create_payment(merchant, {"amount": 60, "token": "BTC", "network": "BITCOIN"})
     hold(sessions, btc["id"])
     settle(sessions, report(btc, TransferStatus.CONFIRMED, 25_000, 6))
