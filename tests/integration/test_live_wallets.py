@@ -32,6 +32,8 @@ ABANDON_BIP84_ZPUB = ("zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE
                       "sAYz2oz2AGutZYs")
 JUNK_EVM_XPUB = ("xpub6Ce9NcJvTk36xtLSrJLZqE7wtgA5deCeYs7rSQtreh4cj6ByPtrg9sD7V2FNFLPnf8heNP3FGkeV9qwfzvZNSd54JoNXVsXFY"
                  "SYwHsnJxqP")
+
+
 @pytest.fixture
 def kassa_main(database_url, monkeypatch, capsys):
     """The operator CLI in-process, in an environment: returns (exit code, stdout, stderr)."""

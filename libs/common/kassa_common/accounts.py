@@ -103,7 +103,7 @@ def set_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: str, 
     """Set the merchant's key for ``chain`` in ``mode``. Live mode takes only mainnet keys
     that are not published test keys (``allow_test_keys``: with a warning, for development)."""
     if mode not in MODES or chain not in CHAINS:
-        raise AccountError(f"mode must be test|live and chain evm|bitcoin")
+        raise AccountError("mode must be test|live and chain evm|bitcoin")
     try:
         xpub = validate_xpub(chain, xpub)
         warning = live_key_warning(chain, xpub, allow_test_keys=allow_test_keys) if mode == "live" else None
