@@ -20,6 +20,7 @@ from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
 from kassa_common.models import Wallet
+from kassa_common.payments import addresses
 from kassa_dev import procfile
 from tests.integration.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, LIVE_PAYMENT, assert_error, set_live_wallet
@@ -181,6 +182,28 @@ def test_a_test_key_entered_as_tpub_then_xpub_continues_its_index_sequence(clien
     second = client.post(f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"},
                          headers=merchant.headers()).get_json()["data"]["address"]
     assert [first, second] == [derive_address("evm", key, i) for i in (0, 1)]
+
+
+def test_a_key_whose_sequence_is_gone_never_hands_out_an_address_a_payment_holds(client, merchant, sessions, engine):
+    """A key used before whose sequence did not come along (it was named after another text
+    of the key and no wallet held that text at the upgrade, or a restore left it out) starts
+    after the addresses its payments hold, instead of at index 0."""
+    key = fresh_key()
+    with unit_of_work(sessions) as s:
+        accounts.set_wallet(s, merchant.id, "test", "evm", key)
+
+    def address() -> str:
+        r = client.post(f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"},
+                        headers=merchant.headers())
+        assert r.status_code == 201, r.get_data(as_text=True)
+        return r.get_json()["data"]["address"]
+
+    held = [address() for _ in range(3)]
+    name = addresses.sequence_name("evm", key)
+    with engine.begin() as conn:
+        conn.exec_driver_sql(f"DROP SEQUENCE {name}")
+    addresses._known.discard(name)  # as a process that has not used the key yet
+    assert held + [address()] == [derive_address("evm", key, i) for i in range(4)]
 
 
 # ---- live rates ----------------------------------------------------------------------------

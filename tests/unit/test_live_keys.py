@@ -1,11 +1,12 @@
-"""Which keys live mode takes, and what identifies a key: pure logic over extended keys."""
+"""Which keys live mode takes, what identifies a key, and where a key's lost index sequence
+restarts: pure logic over extended keys."""
 from __future__ import annotations
 
 import pytest
 
 from kassa_common.chains.hd import TEST_XPUBS, InvalidXpub, is_mainnet_key, key_material, validate_xpub
 from kassa_common.chains.live_keys import PUBLISHED_TEST_KEYS, PUBLISHED_WARNING, live_key_warning
-from kassa_common.payments.addresses import sequence_name
+from kassa_common.payments.addresses import first_unused, sequence_name
 from tests.support.keys import encoded, fresh_key
 
 ENCODINGS = ("xpub", "zpub", "tpub", "vpub")
@@ -52,3 +53,22 @@ def test_an_own_mainnet_key_is_taken_without_a_word(chain, prefix):
 def test_a_bip49_key_is_refused_with_what_to_enter_instead():
     with pytest.raises(InvalidXpub, match=r"BIP49 key .* BIP84 account key \(zpub"):
         validate_xpub("bitcoin", fresh_key("ypub"))
+
+
+@pytest.mark.parametrize("used, expected", [
+    (set(), 0),
+    ({0}, 1),
+    (set(range(100)), 100),  # exactly one full window
+    (set(range(101)), 101),
+    (set(range(250)) - {20, 21, 130}, 250),  # a few indexes skipped by rolled-back payments
+    (set(range(123_457)), 123_457),
+])
+def test_a_lost_sequence_restarts_after_the_last_address_payments_hold(used, expected):
+    window, probes = 100, []
+
+    def last_held(start: int):
+        probes.append(start)
+        return max((i for i in used if start <= i < start + window), default=None)
+
+    assert first_unused(last_held, window) == expected
+    assert len(probes) <= 2 * max(expected, 1).bit_length() + 2  # a few probes, not one per window

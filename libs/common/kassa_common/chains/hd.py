@@ -59,9 +59,9 @@ _PRIVATE_VERSIONS = frozenset(
     bytes.fromhex(v)
     for v in ("0488ade4", "04358394", "049d7878", "044a4e28", "04b2430c", "045f18bc")
 )
+BECH32_HRPS = ("bc", "tb", "bcrt")  # every address prefix a Bitcoin key can be asked for
 _MAINNET_HRPS = frozenset({"bc"})
-_TESTNET_HRPS = frozenset({"tb", "bcrt"})
-_HRPS = _MAINNET_HRPS | _TESTNET_HRPS
+_HRPS = frozenset(BECH32_HRPS)
 _CHAINS = ("evm", "bitcoin")
 _HARDENED = 0x80000000
 

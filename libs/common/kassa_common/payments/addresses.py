@@ -6,7 +6,9 @@ payments neither share an address nor queue behind each other's commits. An inde
 skipped only when the transaction that took it rolls back. The sequence is named after
 the key material, not the text the merchant pasted: the same key entered again as a zpub
 instead of an xpub continues where it was (migration 0005 carried the older, per-text
-sequences over).
+sequences over). A sequence created for a key that payments already used (its old
+sequence was not carried over, or a restore left it out) starts after the last address
+they hold: a key never hands out an address twice.
 
 A live payment re-checks its key (``live_keys``): a key stored before the rules, or
 under ``KASSA_ENV=development``, never takes real money outside development.
@@ -16,16 +18,17 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
+from typing import Callable
 
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-from kassa_common.chains.hd import TEST_XPUBS, InvalidXpub, derive_address, key_material
+from kassa_common.chains.hd import BECH32_HRPS, TEST_XPUBS, InvalidXpub, derive_address, key_material
 from kassa_common.chains.live_keys import live_key_warning
 from kassa_common.chains.networks import Network
 from kassa_common.errors import WalletNotConfigured
-from kassa_common.models import Wallet
+from kassa_common.models import Payment, Wallet
 
 _known: set[str] = set()
 _lock = threading.Lock()
@@ -36,7 +39,7 @@ def sequence_name(chain: str, xpub: str) -> str:
     return "kassa_idx_" + hashlib.sha256(chain.encode() + b":" + key_material(chain, xpub)).hexdigest()[:32]
 
 
-def _ensure_sequence(session: Session, name: str) -> None:
+def _ensure_sequence(session: Session, name: str, chain: str, xpub: str) -> None:
     """Create the key's sequence once (outside the caller's transaction, so it survives it)."""
     if name in _known:
         return
@@ -44,12 +47,47 @@ def _ensure_sequence(session: Session, name: str) -> None:
         if name in _known:
             return
         with session.get_bind().connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            try:
-                conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 START WITH 0")
-            except DBAPIError as exc:  # a concurrent creator won the race: the sequence exists
-                if "already exists" not in str(exc.orig) and "duplicate key" not in str(exc.orig):
-                    raise
+            if conn.scalar(sa.text("SELECT to_regclass(:n)"), {"n": name}) is None:
+                start = _first_unused_index(conn, chain, xpub)
+                try:
+                    conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 START WITH {start}")
+                except DBAPIError as exc:  # a concurrent creator won the race: the sequence exists
+                    if "already exists" not in str(exc.orig) and "duplicate key" not in str(exc.orig):
+                        raise
         _known.add(name)
+
+
+def _first_unused_index(conn, chain: str, xpub: str, window: int = 100) -> int:
+    """The index after the last one whose address a payment holds (0 for a key never used)."""
+    hrps = (None,) if chain == "evm" else BECH32_HRPS  # a Bitcoin key's address differs per network
+
+    def last_held(start: int) -> int | None:
+        wanted = {derive_address(chain, xpub, i, bech32_hrp=hrp).lower(): i
+                  for i in range(start, start + window) for hrp in hrps}
+        held = conn.scalars(sa.select(sa.func.lower(Payment.address))
+                            .where(sa.func.lower(Payment.address).in_(list(wanted)))).all()
+        return max((wanted[a] for a in held), default=None)
+
+    return first_unused(last_held, window)
+
+
+def first_unused(last_held: Callable[[int], int | None], window: int) -> int:
+    """The index after the last held one, given ``last_held(start)``: the highest held index
+    in ``[start, start + window)``, or None.
+
+    A key's used indexes run from 0 with few gaps, so windows are probed at doubling offsets,
+    then halved down to the last window that holds one: a few indexed queries even for a key
+    with a million payments.
+    """
+    if last_held(0) is None:
+        return 0
+    low, high = 0, window  # the window at ``low`` holds an index; the one at ``high`` is probed next
+    while last_held(high) is not None:
+        low, high = high, high * 2
+    while high - low > window:
+        middle = (low + high) // 2
+        low, high = (middle, high) if last_held(middle) is not None else (low, middle)
+    return last_held(low) + 1
 
 
 def wallet_xpub(session: Session, merchant_id: uuid.UUID, test_mode: bool, chain: str, *,
@@ -80,6 +118,6 @@ def next_address(session: Session, merchant_id: uuid.UUID, test_mode: bool, netw
     """The next unused address of the merchant's wallet for this network's chain."""
     xpub = wallet_xpub(session, merchant_id, test_mode, network.kind, allow_test_keys=allow_test_keys)
     name = sequence_name(network.kind, xpub)
-    _ensure_sequence(session, name)
+    _ensure_sequence(session, name, network.kind, xpub)
     index = session.execute(sa.text(f"SELECT nextval('{name}')")).scalar_one()
     return derive_address(network.kind, xpub, index, bech32_hrp=network.bech32_hrp), index
