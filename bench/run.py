@@ -72,7 +72,8 @@ def wrk(url: str, key: str = "") -> float:
 
 
 def bench_api(settings: Settings, key: str) -> dict:
-    env = {"DATABASE_URL": settings.database_url, "RATE_LIMIT_PER_MINUTE": "100000000", "LOG_LEVEL": "WARNING"}
+    env = {"DATABASE_URL": settings.database_url, "RATE_LIMIT_PER_MINUTE": "100000000", "LOG_LEVEL": "WARNING",
+           "SECRET_KEY": secrets.token_urlsafe(32)}  # the web refuses the built-in development secret
     bare, bare_url = gunicorn("bench.bare_app:app", env)
     try:
         wrk(bare_url + "/v1/api/payments")  # warm up

@@ -51,6 +51,10 @@ def base_env(database_url):
         "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
         "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
         "DB_POOL_SIZE": "4",  # several suites may share one PostgreSQL (100 connections)
+        # The tests run a development stack, like `make run`: published test keys in live mode
+        # (the local chain's walk-through) and fixed rates for live coin payments.
+        "KASSA_ENV": "development",
+        "FIXED_RATES_ALLOW_LIVE": "true",
     }
 
 

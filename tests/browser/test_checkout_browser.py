@@ -1,14 +1,21 @@
 """A customer in real Chromium: the hosted checkout and the product page against the running stack."""
 from __future__ import annotations
 
+import io
 import re
 import uuid
 
 import requests
 import sqlalchemy as sa
+import zxingcpp
+from PIL import Image
 from playwright.sync_api import expect
 
+from kassa_common import events as outbox
+from kassa_common.ids import new_event_id
+from kassa_common.messages import TransferStatus
 from kassa_common.models import Payment
+from tests.support.transfers import report
 
 TIMEOUT_MS = 20_000
 
@@ -37,6 +44,13 @@ def create_product(stack, merchant, **fields) -> dict:
     r = requests.post(f"{stack.api}/products", json=body, headers=merchant.headers(), timeout=5)
     assert r.status_code == 201, r.text
     return r.json()["data"]
+
+
+def qr_text(page) -> str:
+    """What a wallet app reads from the QR code on the page."""
+    shot = Image.open(io.BytesIO(page.locator(".qr svg").screenshot()))
+    (code,) = zxingcpp.read_barcodes(shot)
+    return code.text
 
 
 def no_horizontal_scroll(page) -> bool:
@@ -111,3 +125,40 @@ def test_checkout_and_product_page_fit_a_phone_screen(stack, merchant, sessions,
     expect(phone.locator("h1")).to_have_text("Blue mug")
     assert no_horizontal_scroll(phone)
     phone.screenshot(path=str(artifacts / "product-390x844.png"), full_page=True)
+
+
+def test_after_pay_part_the_qr_code_amount_and_copy_button_ask_for_the_remainder(stack, merchant, sessions, page):
+    p = held_payment(stack, merchant, sessions, amount=10)
+    usdc = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"  # USDC on BASE
+    wanted = f"ethereum:{usdc}@8453/transfer?address={p['address']}&uint256={{}}"
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=stack.base)
+    page.goto(p["checkout_url"])
+    assert qr_text(page) == wanted.format(10_000_000)
+    page.get_by_role("button", name="pay part").click()
+    expect(page.locator("#status-text")).to_have_text("Partially paid", timeout=TIMEOUT_MS)
+    expect(page.locator("#amount-value")).to_have_text("5")
+    expect(page.locator("#crypto-amount")).to_have_text("5")
+    assert qr_text(page) == wanted.format(5_000_000)
+    assert page.locator(".qr a").get_attribute("href") == wanted.format(5_000_000)
+    page.locator("button[data-copy=amount-value]").click()
+    expect(page.locator("button[data-copy=amount-value]")).to_have_text("Copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "5"
+
+
+def test_once_the_transfer_is_seen_the_cancel_link_goes_and_a_cancel_sent_anyway_says_why(stack, merchant, sessions,
+                                                                                         page):
+    p = held_payment(stack, merchant, sessions)
+    page.goto(p["checkout_url"])
+    cancel = page.get_by_role("button", name=re.compile("Cancel payment"))
+    expect(cancel).to_be_visible()
+    seen = report(p, TransferStatus.SEEN, 12_340_000, 1)
+    with sessions.begin() as s:  # the settler gets it through the outbox, as a watcher's report
+        outbox.record(s, seen.to_message(new_event_id()), merchant_id=merchant.id, test_mode=True, payment_id=uuid.UUID(p["id"]))
+    expect(page.locator("#status-text")).to_have_text("Payment seen, waiting for confirmations", timeout=TIMEOUT_MS)
+    expect(cancel).to_be_hidden()
+    with page.expect_navigation() as nav:  # a tab that still had the form, or a replayed post
+        page.locator("#cancel-form").evaluate("form => form.submit()")
+    assert nav.value.status == 409
+    expect(page.locator("#notice")).to_contain_text("can no longer be canceled")
+    expect(cancel).to_have_count(0)
+    assert api_payment(stack, merchant, p["id"])["status"] == "PENDING"

@@ -11,8 +11,6 @@ import sys
 import uuid
 from pathlib import Path
 
-import base58
-import coincurve
 import pytest
 import sqlalchemy as sa
 
@@ -20,6 +18,7 @@ from kassa_common import cli
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.models import ApiKey, Merchant, Wallet
 from tests.support.api import API, LIVE_PAYMENT, PAYMENT, assert_error, new_key
+from tests.support.keys import fresh_key
 
 KASSA = Path(sys.executable).with_name("kassa")
 TEST_XPUB_FIRST_EVM_ADDRESS = "0x9858EfFD232B4033E47d90003D41EC34EcaEda94"
@@ -30,7 +29,7 @@ XPRV = ("xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJ
 @pytest.fixture(scope="module")
 def kassa(database_url):
     """Run the console script; returns the completed process (asserts success unless ok=False)."""
-    env = {**os.environ, "DATABASE_URL": database_url}
+    env = {**os.environ, "DATABASE_URL": database_url, "KASSA_ENV": "development"}  # like `make run`
 
     def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
         done = subprocess.run([str(KASSA), *args], env=env, capture_output=True, text=True, timeout=60)
@@ -45,6 +44,7 @@ def kassa(database_url):
 def kassa_main(database_url, monkeypatch, capsys):
     """The same entry point in-process: returns (exit code, stdout, stderr)."""
     monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("KASSA_ENV", "development")
 
     def run(*args: str) -> tuple[int, str, str]:
         code = cli.main(list(args))
@@ -52,13 +52,6 @@ def kassa_main(database_url, monkeypatch, capsys):
         return code, out.out, out.err
 
     return run
-
-
-def fresh_xpub() -> str:
-    """A valid account-level xpub nobody else uses (so its addresses start at index 0)."""
-    payload = (bytes.fromhex("0488b21e") + bytes([3]) + secrets.token_bytes(4) + (0x80000000).to_bytes(4, "big")
-               + secrets.token_bytes(32) + coincurve.PrivateKey().public_key.format(compressed=True))
-    return base58.b58encode_check(payload).decode()
 
 
 def email() -> str:
@@ -177,7 +170,7 @@ def test_wallet_set_rejects_unusable_keys(kassa_main, merchant, sessions, chain,
 
 
 def test_wallet_set_replaces_the_previous_key(kassa_main, merchant, sessions):
-    first, second = fresh_xpub(), fresh_xpub()
+    first, second = fresh_key(), fresh_key()
     for xpub in (first, second):
         assert kassa_main("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
                           "--xpub", xpub)[0] == 0
@@ -187,7 +180,7 @@ def test_wallet_set_replaces_the_previous_key(kassa_main, merchant, sessions):
 def test_live_payment_derives_from_the_wallet_set_by_the_cli(kassa, merchant, client):
     headers = merchant.headers("live")
     assert_error(client.post(f"{API}/payments", json=LIVE_PAYMENT, headers=headers), 422, "UNPROCESSABLE_ENTITY")
-    xpub = fresh_xpub()
+    xpub = fresh_key()
     shown = json.loads(kassa("--json", "wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
                              "--xpub", xpub).stdout)
     assert shown["first_address"] == derive_address("evm", xpub, 0)

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from kassa_common.config import Settings
 from kassa_dev import procfile
+from kassa_dev.run import DEV_DEFAULTS
 from tests.support import stack
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,3 +83,16 @@ def test_every_python_module_the_processes_run_exists():
     missing = sorted(m for m in modules if importlib.util.find_spec(m) is None)
     assert missing == []
 
+
+
+def compose_environment() -> dict[str, str]:
+    """The Kassa processes' environment as compose resolves it with nothing set outside."""
+    env = yaml.safe_load(COMPOSE.read_text())["x-kassa"]["environment"]
+    return {k: re.sub(r"\$\{\w+:-([^}]*)\}", r"\1", str(v)) for k, v in env.items()}
+
+
+@pytest.mark.parametrize("env", [compose_environment(), DEV_DEFAULTS], ids=["docker compose", "make run"])
+def test_the_development_stacks_start_the_web_and_take_the_walk_throughs_live_payment(env):
+    settings = Settings.from_env(env)
+    settings.check_web()  # the built-in SECRET_KEY is fine on a development stack
+    assert settings.development and settings.fixed_rates_allow_live

@@ -205,3 +205,24 @@ def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash,
     page = r.get_data(as_text=True)
     assert '<option value="CANCELED" selected>' in page
     assert made[0] in page and made[1] not in page
+
+
+def test_a_payment_whose_transfer_is_seen_offers_no_cancel_and_refuses_one_with_the_reason(dash, sessions, app):
+    from kassa_common import accounts
+    from kassa_common.db import unit_of_work
+    from kassa_common.messages import TransferStatus
+    from kassa_common.models import Merchant
+    from tests.support.transfers import report, settle
+
+    with unit_of_work(sessions) as s:
+        mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
+        key = accounts.create_key(s, mid, "test", ["payments:create"]).key
+    p = app.test_client().post("/v1/api/payments", json={"amount": 2, "token": "USDC", "network": "BASE"},
+                               headers={"X-Api-Key": key}).json["data"]
+    settle(sessions, report(p, TransferStatus.SEEN, 2_000_000, 1))
+    detail = dash.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)
+    assert "Cancel payment" not in detail
+    assert "Cannot be canceled: a transfer to the payment is seen and waiting for confirmations." in detail
+    refused = post(dash, f"/dashboard/payments/{p['short_id']}/cancel")
+    assert refused.status_code == 409
+    assert "<p>a transfer to the payment is seen and waiting for confirmations</p>" in refused.get_data(as_text=True)

@@ -23,6 +23,7 @@ SETTLEMENT = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"  # EIP-55's own exampl
 @pytest.fixture
 def kassa(database_url, monkeypatch, capsys):
     monkeypatch.setenv("DATABASE_URL", database_url)
+    monkeypatch.setenv("KASSA_ENV", "development")  # the published test key is a live wallet on the dev chain
 
     def run(*args: str) -> tuple[int, str, str]:
         code = cli.main(list(args))

@@ -7,8 +7,10 @@ import uuid
 
 import sqlalchemy as sa
 
+from kassa_common.messages import TransferStatus
 from kassa_common.models import Event, Payment
 from tests.support.api import API, LIVE_PAYMENT
+from tests.support.transfers import report, settle
 
 HTML = {"Accept": "text/html"}
 
@@ -181,3 +183,34 @@ def test_inactive_deleted_and_unknown_products_make_no_payment(client, merchant,
     assert r.status_code == 410
     listed = client.get(f"{API}/payments", headers=merchant.headers()).get_json()
     assert listed["data"]["meta"]["total"] == 0, listed
+
+
+def test_after_a_partial_payment_the_qr_code_and_amount_ask_for_what_is_still_due(client, merchant, create_payment,
+                                                                                   sessions):
+    p = create_payment(merchant, {"amount": 10, "token": "USDC", "network": "BASE"})
+    hold(sessions, p["id"])
+    settle(sessions, report(p, TransferStatus.CONFIRMED, 4_000_000, 10))
+    html = client.get(f"/pay/{p['short_id']}").get_data(as_text=True)
+    assert f'address={p["address"]}&amp;uint256=6000000"' in html
+    assert '<code id="amount-value" class="value">6</code>' in html and '<span id="crypto-amount">6</span>' in html
+    assert "still due (received 4 of 10 USDC; order total ≈ $10.00 USD)" in html
+    btc = create_payment(merchant, {"amount": 60, "token": "BTC", "network": "BITCOIN"})
+    hold(sessions, btc["id"])
+    settle(sessions, report(btc, TransferStatus.CONFIRMED, 25_000, 6))
+    assert f'href="bitcoin:{btc["address"]}?amount=0.00075"' in client.get(f"/pay/{btc['short_id']}").get_data(
+        as_text=True)
+
+
+def test_while_a_transfer_is_seen_the_checkout_offers_no_cancel_and_says_why_it_refuses(client, merchant,
+                                                                                         create_payment, sessions):
+    p = create_payment(merchant)
+    hold(sessions, p["id"])
+    opened = client.get(f"/pay/{p['short_id']}")  # the customer's tab, opened before paying
+    assert 'id="cancel-form"' in opened.get_data(as_text=True)
+    settle(sessions, report(p, TransferStatus.SEEN, 12_340_000, 1))
+    assert 'id="cancel-form"' not in client.get(f"/pay/{p['short_id']}").get_data(as_text=True)
+    assert client.get(f"/pay/{p['short_id']}/status").get_json()["cancelable"] is False
+    refused = client.post(f"/pay/{p['short_id']}/cancel", data={"csrf_token": csrf_of(opened)})
+    assert refused.status_code == 409 and refused.mimetype == "text/html"
+    assert "has been seen on the chain, so the payment can no longer be canceled" in refused.get_data(as_text=True)
+    assert client.get(f"/pay/{p['short_id']}/status").get_json()["status"] == "PENDING"

@@ -26,7 +26,8 @@ from kassa_common.db import unit_of_work
 # The document is read from /v1/api/openapi.json of an app built like the real one; serving
 # it needs no database, so it can be loaded when the module is collected. Requests go to the
 # session's app (on the test database) below.
-schema = schemathesis.openapi.from_wsgi("/v1/api/openapi.json", create_app(Settings.from_env({})))
+schema = schemathesis.openapi.from_wsgi("/v1/api/openapi.json",
+                                        create_app(Settings.from_env({"KASSA_ENV": "development"})))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
@@ -35,7 +36,7 @@ def fuzz_merchant(sessions):
     """An activated merchant with a live EVM wallet and, per mode, a key with every scope."""
     with unit_of_work(sessions) as s:
         m = accounts.create_merchant(s, f"fuzz-{secrets.token_hex(6)}@example.com", None, "Fuzz Ltd", True)
-        accounts.set_wallet(s, m.id, "live", "evm", TEST_XPUBS["evm"])
+        accounts.set_wallet(s, m.id, "live", "evm", TEST_XPUBS["evm"], allow_test_keys=True)
         return {mode: accounts.create_key(s, m.id, mode, list(accounts.SCOPES)).key for mode in ("test", "live")}
 
 

@@ -39,5 +39,6 @@ def new_key(sessions, merchant_id: uuid.UUID, mode: str, scopes: list[str]) -> s
 
 
 def set_live_wallet(sessions, merchant_id: uuid.UUID, chain: str = "evm", xpub: str | None = None) -> str:
+    """As ``kassa wallet set`` on a development stack (published test keys allowed)."""
     with unit_of_work(sessions) as s:
-        return accounts.set_wallet(s, merchant_id, "live", chain, xpub or TEST_XPUBS[chain])
+        return accounts.set_wallet(s, merchant_id, "live", chain, xpub or TEST_XPUBS[chain], allow_test_keys=True).xpub

@@ -8,11 +8,13 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.messages import EventType, PaymentStatus
+from kassa_common.messages import EventType, PaymentStatus, TransferStatus
 from kassa_common.payments.transitions import (
-    OPEN, STATUSES, TRANSITIONS, Facts, Trigger, refusal, settlement_trigger)
+    OPEN, STATUSES, TRANSITIONS, Facts, Trigger, refusal, report_trigger, settlement_trigger)
 
 PENDING, COMPLETED, PARTIALLY_PAID, EXPIRED, CANCELED = PaymentStatus
+SEEN, CONFIRMED, ORPHANED = TransferStatus
+SEEN_PENDING = "a transfer to the payment is seen and waiting for confirmations"
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 PAST, FUTURE = NOW - timedelta(minutes=1), NOW + timedelta(minutes=1)
 
@@ -20,6 +22,7 @@ PAST, FUTURE = NOW - timedelta(minutes=1), NOW + timedelta(minutes=1)
 TABLE = {
     Trigger.DETECT: ({PENDING, PARTIALLY_PAID}, None, EventType.PAYMENT_DETECTED),
     Trigger.OBSERVE: ({PENDING, PARTIALLY_PAID}, None, None),
+    Trigger.RELEASE: ({PENDING, PARTIALLY_PAID}, None, None),
     Trigger.PARTIALLY_PAY: ({PENDING, PARTIALLY_PAID}, PARTIALLY_PAID, EventType.PAYMENT_PARTIALLY_PAID),
     Trigger.COMPLETE: ({PENDING, PARTIALLY_PAID}, COMPLETED, EventType.PAYMENT_COMPLETED),
     Trigger.EXPIRE: ({PENDING, PARTIALLY_PAID}, EXPIRED, EventType.PAYMENT_EXPIRED),
@@ -71,13 +74,20 @@ def test_completed_is_reached_only_from_an_open_payment_and_never_left():
     (PAST, False, None),
     (NOW, False, None),
     (FUTURE, False, "the payment has not reached its expiry time"),
-    (PAST, True, "a transfer to the payment is seen and waiting for confirmations"),
+    (PAST, True, SEEN_PENDING),
     (None, False, "the payment has not reached its expiry time"),
 ])
 def test_expiry_waits_for_the_time_and_for_a_seen_transfer_to_settle(expires_at, pending, refused):
     facts = Facts(PENDING, expires_at=expires_at, transfer_pending=pending)
     assert refusal(Trigger.EXPIRE, facts, NOW) == refused
     assert TRANSITIONS[Trigger.EXPIRE].needs_transfers
+
+
+@pytest.mark.parametrize("pending, refused", [(False, None), (True, SEEN_PENDING)])
+def test_cancel_is_refused_while_a_counted_transfer_is_seen(pending, refused):
+    facts = Facts(PENDING, expires_at=FUTURE, transfer_pending=pending)
+    assert refusal(Trigger.CANCEL, facts, NOW) == refused
+    assert TRANSITIONS[Trigger.CANCEL].needs_transfers
 
 
 @pytest.mark.parametrize("trigger", [Trigger.TEST_PAY, Trigger.TEST_LET_EXPIRE])
@@ -110,3 +120,43 @@ def test_a_confirmed_transfer_completes_part_pays_or_is_recorded(status, receive
     chosen = settlement_trigger(status, received, due, tolerance)
     assert chosen == trigger
     assert status in TRANSITIONS[chosen].sources  # what settlement picks is always allowed
+
+
+# A SEEN or ORPHANED report of a counted transfer: (report, the transfer's status before it
+# (None: first report), the payment's status) -> what it does to the payment (None: nothing).
+REPORTS = [
+    (SEEN, None, PENDING, Trigger.DETECT),
+    (SEEN, None, PARTIALLY_PAID, Trigger.DETECT),  # a further part is on its way
+    (SEEN, SEEN, PENDING, Trigger.OBSERVE),  # more confirmations
+    (SEEN, ORPHANED, PENDING, Trigger.DETECT),  # back in a block after a reorg: detected again
+    (SEEN, CONFIRMED, PENDING, None),  # a SEEN report never downgrades a CONFIRMED transfer
+    (SEEN, CONFIRMED, PARTIALLY_PAID, None),
+    (SEEN, None, COMPLETED, None),  # after the end: recorded, counted only once confirmed
+    (SEEN, None, EXPIRED, None),
+    (SEEN, SEEN, CANCELED, None),
+    (ORPHANED, SEEN, PENDING, Trigger.RELEASE),  # what the seen transfer set is cleared
+    (ORPHANED, SEEN, PARTIALLY_PAID, Trigger.RELEASE),
+    (ORPHANED, None, PENDING, None),  # never seen: nothing was set
+    (ORPHANED, ORPHANED, PENDING, None),
+    (ORPHANED, CONFIRMED, PARTIALLY_PAID, None),  # confirmed is final
+    (ORPHANED, SEEN, COMPLETED, None),
+    (ORPHANED, SEEN, EXPIRED, None),
+]
+
+
+@pytest.mark.parametrize("report, before, status, trigger", REPORTS)
+def test_what_a_seen_or_orphaned_report_does(report, before, status, trigger):
+    chosen = report_trigger(report, before, status)
+    assert chosen == trigger
+    assert chosen is None or status in TRANSITIONS[chosen].sources  # what a report picks is always allowed
+
+
+@pytest.mark.parametrize("report", [SEEN, ORPHANED])
+@pytest.mark.parametrize("before", [None, SEEN, CONFIRMED, ORPHANED])
+@pytest.mark.parametrize("status", list(PaymentStatus))
+def test_a_report_never_touches_a_closed_payment_or_a_confirmed_transfer(report, before, status):
+    chosen = report_trigger(report, before, status)
+    if status not in OPEN or before == CONFIRMED:
+        assert chosen is None
+    if report == ORPHANED:
+        assert chosen in (None, Trigger.RELEASE) and (chosen is None or before == SEEN)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import sqlalchemy as sa
 from argon2 import PasswordHasher
@@ -12,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains import forwarder
 from kassa_common.chains.hd import validate_xpub
+from kassa_common.chains.live_keys import live_key_warning
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.ids import hash_api_key, new_api_key
 from kassa_common.models import ApiKey, Merchant, Wallet
@@ -92,15 +94,24 @@ def revoke_key(session: Session, merchant_id: uuid.UUID, key_id: uuid.UUID) -> A
     return row
 
 
-def set_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: str, xpub: str) -> str:
+class SavedWallet(NamedTuple):
+    xpub: str
+    warning: str | None  # shown to whoever set it (a published test key in development)
+
+
+def set_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: str, xpub: str, *,
+               allow_test_keys: bool = False) -> SavedWallet:
+    """Set the merchant's key for ``chain`` in ``mode``. Live mode takes only mainnet keys
+    that are not published test keys (``allow_test_keys``: with a warning, for development)."""
     if mode not in MODES or chain not in CHAINS:
-        raise AccountError(f"mode must be test|live and chain evm|bitcoin")
+        raise AccountError("mode must be test|live and chain evm|bitcoin")
     try:
         xpub = validate_xpub(chain, xpub)
+        warning = live_key_warning(chain, xpub, allow_test_keys=allow_test_keys) if mode == "live" else None
     except ValueError as exc:
         raise AccountError(str(exc)) from None
     _upsert_wallet(session, merchant_id, mode, chain, xpub=xpub)
-    return xpub
+    return SavedWallet(xpub, warning)
 
 
 def set_settlement_address(session: Session, merchant_id: uuid.UUID, mode: str, address: str) -> str:

@@ -70,9 +70,12 @@ def cmd_wallet_set(args, settings: Settings) -> None:
 
     with unit_of_work_for(settings) as s:
         m = accounts.merchant_by_email(s, args.email)
-        xpub = accounts.set_wallet(s, m.id, args.mode, args.chain, args.xpub)
-    first = derive_address(args.chain, xpub, 0, bech32_hrp="bc" if args.chain == "bitcoin" else None)
-    data = {"email": args.email, "mode": args.mode, "chain": args.chain, "first_address": first}
+        saved = accounts.set_wallet(s, m.id, args.mode, args.chain, args.xpub, allow_test_keys=settings.development)
+    first = derive_address(args.chain, saved.xpub, 0, bech32_hrp="bc" if args.chain == "bitcoin" else None)
+    data = {"email": args.email, "mode": args.mode, "chain": args.chain, "first_address": first,
+            "warning": saved.warning}
+    if saved.warning:
+        print(f"kassa: warning: {saved.warning}", file=sys.stderr)
     _out(args, data, f"{args.chain} wallet set for {args.email} ({args.mode}); first address {first}")
 
 

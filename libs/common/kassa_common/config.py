@@ -12,6 +12,13 @@ from typing import Any, Callable, Mapping
 from kassa_common.chains.networks import Registry, load_registry
 from kassa_common.chains.rates import DEFAULT_FIXED_RATES
 
+DEFAULT_SECRET_KEY = "dev-insecure-secret-change-me"
+ENVIRONMENTS = ("production", "development")
+
+
+class UnsafeSettings(ValueError):
+    """A setting only a development stack may keep (the message says which, and what to do)."""
+
 
 def _bool(value: str) -> bool:
     v = value.strip().lower()
@@ -36,6 +43,13 @@ def _seconds_list(value: str) -> tuple[float, ...]:
     return items
 
 
+def _environment(value: str) -> str:
+    v = value.strip().lower()
+    if v not in ENVIRONMENTS:
+        raise ValueError(f"must be one of {', '.join(ENVIRONMENTS)}: {value!r}")
+    return v
+
+
 def _maybe(env: Mapping[str, str], name: str, coerce: Callable[[str], Any], default: Any) -> Any:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -54,7 +68,8 @@ class Settings:
     public_api_url: str = "http://127.0.0.1:8000/v1/api"
     checkout_url: str = "http://127.0.0.1:8000"
     dashboard_url: str = "http://127.0.0.1:8000/dashboard"
-    secret_key: str = "dev-insecure-secret-change-me"
+    secret_key: str = DEFAULT_SECRET_KEY
+    kassa_env: str = "production"  # "development": the local stack (make run, docker compose)
     payment_lifetime_minutes: int = 60
     rate_limit_per_minute: int = 100
     idempotency_ttl_hours: int = 24
@@ -63,6 +78,7 @@ class Settings:
     webhook_timeout_seconds: float = 10.0
     webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
     fixed_rates: str = DEFAULT_FIXED_RATES
+    fixed_rates_allow_live: bool = False  # fixed rates price live coin payments too (development only)
     rates_url: str | None = None  # an HTTP spot-price source replaces the fixed rates
     rates_json_path: str = "data.amount"
     db_pool_size: int = 10
@@ -83,6 +99,7 @@ class Settings:
             checkout_url=_maybe(env, "CHECKOUT_URL", str, d.checkout_url).rstrip("/"),
             dashboard_url=_maybe(env, "DASHBOARD_URL", str, d.dashboard_url).rstrip("/"),
             secret_key=_maybe(env, "SECRET_KEY", str, d.secret_key),
+            kassa_env=_maybe(env, "KASSA_ENV", _environment, d.kassa_env),
             payment_lifetime_minutes=_maybe(env, "PAYMENT_LIFETIME_MINUTES", _positive_int, d.payment_lifetime_minutes),
             rate_limit_per_minute=_maybe(env, "RATE_LIMIT_PER_MINUTE", _positive_int, d.rate_limit_per_minute),
             idempotency_ttl_hours=_maybe(env, "IDEMPOTENCY_TTL_HOURS", _positive_int, d.idempotency_ttl_hours),
@@ -91,6 +108,7 @@ class Settings:
             webhook_timeout_seconds=_maybe(env, "WEBHOOK_TIMEOUT_SECONDS", float, d.webhook_timeout_seconds),
             webhook_retry_schedule=_maybe(env, "WEBHOOK_RETRY_SCHEDULE", _seconds_list, None),
             fixed_rates=_maybe(env, "FIXED_RATES", str, d.fixed_rates),
+            fixed_rates_allow_live=_maybe(env, "FIXED_RATES_ALLOW_LIVE", _bool, d.fixed_rates_allow_live),
             rates_url=_maybe(env, "RATES_URL", str, None),
             rates_json_path=_maybe(env, "RATES_JSON_PATH", str, d.rates_json_path),
             db_pool_size=_maybe(env, "DB_POOL_SIZE", _positive_int, d.db_pool_size),
@@ -102,3 +120,17 @@ class Settings:
 
     def with_(self, **overrides: Any) -> "Settings":
         return replace(self, **overrides)
+
+    @property
+    def development(self) -> bool:
+        """A development stack: published test keys in live mode (with a warning) and the
+        built-in ``SECRET_KEY`` are tolerated."""
+        return self.kassa_env == "development"
+
+    def check_web(self) -> None:
+        """Raise ``UnsafeSettings`` if the web process must not start with these settings."""
+        if self.secret_key == DEFAULT_SECRET_KEY and not self.development:
+            raise UnsafeSettings(
+                "SECRET_KEY is the built-in development value, which anyone can read: set SECRET_KEY to a long "
+                "random string (e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(48))'), or run a "
+                "development stack with KASSA_ENV=development")

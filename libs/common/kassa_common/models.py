@@ -138,7 +138,8 @@ class Payment(Base):
         sa.Index("payments_test_due", "created_at",
                  postgresql_where=sa.text("test_mode AND status = 'PENDING' AND test_simulated_at IS NULL")),
         sa.Index("payments_merchant_list", "merchant_id", "test_mode", sa.text("created_at DESC"), "id"),
-        sa.Index("payments_address_key", "address", unique=True),
+        # Addresses are case-insensitive (EIP-55, bech32): unique as such, and looked up so.
+        sa.Index("payments_address_key", sa.func.lower(address), unique=True),
         sa.Index("payments_open_expiry", "expires_at", postgresql_where=sa.text("status IN ('PENDING','PARTIALLY_PAID')")),
     )
 

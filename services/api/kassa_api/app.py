@@ -23,6 +23,7 @@ SECURITY_HEADERS = {
 
 def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     settings = settings or Settings.from_env()
+    settings.check_web()  # the web refuses to start on the development secret outside development
     app = Flask(__name__)
     app.config.update(MAX_CONTENT_LENGTH=MAX_BODY, SECRET_KEY=settings.secret_key, JSON_SORT_KEYS=False)
     app.json.sort_keys = False  # type: ignore[attr-defined]

@@ -59,9 +59,9 @@ _PRIVATE_VERSIONS = frozenset(
     bytes.fromhex(v)
     for v in ("0488ade4", "04358394", "049d7878", "044a4e28", "04b2430c", "045f18bc")
 )
+BECH32_HRPS = ("bc", "tb", "bcrt")  # every address prefix a Bitcoin key can be asked for
 _MAINNET_HRPS = frozenset({"bc"})
-_TESTNET_HRPS = frozenset({"tb", "bcrt"})
-_HRPS = _MAINNET_HRPS | _TESTNET_HRPS
+_HRPS = frozenset(BECH32_HRPS)
 _CHAINS = ("evm", "bitcoin")
 _HARDENED = 0x80000000
 
@@ -105,6 +105,10 @@ def _parse(chain: str, xpub: str) -> _Node:
     if version not in _PUBLIC_VERSIONS:
         raise InvalidXpub(f"unknown extended key version 0x{version.hex()}; expected an xpub-style public key")
     prefix, mainnet, kinds = _PUBLIC_VERSIONS[version]
+    if prefix in ("ypub", "upub"):
+        raise InvalidXpub(f"a {prefix} is a BIP49 key (wrapped segwit, 3... addresses): Kassa derives native segwit "
+                          "addresses, which a BIP49 wallet does not watch; enter your wallet's BIP84 account key "
+                          "(zpub, m/84'/0'/0') instead")
     if chain not in kinds:
         wanted = "an xpub" if chain == "evm" else "a BIP84 native-segwit key (zpub/vpub, or xpub/tpub)"
         raise InvalidXpub(f"a {prefix} key cannot be used for {chain} addresses; expected {wanted}")
@@ -135,6 +139,21 @@ def validate_xpub(chain: str, xpub: str) -> str:
     xpub = xpub.strip()
     _parse(chain, xpub)
     return xpub
+
+
+def key_material(chain: str, xpub: str) -> bytes:
+    """The key itself, whatever its encoding: chain code and compressed public key.
+
+    An xpub, zpub, tpub or vpub of one key differ only in their version bytes, and derive
+    the same children; so this, not the text, is what identifies a key.
+    """
+    node = _parse(chain, validate_xpub(chain, xpub))
+    return node.chain_code + node.pubkey.format(compressed=True)
+
+
+def is_mainnet_key(chain: str, xpub: str) -> bool:
+    """True for xpub/zpub, False for the testnet encodings tpub/vpub."""
+    return _parse(chain, validate_xpub(chain, xpub)).mainnet
 
 
 _BECH32_CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"

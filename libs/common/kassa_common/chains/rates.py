@@ -15,6 +15,8 @@ class RateUnavailable(Exception):
 
 
 class RateProvider(Protocol):
+    live: bool  # whether its rates may price live payments (real money)
+
     def usd_rate(self, symbol: str) -> Decimal:
         """USD price of one unit of ``symbol``; raises RateUnavailable."""
         ...
@@ -31,9 +33,14 @@ def _positive(value: object, what: str) -> Decimal:
 
 
 class FixedRates:
-    """Static rates (test mode, offline); USDC and USDT are always 1 USD."""
+    """Static rates (test mode, offline); USDC and USDT are always 1 USD.
 
-    def __init__(self, rates: Mapping[str, Decimal]):
+    A fixed rate drifts from the market, so it prices live payments only when told to
+    (``live=True``: the development stack's ``FIXED_RATES_ALLOW_LIVE``).
+    """
+
+    def __init__(self, rates: Mapping[str, Decimal], *, live: bool = False):
+        self.live = live
         self._rates = {sym.strip().upper(): _positive(val, sym) for sym, val in rates.items()}
         self._rates.update({sym: Decimal(1) for sym in STABLECOINS})
 

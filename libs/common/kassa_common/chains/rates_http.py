@@ -19,6 +19,8 @@ from kassa_common.chains.rates import STABLECOINS, FixedRates, RateProvider, Rat
 
 
 class HttpRates:
+    live = True  # spot prices: fit for live payments
+
     def __init__(self, url_template: str, *, path: str = "data.amount", ttl: float = 60.0, max_age: float = 300.0,
                  timeout: float = 3.0, clock: Callable[[], float] = time.monotonic,
                  session: requests.Session | None = None) -> None:
@@ -77,4 +79,4 @@ def make_rates(settings) -> RateProvider:
     HTTP spot prices, else the fixed ``FIXED_RATES``. Every process that prices uses this."""
     if settings.rates_url:
         return HttpRates(settings.rates_url, path=settings.rates_json_path)
-    return FixedRates(parse_fixed_rates(settings.fixed_rates))
+    return FixedRates(parse_fixed_rates(settings.fixed_rates), live=settings.fixed_rates_allow_live)

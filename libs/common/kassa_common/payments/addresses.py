@@ -1,10 +1,18 @@
 """Receiving addresses: the next child of the merchant's own extended public key, or, when
 the merchant settles to one address (EVM forwarder mode), the payment's own deposit.
 
-Child indexes come from one PostgreSQL sequence per (chain, extended key): ``nextval``
-hands each index out once, takes no row lock and never waits for other transactions, so
-concurrent payments neither share an address nor queue behind each other's commits. An
-index is skipped only when the transaction that took it rolls back.
+Child indexes come from one PostgreSQL sequence per (chain, key): ``nextval`` hands each
+index out once, takes no row lock and never waits for other transactions, so concurrent
+payments neither share an address nor queue behind each other's commits. An index is
+skipped only when the transaction that took it rolls back. The sequence is named after
+the key material, not the text the merchant pasted: the same key entered again as a zpub
+instead of an xpub continues where it was (migration 0005 carried the older, per-text
+sequences over). A sequence created for a key that payments already used (its old
+sequence was not carried over, or a restore left it out) starts after the last address
+they hold: a key never hands out an address twice.
+
+A live payment re-checks its key (``live_keys``): a key stored before the rules, or
+under ``KASSA_ENV=development``, never takes real money outside development.
 
 A forwarder deposit needs no sequence: its address follows from the factory, the
 settlement address and the payment's salt (its id), computed off-chain by
@@ -16,26 +24,29 @@ import hashlib
 import threading
 import uuid
 from dataclasses import dataclass
+from typing import Callable
 
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.forwarder import deposit_address, payment_salt
-from kassa_common.chains.hd import TEST_XPUBS, derive_address
+from kassa_common.chains.hd import BECH32_HRPS, TEST_XPUBS, InvalidXpub, derive_address, key_material
+from kassa_common.chains.live_keys import live_key_warning
 from kassa_common.chains.networks import Network
 from kassa_common.errors import WalletNotConfigured
-from kassa_common.models import Wallet
+from kassa_common.models import Payment, Wallet
 
 _known: set[str] = set()
 _lock = threading.Lock()
 
 
 def sequence_name(chain: str, xpub: str) -> str:
-    return "kassa_idx_" + hashlib.sha256(f"{chain}:{xpub}".encode()).hexdigest()[:32]
+    """One sequence per key, whatever its encoding."""
+    return "kassa_idx_" + hashlib.sha256(chain.encode() + b":" + key_material(chain, xpub)).hexdigest()[:32]
 
 
-def _ensure_sequence(session: Session, name: str) -> None:
+def _ensure_sequence(session: Session, name: str, chain: str, xpub: str) -> None:
     """Create the key's sequence once (outside the caller's transaction, so it survives it)."""
     if name in _known:
         return
@@ -43,12 +54,47 @@ def _ensure_sequence(session: Session, name: str) -> None:
         if name in _known:
             return
         with session.get_bind().connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-            try:
-                conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 START WITH 0")
-            except DBAPIError as exc:  # a concurrent creator won the race: the sequence exists
-                if "already exists" not in str(exc.orig) and "duplicate key" not in str(exc.orig):
-                    raise
+            if conn.scalar(sa.text("SELECT to_regclass(:n)"), {"n": name}) is None:
+                start = _first_unused_index(conn, chain, xpub)
+                try:
+                    conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 START WITH {start}")
+                except DBAPIError as exc:  # a concurrent creator won the race: the sequence exists
+                    if "already exists" not in str(exc.orig) and "duplicate key" not in str(exc.orig):
+                        raise
         _known.add(name)
+
+
+def _first_unused_index(conn, chain: str, xpub: str, window: int = 100) -> int:
+    """The index after the last one whose address a payment holds (0 for a key never used)."""
+    hrps = (None,) if chain == "evm" else BECH32_HRPS  # a Bitcoin key's address differs per network
+
+    def last_held(start: int) -> int | None:
+        wanted = {derive_address(chain, xpub, i, bech32_hrp=hrp).lower(): i
+                  for i in range(start, start + window) for hrp in hrps}
+        held = conn.scalars(sa.select(sa.func.lower(Payment.address))
+                            .where(sa.func.lower(Payment.address).in_(list(wanted)))).all()
+        return max((wanted[a] for a in held), default=None)
+
+    return first_unused(last_held, window)
+
+
+def first_unused(last_held: Callable[[int], int | None], window: int) -> int:
+    """The index after the last held one, given ``last_held(start)``: the highest held index
+    in ``[start, start + window)``, or None.
+
+    A key's used indexes run from 0 with few gaps, so windows are probed at doubling offsets,
+    then halved down to the last window that holds one: a few indexed queries even for a key
+    with a million payments.
+    """
+    if last_held(0) is None:
+        return 0
+    low, high = 0, window  # the window at ``low`` holds an index; the one at ``high`` is probed next
+    while last_held(high) is not None:
+        low, high = high, high * 2
+    while high - low > window:
+        middle = (low + high) // 2
+        low, high = (middle, high) if last_held(middle) is not None else (low, middle)
+    return last_held(low) + 1
 
 
 @dataclass(frozen=True)
@@ -72,7 +118,15 @@ def merchant_wallet(session: Session, merchant_id: uuid.UUID, test_mode: bool,
     return (row.xpub, row.settlement_address) if row else (None, None)
 
 
-def xpub_or_test_key(xpub: str | None, test_mode: bool, chain: str) -> str:
+def xpub_or_test_key(xpub: str | None, test_mode: bool, chain: str, *, allow_test_keys: bool = False) -> str:
+    """The key payments derive from: the merchant's, or in test mode without one the published
+    test key. A live key is checked again (``live_keys``) before it takes real money."""
+    if xpub and not test_mode:
+        try:
+            live_key_warning(chain, xpub, allow_test_keys=allow_test_keys)
+        except InvalidXpub as exc:
+            raise WalletNotConfigured(f"the live {chain} wallet cannot take payments: {exc}. Set another key "
+                                      f"(dashboard wallet settings, or `kassa wallet set --chain {chain}`)") from None
     if xpub:
         return xpub
     if test_mode:
@@ -86,7 +140,7 @@ def xpub_or_test_key(xpub: str | None, test_mode: bool, chain: str) -> str:
 def next_address(session: Session, network: Network, xpub: str) -> tuple[str, int]:
     """The next unused address of ``xpub`` for this network's chain, and its index."""
     name = sequence_name(network.kind, xpub)
-    _ensure_sequence(session, name)
+    _ensure_sequence(session, name, network.kind, xpub)
     index = session.execute(sa.text(f"SELECT nextval('{name}')")).scalar_one()
     return derive_address(network.kind, xpub, index, bech32_hrp=network.bech32_hrp), index
 
@@ -102,11 +156,12 @@ def forwarder_deposit(network: Network, settlement: str, payment_id: uuid.UUID) 
 
 
 def receiving_address(session: Session, merchant_id: uuid.UUID, test_mode: bool, network: Network,
-                      payment_id: uuid.UUID) -> Receiving:
+                      payment_id: uuid.UUID, *, allow_test_keys: bool = False) -> Receiving:
     """Where payment ``payment_id`` is paid: its forwarder deposit if the merchant settles to
     one address on this chain, else the next address of the merchant's extended public key."""
     xpub, settlement = merchant_wallet(session, merchant_id, test_mode, network.kind)
     if settlement is not None:
         return forwarder_deposit(network, settlement, payment_id)
-    address, index = next_address(session, network, xpub_or_test_key(xpub, test_mode, network.kind))
+    address, index = next_address(session, network, xpub_or_test_key(xpub, test_mode, network.kind,
+                                                                   allow_test_keys=allow_test_keys))
     return Receiving(address, derivation_index=index)

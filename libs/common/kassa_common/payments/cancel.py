@@ -1,4 +1,9 @@
-"""Canceling: by the merchant (API, dashboard) or by the customer on the checkout page."""
+"""Canceling: by the merchant (API, dashboard) or by the customer on the checkout page.
+
+Only a PENDING payment with no counted transfer seen and waiting for its confirmations can
+be canceled (``Trigger.CANCEL``'s guard): the money is on its way, and canceling would turn
+it into a late payment. The pages ask ``cancel_refusal`` before they offer the button.
+"""
 from __future__ import annotations
 
 from sqlalchemy.orm import Session
@@ -6,7 +11,8 @@ from sqlalchemy.orm import Session
 from kassa_common.models import Payment
 from kassa_common.owner import Owner
 from kassa_common.payments.queries import find_payment
-from kassa_common.payments.transitions import TRANSITIONS, Trigger, apply
+from kassa_common.payments.transitions import Trigger, apply, facts_of, refusal
+from kassa_common.timefmt import utcnow
 
 
 def cancel_payment(session: Session, owner: Owner, ref: str) -> Payment:
@@ -19,6 +25,6 @@ def cancel(session: Session, payment: Payment) -> Payment:
     return apply(session, payment.id, Trigger.CANCEL)
 
 
-def cancelable(payment: Payment) -> bool:
-    """Whether the pages offer a cancel button for this payment."""
-    return payment.status in TRANSITIONS[Trigger.CANCEL].sources
+def cancel_refusal(session: Session, payment: Payment) -> str | None:
+    """Why this payment cannot be canceled now, or None: whether the pages offer a cancel button."""
+    return refusal(Trigger.CANCEL, facts_of(session, payment, Trigger.CANCEL), utcnow())

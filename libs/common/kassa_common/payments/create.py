@@ -60,17 +60,20 @@ def resolve_pair(registry: Registry, network_name: str, token_symbol: str, test_
     return network, token
 
 
-def usd_rate(rates: RateProvider, symbol: str) -> Decimal:
+def usd_rate(rates: RateProvider, symbol: str, test_mode: bool) -> Decimal:
     if symbol in STABLECOINS:
         return Decimal(1)
+    if not test_mode and not rates.live:
+        raise RateNotAvailable(f"live {symbol} payments need a market rate and this server has fixed rates only: "
+                               f"the operator sets RATES_URL (FIXED_RATES_ALLOW_LIVE=true is for development)")
     try:
         return rates.usd_rate(symbol)
     except RateUnavailable as exc:
         raise RateNotAvailable(f"no fresh {symbol}/USD rate is available right now; try again shortly") from exc
 
 
-def price(cmd: NewPayment, product: Product | None, token: Token, rates: RateProvider) -> Pricing:
-    rate = usd_rate(rates, token.symbol)
+def price(cmd: NewPayment, product: Product | None, token: Token, rates: RateProvider, test_mode: bool) -> Pricing:
+    rate = usd_rate(rates, token.symbol, test_mode)
     if product is not None and product.currency_type == "CRYPTO":
         units_decimal = product.price
         usd = (units_decimal * rate).quantize(CENT, ROUND_HALF_UP)
@@ -136,8 +139,12 @@ def create_payment(
     checkout_base: str,
     idempotency_key: str | None = None,
     idempotency_ttl: timedelta = timedelta(hours=24),
+    allow_test_keys: bool = False,
 ) -> tuple[Payment, bool]:
-    """Create a PENDING payment (and its payment.created event). Returns (payment, replayed)."""
+    """Create a PENDING payment (and its payment.created event). Returns (payment, replayed).
+
+    ``allow_test_keys``: a live payment may derive from a published test key (development).
+    """
     if idempotency_key is not None:
         earlier = claim_idempotency_key(session, owner, idempotency_key, request_hash(cmd), idempotency_ttl)
         if earlier is not None:
@@ -145,9 +152,10 @@ def create_payment(
     network, token = resolve_pair(registry, cmd.network, cmd.token, owner.test_mode)
     product = (chargeable_product(session, owner, cmd.product_id, network.name, token.symbol)
                if cmd.product_id is not None else None)
-    pricing = price(cmd, product, token, rates)
+    pricing = price(cmd, product, token, rates, owner.test_mode)
     payment_id = uuid.uuid4()
-    receiving = receiving_address(session, owner.merchant_id, owner.test_mode, network, payment_id)
+    receiving = receiving_address(session, owner.merchant_id, owner.test_mode, network, payment_id,
+                                  allow_test_keys=allow_test_keys)
     now = utcnow()
     short_id = new_short_id()
     payment = Payment(

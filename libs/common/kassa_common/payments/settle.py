@@ -3,9 +3,17 @@ test mode) does to the payment whose address it paid.
 
 The report is recorded as a row of ``transfers`` (one per transfer, whatever how often
 it is reported); a transfer counts only if it is the payment's own token on the
-payment's network, otherwise it is recorded and never counted. Every change to the
-payment goes through ``transitions.apply``; the state machine picks what a confirmed
-transfer does (``settlement_trigger``).
+payment's network, otherwise it is recorded and never counted. A zero-value transfer
+(anyone can send one to any address) is not even recorded: it never counts and fires
+nothing. Every change to the payment goes through ``transitions.apply``; the state
+machine picks what a report does (``report_trigger`` for SEEN and ORPHANED,
+``settlement_trigger`` for CONFIRMED).
+
+Reports may arrive twice, late or out of order (a redelivery, a reorg that moves a
+transaction): a CONFIRMED transfer is final, an older SEEN report of the same block never
+lowers the confirmations shown, and a seen transfer that is orphaned or dropped clears the
+detected state it set (``transaction_hash``, ``confirmations``), falling back to another
+counted transfer that still stands.
 """
 from __future__ import annotations
 
@@ -18,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.messages import TransferReport, TransferStatus
 from kassa_common.models import Merchant, Payment, Transfer
-from kassa_common.payments.transitions import OPEN, Trigger, apply, settlement_trigger
+from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.settlement")
@@ -26,10 +34,14 @@ SEEN, CONFIRMED, ORPHANED = TransferStatus
 
 
 def payment_for_address(session: Session, address: str) -> Payment | None:
-    """The payment that owns this receiving address, locked (addresses are unique)."""
-    cond = sa.func.lower(Payment.address) == address.lower() if address.startswith("0x") else Payment.address == address
+    """The payment that owns this receiving address, locked.
+
+    Addresses are case-insensitive (EIP-55 mixed case, bech32 in either case), and unique
+    as such: the lookup is the unique index on ``lower(address)``.
+    """
     return session.scalars(
-        sa.select(Payment).where(cond).with_for_update().execution_options(populate_existing=True)
+        sa.select(Payment).where(sa.func.lower(Payment.address) == address.lower())
+        .with_for_update().execution_options(populate_existing=True)
     ).first()
 
 
@@ -56,6 +68,8 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     before = transfer.status
     if before == CONFIRMED:  # final: a confirmed transfer is never orphaned or re-counted
         return transfer, before
+    if r.status == SEEN == before and r.block_hash == transfer.block_hash and r.confirmations < transfer.confirmations:
+        return transfer, before  # an older report of the same block, delivered late
     transfer.status = r.status
     transfer.confirmations = r.confirmations
     transfer.block_number, transfer.block_hash = r.block_number, r.block_hash
@@ -74,6 +88,9 @@ def confirmed_total(session: Session, payment_id) -> int:
 
 def settle(session: Session, r: TransferReport) -> Payment | None:
     """Apply one transfer report to its payment. Idempotent for the same report."""
+    if r.amount_units <= 0:
+        log.info("zero-value transfer %s:%s to %s ignored", r.tx_hash, r.log_index, r.to)
+        return None
     payment = payment_for_address(session, r.to)
     if payment is None:
         log.info("transfer %s:%s to %s matches no payment", r.tx_hash, r.log_index, r.to)
@@ -81,15 +98,31 @@ def settle(session: Session, r: TransferReport) -> Payment | None:
     transfer, before = _upsert_transfer(session, payment, r)
     if not transfer.counted:
         return payment  # recorded, never counted (another token or network)
-    if r.status == SEEN:
-        if payment.status not in OPEN:
-            return payment
-        if before is None:
-            return apply(session, payment.id, Trigger.DETECT, confirmations=r.confirmations, transaction_hash=r.tx_hash)
-        return apply(session, payment.id, Trigger.OBSERVE, confirmations=r.confirmations)
-    if r.status == ORPHANED or before == CONFIRMED:
-        return payment
-    return _count_confirmed(session, payment, transfer)
+    if r.status == CONFIRMED:
+        return payment if before == CONFIRMED else _count_confirmed(session, payment, transfer)
+    trigger = report_trigger(r.status, before, payment.status)
+    shown = payment.transaction_hash == transfer.tx_hash  # the transfer the payment shows as detected
+    if trigger == Trigger.DETECT:
+        return apply(session, payment.id, trigger, transaction_hash=transfer.tx_hash,
+                     confirmations=transfer.confirmations)
+    if trigger == Trigger.OBSERVE and shown and payment.confirmations != transfer.confirmations:
+        return apply(session, payment.id, trigger, confirmations=transfer.confirmations)
+    if trigger == Trigger.RELEASE and shown:
+        standing = _still_standing(session, payment.id)
+        return apply(session, payment.id, trigger, transaction_hash=standing.tx_hash if standing else None,
+                     confirmations=standing.confirmations if standing else 0)
+    return payment
+
+
+def _still_standing(session: Session, payment_id) -> Transfer | None:
+    """The counted transfer a payment shows once the one it showed is gone: the latest one
+    still seen (it holds the payment open), else the latest confirmed one."""
+    return session.scalars(
+        sa.select(Transfer)
+        .where(Transfer.payment_id == payment_id, Transfer.counted, Transfer.status.in_((SEEN, CONFIRMED)))
+        .order_by((Transfer.status == SEEN).desc(), Transfer.created_at.desc(), Transfer.id)
+        .limit(1)
+    ).first()
 
 
 def _count_confirmed(session: Session, payment: Payment, transfer: Transfer) -> Payment:

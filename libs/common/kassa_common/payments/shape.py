@@ -78,8 +78,9 @@ def payment_to_dict(p: Payment) -> dict[str, Any]:
     ).model_dump()
 
 
-def public_view(p: Payment) -> dict[str, Any]:
-    """The status a customer may see: no metadata, merchant or customer data."""
+def public_view(p: Payment, *, cancelable: bool) -> dict[str, Any]:
+    """The status a customer may see: no metadata, merchant or customer data. ``cancelable``:
+    whether the checkout offers its cancel link (``cancel.cancel_refusal``)."""
     return {
         "status": p.status,
         "amount": usd(p.amount),
@@ -94,4 +95,5 @@ def public_view(p: Payment) -> dict[str, Any]:
         "expires_at": iso(p.expires_at),
         "redirect_url": p.redirect_url if p.status == PaymentStatus.COMPLETED else None,
         "test_mode": p.test_mode,
+        "cancelable": cancelable,
     }

@@ -25,6 +25,7 @@ from kassa_common.payments.events import record_payment_event
 from kassa_common.timefmt import utcnow
 
 PENDING, COMPLETED, PARTIALLY_PAID, EXPIRED, CANCELED = PaymentStatus
+SEEN, CONFIRMED, ORPHANED = TransferStatus
 STATUSES: tuple[PaymentStatus, ...] = tuple(PaymentStatus)
 OPEN = frozenset({PENDING, PARTIALLY_PAID})
 
@@ -32,6 +33,7 @@ OPEN = frozenset({PENDING, PARTIALLY_PAID})
 class Trigger(StrEnum):
     DETECT = "detect"  # a counted transfer is seen, not yet confirmed
     OBSERVE = "observe"  # its confirmation count moves on
+    RELEASE = "release"  # a seen transfer was orphaned or dropped: what it set is cleared
     PARTIALLY_PAY = "partially_pay"
     COMPLETE = "complete"
     EXPIRE = "expire"
@@ -56,12 +58,15 @@ class Facts:
 Guard = Callable[[Facts, datetime], "str | None"]  # the reason it is refused, or None
 
 
+def nothing_pending(facts: Facts, _now: datetime) -> str | None:
+    """A transfer seen before the end holds the payment open until it confirms or drops."""
+    return "a transfer to the payment is seen and waiting for confirmations" if facts.transfer_pending else None
+
+
 def overdue_and_settled(facts: Facts, now: datetime) -> str | None:
     if facts.expires_at is None or facts.expires_at > now:
         return "the payment has not reached its expiry time"
-    if facts.transfer_pending:
-        return "a transfer to the payment is seen and waiting for confirmations"
-    return None
+    return nothing_pending(facts, now)
 
 
 def test_mode_only(facts: Facts, _now: datetime) -> str | None:
@@ -84,10 +89,12 @@ class Transition:
 TRANSITIONS: dict[Trigger, Transition] = {
     Trigger.DETECT: Transition(OPEN, None, EventType.PAYMENT_DETECTED),
     Trigger.OBSERVE: Transition(OPEN, None, None),
+    Trigger.RELEASE: Transition(OPEN, None, None),
     Trigger.PARTIALLY_PAY: Transition(OPEN, PARTIALLY_PAID, EventType.PAYMENT_PARTIALLY_PAID),
     Trigger.COMPLETE: Transition(OPEN, COMPLETED, EventType.PAYMENT_COMPLETED),
     Trigger.EXPIRE: Transition(OPEN, EXPIRED, EventType.PAYMENT_EXPIRED, overdue_and_settled, needs_transfers=True),
-    Trigger.CANCEL: Transition(frozenset({PENDING}), CANCELED, EventType.PAYMENT_CANCELED),
+    Trigger.CANCEL: Transition(frozenset({PENDING}), CANCELED, EventType.PAYMENT_CANCELED, nothing_pending,
+                               needs_transfers=True),
     Trigger.RECORD_LATE_PAYMENT: Transition(frozenset({EXPIRED, CANCELED}), None, EventType.PAYMENT_LATE_PAYMENT),
     Trigger.RECORD_OVERPAYMENT: Transition(frozenset({COMPLETED}), None, None),
     Trigger.TEST_PAY: Transition(OPEN, None, None, test_mode_only),
@@ -116,6 +123,23 @@ def settlement_trigger(status: str, received_units: int, due_units: int, toleran
     return Trigger.PARTIALLY_PAY
 
 
+def report_trigger(report: TransferStatus, before: TransferStatus | None, status: str) -> Trigger | None:
+    """What a SEEN or ORPHANED report of a counted transfer does to its payment (None: nothing).
+
+    ``before`` is the transfer's status before this report (None: the first report of it).
+    A CONFIRMED transfer is final: no later report (an older SEEN redelivered, the same
+    transaction re-mined by a reorg) takes it back. A transfer to a closed payment only
+    counts once confirmed (``settlement_trigger``).
+    """
+    if status not in OPEN or before == CONFIRMED:
+        return None
+    if report == SEEN:
+        return Trigger.OBSERVE if before == SEEN else Trigger.DETECT
+    if report == ORPHANED and before == SEEN:
+        return Trigger.RELEASE
+    return None
+
+
 # -- I/O ------------------------------------------------------------------------------------
 
 def lock(session: Session, payment_id: uuid.UUID) -> Payment:
@@ -131,6 +155,12 @@ def lock(session: Session, payment_id: uuid.UUID) -> Payment:
 def transfer_pending(session: Session, payment_id: uuid.UUID) -> bool:
     return bool(session.scalar(sa.select(sa.exists().where(
         Transfer.payment_id == payment_id, Transfer.status == TransferStatus.SEEN, Transfer.counted))))
+
+
+def facts_of(session: Session, payment: Payment, trigger: Trigger) -> Facts:
+    """What ``trigger``'s guard looks at, for a payment read under its row lock."""
+    pending = transfer_pending(session, payment.id) if TRANSITIONS[trigger].needs_transfers else False
+    return Facts(payment.status, payment.test_mode, payment.expires_at, pending)
 
 
 def apply(
@@ -149,9 +179,7 @@ def apply(
     transition = TRANSITIONS[trigger]
     payment = lock(session, payment_id)
     now = now or utcnow()
-    facts = Facts(payment.status, payment.test_mode, payment.expires_at,
-                  transfer_pending(session, payment.id) if transition.needs_transfers else False)
-    reason = refusal(trigger, facts, now)
+    reason = refusal(trigger, facts_of(session, payment, trigger), now)
     if reason is not None:
         raise InvalidTransition(reason)
     for column, value in changes.items():

@@ -28,17 +28,21 @@ def _payment_or_404(short_id: str):
     return payment, None
 
 
-@bp.get("/pay/<short_id>")
-def checkout(short_id: str):
-    payment, missing = _payment_or_404(short_id)
-    if missing:
-        return missing
+def _checkout_page(payment, http_status: int = 200, notice: str | None = None):
     network = deps().settings.networks.get(payment.network)
     uri = h.payment_uri(payment, network)
     merchant = db().get(Merchant, payment.merchant_id)
-    return page("pages/checkout.html", form_targets=(payment.cancel_url,), payment=payment, network=network,
-                status=payments.public_view(payment), uri=uri, qr=h.qr_svg(uri), business_name=merchant.business_name,
-                open=payment.status in payments.OPEN, cancelable=payments.cancelable(payment))
+    cancelable = payments.cancel_refusal(db(), payment) is None
+    return page("pages/checkout.html", http_status, form_targets=(payment.cancel_url,), payment=payment,
+                network=network, status=payments.public_view(payment, cancelable=cancelable), uri=uri,
+                qr=h.qr_svg(uri), business_name=merchant.business_name, open=payment.status in payments.OPEN,
+                cancelable=cancelable, notice=notice)
+
+
+@bp.get("/pay/<short_id>")
+def checkout(short_id: str):
+    payment, missing = _payment_or_404(short_id)
+    return missing or _checkout_page(payment)
 
 
 @bp.get("/pay/<short_id>/status")
@@ -46,7 +50,8 @@ def status(short_id: str):
     payment = payments.find_by_short_id(db(), short_id)
     if payment is None:
         return secure(jsonify({"error": "not found"}), ()), 404
-    return secure(jsonify(payments.public_view(payment)))
+    cancelable = payments.cancel_refusal(db(), payment) is None
+    return secure(jsonify(payments.public_view(payment, cancelable=cancelable)))
 
 
 @bp.post("/pay/<short_id>/cancel")
@@ -58,7 +63,8 @@ def cancel(short_id: str):
         with transaction() as session:
             payments.cancel(session, payment)
     except InvalidTransition:
-        return redirect(url_for("pages.checkout", short_id=payment.short_id), 303)
+        db().refresh(payment)
+        return _checkout_page(payment, 409, h.why_not_canceled(payment))
     return redirect(payment.cancel_url or url_for("pages.checkout", short_id=payment.short_id), 303)
 
 
@@ -124,7 +130,7 @@ def buy(product_id: str):
     try:
         with transaction() as session:
             payment, _ = payments.create_payment(session, owner, cmd, registry=s.networks, rates=deps().rates,
-                                                 checkout_base=s.checkout_url)
+                                                 checkout_base=s.checkout_url, allow_test_keys=s.development)
     except DomainError as exc:
         return _product_page(product, merchant, 422, exc.message)
     return redirect(payment.checkout_url, 303)

@@ -34,6 +34,7 @@ def create_payment(body: CreatePayment):
         payment, replayed = payments.create_payment(
             session, owner(), payments.NewPayment(**body.model_dump()), registry=s.networks, rates=deps().rates,
             checkout_base=s.checkout_url, idempotency_key=key, idempotency_ttl=timedelta(hours=s.idempotency_ttl_hours),
+            allow_test_keys=s.development,
         )
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return payment_to_dict(payment), 201, headers

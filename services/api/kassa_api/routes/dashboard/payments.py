@@ -35,8 +35,8 @@ def index():
 def detail(ref: str):
     payment = get_payment_or_404(ref)
     history = queries.payment_history(db(), payment.id)
-    return render("payment.html", payment=payment, cancelable=payments.cancelable(payment), amount=token_amount,
-                  **history._asdict())
+    return render("payment.html", payment=payment, cancel_refusal=payments.cancel_refusal(db(), payment),
+                  amount=token_amount, **history._asdict())
 
 
 @bp.post("/payments/<ref>/cancel")

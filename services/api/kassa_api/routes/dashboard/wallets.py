@@ -10,7 +10,7 @@ from __future__ import annotations
 from flask import Blueprint, request
 
 from kassa_api import queries
-from kassa_api.deps import db, transaction
+from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common import accounts
 from kassa_common.chains.forwarder import factory_address
@@ -49,8 +49,10 @@ def index():
         with transaction() as s:
             if "settlement_address" in form and chain == "evm":
                 accounts.set_settlement_address(s, owner.merchant_id, owner.mode, form["settlement_address"])
+                saved = None
             else:
-                accounts.set_wallet(s, owner.merchant_id, owner.mode, chain, form.get("xpub", ""))
+                saved = accounts.set_wallet(s, owner.merchant_id, owner.mode, chain, form.get("xpub", ""),
+                                            allow_test_keys=deps().settings.development)
     except DomainError as exc:
         return _page(422, error=exc.message)
-    return _page(saved=chain)
+    return _page(saved=chain, warning=saved.warning if saved else None)

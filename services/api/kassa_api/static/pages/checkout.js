@@ -1,4 +1,6 @@
-/* Hosted checkout: live status and countdown (copy buttons: copy.js). No inline script, no eval. */
+/* Hosted checkout: live status and countdown (copy buttons: copy.js). No inline script, no eval.
+   The QR code, the amount and its copy button are rendered by the server for what is still due:
+   when that changes while the payment is open (a partial payment), the page reloads to show the new one. */
 (function () {
   "use strict";
   var root = document.getElementById("checkout");
@@ -6,6 +8,10 @@
   var statusUrl = root.getAttribute("data-status-url");
   var token = root.getAttribute("data-token");
   var expiresAt = Date.parse(root.getAttribute("data-expires-at"));
+  var renderedState = root.getAttribute("data-state");
+  var renderedRemaining = root.getAttribute("data-remaining");
+  var OPEN = { pending: true, partially_paid: true };
+  var cancelForm = document.getElementById("cancel-form");
   var FINAL = { completed: true, expired: true, canceled: true };
   var text = document.getElementById("status-text");
   var detail = document.getElementById("status-detail");
@@ -42,13 +48,15 @@
 
   function render(s) {
     var state = s.status.toLowerCase();
+    if (OPEN[renderedState] && OPEN[state] && s.amount_remaining !== renderedRemaining) {
+      window.location.reload();  /* a new amount due: a new QR code */
+      return;
+    }
     root.setAttribute("data-state", state);
     var words = describe(s);
     text.textContent = words[0];
     detail.textContent = words[1];
-    if (s.amount_remaining && state === "partially_paid") {
-      document.getElementById("amount-value").textContent = s.amount_remaining;
-    }
+    if (cancelForm) { cancelForm.hidden = !s.cancelable; }
     if (s.expires_at) { expiresAt = Date.parse(s.expires_at); }
     if (state === "completed" && s.redirect_url && !redirecting) {
       var target = safeRedirect(s.redirect_url);

@@ -1,0 +1,31 @@
+"""The deployment settings that make a stack a development one: KASSA_ENV, the built-in
+SECRET_KEY and FIXED_RATES_ALLOW_LIVE (read from an environment mapping, nothing else)."""
+from __future__ import annotations
+
+import pytest
+
+from kassa_common.config import Settings, UnsafeSettings
+
+
+def test_production_is_the_default_and_refuses_the_built_in_secret():
+    settings = Settings.from_env({})
+    assert settings.kassa_env == "production" and not settings.development and not settings.fixed_rates_allow_live
+    with pytest.raises(UnsafeSettings, match="SECRET_KEY .* KASSA_ENV=development"):
+        settings.check_web()
+
+
+@pytest.mark.parametrize("env", [{"SECRET_KEY": "a-long-random-secret-of-the-operator"},
+                                 {"KASSA_ENV": "development"}, {"KASSA_ENV": " Development "}])
+def test_an_own_secret_or_a_development_stack_starts(env):
+    Settings.from_env(env).check_web()
+
+
+def test_an_unknown_environment_is_a_setting_error_not_production_by_accident():
+    with pytest.raises(ValueError, match="setting KASSA_ENV: must be one of production, development"):
+        Settings.from_env({"KASSA_ENV": "developement"})
+
+
+def test_fixed_rates_for_live_payments_are_a_boolean_setting():
+    assert Settings.from_env({"FIXED_RATES_ALLOW_LIVE": "true"}).fixed_rates_allow_live
+    with pytest.raises(ValueError, match="FIXED_RATES_ALLOW_LIVE"):
+        Settings.from_env({"FIXED_RATES_ALLOW_LIVE": "maybe"})
