@@ -74,3 +74,46 @@ def test_a_transfer_reorged_out_before_confirming_never_counts(h):
     until(lambda: [t.status for t in h.transfers(p["id"])] == ["ORPHANED"], message="still orphaned")
     paid = h.payment(p["id"])
     assert paid.status == "PENDING" and int(paid.amount_received_units) == 0
+
+
+def restart_watcher_after(h, change):
+    """Stop the watcher, ``change`` the node while nothing watches, start a new watcher process."""
+    h.watcher.stop()
+    until(lambda: not h.watcher.active.is_set(), message="watcher stopped")
+    result = change()
+    h.watcher = h.start_watcher()
+    until(h.watcher.active.is_set, message="watcher active again")
+    return result
+
+
+def cancel(h, pid):
+    return h.client.post(f"/v1/api/payments/{pid}/cancel", headers=h.merchant.headers("live"))
+
+
+def test_a_transaction_dropped_from_the_mempool_while_the_watcher_is_down_releases_the_payment(h):
+    p = h.create(amount=60, token="BTC")
+    txid = h.node.send(p["address"], btc(p))
+    until(lambda: h.payment(p["id"]).transaction_hash == txid, message="seen in the mempool")
+    assert cancel(h, p["id"]).status_code == 409  # held open by the seen transfer
+    restart_watcher_after(h, lambda: h.node.drop_tx(txid))
+    until(lambda: [t.status for t in h.transfers(p["id"])] == ["ORPHANED"], message="dropped transfer orphaned")
+    paid = h.payment(p["id"])
+    assert paid.status == "PENDING" and paid.transaction_hash is None and paid.confirmations == 0
+    r = cancel(h, p["id"])
+    assert r.status_code == 200 and r.get_json()["data"]["status"] == "CANCELED"
+
+
+def test_a_fee_bumped_replacement_is_counted_once_and_the_replaced_transaction_never(h):
+    p = h.create(amount=60, token="BTC")
+    first = h.node.send(p["address"], btc(p))
+    until(lambda: h.payment(p["id"]).transaction_hash == first, message="seen in the mempool")
+    second = restart_watcher_after(h, lambda: h.node.bump_fee(first))
+    assert second != first
+    until(lambda: {t.tx_hash: t.status for t in h.transfers(p["id"])} == {first: "ORPHANED", second: "SEEN"},
+          message="replacement seen, the replaced one orphaned")
+    assert h.payment(p["id"]).transaction_hash == second
+    h.node.mine(2)
+    h.wait_status(p["id"], "COMPLETED")
+    paid = h.payment(p["id"])
+    assert paid.transaction_hash == second and paid.amount_received_units == paid.crypto_amount_units
+    assert {t.tx_hash: t.status for t in h.transfers(p["id"])} == {first: "ORPHANED", second: "CONFIRMED"}

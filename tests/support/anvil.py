@@ -91,13 +91,15 @@ class AnvilChain:
         return self.rpc("eth_getRawTransactionByHash", tx_hash)
 
 
-def start_chain(*, block_time: float | None = None, attempts: int = 3) -> AnvilChain:
-    """Start anvil on a free port, deploy the dev tokens, return the handle."""
+def start_chain(*, block_time: float | None = None, attempts: int = 3,
+                chain_id: int = devchain.CHAIN_ID) -> AnvilChain:
+    """Start anvil on a free port, deploy the dev tokens, return the handle (``chain_id``
+    ``devchain.CHAIN_ID_2`` for a LOCAL_EVM_2 chain)."""
     last_error: Exception | None = None
     for _ in range(attempts):  # a free port can be taken between probe and bind
         port = free_port()
         try:
-            proc = devchain.start_anvil(port, block_time=block_time)
+            proc = devchain.start_anvil(port, block_time=block_time, chain_id=chain_id)
         except devchain.DevChainError as exc:
             last_error = exc
             continue

@@ -6,7 +6,7 @@ BIP34 coinbases with a segwit commitment, and wallet payments that are signed P2
 
 Node RPCs: getblockchaininfo getblockcount getbestblockhash getblockhash getblockheader getblock (verbosity
 0-2) getrawmempool getrawtransaction generatetoaddress invalidateblock reconsiderblock. Wallet RPCs (one
-deterministic wallet): getnewaddress getbalance sendtoaddress. Not Core: x_dropfrommempool(txid) evicts a
+deterministic wallet): getnewaddress getbalance sendtoaddress bumpfee. Not Core: x_dropfrommempool(txid) evicts a
 mempool tx plus its descendants and returns their txids.
 
 Differences from a real node: it starts at genesis and enforces coinbase maturity for wallet spends (mine
@@ -311,8 +311,12 @@ class RegtestChain:
                                               if total - sats - fee >= 1000 else [])  # dust change goes to the fee
         tx = CMutableTransaction([CMutableTxIn(COutPoint(*op), nSequence=0xFFFFFFFD) for op, _ in chosen], outs,
                                  nLockTime=len(self.active) - 1, nVersion=2)
+        return self._sign(tx, [(coin[0], coin[1]) for _, coin in chosen])
+
+    def _sign(self, tx: CMutableTransaction, coins: list) -> CTransaction:
+        """Sign every input of ``tx``; ``coins``: (value, scriptPubKey) of each input's coin, all the wallet's."""
         witnesses = []
-        for i, (_, (value, coin_spk, _, _)) in enumerate(chosen):
+        for i, (value, coin_spk) in enumerate(coins):
             key = self.keys[coin_spk]
             code = CScript([OP_DUP, OP_HASH160, Hash160(key.pub), OP_EQUALVERIFY, OP_CHECKSIG])
             sighash = SignatureHash(code, tx, i, SIGHASH_ALL, amount=value, sigversion=SIGVERSION_WITNESS_V0)
@@ -459,6 +463,29 @@ class RegtestChain:
         self.txs[tx.GetTxid()] = tx
         self.mempool[tx.GetTxid()] = (tx, int(time.time()))
         return b2lx(tx.GetTxid())
+
+    def rpc_bumpfee(self, txid, options=None):
+        """Core's wallet bumpfee (BIP125): the same inputs and recipients, a higher fee taken from the change;
+        the original and its mempool descendants are replaced. Returns the new txid and both fees."""
+        if (key := parse_hash(txid, "txid")) not in self.mempool:
+            raise RPCError(-5, "Invalid or non-wallet transaction id")
+        old = self.mempool[key][0]
+        coins = [(self.txs[i.prevout.hash].vout[i.prevout.n].nValue,
+                  bytes(self.txs[i.prevout.hash].vout[i.prevout.n].scriptPubKey)) for i in old.vin]
+        if any(spk not in self.keys for _, spk in coins):
+            raise RPCError(-5, "Transaction contains inputs that don't belong to this wallet")
+        change = [n for n, o in enumerate(old.vout) if bytes(o.scriptPubKey) == bytes(self.change_script)]
+        extra = (old.calc_weight() + 3) // 4 * FEE_RATE  # the fee rate doubles (Core: at least +1 sat/vB)
+        if not change or old.vout[change[-1]].nValue - extra < 1000:
+            raise RPCError(-4, "Unable to create transaction. Change output is too small to bump the fee")
+        outs = [CMutableTxOut(o.nValue - (extra if n == change[-1] else 0), o.scriptPubKey)
+                for n, o in enumerate(old.vout)]
+        tx = self._sign(CMutableTransaction([CMutableTxIn(i.prevout, nSequence=0xFFFFFFFD) for i in old.vin], outs,
+                                            nLockTime=old.nLockTime, nVersion=2), coins)
+        self.txs[tx.GetTxid()] = tx
+        self._rebuild_mempool([(t, item) for t, item in self.mempool.items() if t != key]
+                              + [(tx.GetTxid(), (tx, int(time.time())))])
+        return {"txid": b2lx(tx.GetTxid()), "origfee": btc(self._fee(old)), "fee": btc(self._fee(tx)), "errors": []}
 
     def rpc_x_dropfrommempool(self, txid):
         """Not a Core RPC: evict txid and its mempool descendants; returns the evicted txids."""

@@ -129,6 +129,11 @@ class RegtestNode:
         assert signed["complete"], signed
         return self.rpc.sendrawtransaction(signed["hex"])
 
+    def bump_fee(self, txid: str) -> str:
+        """Replace wallet tx ``txid`` in the mempool by a higher-fee version paying the same (BIP125
+        ``bumpfee``, on both backends); returns the replacement's txid."""
+        return self.rpc.bumpfee(txid)["txid"]
+
     def reorg_out(self, txid: str, extra_blocks: int = 1) -> list[str]:
         """The reorg recipe: invalidate the block holding txid, drop txid, then mine a longer competing chain.
 

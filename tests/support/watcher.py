@@ -43,7 +43,8 @@ class Harness:
     watchers: list = field(default_factory=list)
     _threads: list = field(default_factory=list)
     feed: PaymentFeed | None = None
-    watchlist: Watchlist | None = None
+    watchlist: Watchlist | None = None  # the harness network's
+    watchlists: dict = field(default_factory=dict)  # network name -> its watchers' watchlist
 
     # -- payments -------------------------------------------------------------------------
     def create(self, amount=12.34, token="USDC") -> dict:
@@ -73,14 +74,18 @@ class Harness:
         until(lambda: self.status(pid) == status, timeout, message=f"payment {status}")
 
     # -- watchers -------------------------------------------------------------------------
-    def start_watcher(self, options: Options = FAST) -> NetworkWatcher:
-        net = self.settings.networks.get(self.network)
-        if self.watchlist is None:
-            self.watchlist = Watchlist(evm.normalize if net.kind == "evm" else bitcoin.normalize)
-            self.feed = PaymentFeed(self.settings.rabbitmq_url, self.topo.exchange, {self.network: self.watchlist},
-                                    name="test-feed").start()
+    def start_watcher(self, options: Options = FAST, network: str | None = None) -> NetworkWatcher:
+        """A watcher of the harness network, or of another ``network`` (the same feed fills both)."""
+        net = self.settings.networks.get(network or self.network)
+        if net.name not in self.watchlists:
+            self.watchlists[net.name] = Watchlist(evm.normalize if net.kind == "evm" else bitcoin.normalize)
+        if net.name == self.network:
+            self.watchlist = self.watchlists[net.name]
+        if self.feed is None:
+            self.feed = PaymentFeed(self.settings.rabbitmq_url, self.topo.exchange, self.watchlists, name="test-feed",
+                                    evm_networks=[n.name for n in self.settings.networks if n.kind == "evm"]).start()
             until(self.feed.ready.is_set, message="payment feed ready")
-        watcher = NetworkWatcher(self.settings, net, self.sessions, self.watchlist, options)
+        watcher = NetworkWatcher(self.settings, net, self.sessions, self.watchlists[net.name], options)
         thread = threading.Thread(target=watcher.run, daemon=True)
         thread.start()
         self.watchers.append(watcher)
@@ -97,10 +102,12 @@ class Harness:
 
 
 @contextmanager
-def harness(settings, engine, sessions, merchant, network: str):
+def harness(settings, engine, sessions, merchant, network: str, *, also: tuple[str, ...] = ()):
+    """``also``: other networks whose watchers the test starts (their state is reset too)."""
     from kassa_api.app import create_app
 
-    reset_watcher_state(sessions, network)
+    for name in (network, *also):
+        reset_watcher_state(sessions, name)
     with private_topology(settings.rabbitmq_url) as (prefix, topo):
         settings = settings.with_(bus_prefix=prefix)
         publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)

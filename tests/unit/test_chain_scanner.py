@@ -19,6 +19,7 @@ ALICE = "0xa11ce"
 class FakeChain:
     def __init__(self, height: int = 10) -> None:
         self.salt = "main"
+        self.pool: list[Found] = []
         self.chain: list[Block] = []
         self.extend(height + 1)
 
@@ -49,7 +50,10 @@ class FakeChain:
         return {n: self.chain[n].hash for n in numbers if n <= self.tip()}
 
     def mempool(self, watched):
-        return []
+        return [f for f in self.pool if f.to in watched]
+
+    def history(self, start, end, addresses):
+        return [b for b in self.blocks(start, end, addresses) if b.transfers]
 
 
 class MemoryStore:
@@ -57,6 +61,8 @@ class MemoryStore:
 
     def __init__(self, keep: int = 10) -> None:
         self.keep, self.saved = keep, State()
+        self.created: dict[str, int] = {}  # address -> Payment.created_block
+        self.mempool = {}
 
     def load(self) -> State:
         return copy.deepcopy(self.saved)
@@ -68,17 +74,25 @@ class MemoryStore:
         for b in new:
             state.blocks[b.number] = b
         state.head = new[-1].number if new else state.head
-        for n in [n for n in state.blocks if n <= state.head - self.keep]:
-            del state.blocks[n]
+        state.prune(self.keep)
         self._save(state)
 
-    def confirm_through(self, state, height):
-        state.confirmed_through = height
+    def confirm_through(self, state, height, *, scanned_at=None):
+        state.confirmed_through, state.scanned_at = height, scanned_at or state.scanned_at
         self._save(state)
+
+    def created_blocks(self, addresses):
+        return {a: self.created.get(a) for a in addresses}
 
     def set_transfers(self, state, block):
         state.blocks[block.number] = block
         self._save(state)
+
+    def load_mempool(self):
+        return dict(self.mempool)
+
+    def save_mempool(self, before, after):
+        self.mempool = dict(after)
 
     def rewind(self, state, fork):
         for n in [n for n in state.blocks if n > fork]:
@@ -212,6 +226,52 @@ def test_an_address_added_late_is_found_in_blocks_already_scanned(world):
     assert bus.kinds() == [("seen", 1)] and bus.messages[0].body["to"] == "0xb0b"
 
 
+def test_a_catch_up_longer_than_the_blocks_kept_reports_every_transfer_in_order(world):
+    chain, store, bus, _ = world
+    scanner = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus, batch_blocks=500)
+    for i in range(30):  # 30 transfers over 300 blocks, read in one batch; 10 blocks kept
+        chain.extend(1, [transfer(tx=f"0xt{i}")])
+        chain.extend(9)
+    while scanner.tick():
+        pass
+    assert [m.body["tx_hash"] for m in bus.messages] == [f"0xt{i}" for i in range(30)]
+    assert {k for k, _ in bus.kinds()} == {"confirmed"}
+    assert store.saved.confirmed_through == chain.tip() - NET.required_confirmations + 1
+
+
+def test_the_cursor_never_passes_transfers_it_could_not_publish_in_a_long_catch_up(world):
+    chain, store, bus, _ = world
+    chain.extend(1, [transfer()])
+    chain.extend(100)
+    bus.fail = True
+    with pytest.raises(RuntimeError):
+        Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus, batch_blocks=500).tick()
+    bus.fail = False
+    Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus, batch_blocks=500).tick()
+    assert bus.kinds() == [("confirmed", 3)]
+
+
+def test_a_late_address_is_backfilled_from_its_payments_creation_block(world):
+    chain, store, bus, scanner = world
+    store.created["0xb0b"] = chain.tip()
+    chain.extend(1, [Found("0xt3", 2, "USDC", "0xb0b", 7, 0)])
+    chain.extend(40)  # confirmed, and out of the 10 blocks kept
+    while scanner.tick():
+        pass
+    assert bus.messages == []
+    scanner.watchlist.add("0xB0B")
+    scanner.tick()
+    assert bus.kinds() == [("confirmed", 3)] and bus.messages[0].body["position"] == 0
+
+
+def test_a_caught_up_watcher_records_when_it_read_the_tip(world):
+    chain, store, _, scanner = world
+    chain.extend(5)
+    while scanner.tick():
+        pass
+    assert store.saved.scanned_at is not None and store.saved.head == chain.tip()
+
+
 def test_watchlist_reports_only_addresses_added_after_the_initial_load():
     w = Watchlist()
     w.replace(["0xA", "0xB"], initial=True)
@@ -219,3 +279,42 @@ def test_watchlist_reports_only_addresses_added_after_the_initial_load():
     w.replace(["0xA", "0xB", "0xC"])
     w.add("0xD")
     assert w.take_new() == {"0xc", "0xd"} and w.take_new() == set()
+
+
+def test_a_mempool_transfer_dropped_while_the_watcher_was_down_is_orphaned_after_the_restart(world):
+    chain, store, bus, scanner = world
+    chain.pool = [transfer("0xunconfirmed")]
+    scanner.tick()
+    assert bus.kinds() == [("seen", 0)]
+    chain.pool = []  # dropped (or replaced) while no watcher runs
+    restarted = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus)
+    restarted.tick()
+    restarted.tick()
+    assert bus.kinds() == [("seen", 0), ("orphaned", 0)]
+    assert store.mempool == {}
+
+
+def test_a_replaced_transaction_orphans_the_first_and_reports_the_replacement(world):
+    chain, _, bus, scanner = world
+    chain.pool = [transfer("0xfirst")]
+    scanner.tick()
+    chain.pool = [transfer("0xreplacement")]
+    scanner.tick()
+    scanner.tick()
+    assert [(m.routing_key.rsplit(".", 1)[1], m.body["tx_hash"]) for m in bus.messages] == [
+        ("seen", "0xfirst"), ("seen", "0xreplacement"), ("orphaned", "0xfirst")]
+
+
+def test_a_mempool_transfer_mined_in_a_block_not_read_yet_is_not_reported_dropped():
+    chain, store, bus = FakeChain(), MemoryStore(), Bus()
+    scanner = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus, batch_blocks=1)
+    scanner.tick()
+    chain.pool = [transfer("0xt")]
+    scanner.tick()
+    chain.pool = []
+    chain.extend(3)
+    chain.extend(1, [transfer("0xt")])  # mined 4 blocks ahead of the watcher, which reads one per tick
+    while scanner.tick():
+        pass
+    kinds = [(m.routing_key.rsplit(".", 1)[1], m.body["tx_hash"]) for m in bus.messages]
+    assert ("orphaned", "0xt") not in kinds and kinds[0] == ("seen", "0xt") and ("seen", "0xt") in kinds[1:]

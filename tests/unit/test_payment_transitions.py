@@ -32,6 +32,7 @@ TABLE = {
     Trigger.TEST_PAY: ({PENDING, PARTIALLY_PAID}, None, None),
     Trigger.TEST_LET_EXPIRE: ({PENDING, PARTIALLY_PAID}, None, None),
     Trigger.RECORD_SWEEP: (set(PaymentStatus), None, EventType.PAYMENT_SWEPT),
+    Trigger.RECORD_WRONG_NETWORK: (set(PaymentStatus), None, EventType.PAYMENT_WRONG_NETWORK),
 }
 
 

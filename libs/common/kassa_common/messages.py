@@ -65,8 +65,8 @@ class EventType(StrEnum):
     PAYMENT_EXPIRED = "payment.expired"
     PAYMENT_CANCELED = "payment.canceled"
     PAYMENT_LATE_PAYMENT = "payment.late_payment"
-    # a supported token reached the payment's address on another EVM network (recorded, not
-    # counted, recoverable); reserved: the watchers do not report it yet
+    # a supported token reached the payment's address on another EVM network (recorded on the
+    # payment's ``wrong_network``, not counted, recoverable), once per confirmed transfer
     PAYMENT_WRONG_NETWORK = "payment.wrong_network"
     PAYMENT_SWEPT = "payment.swept"  # a forwarder deposit's funds reached the settlement address
     WEBHOOK_TEST = "webhook.test"  # sent on demand to one endpoint, never subscribed to
@@ -97,7 +97,12 @@ class TransferReport:
     """A transfer to a payment's address as a chain watcher (or test mode) saw it.
 
     ``log_index`` is the ERC-20 log index, -1 for a native EVM transfer, the vout for
-    Bitcoin. Amounts are exact integers in the token's base units (a string on the wire).
+    Bitcoin. ``position`` is the transfer's place inside its transaction, which a reorg
+    moving the transaction to another block cannot change (for an ERC-20 log, its rank
+    among the transaction's transfer logs to the same address); it defaults to
+    ``log_index`` (a vout, -1 and test mode's 0 are places already). The transfer is
+    (network, tx_hash, position, to). Amounts are exact integers in the token's base units
+    (a string on the wire).
     """
 
     status: TransferStatus
@@ -110,6 +115,11 @@ class TransferReport:
     block_number: int | None = None
     block_hash: str | None = None
     confirmations: int = 0
+    position: int | None = None
+
+    @property
+    def place(self) -> int:
+        return self.log_index if self.position is None else self.position
 
     @property
     def routing_key(self) -> RoutingKey:
@@ -122,9 +132,12 @@ class TransferReport:
         return "cw_" + hashlib.sha256(raw.encode()).hexdigest()[:40]
 
     def body(self) -> dict[str, Any]:
-        return {"network": self.network, "tx_hash": self.tx_hash, "log_index": self.log_index, "token": self.token,
+        body = {"network": self.network, "tx_hash": self.tx_hash, "log_index": self.log_index, "token": self.token,
                 "to": self.to, "amount_units": str(self.amount_units), "block_number": self.block_number,
                 "block_hash": self.block_hash, "confirmations": self.confirmations}
+        if self.position is not None:
+            body["position"] = self.position
+        return body
 
     def to_message(self, message_id: str | None = None) -> Message:
         return Message(message_id or self.default_id(), self.routing_key, self.body())
@@ -137,6 +150,7 @@ class TransferReport:
             tx_hash=str(body["tx_hash"]), log_index=int(body["log_index"]), token=str(body["token"]).upper(),
             to=str(body["to"]), amount_units=int(body["amount_units"]), block_number=body.get("block_number"),
             block_hash=body.get("block_hash"), confirmations=int(body.get("confirmations") or 0),
+            position=int(body["position"]) if body.get("position") is not None else None,
         )
 
 

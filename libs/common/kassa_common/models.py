@@ -113,6 +113,9 @@ class Payment(Base):
     confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
     required_confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     transaction_hash: Mapped[str | None] = mapped_column(sa.String(100))
+    # The height the network's watcher had scanned to at creation: no transfer to this
+    # address can be older, so a late address is backfilled from here (None: test mode, no watcher yet).
+    created_block: Mapped[int | None] = mapped_column(sa.BigInteger)
     customer_email: Mapped[str | None] = mapped_column(sa.String(320))
     customer_name: Mapped[str | None] = mapped_column(sa.String(200))
     redirect_url: Mapped[str | None] = mapped_column(sa.Text)
@@ -133,6 +136,10 @@ class Payment(Base):
     deposit_salt: Mapped[str | None] = mapped_column(sa.String(66))
     swept_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
     sweep_tx_hash: Mapped[str | None] = mapped_column(sa.String(66))
+    # Supported tokens that reached ``address`` on another EVM network (not counted; see
+    # ``payments.settle``): one entry per confirmed transfer, as ``PaymentOut.wrong_network``.
+    wrong_network: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, nullable=False, default=list,
+                                                              server_default="[]")
 
     __table_args__ = (
         sa.Index("payments_test_due", "created_at",
@@ -155,6 +162,7 @@ class IdempotencyKey(Base):
     response_status: Mapped[int | None] = mapped_column(sa.SmallInteger)
     payment_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
     created_at: Mapped[datetime] = _created()
+    __table_args__ = (sa.Index("idempotency_keys_retention", "created_at"),)
 
 
 class WebhookEndpoint(Base):
@@ -167,6 +175,9 @@ class WebhookEndpoint(Base):
     active: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.true())
     description: Mapped[str | None] = mapped_column(sa.String(500))
     secret: Mapped[str] = mapped_column(sa.String(100), nullable=False)
+    # after a rotation the old secret still signs (beside the new one) until this time
+    previous_secret: Mapped[str | None] = mapped_column(sa.String(100))
+    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
     deleted_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _created()
@@ -188,6 +199,8 @@ class Event(Base):
     __table_args__ = (
         sa.Index("events_unpublished", "created_at", postgresql_where=sa.text("published_at IS NULL")),
         sa.Index("events_payment", "payment_id", "created_at"),
+        sa.Index("events_merchant_list", "merchant_id", "test_mode", sa.text("created_at DESC"), "id"),
+        sa.Index("events_retention", "created_at"),
     )
 
 
@@ -200,6 +213,9 @@ class Transfer(Base):
     network: Mapped[str] = mapped_column(sa.String(32), nullable=False)
     tx_hash: Mapped[str] = mapped_column(sa.String(100), nullable=False)
     log_index: Mapped[int] = mapped_column(sa.Integer, nullable=False)  # log index (EVM) or vout (Bitcoin); -1 native EVM
+    # Its place inside its transaction (what a reorg cannot change): the rank of an ERC-20 log
+    # among the transaction's logs to this address, -1 native EVM, the vout for Bitcoin.
+    position: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     token: Mapped[str] = mapped_column(sa.String(16), nullable=False)
     amount_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False)
     status: Mapped[str] = mapped_column(sa.String(10), nullable=False)  # SEEN | CONFIRMED | ORPHANED
@@ -215,7 +231,7 @@ class Transfer(Base):
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _created()
     __table_args__ = (
-        sa.UniqueConstraint("network", "tx_hash", "log_index"),
+        sa.UniqueConstraint("network", "tx_hash", "payment_id", "position", name="transfers_identity"),
         sa.Index("transfers_payment", "payment_id"),
         sa.Index("transfers_sweep_due", "network", "created_at",
                  postgresql_where=sa.text("sweep_due AND status = 'CONFIRMED'")),
@@ -303,7 +319,8 @@ class DeliveryAttempt(Base):
     error: Mapped[str | None] = mapped_column(sa.Text)
     next_retry_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
     created_at: Mapped[datetime] = _created()
-    __table_args__ = (sa.Index("delivery_attempts_delivery", "delivery_id", "attempt"),)
+    __table_args__ = (sa.Index("delivery_attempts_delivery", "delivery_id", "attempt"),
+                      sa.Index("delivery_attempts_retention", "created_at"))
 
 
 class ProcessedMessage(Base):
@@ -313,6 +330,7 @@ class ProcessedMessage(Base):
     consumer: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
     message_id: Mapped[str] = mapped_column(sa.String(100), primary_key=True)
     created_at: Mapped[datetime] = _created()
+    __table_args__ = (sa.Index("processed_messages_retention", "created_at"),)
 
 
 class ChainCursor(Base):
@@ -327,6 +345,9 @@ class ChainCursor(Base):
     block_number: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
     block_hash: Mapped[str | None] = mapped_column(sa.String(100))
     confirmed_through: Mapped[int] = mapped_column(sa.BigInteger, nullable=False)
+    # When the watcher last read the tip and had every block up to it scanned and reported:
+    # a payment expires only once this passed its ``expires_at``.
+    scanned_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
     updated_at: Mapped[datetime] = _created()
 
 
@@ -340,3 +361,17 @@ class ChainBlock(Base):
     hash: Mapped[str] = mapped_column(sa.String(100), nullable=False)
     parent_hash: Mapped[str] = mapped_column(sa.String(100), nullable=False)
     transfers: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, nullable=False, server_default="[]")
+
+
+class ChainMempoolTransfer(Base):
+    """A transfer the watcher saw unconfirmed (Bitcoin's mempool) and reported seen: kept
+    until it is mined or gone, so that a restart still reports a dropped or replaced one
+    as orphaned. ``misses``: consecutive looks at the mempool that did not find it."""
+
+    __tablename__ = "chain_mempool_transfers"
+    network: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    tx_hash: Mapped[str] = mapped_column(sa.String(100), primary_key=True)
+    log_index: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    transfer: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
+    misses: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
+    seen_at: Mapped[datetime] = _created()

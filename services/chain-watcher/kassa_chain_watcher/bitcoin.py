@@ -81,5 +81,12 @@ class BitcoinChain:
                 self._mempool_cache[txid] = self._outputs(tx, watched)
         return [f for outs in self._mempool_cache.values() for f in outs if f.to in watched]
 
+    def history(self, start: int, end: int, addresses: Collection[str]) -> list[Block]:
+        """Backfill for newly watched addresses: no address index here, so whole blocks."""
+        found: list[Block] = []
+        for lo in range(start, end + 1, self.batch):
+            found += [b for b in self.blocks(lo, min(end, lo + self.batch - 1), addresses) if b.transfers]
+        return found
+
     def close(self) -> None:
         self.rpc.close()

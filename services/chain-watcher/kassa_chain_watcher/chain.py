@@ -11,24 +11,37 @@ class ChainMoved(Exception):
 
 @dataclass(frozen=True)
 class Found:
-    """A transfer to a watched address. ``index``: log index (ERC-20), -1 (native EVM), vout (Bitcoin)."""
+    """A transfer to a watched address. ``index``: log index (ERC-20), -1 (native EVM), vout (Bitcoin).
+
+    ``position``: its place inside its transaction where that differs from ``index`` (an
+    ERC-20 log's rank among the transaction's transfer logs to ``to``), which stays the
+    same when a reorg moves the transaction to another block.
+    """
 
     tx_hash: str
     index: int
     token: str
     to: str
     amount_units: int
+    position: int | None = None
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.tx_hash, self.index)
 
+    @property
+    def place(self) -> int:
+        return self.index if self.position is None else self.position
+
     def to_json(self) -> dict[str, Any]:
-        return {"tx": self.tx_hash, "i": self.index, "token": self.token, "to": self.to, "units": str(self.amount_units)}
+        d = {"tx": self.tx_hash, "i": self.index, "token": self.token, "to": self.to, "units": str(self.amount_units)}
+        if self.position is not None:
+            d["p"] = self.position
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> "Found":
-        return cls(d["tx"], int(d["i"]), d["token"], d["to"], int(d["units"]))
+        return cls(d["tx"], int(d["i"]), d["token"], d["to"], int(d["units"]), d.get("p"))
 
 
 @dataclass
@@ -53,6 +66,10 @@ class Chain(Protocol):
 
     def mempool(self, watched: Collection[str]) -> list[Found]:
         """Unconfirmed transfers to ``watched`` (chains without a visible mempool: [])."""
+
+    def history(self, start: int, end: int, addresses: Collection[str]) -> list[Block]:
+        """The blocks of ``start..end`` holding transfers to ``addresses`` (newly watched ones),
+        with those transfers only; ``parent_hash`` may be empty."""
 
     def close(self) -> None:
         ...

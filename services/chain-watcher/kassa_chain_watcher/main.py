@@ -26,7 +26,7 @@ from kassa_chain_watcher.lock import NetworkLock
 from kassa_chain_watcher.rpc import JsonRpc
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import Store
-from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, reload
+from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, address_networks, reload
 
 log = logging.getLogger("kassa.chain_watcher")
 
@@ -73,6 +73,7 @@ class NetworkWatcher:
         self.options = options
         self.publisher = publisher or self._default_publisher
         self.lock = NetworkLock(settings.database_url, network.name)
+        self.address_networks = address_networks(network, settings.networks)  # its own, and wrong-network ones
         self.active = threading.Event()
         self.stopping = threading.Event()
         self.scanner: Scanner | None = None
@@ -105,7 +106,7 @@ class NetworkWatcher:
         publisher = self.publisher()
         chain, _ = make_chain(self.network)
         try:
-            reload(self.watchlist, self.sessions, self.network.name, initial=True)
+            reload(self.watchlist, self.sessions, self.address_networks, initial=True)
             store = Store(self.sessions, self.network.name, keep_blocks(self.network))
             self.scanner = Scanner(self.network, chain, store, self.watchlist, publisher.publish_batch,
                                    batch_blocks=self.options.batch_blocks)
@@ -122,7 +123,7 @@ class NetworkWatcher:
         while not self.stopping.is_set() and self.lock.still_held():
             try:
                 if time.monotonic() >= next_reload:
-                    reload(self.watchlist, self.sessions, self.network.name)
+                    reload(self.watchlist, self.sessions, self.address_networks)
                     next_reload = time.monotonic() + self.options.reload_seconds
                 busy = self.scanner.tick()
             except Exception:  # noqa: BLE001 - node or broker trouble: keep the lock, retry soon
@@ -142,7 +143,8 @@ class WatcherProcess:
                                         publisher=partial(worker.publisher, n.name.lower()))
                          for n in networks]
         self.feed = PaymentFeed(worker.settings.rabbitmq_url, worker.topology.exchange, self.watchlists,
-                                name=f"{worker.connection_name}-feed")
+                                name=f"{worker.connection_name}-feed",
+                                evm_networks=[n.name for n in worker.settings.networks if n.kind == "evm"])
         self._stopped = threading.Event()
 
     def run(self) -> None:

@@ -6,12 +6,21 @@ One ``tick``:
    (and each new block's parent must be the stored head). If not, walk back through
    the stored recent blocks to the highest one still on the best chain (the fork
    point), report the transfers of the blocks above it as orphaned, forget them.
-2. Addresses that arrived since the last tick are looked up in the stored blocks (a
-   payment paid before its address reached us is still found).
-3. Up to ``batch_blocks`` new blocks are read and stored with their matching transfers.
-4. Every stored transfer above the confirmed line is reported: ``seen`` with its
-   confirmation count while below the network's required confirmations, then
-   ``confirmed`` once; the line moves up only after that was published.
+2. Addresses that arrived since the last tick are backfilled from the height their
+   payment was created at (``Payment.created_block``; the stored blocks if unknown):
+   ``Chain.history`` finds their transfers; those in blocks already past the confirmed
+   line are reported confirmed at once, the others join their stored block.
+3. Up to ``batch_blocks`` new blocks are read and stored with their matching transfers
+   (all of them: the store keeps every block above the confirmed line).
+4. Every stored transfer above the confirmed line is reported, in block order: ``seen``
+   with its confirmation count while below the network's required confirmations, then
+   ``confirmed`` once; the line moves up only after that was published (with
+   confirms). A tick that reported everything up to the tip it read records when it read
+   it (``scanned_at``): the expirer expires a payment only once that passed its expiry.
+
+5. Unconfirmed transfers (the mempool, where the chain has one) are reported ``seen``
+   when they appear and ``orphaned`` when they leave it unmined (``mempool.py``); what was
+   reported is stored, so a restart misses no dropped or replaced transaction.
 
 Reports are ``messages.TransferReport``s; their ids are derived from (network, tx, index,
 block hash, status, confirmations), so a restart or a retry re-publishes only messages the
@@ -25,19 +34,22 @@ from typing import Callable
 from kassa_common.bus.publisher import Message
 from kassa_common.chains.networks import Network
 from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.timefmt import utcnow
 
+from kassa_chain_watcher import mempool
 from kassa_chain_watcher.chain import Block, Chain, ChainMoved, Found
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import Watchlist
 
 log = logging.getLogger("kassa.chain_watcher")
 SEEN, CONFIRMED, ORPHANED = TransferStatus
-MEMPOOL_MISSES = 2  # ticks a mempool tx must be gone (and not mined) before it counts as dropped
+SCANNED_AT_EVERY = 1.0  # seconds between cursor writes of an idle, caught-up watcher
 
 
 def report(network: str, status: TransferStatus, f: Found, block: Block | None, confirmations: int) -> Message:
     return TransferReport(status, network, f.tx_hash, f.index, f.token, f.to, f.amount_units,
-                          block.number if block else None, block.hash if block else None, confirmations).to_message()
+                          block.number if block else None, block.hash if block else None, confirmations,
+                          f.position).to_message()
 
 
 class Scanner:
@@ -51,10 +63,11 @@ class Scanner:
         self.start_back = start_back if start_back is not None else self.required + 1
         self.state = store.load()
         self._published: dict[tuple[str, str, int], tuple[str, int]] = {}
-        self._mempool: dict[tuple[str, int], tuple[Found, int]] = {}
+        self._mempool = store.load_mempool()
 
     def tick(self) -> bool:
         """One step; True when there is more to do right away (catching up, chain moved)."""
+        read_at = utcnow()
         tip = self.chain.tip()
         st = self.state
         if st.head is None:  # first start on this network: begin just below the tip
@@ -67,7 +80,7 @@ class Scanner:
             if self._head_replaced(tip):
                 self._rewind_to_fork()
                 return True
-            self._rescan_new_addresses()
+            self._backfill_new_addresses()
             end = min(tip, st.head + self.batch_blocks)
             if end > st.head:
                 new = self.chain.blocks(st.head + 1, end, self.watchlist)
@@ -75,7 +88,7 @@ class Scanner:
                     self._rewind_to_fork()
                     return True
                 self.store.append(st, new)
-            self._report(tip)
+            self._report(tip, read_at)
         except ChainMoved as exc:
             log.info("%s: chain moved while reading (%s); reading again", self.name, exc)
             return True
@@ -112,27 +125,45 @@ class Scanner:
         self._published = {k: v for k, v in self._published.items() if k[0] not in gone}
 
     # -- late addresses -------------------------------------------------------------------
-    def _rescan_new_addresses(self) -> None:
+    def _backfill_new_addresses(self) -> None:
         st = self.state
         new = self.watchlist.take_new()
-        if not new or not st.blocks:
+        if not new or st.head is None:
             return
         try:
-            fresh = self.chain.blocks(min(st.blocks), st.head, new)
-        except ChainMoved:
-            self.watchlist.requeue(new)
+            old = self._backfill(new)
+            if old:
+                self.publish(old)
+        except Exception:
+            self.watchlist.requeue(new)  # tried again next tick
             raise
-        for b in fresh:
+        log.info("%s: %d new address(es) backfilled, %d transfer(s) found past the confirmed line",
+                 self.name, len(new), len(old))
+
+    def _backfill(self, new: set[str]) -> list[Message]:
+        """Find the transfers to ``new`` since their payments were created; return the reports
+        of those already past the confirmed line (the others join their stored block)."""
+        st = self.state
+        window = min(st.blocks) if st.blocks else st.head + 1
+        start = min([b for b in self.store.created_blocks(new).values() if b is not None and b >= 0] + [window])
+        if start > st.head:
+            return []
+        old: list[Message] = []
+        for b in self.chain.history(start, st.head, new):
             stored = st.blocks.get(b.number)
-            if stored is None or stored.hash != b.hash or not b.transfers:
-                continue
-            known = {f.key for f in stored.transfers}
-            added = [f for f in b.transfers if f.key not in known]
-            if added:
-                self.store.set_transfers(st, Block(b.number, b.hash, b.parent_hash, stored.transfers + added))
+            if stored is not None and stored.hash != b.hash:
+                raise ChainMoved(f"block {b.number} changed during a backfill")
+            if b.number <= st.confirmed_through:
+                old += [report(self.name, CONFIRMED, f, b, self.required) for f in b.transfers]
+            elif stored is not None:
+                known = {f.key for f in stored.transfers}
+                added = [f for f in b.transfers if f.key not in known]
+                if added:
+                    self.store.set_transfers(st, Block(b.number, b.hash, stored.parent_hash, stored.transfers + added))
+        return old
 
     # -- reports --------------------------------------------------------------------------
-    def _report(self, tip: int) -> None:
+    def _report(self, tip: int, read_at) -> None:
         st = self.state
         messages: list[Message] = []
         pending: list[tuple[tuple[str, str, int], tuple[str, int]]] = []
@@ -147,34 +178,31 @@ class Scanner:
                 if self._published.get(key) != (kind, confs):
                     messages.append(report(self.name, kind, f, block, confs))
                     pending.append((key, (kind, confs)))
-        messages += self._mempool_reports()
+        pool = self._look_at_mempool(at_tip=st.head >= tip)
+        if pool is not None:
+            messages += [report(self.name, SEEN, f, None, 0) for f in pool.seen]
+            messages += [report(self.name, ORPHANED, f, None, 0) for f in pool.gone]
         if messages:
             self.publish(messages)
             self._published.update(pending)
+        if pool is not None:
+            self.store.save_mempool(self._mempool, pool.after)
+            self._mempool = pool.after
         line = min(tip - self.required + 1, st.head)
-        if line > st.confirmed_through:
-            self.store.confirm_through(st, line)
+        caught_up = read_at if st.head >= tip else None
+        if line > st.confirmed_through or (caught_up and self._due_scanned_at(caught_up)):
+            self.store.confirm_through(st, max(line, st.confirmed_through), scanned_at=caught_up)
             done = {st.blocks[n].hash for n in st.blocks if n <= line}
             self._published = {k: v for k, v in self._published.items() if k[0] not in done}
 
-    def _mempool_reports(self) -> list[Message]:
-        pool = {f.key: f for f in self.chain.mempool(self.watchlist)}
+    def _due_scanned_at(self, read_at) -> bool:
+        """Record an idle watcher's progress now and then, not on every poll."""
+        last = self.state.scanned_at
+        return last is None or (read_at - last).total_seconds() >= SCANNED_AT_EVERY
+
+    def _look_at_mempool(self, *, at_tip: bool) -> mempool.Step | None:
+        pool = self.chain.mempool(self.watchlist)
         if not pool and not self._mempool:
-            return []
+            return None
         mined = {f.key for b in self.state.blocks.values() for f in b.transfers}
-        out: list[Message] = []
-        for key, f in pool.items():
-            if key not in mined and key not in self._mempool:
-                out.append(report(self.name, SEEN, f, None, 0))
-            if key not in mined:
-                self._mempool[key] = (f, 0)
-        for key, (f, misses) in list(self._mempool.items()):
-            if key in mined:
-                del self._mempool[key]
-            elif key not in pool:
-                if misses + 1 >= MEMPOOL_MISSES:
-                    out.append(report(self.name, ORPHANED, f, None, 0))
-                    del self._mempool[key]
-                else:
-                    self._mempool[key] = (f, misses + 1)
-        return out
+        return mempool.look(self._mempool, pool, mined, at_tip=at_tip)

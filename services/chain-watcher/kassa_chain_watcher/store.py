@@ -3,21 +3,26 @@
 Blocks are written before anything derived from them is published, and the cursor's
 ``confirmed_through`` only moves after the confirmed reports were published, so a
 watcher killed at any moment resumes without a gap and re-publishes at most messages
-that the settler recognises by id.
+that the settler recognises by id. Every block above ``confirmed_through`` stays stored
+(however many a catch-up reads at once): only blocks both confirmed-reported and older
+than the ``keep`` blocks kept for reorg tracking are pruned.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Collection
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainBlock, ChainCursor
+from kassa_common.models import ChainBlock, ChainCursor, ChainMempoolTransfer, Payment
 from kassa_common.timefmt import utcnow
 
 from kassa_chain_watcher.chain import Block, Found
+from kassa_chain_watcher.mempool import Pending
 
 
 @dataclass
@@ -25,11 +30,21 @@ class State:
     head: int | None = None  # last scanned height (None: never scanned)
     confirmed_through: int = -1
     blocks: dict[int, Block] = field(default_factory=dict)  # recent blocks by height
+    scanned_at: datetime | None = None  # when the tip last was read with everything below it reported
 
     @property
     def head_hash(self) -> str | None:
         block = self.blocks.get(self.head) if self.head is not None else None
         return block.hash if block else None
+
+    def prune_line(self, keep: int) -> int:
+        """Blocks at or below this height may go: reported confirmed, and out of the reorg window."""
+        return min(self.head - keep, self.confirmed_through) if self.head is not None else -1
+
+    def prune(self, keep: int) -> None:
+        line = self.prune_line(keep)
+        for n in [n for n in self.blocks if n <= line]:
+            del self.blocks[n]
 
 
 class Store:
@@ -44,7 +59,14 @@ class Store:
             return State()
         blocks = {r.number: Block(r.number, r.hash, r.parent_hash, [Found.from_json(t) for t in r.transfers])
                   for r in rows}
-        return State(cursor.block_number, cursor.confirmed_through, blocks)
+        return State(cursor.block_number, cursor.confirmed_through, blocks, cursor.scanned_at)
+
+    def created_blocks(self, addresses: Collection[str]) -> dict[str, int | None]:
+        """The height each address's payment was created at (``Payment.created_block``)."""
+        with self.sessions() as s:
+            rows = s.execute(sa.select(sa.func.lower(Payment.address), Payment.created_block)
+                             .where(sa.func.lower(Payment.address).in_([a.lower() for a in addresses]))).all()
+        return dict(rows)
 
     def append(self, state: State, new: list[Block], *, confirmed_through: int | None = None) -> None:
         """Record newly scanned blocks (and optionally a new confirmed line), prune old ones."""
@@ -53,24 +75,25 @@ class Store:
             if new:
                 s.execute(pg_insert(ChainBlock).values([
                     {"network": self.network, "number": b.number, "hash": b.hash, "parent_hash": b.parent_hash,
-                     "transfers": [f.to_json() for f in b.transfers]} for b in new[-self.keep:]
+                     "transfers": [f.to_json() for f in b.transfers]} for b in new
                 ]).on_conflict_do_update(index_elements=["network", "number"], set_={
                     "hash": sa.text("excluded.hash"), "parent_hash": sa.text("excluded.parent_hash"),
                     "transfers": sa.text("excluded.transfers")}))
             confirmed = state.confirmed_through if confirmed_through is None else confirmed_through
-            self._cursor(s, head, new[-1].hash if new else state.head_hash, confirmed)
+            self._cursor(s, head, new[-1].hash if new else state.head_hash, confirmed, state.scanned_at)
             s.execute(sa.delete(ChainBlock).where(ChainBlock.network == self.network,
-                                                  ChainBlock.number <= head - self.keep))
+                                                  ChainBlock.number <= min(head - self.keep, confirmed)))
         for b in new:
             state.blocks[b.number] = b
         state.head, state.confirmed_through = head, confirmed
-        for n in [n for n in state.blocks if n <= head - self.keep]:
-            del state.blocks[n]
+        state.prune(self.keep)
 
-    def confirm_through(self, state: State, height: int) -> None:
+    def confirm_through(self, state: State, height: int, *, scanned_at: datetime | None = None) -> None:
+        """Move the confirmed line (its reports are published); ``scanned_at``: caught up as of then."""
+        scanned_at = scanned_at or state.scanned_at
         with unit_of_work(self.sessions) as s:
-            self._cursor(s, state.head, state.head_hash, height)
-        state.confirmed_through = height
+            self._cursor(s, state.head, state.head_hash, height, scanned_at)
+        state.confirmed_through, state.scanned_at = height, scanned_at
 
     def set_transfers(self, state: State, block: Block) -> None:
         with unit_of_work(self.sessions) as s:
@@ -85,13 +108,37 @@ class Store:
         with unit_of_work(self.sessions) as s:
             s.execute(sa.delete(ChainBlock).where(ChainBlock.network == self.network, ChainBlock.number > fork))
             fork_block = state.blocks.get(fork)
-            self._cursor(s, fork, fork_block.hash if fork_block else None, confirmed)
+            self._cursor(s, fork, fork_block.hash if fork_block else None, confirmed, state.scanned_at)
         for n in [n for n in state.blocks if n > fork]:
             del state.blocks[n]
         state.head, state.confirmed_through = fork, confirmed
 
-    def _cursor(self, s: Session, head: int | None, head_hash: str | None, confirmed: int) -> None:
+    # -- unconfirmed transfers reported seen (mempool.py) ---------------------------------
+    def load_mempool(self) -> Pending:
+        with self.sessions() as s:
+            rows = s.scalars(sa.select(ChainMempoolTransfer).where(ChainMempoolTransfer.network == self.network)).all()
+        return {(r.tx_hash, r.log_index): (Found.from_json(r.transfer), r.misses) for r in rows}
+
+    def save_mempool(self, before: Pending, after: Pending) -> None:
+        """Write the difference between two mempool memories (one transaction)."""
+        gone = [k for k in before if k not in after]
+        changed = [{"network": self.network, "tx_hash": k[0], "log_index": k[1], "transfer": f.to_json(),
+                    "misses": m} for k, (f, m) in after.items() if before.get(k) != (f, m)]
+        if not gone and not changed:
+            return
+        with unit_of_work(self.sessions) as s:
+            if gone:
+                s.execute(sa.delete(ChainMempoolTransfer).where(
+                    ChainMempoolTransfer.network == self.network,
+                    sa.tuple_(ChainMempoolTransfer.tx_hash, ChainMempoolTransfer.log_index).in_(gone)))
+            if changed:
+                s.execute(pg_insert(ChainMempoolTransfer).values(changed).on_conflict_do_update(
+                    index_elements=["network", "tx_hash", "log_index"],
+                    set_={"transfer": sa.text("excluded.transfer"), "misses": sa.text("excluded.misses")}))
+
+    def _cursor(self, s: Session, head: int | None, head_hash: str | None, confirmed: int,
+                scanned_at: datetime | None) -> None:
         values = {"block_number": head if head is not None else -1, "block_hash": head_hash,
-                  "confirmed_through": confirmed, "updated_at": utcnow()}
+                  "confirmed_through": confirmed, "scanned_at": scanned_at, "updated_at": utcnow()}
         s.execute(pg_insert(ChainCursor).values(network=self.network, **values)
                   .on_conflict_do_update(index_elements=["network"], set_=values))

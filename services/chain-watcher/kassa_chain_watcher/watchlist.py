@@ -4,6 +4,11 @@ Loaded from the payments table at start and reloaded now and then (the source of
 and fed at once by ``payment.created`` events from the bus (``PaymentFeed``): each
 watcher process declares its own exclusive, auto-delete queue bound to that routing key.
 Addresses stay watched for ``LATE_DAYS`` after a payment's expiry, for late payments.
+
+Wrong network: an EVM address is the same on every EVM chain, so an EVM network's watcher
+also watches the payments of the other EVM networks (``address_networks``); what it finds
+there it reports as a transfer on its own network, and the settler records it on the
+payment without counting it.
 """
 from __future__ import annotations
 
@@ -11,13 +16,14 @@ import json
 import logging
 import threading
 from datetime import timedelta
-from typing import Callable, Iterable
+from typing import Callable, Collection, Iterable
 
 import pika
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.bus.publisher import connection_parameters
+from kassa_common.chains.networks import Network
 from kassa_common.messages import AddressFeed
 from kassa_common.models import Payment
 from kassa_common.timefmt import utcnow
@@ -74,14 +80,25 @@ class Watchlist:
             self._new |= addresses
 
 
-def watched_addresses(session: Session, network: str) -> list[str]:
-    """Live payments on ``network`` that can still receive funds worth reporting."""
+def address_networks(network: Network, networks: Iterable[Network]) -> tuple[str, ...]:
+    """The networks whose payments' addresses a watcher of ``network`` matches: its own and,
+    for an EVM network, every other EVM network's (funds sent on the wrong network)."""
+    if network.kind != "evm":
+        return (network.name,)
+    return (network.name, *(n.name for n in networks if n.kind == "evm" and n.name != network.name))
+
+
+def watched_addresses(session: Session, network: str | Collection[str]) -> list[str]:
+    """Live payments on ``network`` (a name, or the names of ``address_networks``) that can
+    still receive funds worth reporting."""
+    names = [network] if isinstance(network, str) else list(network)
     horizon = utcnow() - timedelta(days=LATE_DAYS)
     return list(session.scalars(sa.select(Payment.address).where(
-        Payment.network == network, Payment.test_mode.is_(False), Payment.expires_at > horizon)))
+        Payment.network.in_(names), Payment.test_mode.is_(False), Payment.expires_at > horizon)))
 
 
-def reload(watchlist: Watchlist, sessions: sessionmaker[Session], network: str, *, initial: bool = False) -> int:
+def reload(watchlist: Watchlist, sessions: sessionmaker[Session], network: str | Collection[str], *,
+           initial: bool = False) -> int:
     with sessions() as s:
         return watchlist.replace(watched_addresses(s, network), initial=initial)
 
@@ -94,8 +111,11 @@ class PaymentFeed:
     """
 
 
-    def __init__(self, url: str, exchange: str, watchlists: dict[str, Watchlist], *, name: str) -> None:
+    def __init__(self, url: str, exchange: str, watchlists: dict[str, Watchlist], *, name: str,
+                 evm_networks: Collection[str] = ()) -> None:
         self.url, self.exchange, self.watchlists, self.name = url, exchange, watchlists, name
+        # a payment on one of these is watched by the watchlists of all of them (wrong network)
+        self.evm_networks = frozenset(n.upper() for n in evm_networks)
         self.ready = threading.Event()
         self._stop = threading.Event()
         self._conn: pika.BlockingConnection | None = None
@@ -131,9 +151,13 @@ class PaymentFeed:
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
             log.warning("ignoring malformed payment.created: %r", exc)
             return
-        watchlist = self.watchlists.get(feed.network)
-        if watchlist is not None and not feed.test_mode:
-            watchlist.add(feed.address)
+        if feed.test_mode:
+            return
+        names = self.evm_networks if feed.network in self.evm_networks else {feed.network}
+        for name in names:
+            watchlist = self.watchlists.get(name)
+            if watchlist is not None:
+                watchlist.add(feed.address)
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None

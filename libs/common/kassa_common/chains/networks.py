@@ -5,13 +5,15 @@ means unset; a network without one is not live-enabled) and
 ``NAME_CONFIRMATIONS`` (a positive integer overriding the file's default).
 An EVM network's ``forwarder_factory`` is where the forwarder factory lives (the same
 address on every chain, see ``chains.forwarder``); without one, forwarder settlement is
-not offered there.
+not offered there. A network marked ``needs_rpc_url`` (a second development chain) exists
+only while its RPC URL is set.
 """
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from kassa_common.chains.evm import checksummed
@@ -160,4 +162,13 @@ def _network(raw: Mapping, env: Mapping[str, str]) -> Network:
 def load_registry(env: Mapping[str, str], path: str | None = None) -> Registry:
     """Build the registry from the JSON file at ``path`` and the settings ``env``."""
     data = json.loads(Path(path or DEFAULT_PATH).read_text(encoding="utf-8"))
-    return Registry([_network(raw, env) for raw in data["networks"]])
+    networks = [_network(raw, env) for raw in data["networks"]]
+    return Registry([n for n, raw in zip(networks, data["networks"]) if n.rpc_url or not raw.get("needs_rpc_url")])
+
+
+@lru_cache(maxsize=1)
+def shipped() -> Registry:
+    """Every network of the shipped file, whatever the settings: for facts that need no
+    setting (a token's decimals), where no settings are at hand."""
+    data = json.loads(DEFAULT_PATH.read_text(encoding="utf-8"))
+    return Registry([_network(raw, {}) for raw in data["networks"]])

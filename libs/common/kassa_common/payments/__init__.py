@@ -23,7 +23,7 @@ from kassa_common.payments.create import NewPayment, create_payment, resolve_pai
 from kassa_common.payments.expire import expire_due
 from kassa_common.payments.queries import find_by_short_id, find_payment, list_payments
 from kassa_common.payments.settle import settle
-from kassa_common.payments.shape import PaymentOut, payment_to_dict, public_view, remaining_units
+from kassa_common.payments.shape import PaymentOut, payment_to_dict, public_view, remaining_units, transfers_of
 from kassa_common.payments.testmode import NotTestPayment, complete_due_test_payments, let_expire, pay
 from kassa_common.payments.transitions import OPEN, STATUSES, Trigger, apply
 
@@ -31,5 +31,5 @@ __all__ = [
     "OPEN", "STATUSES", "NewPayment", "NotTestPayment", "PaymentOut", "Trigger", "apply", "cancel", "cancel_payment",
     "cancel_refusal", "complete_due_test_payments", "create_payment", "expire_due", "find_by_short_id", "find_payment",
     "let_expire", "list_payments", "pay", "payment_to_dict", "public_view", "remaining_units", "resolve_pair",
-    "settle",
+    "settle", "transfers_of",
 ]

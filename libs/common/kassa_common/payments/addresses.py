@@ -37,7 +37,7 @@ from kassa_common.chains.networks import Network
 from kassa_common.errors import WalletNotConfigured
 from kassa_common.models import Payment, Wallet
 
-_known: set[str] = set()
+_known: set[tuple[str, str]] = set()  # (database, sequence) pairs known to exist
 _lock = threading.Lock()
 
 
@@ -47,13 +47,16 @@ def sequence_name(chain: str, xpub: str) -> str:
 
 
 def _ensure_sequence(session: Session, name: str, chain: str, xpub: str) -> None:
-    """Create the key's sequence once (outside the caller's transaction, so it survives it)."""
-    if name in _known:
+    """Create the key's sequence once per database (outside the caller's transaction, so it
+    survives it)."""
+    bind = session.get_bind()
+    known = (bind.url.render_as_string(hide_password=True), name)
+    if known in _known:
         return
     with _lock:
-        if name in _known:
+        if known in _known:
             return
-        with session.get_bind().connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        with bind.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             if conn.scalar(sa.text("SELECT to_regclass(:n)"), {"n": name}) is None:
                 start = _first_unused_index(conn, chain, xpub)
                 try:
@@ -61,7 +64,7 @@ def _ensure_sequence(session: Session, name: str, chain: str, xpub: str) -> None
                 except DBAPIError as exc:  # a concurrent creator won the race: the sequence exists
                     if "already exists" not in str(exc.orig) and "duplicate key" not in str(exc.orig):
                         raise
-        _known.add(name)
+        _known.add(known)
 
 
 def _first_unused_index(conn, chain: str, xpub: str, window: int = 100) -> int:

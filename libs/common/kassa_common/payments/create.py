@@ -18,7 +18,7 @@ from kassa_common.chains.rates import STABLECOINS, RateProvider, RateUnavailable
 from kassa_common.errors import IdempotencyConflict, ProductUnavailable, RateNotAvailable, UnsupportedPair
 from kassa_common.ids import new_short_id, parse_uuid
 from kassa_common.messages import EventType, PaymentStatus
-from kassa_common.models import IdempotencyKey, Payment, Product
+from kassa_common.models import ChainCursor, IdempotencyKey, Payment, Product
 from kassa_common.owner import Owner
 from kassa_common.payments.addresses import receiving_address
 from kassa_common.payments.events import record_payment_event
@@ -129,6 +129,15 @@ def claim_idempotency_key(session: Session, owner: Owner, key: str, digest: str,
     return session.get(Payment, row.payment_id)
 
 
+def _watched_height(network: str) -> sa.ScalarSelect:
+    """Where the network's watcher stands (NULL before it first ran), read inside the INSERT.
+
+    No transfer to a new address can be in a block the watcher had already scanned, so a
+    late address is backfilled from here (``kassa_chain_watcher.scanner``).
+    """
+    return sa.select(ChainCursor.block_number).where(ChainCursor.network == network).scalar_subquery()
+
+
 def create_payment(
     session: Session,
     owner: Owner,
@@ -169,6 +178,7 @@ def create_payment(
         customer_name=cmd.customer_name, redirect_url=cmd.redirect_url, cancel_url=cmd.cancel_url,
         product_id=product.id if product else None, metadata_=cmd.metadata or {},
         expires_at=now + timedelta(minutes=owner.lifetime_minutes), created_at=now, updated_at=now,
+        created_block=None if owner.test_mode else _watched_height(network.name),
     )
     session.add(payment)
     session.flush()
@@ -179,5 +189,5 @@ def create_payment(
                    IdempotencyKey.key == idempotency_key)
             .values(payment_id=payment.id, response_status=201)
         )
-    record_payment_event(session, payment, EventType.PAYMENT_CREATED, now=now)
+    record_payment_event(session, payment, EventType.PAYMENT_CREATED, now=now, transfers=[])
     return payment, False

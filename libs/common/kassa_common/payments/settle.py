@@ -14,6 +14,11 @@ transaction): a CONFIRMED transfer is final, an older SEEN report of the same bl
 lowers the confirmations shown, and a seen transfer that is orphaned or dropped clears the
 detected state it set (``transaction_hash``, ``confirmations``), falling back to another
 counted transfer that still stands.
+
+Wrong network: an EVM payment's address is the same on every EVM network, and the watchers
+of the other networks report what reaches it there. Such a transfer never counts; once
+confirmed it is recorded on the payment (``Payment.wrong_network``: what, where, how it is
+recovered) and fires ``payment.wrong_network``, once per transfer, whatever the status.
 """
 from __future__ import annotations
 
@@ -24,6 +29,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from kassa_common.chains.networks import shipped
+from kassa_common.chains.rates import units_text
 from kassa_common.messages import TransferReport, TransferStatus
 from kassa_common.models import Merchant, Payment, Transfer
 from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger
@@ -46,13 +53,18 @@ def payment_for_address(session: Session, address: str) -> Payment | None:
 
 
 def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> tuple[Transfer, str | None]:
-    """Record the report; return the transfer and its status before this report (None if new)."""
+    """Record the report; return the transfer and its status before this report (None if new).
+
+    A transfer is what it is: (network, tx hash, payment, place inside the transaction),
+    unique in the table. A reorg that moves its transaction to another block at another
+    log index reports the same transfer again; the row follows it to its new block.
+    """
     counted = r.network == payment.network and r.token == payment.token
     now = utcnow()
     inserted = session.execute(
         pg_insert(Transfer).values(
-            payment_id=payment.id, network=r.network, tx_hash=r.tx_hash, log_index=r.log_index, token=r.token,
-            amount_units=r.amount_units, status=r.status, counted=counted, block_number=r.block_number,
+            payment_id=payment.id, network=r.network, tx_hash=r.tx_hash, log_index=r.log_index, position=r.place,
+            token=r.token, amount_units=r.amount_units, status=r.status, counted=counted, block_number=r.block_number,
             block_hash=r.block_hash, confirmations=r.confirmations, late=payment.status not in OPEN,
             sweep_due=payment.settlement_address is not None and not payment.test_mode,  # a forwarder deposit
             created_at=now, updated_at=now,
@@ -60,22 +72,30 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     ).first()
     transfer = session.scalars(
         sa.select(Transfer).where(Transfer.network == r.network, Transfer.tx_hash == r.tx_hash,
-                                  Transfer.log_index == r.log_index).with_for_update()
-        .execution_options(populate_existing=True)
+                                  Transfer.payment_id == payment.id, Transfer.position == r.place)
+        .with_for_update().execution_options(populate_existing=True)
     ).one()
     if inserted:
         return transfer, None
     before = transfer.status
+    if r.status == ORPHANED and transfer.block_hash is not None and r.block_hash != transfer.block_hash:
+        return transfer, before  # the block it left, reported after the one it moved to: no news
     if before == CONFIRMED:  # final: a confirmed transfer is never orphaned or re-counted
+        if r.status == CONFIRMED and r.block_hash != transfer.block_hash:
+            _moved(session, transfer, r, now)  # confirmed again in the block a deep reorg moved it to
         return transfer, before
     if r.status == SEEN == before and r.block_hash == transfer.block_hash and r.confirmations < transfer.confirmations:
         return transfer, before  # an older report of the same block, delivered late
     transfer.status = r.status
     transfer.confirmations = r.confirmations
-    transfer.block_number, transfer.block_hash = r.block_number, r.block_hash
+    _moved(session, transfer, r, now)
+    return transfer, before
+
+
+def _moved(session: Session, transfer: Transfer, r: TransferReport, now) -> None:
+    transfer.block_number, transfer.block_hash, transfer.log_index = r.block_number, r.block_hash, r.log_index
     transfer.updated_at = now
     session.flush()
-    return transfer, before
 
 
 def confirmed_total(session: Session, payment_id) -> int:
@@ -96,6 +116,8 @@ def settle(session: Session, r: TransferReport) -> Payment | None:
         log.info("transfer %s:%s to %s matches no payment", r.tx_hash, r.log_index, r.to)
         return None
     transfer, before = _upsert_transfer(session, payment, r)
+    if r.network != payment.network and r.status == CONFIRMED and before != CONFIRMED:
+        return _record_wrong_network(session, payment, transfer)
     if not transfer.counted:
         return payment  # recorded, never counted (another token or network)
     if r.status == CONFIRMED:
@@ -112,6 +134,24 @@ def settle(session: Session, r: TransferReport) -> Payment | None:
         return apply(session, payment.id, trigger, transaction_hash=standing.tx_hash if standing else None,
                      confirmations=standing.confirmations if standing else 0)
     return payment
+
+
+def wrong_network_entry(payment: Payment, transfer: Transfer) -> dict:
+    """How ``PaymentOut.wrong_network`` shows a transfer confirmed on another network:
+    ``recovery`` is ``sweep`` (a forwarder deposit: the sweeper of that network moves it to
+    the settlement address) or ``wallet`` (an xpub address: already in the merchant's wallet)."""
+    network = shipped().get(transfer.network)
+    token = network.token(transfer.token) if network else None
+    amount = units_text(int(transfer.amount_units), token.decimals) if token else str(transfer.amount_units)
+    return {"network": transfer.network, "token": transfer.token, "amount": amount,
+            "transaction_hash": transfer.tx_hash, "log_index": transfer.log_index,
+            "recovery": "sweep" if payment.settlement_address else "wallet"}
+
+
+def _record_wrong_network(session: Session, payment: Payment, transfer: Transfer) -> Payment:
+    entry = wrong_network_entry(payment, transfer)
+    return apply(session, payment.id, Trigger.RECORD_WRONG_NETWORK,
+                 wrong_network=[*(payment.wrong_network or []), entry])
 
 
 def _still_standing(session: Session, payment_id) -> Transfer | None:

@@ -7,17 +7,54 @@ the customer's view on the checkout page: no metadata, merchant or customer data
 """
 from __future__ import annotations
 
+import uuid
+from collections import defaultdict
 from decimal import Decimal
-from typing import Any, Literal, Optional
+from typing import Any, Iterable, Literal, Optional
 
-from pydantic import BaseModel
+import sqlalchemy as sa
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session, object_session
 
+from kassa_common.chains.networks import shipped
 from kassa_common.chains.rates import plain, units_text
-from kassa_common.messages import PaymentStatus
-from kassa_common.models import Payment
+from kassa_common.messages import PaymentStatus, TransferStatus
+from kassa_common.models import Payment, Transfer
 from kassa_common.timefmt import iso
 
 StatusName = Literal[tuple(s.value for s in PaymentStatus)]  # type: ignore[valid-type]
+TransferStatusName = Literal[tuple(s.value for s in TransferStatus)]  # type: ignore[valid-type]
+
+
+class TransferOut(BaseModel):
+    """A transfer to the payment's address, counted or not."""
+
+    network: str
+    token: str
+    tx_hash: str
+    log_index: int = Field(description="the ERC-20 log's index in its block, -1 for a native EVM transfer, "
+                                       "the output index for Bitcoin")
+    amount: str = Field(description="decimal string in token units")
+    confirmations: int
+    status: TransferStatusName
+    counted: bool = Field(description="counts toward amount_received (once CONFIRMED)")
+    reason: Optional[str] = Field(description="why it does not count; null when it does")
+    late: bool = Field(description="arrived after the payment was EXPIRED or CANCELED")
+    created_at: str
+
+
+class WrongNetworkFunds(BaseModel):
+    """A supported token that reached the payment's address on another EVM network: not
+    counted toward the payment, and recoverable. ``recovery``: ``sweep`` (forwarder
+    settlement: the sweeper moves it on that network to ``settlement_address``) or
+    ``wallet`` (xpub: the address is the merchant's own on every EVM network)."""
+
+    network: str
+    token: str
+    amount: str
+    transaction_hash: str
+    log_index: int
+    recovery: Literal["sweep", "wallet"]
 
 
 class PaymentOut(BaseModel):
@@ -52,6 +89,9 @@ class PaymentOut(BaseModel):
     settlement_address: Optional[str]
     sweep_transaction_hash: Optional[str]
     swept_at: Optional[str]
+    # Funds that reached ``address`` on another EVM network (``payment.wrong_network``).
+    wrong_network: list[WrongNetworkFunds]
+    transfers: list[TransferOut] = Field(description="every transfer to the payment's address, oldest first")
 
 
 def usd(value: Decimal) -> float:
@@ -63,7 +103,58 @@ def remaining_units(payment: Payment) -> int:
     return max(int(payment.crypto_amount_units) - int(payment.amount_received_units), 0)
 
 
-def payment_to_dict(p: Payment) -> dict[str, Any]:
+TRANSFER_COLUMNS = (Transfer.payment_id, Transfer.network, Transfer.token, Transfer.tx_hash, Transfer.log_index,
+                    Transfer.amount_units, Transfer.confirmations, Transfer.status, Transfer.counted, Transfer.late,
+                    Transfer.created_at)
+
+
+def transfers_of(session: Session, payment_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
+    """The transfers of these payments (rows of ``TRANSFER_COLUMNS``), oldest first, in one query."""
+    ids = list(payment_ids)
+    found: dict[uuid.UUID, list[Any]] = defaultdict(list)
+    if ids:
+        rows = session.execute(sa.select(*TRANSFER_COLUMNS).where(Transfer.payment_id.in_(ids))
+                               .order_by(Transfer.created_at, Transfer.tx_hash, Transfer.log_index))
+        for row in rows:
+            found[row.payment_id].append(row)
+    return found
+
+
+def _decimals(p: Payment, network: str, token: str) -> int | None:
+    if (network, token) == (p.network, p.token):
+        return p.decimals
+    net = shipped().get(network)  # decimals are data of the token, whatever the settings
+    found = net.token(token) if net else None
+    return found.decimals if found else None
+
+
+def _not_counted_because(p: Payment, t: Any) -> str | None:
+    if t.network != p.network:
+        return f"sent on {t.network}, not on the payment's network {p.network}"
+    if t.token != p.token:
+        return f"{t.token} is not the payment's token {p.token}"
+    if t.status == TransferStatus.ORPHANED:
+        return "dropped: its block left the chain (reorganisation) or it left the mempool"
+    return None
+
+
+def transfer_to_dict(p: Payment, t: Any) -> dict[str, Any]:
+    decimals = _decimals(p, t.network, t.token)
+    reason = _not_counted_because(p, t)
+    return TransferOut(
+        network=t.network, token=t.token, tx_hash=t.tx_hash, log_index=t.log_index,
+        amount=units_text(t.amount_units, decimals) if decimals is not None else str(int(t.amount_units)),
+        confirmations=t.confirmations, status=t.status, counted=reason is None, reason=reason, late=t.late,
+        created_at=iso(t.created_at),
+    ).model_dump()
+
+
+def payment_to_dict(p: Payment, transfers: list[Any] | None = None) -> dict[str, Any]:
+    """The payment object. ``transfers``: its rows from ``transfers_of`` when the caller has
+    them (a list, a new payment's ``[]``); otherwise they are read from the payment's session."""
+    if transfers is None:
+        session = object_session(p)
+        transfers = transfers_of(session, [p.id])[p.id] if session is not None else []
     return PaymentOut(
         id=str(p.id), short_id=p.short_id, status=p.status, amount=usd(p.amount), token=p.token,
         network=p.network, address=p.address, crypto_amount=units_text(p.crypto_amount_units, p.decimals),
@@ -74,7 +165,8 @@ def payment_to_dict(p: Payment) -> dict[str, Any]:
         product_id=str(p.product_id) if p.product_id else None, metadata=p.metadata_, test_mode=p.test_mode,
         expires_at=iso(p.expires_at), created_at=iso(p.created_at), updated_at=iso(p.updated_at),
         completed_at=iso(p.completed_at), settlement_address=p.settlement_address,
-        sweep_transaction_hash=p.sweep_tx_hash, swept_at=iso(p.swept_at),
+        sweep_transaction_hash=p.sweep_tx_hash, swept_at=iso(p.swept_at), wrong_network=p.wrong_network or [],
+        transfers=[transfer_to_dict(p, t) for t in transfers],
     ).model_dump()
 
 
@@ -96,4 +188,7 @@ def public_view(p: Payment, *, cancelable: bool) -> dict[str, Any]:
         "redirect_url": p.redirect_url if p.status == PaymentStatus.COMPLETED else None,
         "test_mode": p.test_mode,
         "cancelable": cancelable,
+        # what reached this address on another network: the checkout says it is recoverable
+        "wrong_network": [{"network": w["network"], "token": w["token"], "amount": w["amount"]}
+                          for w in p.wrong_network or []],
     }

@@ -43,6 +43,7 @@ class Trigger(StrEnum):
     TEST_PAY = "test_pay"  # test mode: a simulated transfer is queued
     TEST_LET_EXPIRE = "test_let_expire"  # test mode: due now, never auto-completed
     RECORD_SWEEP = "record_sweep"  # a confirmed sweep moved the forwarder deposit's funds
+    RECORD_WRONG_NETWORK = "record_wrong_network"  # a supported token confirmed on another EVM network
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,9 @@ TRANSITIONS: dict[Trigger, Transition] = {
     Trigger.TEST_LET_EXPIRE: Transition(OPEN, None, None, test_mode_only),
     # funds may be swept whatever the status: paid, part paid, late, or stray tokens
     Trigger.RECORD_SWEEP: Transition(frozenset(STATUSES), None, EventType.PAYMENT_SWEPT, live_only),
+    # recorded whatever the status (and mode: a simulated report too), never counted: the
+    # funds are the merchant's to recover
+    Trigger.RECORD_WRONG_NETWORK: Transition(frozenset(STATUSES), None, EventType.PAYMENT_WRONG_NETWORK),
 }
 
 

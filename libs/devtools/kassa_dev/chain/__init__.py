@@ -14,6 +14,7 @@ repository root): anvil from ``@foundry-rs/anvil-linux-amd64`` and solcjs from
 from .compiler import compile_token, solc_version
 from .constants import (
     CHAIN_ID,
+    CHAIN_ID_2,
     DEFAULT_HOST,
     DEFAULT_PORT,
     DEFAULT_RPC_URL,
@@ -33,6 +34,7 @@ from .tokens import TOKEN_ABI, TRANSFER_TOPIC, deploy_dev_tokens, erc20, mint, p
 
 __all__ = [
     "CHAIN_ID",
+    "CHAIN_ID_2",
     "DEFAULT_HOST",
     "DEFAULT_PORT",
     "DEFAULT_RPC_URL",

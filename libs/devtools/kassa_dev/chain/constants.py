@@ -10,6 +10,9 @@ from eth_utils import keccak
 from kassa_common.chains.evm import create_address  # re-exported: where a CREATE lands
 
 CHAIN_ID = 31337
+# LOCAL_EVM_2: a second development chain (wrong-network payments), the same dev tokens.
+CHAIN_ID_2 = 31338
+DEV_CHAIN_IDS = (CHAIN_ID, CHAIN_ID_2)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8545
 DEFAULT_RPC_URL = f"http://{DEFAULT_HOST}:{DEFAULT_PORT}"

@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Sequence
 
-from .constants import CHAIN_ID, DEFAULT_HOST, DEFAULT_PORT
+from .constants import CHAIN_ID, DEFAULT_HOST, DEFAULT_PORT, DEV_CHAIN_IDS
 from .errors import DevChainError
 from .paths import anvil_binary
 
@@ -47,8 +47,10 @@ def start_anvil(
     host: str = DEFAULT_HOST,
     extra_args: Sequence[str] = (),
     timeout: float = 30.0,
+    chain_id: int = CHAIN_ID,
 ) -> subprocess.Popen:
-    """Start anvil (chain id 31337, silent) and return once its RPC answers.
+    """Start anvil (chain id 31337 unless ``chain_id`` says 31338, silent) and return once its
+    RPC answers.
 
     ``block_time=None`` keeps anvil's automine (one block per transaction, and
     ``evm_mine``/``anvil_mine`` for empty blocks); a number mines every that many
@@ -56,6 +58,8 @@ def start_anvil(
     :func:`stop_anvil`. Raises :class:`DevChainError` if the port is already
     answering, anvil exits, or it does not answer within ``timeout`` seconds.
     """
+    if chain_id not in DEV_CHAIN_IDS:
+        raise ValueError(f"chain_id must be one of {DEV_CHAIN_IDS}")
     url = f"http://{host}:{port}"
     if rpc_answers(url, timeout=0.5):
         raise DevChainError(f"something already answers JSON-RPC at {url}; not starting anvil")
@@ -63,7 +67,7 @@ def start_anvil(
         str(anvil_binary(repo_root)),
         "--host", host,
         "--port", str(port),
-        "--chain-id", str(CHAIN_ID),
+        "--chain-id", str(chain_id),
         "--silent",
     ]
     if block_time is not None:
@@ -84,9 +88,9 @@ def start_anvil(
                 detail = stderr.read().decode(errors="replace").strip()
                 raise DevChainError(f"anvil exited with code {code} on {url}: {detail or 'no output'}")
             if rpc_answers(url, timeout=0.5):
-                chain_id = rpc_chain_id(url)
-                if chain_id != CHAIN_ID or proc.poll() is not None:
-                    raise DevChainError(f"unexpected node at {url} (chain id {chain_id})")
+                answered = rpc_chain_id(url)
+                if answered != chain_id or proc.poll() is not None:
+                    raise DevChainError(f"unexpected node at {url} (chain id {answered})")
                 return proc
             if time.monotonic() > deadline:
                 raise DevChainError(f"anvil did not answer at {url} within {timeout:g}s")

@@ -12,7 +12,7 @@ from kassa_common.chains.evm import TRANSFER_TOPIC  # re-exported: topic 0 of th
 
 from .compiler import compile_token
 from .constants import (
-    CHAIN_ID,
+    DEV_CHAIN_IDS,
     DEPLOYER_ADDRESS,
     DEPLOYER_FUNDING_WEI,
     DEPLOYER_PRIVATE_KEY,
@@ -133,8 +133,8 @@ def deploy_dev_tokens(w3: Web3, *, repo_root: str | os.PathLike[str] | None = No
         return expected
 
     chain_id = w3.eth.chain_id
-    if chain_id != CHAIN_ID:
-        raise DevChainError(f"refusing to deploy dev tokens on chain {chain_id} (want {CHAIN_ID})")
+    if chain_id not in DEV_CHAIN_IDS:
+        raise DevChainError(f"refusing to deploy dev tokens on chain {chain_id} (want one of {DEV_CHAIN_IDS})")
 
     balance = w3.eth.get_balance(DEPLOYER_ADDRESS)
     if balance < DEPLOYER_FUNDING_WEI:
@@ -151,7 +151,7 @@ def deploy_dev_tokens(w3: Web3, *, repo_root: str | os.PathLike[str] | None = No
         abi, bytecode = compile_token(repo_root, contract=token.contract)
         factory = w3.eth.contract(abi=abi, bytecode=bytecode)
         tx = factory.constructor(token.name, token.symbol, token.decimals).build_transaction(
-            {"from": DEPLOYER_ADDRESS, "nonce": nonce, "chainId": CHAIN_ID, **_fee_fields(w3)}
+            {"from": DEPLOYER_ADDRESS, "nonce": nonce, "chainId": chain_id, **_fee_fields(w3)}
         )
         receipt = _wait_ok(w3, _send_signed(w3, tx), f"deploying {token.symbol}")
         deployed = Web3.to_checksum_address(receipt["contractAddress"])
@@ -168,7 +168,7 @@ def deploy_dev_tokens(w3: Web3, *, repo_root: str | os.PathLike[str] | None = No
         contract = erc20(w3, token.address)
         for account in accounts:
             tx = contract.functions.mint(account, token.mint_per_account).build_transaction(
-                {"from": DEPLOYER_ADDRESS, "nonce": nonce, "chainId": CHAIN_ID, "gas": 120_000, **fees}
+                {"from": DEPLOYER_ADDRESS, "nonce": nonce, "chainId": chain_id, "gas": 120_000, **fees}
             )
             sent.append((_send_signed(w3, tx), f"minting {token.symbol} to {account}"))
             nonce += 1

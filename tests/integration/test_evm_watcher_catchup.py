@@ -1,0 +1,183 @@
+"""The EVM watcher under lag, late addresses and reorgs that move a transaction: anvil with
+the real dev ERC-20s → watcher → RabbitMQ → settler, LOCAL_EVM needing 3 confirmations."""
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+
+from kassa_common.chains.hd import TEST_XPUBS
+from kassa_common.chains.networks import load_registry
+from kassa_common.chains.rates import to_base_units
+from kassa_dev.chain import pay
+from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.api import set_live_wallet
+from tests.support.wait import until
+from tests.support.watcher import harness
+
+CONFIRMATIONS = 3
+KEPT = CONFIRMATIONS + 24  # the blocks the watcher keeps for reorg tracking (main.keep_blocks)
+
+
+@pytest.fixture
+def chain(anvil_isolated):  # noqa: F811
+    return anvil_isolated
+
+
+@pytest.fixture
+def h(settings, chain, engine, sessions, make_merchant):
+    env = {"LOCAL_EVM_RPC_URL": chain.url, "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS)}
+    merchant = make_merchant()
+    set_live_wallet(sessions, merchant.id, "evm", TEST_XPUBS["evm"])
+    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:
+        yield h
+
+
+def units(p: dict) -> int:
+    return to_base_units(Decimal(p["crypto_amount"]), 6)
+
+
+def pay_usdc(chain, p, amount_units, sender=None):
+    return pay(chain.w3, to=p["address"], amount_base_units=amount_units, token_contract=chain.tokens["USDC"],
+               sender=sender)
+
+
+def at_tip(watcher, chain):
+    until(lambda: watcher.scanner is not None and watcher.scanner.state.head == chain.block_number,
+          message="watcher at the tip")
+
+
+def test_a_watcher_stopped_while_300_blocks_pass_reports_every_transfer_on_restart(h, chain):
+    first = h.start_watcher()
+    until(first.active.is_set, message="watcher active")
+    payments = [h.create(amount=2 + i) for i in range(3)]
+    at_tip(first, chain)
+    first.stop()
+    until(lambda: not first.active.is_set(), message="watcher stopped")
+    pay_usdc(chain, payments[0], units(payments[0]))
+    chain.mine(150)
+    pay_usdc(chain, payments[1], units(payments[1]))
+    chain.mine(150)
+    pay_usdc(chain, payments[2], units(payments[2]))  # near the tip: seen, then confirmed
+    chain.mine(CONFIRMATIONS - 1)
+    second = h.start_watcher()
+    for p in payments:
+        h.wait_status(p["id"], "COMPLETED", timeout=30)
+        assert int(h.payment(p["id"]).amount_received_units) == units(p)
+        assert [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"]
+    at_tip(second, chain)
+    assert second.scanner.state.confirmed_through == chain.block_number - CONFIRMATIONS + 1
+
+
+def test_a_payment_whose_address_reaches_the_watcher_after_its_transfer_confirmed_is_backfilled(h, chain):
+    watcher = h.start_watcher()
+    until(watcher.active.is_set, message="watcher active")
+    at_tip(watcher, chain)
+    p = h.create(amount=5)
+    watcher.watchlist.take_new()  # as if the address had not reached the watcher (bus lost, reload not due)
+    watcher.watchlist._all.discard(p["address"].lower())
+    tx = pay_usdc(chain, p, 5_000_000)
+    chain.mine(KEPT + 10)  # the transfer's block is confirmed and out of the blocks the watcher keeps
+    at_tip(watcher, chain)
+    assert watcher.scanner.state.confirmed_through > chain.w3.eth.get_transaction_receipt(tx)["blockNumber"]
+    assert h.transfers(p["id"]) == []
+    watcher.watchlist.add(p["address"])  # arrives late (bus or reload)
+    h.wait_status(p["id"], "COMPLETED")
+    (transfer,) = h.transfers(p["id"])
+    assert transfer.tx_hash == tx and transfer.status == "CONFIRMED"
+
+
+def test_a_reorg_replaying_a_confirmed_transfer_at_another_log_position_counts_it_once(h, chain):
+    watcher = h.start_watcher()
+    until(watcher.active.is_set, message="watcher active")
+    chain.mine(2)
+    p = h.create(amount=10)
+    snapshot = chain.snapshot()
+    tx = pay_usdc(chain, p, 5_000_000)  # half the money, alone in its block: log index 0
+    raw = chain.raw_transaction(tx)
+    chain.mine(CONFIRMATIONS + 1)
+    h.wait_status(p["id"], "PARTIALLY_PAID")
+    at_tip(watcher, chain)
+    chain.revert(snapshot)  # a deep reorg: the confirmed blocks are replaced ...
+    chain.rpc("evm_setAutomine", False)
+    try:
+        other = chain.w3.eth.send_transaction({  # ... by blocks where another transfer comes first
+            "from": chain.accounts[1], "to": chain.tokens["USDT"],
+            "data": transfer_call(chain.accounts[2], 1_000_000)})
+        replayed = chain.rpc("eth_sendRawTransaction", raw)
+        chain.mine(1)
+    finally:
+        chain.rpc("evm_setAutomine", True)
+    receipt = chain.w3.eth.get_transaction_receipt(replayed)
+    assert replayed == tx and receipt["logs"][0]["logIndex"] == 1
+    assert chain.w3.eth.get_transaction_receipt(other)["blockNumber"] == receipt["blockNumber"]
+    chain.mine(CONFIRMATIONS + 3)
+    at_tip(watcher, chain)
+    moved_to = receipt["blockHash"].to_0x_hex()
+    until(lambda: any(t.block_hash == moved_to for t in h.transfers(p["id"])), timeout=10,
+          message="the transfer reported in its new block")
+    paid = h.payment(p["id"])
+    assert paid.status == "PARTIALLY_PAID" and int(paid.amount_received_units) == 5_000_000
+    assert [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"]
+    assert "payment.completed" not in h.events(p["id"])
+
+
+def transfer_call(to: str, amount: int) -> str:
+    return "0xa9059cbb" + to[2:].lower().rjust(64, "0") + hex(amount)[2:].rjust(64, "0")
+
+
+def expire_all(sessions):
+    from datetime import timedelta
+
+    from kassa_expirer.jobs import Jobs
+
+    jobs = Jobs(sessions, None, test_complete_after=timedelta(hours=1))
+    while jobs.expire():
+        pass
+
+
+def test_a_payment_paid_on_time_while_its_watcher_is_down_does_not_expire(h, chain, sessions):
+    import sqlalchemy as sa
+
+    from kassa_common.db import unit_of_work
+    from kassa_common.models import Payment
+
+    watcher = h.start_watcher()
+    until(watcher.active.is_set, message="watcher active")
+    p = h.create(amount=5)
+    at_tip(watcher, chain)
+    watcher.stop()
+    until(lambda: not watcher.active.is_set(), message="watcher stopped")
+    pay_usdc(chain, p, 5_000_000)  # paid on time, while no watcher runs
+    chain.mine(CONFIRMATIONS)
+    with unit_of_work(sessions) as s:  # then the payment's time is up
+        s.execute(sa.update(Payment).where(Payment.address == p["address"]).values(expires_at=sa.func.now()))
+    expire_all(sessions)
+    assert h.status(p["id"]) == "PENDING"  # the watcher has not looked past the expiry yet
+    h.start_watcher()
+    h.wait_status(p["id"], "COMPLETED", timeout=20)
+    assert "payment.expired" not in h.events(p["id"]) and "payment.late_payment" not in h.events(p["id"])
+
+
+def test_once_the_watcher_scanned_past_the_expiry_an_unpaid_payment_expires(h, chain, sessions):
+    import sqlalchemy as sa
+
+    from kassa_common.db import unit_of_work
+    from kassa_common.models import ChainCursor, Payment
+
+    watcher = h.start_watcher()
+    until(watcher.active.is_set, message="watcher active")
+    p = h.create(amount=5)
+    with unit_of_work(sessions) as s:
+        s.execute(sa.update(Payment).where(Payment.address == p["address"]).values(expires_at=sa.func.now()))
+    with sessions() as s:
+        expiry = s.scalar(sa.select(Payment.expires_at).where(Payment.address == p["address"]))
+
+    def scanned_past():
+        with sessions() as s:
+            at = s.scalar(sa.select(ChainCursor.scanned_at).where(ChainCursor.network == "LOCAL_EVM"))
+        return at is not None and at >= expiry
+
+    until(scanned_past, message="watcher scanned past the expiry")
+    expire_all(sessions)
+    assert h.status(p["id"]) == "EXPIRED"
