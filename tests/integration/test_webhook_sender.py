@@ -3,19 +3,22 @@ real HTTP receiver on 127.0.0.1: intake, signed delivery, retries, leases, refus
 from __future__ import annotations
 
 import json
+import uuid
+from datetime import timedelta
 
 import pytest
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
 from kassa_common.models import DeliveryAttempt, WebhookEndpoint
-from kassa_common.signing import verify_signature
+from kassa_common.signing import SignatureError, compute, verify_signature
 from kassa_common.timefmt import utcnow
 from kassa_webhook_sender import store
 from kassa_webhook_sender.dispatcher import Dispatcher
 from kassa_webhook_sender.main import build
 from kassa_webhook_sender.retry import RetryPolicy
 from kassa_webhook_sender.transport import Transport
+from tests.support.api import API
 from tests.support.bus import private_topology
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixtures)
@@ -156,7 +159,7 @@ def test_private_destinations_are_refused_unless_allowed(sessions, merchant, dis
     [did] = intake(sessions, add_event(sessions, merchant.id))
     dispatcher(allow_private=False)
     [a] = until(lambda: attempts_of(sessions, did), message="the refused attempt")
-    assert a.status_code is None and "refused" in a.error and "127.0.0.1" in a.error
+    assert a.status_code is None and a.error == "destination refused: not a public address"
     d = delivery(sessions, did)
     assert d.status == "PENDING" and d.next_attempt_at > a.created_at and d.last_error == a.error
     assert receiver.count() == 0
@@ -220,3 +223,35 @@ def test_stop_releases_claims_not_yet_sent(sessions, merchant, receiver):
     store.record(sessions, [d.attempt(job)])
     assert delivery(sessions, did).lease_until is None and receiver.count() == 0
     assert store.claim(sessions, 1, 60, [did]) != []
+
+
+# -- secret rotation --------------------------------------------------------------------------
+
+def test_after_a_rotation_both_secrets_sign_for_the_overlap_then_only_the_new_one(
+        settings, sessions, client, merchant, bus, sender, receiver):
+    """A merchant rotates through the API: for 24 h every delivery carries ``v1=new,v1=old``,
+    so a receiver still holding the old secret verifies, and one already switched does too."""
+    created = client.post(f"{API}/webhooks", json={"url": receiver.url}, headers=merchant.headers())
+    old, wid = created.json["data"]["secret"], created.json["data"]["id"]
+    new = client.post(f"{API}/webhooks/{wid}/rotate-secret", headers=merchant.headers()).json["data"]["secret"]
+
+    publish(settings, bus[1], add_event(sessions, merchant.id))
+    [hit] = until(lambda: receiver.hits, message="the webhook after the rotation")
+    header = hit.headers["X-Kassa-Signature"]
+    t = int(header.split(",")[0].removeprefix("t="))
+    assert header == f"t={t},v1={compute(new, t, hit.body)},v1={compute(old, t, hit.body)}"
+    assert verify_signature(new, header, hit.body) and verify_signature(old, header, hit.body)
+    with sessions() as s:
+        hook = s.get(WebhookEndpoint, uuid.UUID(wid))
+        overlap = hook.previous_secret_expires_at - hook.updated_at
+    assert overlap == timedelta(hours=24)
+
+    with unit_of_work(sessions) as s:  # the overlap is over
+        s.execute(sa.update(WebhookEndpoint).where(WebhookEndpoint.id == uuid.UUID(wid))
+                  .values(previous_secret_expires_at=utcnow() - timedelta(seconds=1)))
+    publish(settings, bus[1], add_event(sessions, merchant.id))
+    [_, later] = until(lambda: receiver.hits[1:] and receiver.hits, message="the webhook after the overlap")
+    header = later.headers["X-Kassa-Signature"]
+    assert header.count("v1=") == 1 and verify_signature(new, header, later.body)
+    with pytest.raises(SignatureError):
+        verify_signature(old, header, later.body)

@@ -127,3 +127,87 @@ def test_keep_alive_reuses_the_connection_per_thread(server_factory):
 def test_urls_are_sanitised_for_logs():
     assert sanitize_url("https://user:pw@hooks.example.com:8443/a/b?token=s#f") == "https://hooks.example.com:8443/a/b"
     assert sanitize_url("http://[::1]/x?q=1") == "http://[::1]/x"
+
+
+# ---- destinations: resolved once, connected to as checked ----------------------------------
+
+@pytest.mark.parametrize("address", ["100.64.0.1", "100.127.255.254", "192.0.0.8", "198.18.0.1", "198.19.1.1",
+                                     "224.0.0.251", "240.0.0.1", "255.255.255.255", "0.0.0.0", "127.0.0.1",
+                                     "10.0.0.1", "172.16.0.1", "192.168.0.1", "169.254.169.254", "100.100.100.200",
+                                     "::1", "fe80::1", "fd00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
+                                     "2002:7f00:1::1", "64:ff9b::a00:1", "2001:db8::1"])
+def test_every_non_global_answer_is_refused_with_no_connection_detail(address):
+    """A name resolving into any non-public range is refused before connecting, with the same
+    words whatever listens there: the delivery log cannot be used to map an internal network."""
+    result = Transport(allow_private=False, resolver=lambda host, port: [address]).post(req("http://hooks.example/x"))
+    assert (result.ok, result.status_code, result.response_body) == (False, None, None)
+    assert result.error == "destination refused: not a public address"
+
+
+def test_one_private_answer_among_public_ones_refuses_the_destination():
+    t = Transport(allow_private=False, resolver=lambda host, port: ["93.184.215.14", "127.0.0.1"])
+    assert t.post(req("http://hooks.example/x")).error == "destination refused: not a public address"
+
+
+def test_a_rebinding_name_is_connected_to_at_the_address_that_was_checked(server_factory, monkeypatch):
+    """The name answers a public address when it is checked and loopback afterwards: the
+    delivery goes to the checked address (and fails there), never to the local server."""
+    s = server_factory()
+    port = int(s.url.split(":")[2].split("/")[0])
+    real, lookups = socket.getaddrinfo, []
+
+    def rebinding(host, *args, **kwargs):
+        if host == "rebind.example":
+            lookups.append(host)
+            address = "192.0.43.10" if len(lookups) == 1 else "127.0.0.1"  # public, then loopback
+            return real(address, *args, **kwargs)
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    result = Transport(timeout=0.5, allow_private=False).post(req(f"http://rebind.example:{port}/in"))
+    assert not result.ok and s.requests == []
+    assert lookups == ["rebind.example"]
+
+
+def test_the_pinned_address_gets_the_request_with_the_name_as_host(server_factory):
+    s = server_factory()
+    port = int(s.url.split(":")[2].split("/")[0])
+    asked: list[tuple[str, int]] = []
+
+    def resolver(host, p):
+        asked.append((host, p))
+        return ["127.0.0.1"]
+
+    result = Transport(allow_private=True, resolver=resolver).post(req(f"http://hooks.example:{port}/in?x=1"))
+    assert result.ok, result.error
+    [(path, headers, _)] = s.requests
+    assert path == "/in?x=1" and headers["Host"] == f"hooks.example:{port}"
+    assert asked == [("hooks.example", port)]
+
+
+def test_tls_to_the_pinned_address_names_the_host_for_sni_and_the_certificate(tmp_path):
+    """Connecting to an IP must not lose TLS: SNI carries the URL's name and the certificate
+    is checked against that name."""
+    import ssl
+    import subprocess
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=hooks.example", "-addext", "subjectAltName=DNS:hooks.example",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    server = Server()
+    sni: list[str | None] = []
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.sni_callback = lambda sock, name, ctx: sni.append(name)
+    server.httpd.socket = context.wrap_socket(server.httpd.socket, server_side=True)
+    try:
+        t = Transport(allow_private=True, resolver=lambda h, p: ["127.0.0.1"], verify=str(cert))
+        result = t.post(req(f"https://hooks.example:{server.httpd.server_port}/in"))
+        assert result.ok, result.error
+        assert sni == ["hooks.example"] and server.requests[0][1]["Host"].startswith("hooks.example:")
+        other = Transport(allow_private=True, resolver=lambda h, p: ["127.0.0.1"], verify=str(cert))
+        wrong = other.post(req(f"https://other.example:{server.httpd.server_port}/in"))
+        assert not wrong.ok and wrong.error.startswith("TLS handshake failed")
+    finally:
+        server.close()

@@ -136,7 +136,12 @@ def strict_client(settings, engine):
 @pytest.mark.parametrize("target", ["http://127.0.0.1:9000/hook", "https://localhost/hook", "https://api.localhost/x",
                                     "http://10.0.0.5/hook", "https://192.168.1.10/hook", "https://172.16.0.1/hook",
                                     "https://169.254.169.254/latest", "https://[::1]/hook", "https://[fd00::1]/hook",
-                                    "https://0.0.0.0/hook", "https://[::ffff:127.0.0.1]/hook"])
+                                    "https://0.0.0.0/hook", "https://[::ffff:127.0.0.1]/hook",
+                                    "https://100.64.0.1/hook", "https://100.127.255.254/hook", "https://192.0.0.8/hook",
+                                    "https://198.18.0.1/hook", "https://198.19.255.1/hook", "https://224.0.0.251/hook",
+                                    "https://240.0.0.1/hook", "https://[::ffff:10.0.0.1]/hook",
+                                    "https://[2002:7f00:1::1]/hook", "https://[64:ff9b::a00:1]/hook",
+                                    "https://100.100.100.200/latest"])
 @pytest.mark.parametrize("mode", ["test", "live"])
 def test_private_destinations_are_refused_unless_allowed(strict_client, merchant, target, mode):
     r = strict_client.post(f"{API}/webhooks", json={"url": target}, headers=merchant.headers(mode))

@@ -10,9 +10,9 @@ from kassa_common.bus import topology
 
 
 @contextmanager
-def private_topology(rabbitmq_url: str):
+def private_topology(rabbitmq_url: str, *, retry_delay_ms: int = topology.RETRY_DELAY_MS):
     prefix = "test" + secrets.token_hex(4)
-    topo = topology.named(prefix)
+    topo = topology.named(prefix, retry_delay_ms=retry_delay_ms)
     conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
     topo.declare(conn.channel())
     conn.close()

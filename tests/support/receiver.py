@@ -15,6 +15,7 @@ class Hit:
     headers: dict[str, str]
     body: bytes
     status: int
+    at: float = 0.0  # time.time() once the request was read (the answer follows at once unless delayed)
 
     @property
     def json(self) -> dict:
@@ -39,7 +40,7 @@ class Receiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 with outer._lock:
                     status = outer._failures.pop(0) if outer._failures else 200
-                    outer.hits.append(Hit(self.path, dict(self.headers), body, status))
+                    outer.hits.append(Hit(self.path, dict(self.headers), body, status, time.time()))
                 time.sleep(outer.delay)
                 reply = b"nope" if status >= 300 else b"ok"
                 self.send_response(status)

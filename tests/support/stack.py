@@ -21,7 +21,8 @@ from tests.support.wait import until
 
 ROOT = Path(__file__).resolve().parents[2]
 NEEDS_A_CHAIN_NODE = {"chain-watcher", "sweeper"}
-PROCESSES = {p.name: p.argv for p in procfile.read(ROOT / "Procfile") if p.name not in NEEDS_A_CHAIN_NODE}
+ALL_PROCESSES = {p.name: p.argv for p in procfile.read(ROOT / "Procfile")}
+PROCESSES = {name: argv for name, argv in ALL_PROCESSES.items() if name not in NEEDS_A_CHAIN_NODE}
 
 
 def free_port() -> int:
@@ -46,8 +47,9 @@ class Stack:
         return f"{self.base}/v1/api"
 
     def start(self, name: str) -> None:
+        """Start one Procfile process (the chain-watcher and sweeper too, once a chain node is set)."""
         log = open(self.log_dir / f"{name}.log", "ab")
-        self.procs[name] = subprocess.Popen(PROCESSES[name], cwd=ROOT, env=self.env, stdout=log,
+        self.procs[name] = subprocess.Popen(ALL_PROCESSES[name], cwd=ROOT, env=self.env, stdout=log,
                                             stderr=subprocess.STDOUT, start_new_session=True)
 
     def start_all(self) -> "Stack":

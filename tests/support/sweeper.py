@@ -104,19 +104,19 @@ def sweeps_since(sessions, since) -> list[Sweep]:
 
 
 @contextmanager
-def live_pipeline(settings, engine, sessions, merchant):
+def live_pipeline(settings, engine, sessions, merchant, *, also: tuple[str, ...] = ()):
     """Everything between the chain and the merchant's webhook receiver, on a private bus:
     the EVM watcher and the settler (``watcher.harness``), the outbox relay and the webhook
-    sender, in threads of this process."""
-    with harness(settings, engine, sessions, merchant, NETWORK) as h:
+    sender, in threads of this process. ``also``: other networks to watch as well."""
+    with harness(settings, engine, sessions, merchant, NETWORK, also=also) as h:
         stop = threading.Event()
         publisher = Publisher(h.settings.rabbitmq_url, h.topo.exchange, declare=h.topo.declare)
         relay = threading.Thread(target=run_relay, args=(sessions, publisher, stop), daemon=True)
         relay.start()
         sender = build_sender(h.settings, engine=engine).start()
         try:
-            watcher = h.start_watcher()
-            until(watcher.active.is_set, message="watcher active")
+            for watcher in [h.start_watcher()] + [h.start_watcher(network=name) for name in also]:
+                until(watcher.active.is_set, message=f"{watcher.network.name} watcher active")
             yield h
         finally:
             stop.set()

@@ -100,3 +100,13 @@ def test_malformed_headers_say_why(header, reason):
 
 def test_signature_error_is_a_value_error():
     assert issubclass(SignatureError, ValueError)
+
+
+def test_signing_with_the_new_and_the_old_secret_gives_both_entries_new_first():
+    body, t = b'{"id":"evt_1"}', 1_700_000_000
+    header = sign(("whsec_new", "whsec_old"), t, body)
+    assert header == f"{sign('whsec_new', t, body)},v1={sign('whsec_old', t, body).split('v1=')[1]}"
+    for secret in ("whsec_new", "whsec_old"):
+        assert verify_signature(secret, header, body, now=t)
+    with pytest.raises(SignatureError):
+        verify_signature("whsec_other", header, body, now=t)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from importlib.metadata import entry_points
 from typing import Any, Callable, Iterator
 
+from pika.exceptions import AMQPError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
@@ -91,6 +92,34 @@ def _set_settlement_address(args, settings: Settings) -> None:
                      "its own deposit address, which can only forward to it")
 
 
+def cmd_bus_status(args, settings: Settings) -> None:
+    from kassa_common.bus import admin, topology
+
+    depths = admin.queue_depths(settings.rabbitmq_url, topology.named(settings.bus_prefix))
+    rows = [f"{'queue':<40} {'role':<6} {'messages':>9} {'consumers':>9}"]
+    rows += [f"{d.name:<40} {d.role:<6} {d.messages:>9} {d.consumers:>9}" for d in depths]
+    parked = sum(d.messages for d in depths if d.role == "dlq")
+    if parked:
+        rows.append(f"{parked} message(s) dead-lettered: see the README (operations) before `kassa bus redrive QUEUE`")
+    _out(args, {"queues": [vars(d) for d in depths], "dead_lettered": parked}, "\n".join(rows))
+
+
+def cmd_bus_redrive(args, settings: Settings) -> None:
+    from kassa_common.bus import admin, topology
+
+    topo = topology.named(settings.bus_prefix)
+    q = admin.find_queue(topo, _prefixed(settings, args.queue))
+    moved = admin.redrive(settings.rabbitmq_url, topo, q.dlq, limit=args.limit)
+    _out(args, {"queue": q.dlq, "moved": moved, "to": q.name}, f"moved {moved} message(s) from {q.dlq} to {q.name}")
+
+
+def _prefixed(settings: Settings, name: str) -> str:
+    """Queue names as the operator types them, with BUS_PREFIX added when it is missing."""
+    if settings.bus_prefix and not name.startswith(settings.bus_prefix + "."):
+        return f"{settings.bus_prefix}.{name}"
+    return name
+
+
 @contextmanager
 def unit_of_work_for(settings: Settings) -> Iterator[Session]:
     """One command's transaction on a one-connection engine (committed if the block succeeds)."""
@@ -150,6 +179,13 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--address", help="EVM settlement address (forwarder settlement): each payment gets a "
                                          "deposit address that can only forward to it")
     w.set_defaults(run=cmd_wallet_set)
+
+    bus = group("bus")
+    leaf(bus, "status", help="every queue: depth and consumers").set_defaults(run=cmd_bus_status)
+    r = leaf(bus, "redrive", help="move a dead-letter queue's messages back to its work queue")
+    r.add_argument("queue", help="e.g. settler.transfers.dlq (or the work queue's name)")
+    r.add_argument("--limit", type=int, help="move at most this many")
+    r.set_defaults(run=cmd_bus_redrive)
     add_plugins(sub)
     return p
 
@@ -176,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(args, getattr(exc, "message", str(exc)))
     except SQLAlchemyError as exc:
         return _fail(args, f"database error: {str(getattr(exc, 'orig', None) or exc).strip().splitlines()[0]}")
+    except (AMQPError, OSError) as exc:
+        return _fail(args, f"broker error: {exc!r}")
     return 0
 
 

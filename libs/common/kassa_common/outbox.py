@@ -13,6 +13,7 @@ from datetime import timedelta
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from kassa_common import transient
 from kassa_common.bus.publisher import Message, PublishFailed, Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event
@@ -46,19 +47,26 @@ def relay_pending(sessions, publisher: Publisher, **kw) -> int:
             return total
 
 
-def run_relay(sessions, publisher: Publisher, stop, *, poll: float = 0.1, backoff: float = 1.0) -> None:
+def run_relay(sessions, publisher: Publisher, stop, *, poll: float = 0.1) -> None:
     """Relay until ``stop`` (a threading.Event) is set: drain, then poll every ``poll`` s.
 
     Polling (an index scan of the unpublished rows) rather than LISTEN/NOTIFY: NOTIFY
     serializes every committing transaction on one lock, which caps write throughput.
+    While the broker or the database is unreachable the rows wait and the relay backs off
+    (with jitter, up to 30 s); nothing is marked published that the broker did not confirm.
     """
+    backoff = transient.Backoff()
     try:
         while not stop.is_set():
             try:
                 relay_pending(sessions, publisher)
-            except PublishFailed as exc:
-                log.warning("outbox relay cannot publish (%s); rows wait", exc)
-                stop.wait(backoff)
+                backoff.reset()
+            except Exception as exc:  # noqa: BLE001 - outages wait; anything else is a bug to log
+                if not (isinstance(exc, PublishFailed) or transient.is_transient(exc)):
+                    log.exception("outbox relay failed")
+                delay = backoff.next()
+                log.warning("outbox relay cannot publish (%s); rows wait, next try in %.1fs", exc, delay)
+                stop.wait(delay)
                 continue
             stop.wait(poll)
     finally:

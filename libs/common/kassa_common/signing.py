@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import time
+from typing import Sequence
 
 SCHEME = "v1"
 DEFAULT_TOLERANCE = 300
@@ -40,9 +41,11 @@ def compute(secret: str | bytes, timestamp: int, raw_body: bytes) -> str:
     return hmac.new(_bytes(secret), message, hashlib.sha256).hexdigest()
 
 
-def sign(secret: str | bytes, timestamp: int, raw_body: bytes) -> str:
-    """The ``X-Kassa-Signature`` header value for these exact bytes."""
-    return f"t={int(timestamp)},{SCHEME}={compute(secret, timestamp, raw_body)}"
+def sign(secret: str | bytes | Sequence[str | bytes], timestamp: int, raw_body: bytes) -> str:
+    """The ``X-Kassa-Signature`` header value for these exact bytes: one ``v1=`` per secret
+    given (a sequence: the new secret first, then the one it replaced during its overlap)."""
+    secrets = [secret] if isinstance(secret, (str, bytes)) else list(secret)
+    return f"t={int(timestamp)}," + ",".join(f"{SCHEME}={compute(s, timestamp, raw_body)}" for s in secrets)
 
 
 def parse_header(header: str) -> tuple[int, list[str]]:

@@ -32,6 +32,7 @@ from prometheus_client import start_http_server
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from kassa_common import transient
 from kassa_common.bus import topology as bus_topology
 from kassa_common.bus.consumer import Consumer, Handler
 from kassa_common.bus.publisher import Publisher
@@ -86,11 +87,21 @@ def run_until_stopped(run: Callable[[], None], on_stop: Callable[[], None]) -> N
 
 
 def loop(tick: Callable[[], bool], stop: threading.Event, interval: float) -> None:
-    """Polling workers: call ``tick`` until stopped; wait ``interval`` when it had nothing to do."""
+    """Polling workers: call ``tick`` until stopped; wait ``interval`` when it had nothing to do.
+
+    While the database or the broker is unreachable the waits grow (with jitter, up to 30 s)
+    instead of failing every ``interval``; the first successful tick resets them."""
+    backoff = transient.Backoff()
     while not stop.is_set():
         try:
             busy = tick()
-        except Exception:  # noqa: BLE001 - a failed tick is logged and retried next time
+            backoff.reset()
+        except Exception as exc:  # noqa: BLE001 - a failed tick is logged and retried next time
+            if transient.is_transient(exc):
+                delay = backoff.next()
+                log.warning("infrastructure unreachable (%s); next try in %.1fs", type(exc).__name__, delay)
+                stop.wait(delay)
+                continue
             log.exception("tick failed")
             busy = False
         if not busy:

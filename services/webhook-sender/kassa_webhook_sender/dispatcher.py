@@ -26,6 +26,7 @@ from typing import Iterable
 
 from sqlalchemy.orm import Session, sessionmaker
 
+from kassa_common import transient
 from kassa_common.messages import DeliveryStatus
 from kassa_common.signing import sign
 from kassa_common.timefmt import utcnow
@@ -88,6 +89,7 @@ class Dispatcher:
     # -- claiming -----------------------------------------------------------------------
     def _claim_loop(self) -> None:
         next_poll = 0.0
+        backoff = transient.Backoff(initial=self.poll_interval)
         while not self._stopping.is_set():
             if self._wake.wait(self.poll_interval):
                 self._stopping.wait(GATHER_SECONDS)  # let hand-offs arriving together share a claim
@@ -98,9 +100,13 @@ class Dispatcher:
             try:
                 while not self._stopping.is_set() and self.claim_and_dispatch(poll):
                     pass
-            except Exception:  # noqa: BLE001 - database trouble: try again at the next poll
-                log.exception("claiming deliveries failed")
-                self._stopping.wait(self.poll_interval)
+                backoff.reset()
+            except Exception as exc:  # noqa: BLE001 - database trouble: back off, try again
+                if not transient.is_transient(exc):
+                    log.exception("claiming deliveries failed")
+                delay = backoff.next()
+                log.warning("claiming deliveries failed (%s); next try in %.1fs", type(exc).__name__, delay)
+                self._stopping.wait(delay)
 
     def claim_and_dispatch(self, poll: bool = True) -> bool:
         """Claim the handed-over ids (and, when ``poll``, whatever else is due) that capacity
@@ -135,7 +141,8 @@ class Dispatcher:
             return store.Outcome(job, DeliveryStatus.FAILED, error="endpoint deleted or disabled")
         now = utcnow()
         body = job.body
-        request = Request(job.url, body, sign(job.secret, int(time.time()), body), job.event_type,
+        secrets = (job.secret, job.previous_secret) if job.previous_secret else (job.secret,)
+        request = Request(job.url, body, sign(secrets, int(time.time()), body), job.event_type,
                           job.event_id, str(job.delivery_id))
         result = self.transport.post(request)
         metrics.ATTEMPTS.inc()

@@ -33,7 +33,8 @@ CLAIM = """
     FROM due, webhook_endpoints w, events e
     WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
     RETURNING d.id, d.event_id, d.event_type, d.attempts, d.created_at,
-              w.url, w.secret, w.active, w.deleted_at, e.payload
+              w.url, w.secret, w.active, w.deleted_at, e.payload,
+              CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret
 """
 ENVELOPE_ORDER = ("id", "event", "timestamp", "test_mode", "data")
 CLAIM_DUE = sa.text(CLAIM.format(only=""))
@@ -53,6 +54,7 @@ class Job:
     secret: str
     endpoint_live: bool  # active and not deleted
     payload: dict[str, Any]
+    previous_secret: str | None = None  # still signs beside ``secret`` after a rotation
 
     @property
     def body(self) -> bytes:
@@ -91,7 +93,7 @@ def claim(sessions: sessionmaker[Session], n: int, lease_seconds: float,
     with unit_of_work(sessions) as session:
         rows = session.execute(CLAIM_IDS if ids is not None else CLAIM_DUE, params).all()
     return [Job(r.id, r.event_id, r.event_type, r.attempts, r.created_at, r.url, r.secret,
-                bool(r.active) and r.deleted_at is None, r.payload) for r in rows]
+                bool(r.active) and r.deleted_at is None, r.payload, r.previous_secret) for r in rows]
 
 
 def _text(value: str | None) -> str | None:

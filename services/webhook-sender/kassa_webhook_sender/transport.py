@@ -3,6 +3,12 @@
 ``Transport.post`` never raises for a failed request (refused destination, DNS error,
 timeout, connection reset, non-2xx): the failure is in the result. Redirects are not
 followed. Each worker thread keeps its own ``requests.Session`` (keep-alive pool).
+
+The URL's host is resolved once (``netguard.resolve_destination``) and the request is
+sent to the address that was checked, the name kept in ``Host`` and in TLS SNI and
+certificate checks: a second DNS answer never gets a say. A refused destination is
+recorded as "destination refused" and nothing else: no connection is attempted, so the
+delivery log cannot tell a closed port from a filtered one behind a refused address.
 """
 from __future__ import annotations
 
@@ -14,8 +20,9 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import requests
+from requests.adapters import HTTPAdapter
 
-from kassa_common.netguard import resolve_public
+from kassa_common.netguard import DestinationRefused, Resolver, resolve_destination, system_resolver
 
 log = logging.getLogger("kassa.webhooks")
 USER_AGENT = "Kassa-Webhooks/1.0"
@@ -72,9 +79,33 @@ def _describe(exc: Exception) -> str:
     return type(exc).__name__
 
 
+class PinnedAdapter(HTTPAdapter):
+    """Connects to the URL's IP literal; TLS names the host the request was meant for
+    (``server_hostname`` on the prepared request) for SNI and the certificate check."""
+
+    def build_connection_pool_key_attributes(self, request, verify, cert=None):
+        host_params, pool_kwargs = super().build_connection_pool_key_attributes(request, verify, cert)
+        name = getattr(request, "server_hostname", None)
+        if name and host_params["scheme"] == "https":
+            pool_kwargs = {**pool_kwargs, "server_hostname": name, "assert_hostname": name}
+        return host_params, pool_kwargs
+
+
+def pin(url: str, address: str) -> tuple[str, str, str]:
+    """``(url with the address as host, Host header, host name)``."""
+    parts = urlsplit(url)
+    name = parts.hostname or ""
+    literal = f"[{address}]" if ":" in address else address
+    display = f"[{name}]" if ":" in name else name
+    port = f":{parts.port}" if parts.port else ""
+    return parts._replace(netloc=f"{literal}{port}").geturl(), f"{display}{port}", name
+
+
 class Transport:
-    def __init__(self, *, timeout: float = 10.0, allow_private: bool = False) -> None:
+    def __init__(self, *, timeout: float = 10.0, allow_private: bool = False,
+                 resolver: Resolver = system_resolver, verify: bool | str = True) -> None:
         self.timeout, self.allow_private = timeout, allow_private
+        self.resolver, self.verify = resolver, verify
         self._local = threading.local()
         self._sessions: list[requests.Session] = []
         self._lock = threading.Lock()
@@ -85,6 +116,10 @@ class Transport:
             session = requests.Session()
             session.trust_env = False  # no proxies or .netrc credentials from the environment
             session.headers.clear()
+            session.verify = self.verify
+            adapter = PinnedAdapter()
+            session.mount("http://", adapter)
+            session.mount("https://", adapter)
             self._local.session = session
             with self._lock:
                 self._sessions.append(session)
@@ -102,14 +137,20 @@ class Transport:
 
     def post(self, req: Request) -> Result:
         started = time.monotonic()
-        if not self.allow_private:
-            try:
-                resolve_public(req.url)
-            except ValueError as exc:
-                return Result(None, _ms(started), None, f"destination refused: {exc}")
         try:
-            response = self._session().post(req.url, data=req.body, headers=self.headers(req),
-                                            timeout=self.timeout, allow_redirects=False, stream=True)
+            parts = urlsplit(req.url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+            address = resolve_destination(parts.hostname or "", port, allow_private=self.allow_private,
+                                          resolver=self.resolver)
+        except (DestinationRefused, ValueError) as exc:
+            return Result(None, _ms(started), None, f"destination refused: {exc}")
+        url, host_header, name = pin(req.url, address)
+        session = self._session()
+        prepared = session.prepare_request(requests.Request(
+            "POST", url, data=req.body, headers={**self.headers(req), "Host": host_header}))
+        prepared.server_hostname = name  # type: ignore[attr-defined]
+        try:
+            response = session.send(prepared, timeout=self.timeout, allow_redirects=False, stream=True)
         except Exception as exc:  # noqa: BLE001 - every failure is a result, never raised
             log.info("webhook to %s failed: %s", sanitize_url(req.url), _describe(exc))
             return Result(None, _ms(started), None, _describe(exc))

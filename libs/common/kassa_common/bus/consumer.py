@@ -6,6 +6,13 @@ redelivered message is a no-op. A failing message is re-published (confirmed) to
 queue's retry queue and acked; after ``MAX_ATTEMPTS``, or when the handler says it can
 never succeed (``Reject``), it goes to the dead-letter queue instead. Never auto-ack,
 never requeue in a loop.
+
+An outage is not the message's fault (DESIGN §1): when the handler fails with a
+connection-level error and the probe (by default ``SELECT 1`` on the database) fails too,
+the consumer pauses with the message in hand, backing off with jitter up to 30 s and
+keeping the broker connection's heartbeats, until the probe answers; then it handles
+the same message again, its attempts untouched, however long the outage lasted. If the
+probe answers at once, the failure counts as the message's own.
 """
 from __future__ import annotations
 
@@ -21,6 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, sessionmaker
 
+from kassa_common import transient
 from kassa_common.bus import topology
 from kassa_common.bus.publisher import connection_parameters
 from kassa_common.db import unit_of_work
@@ -34,6 +42,10 @@ class Reject(Exception):
     """The message can never be handled: dead-letter it at once."""
 
 
+class _Stopping(Exception):
+    """Told to stop while waiting out an outage: the message goes back to its queue."""
+
+
 @dataclass(frozen=True)
 class Delivered:
     message_id: str
@@ -45,13 +57,24 @@ class Delivered:
 Handler = Callable[[Session, Delivered], Any]
 
 
+def database_probe(sessions: sessionmaker[Session]) -> Callable[[], None]:
+    """A probe that raises unless the database answers ``SELECT 1``."""
+    def probe() -> None:
+        with sessions() as session:
+            session.execute(sa.text("SELECT 1"))
+    return probe
+
+
 class Consumer:
     def __init__(self, url: str, topo: topology.Topology, queue: topology.QueueSpec, handler: Handler,
                  sessions: sessionmaker[Session], *, name: str, prefetch: int = 50,
-                 on_committed: Callable[[Any], None] | None = None) -> None:
+                 on_committed: Callable[[Any], None] | None = None,
+                 probe: Callable[[], None] | None = None) -> None:
         self.url, self.topo, self.queue, self.handler, self.sessions = url, topo, queue, handler, sessions
         self.name, self.prefetch = name, prefetch
         self.on_committed = on_committed
+        self.probe = probe or database_probe(sessions)  # raises while the infrastructure is down
+        self.paused = threading.Event()  # set while waiting out an outage
         self._stopping = threading.Event()
         self._conn: pika.BlockingConnection | None = None
         self._channel = None
@@ -60,17 +83,17 @@ class Consumer:
     # -- lifecycle ----------------------------------------------------------------------
     def run(self) -> None:
         """Consume until ``stop()``; reconnect with backoff when the broker goes away."""
-        backoff = 0.5
+        backoff = transient.Backoff()
         while not self._stopping.is_set():
             try:
                 self._consume()
-                backoff = 0.5
+                backoff.reset()
             except (pika.exceptions.AMQPError, OSError) as exc:
                 if self._stopping.is_set():
                     break
-                log.warning("consumer %s lost the broker (%r); reconnecting in %.1fs", self.name, exc, backoff)
-                self._stopping.wait(backoff)
-                backoff = min(backoff * 2, 10)
+                delay = backoff.next()
+                log.warning("consumer %s lost the broker (%r); reconnecting in %.1fs", self.name, exc, delay)
+                self._stopping.wait(delay)
             finally:
                 self._close()
 
@@ -117,8 +140,13 @@ class Consumer:
             payload = json.loads(body)
             if not isinstance(payload, dict) or not props.message_id:
                 raise Reject("message is not a JSON object with a message id")
-            msg = Delivered(props.message_id, method.routing_key, payload, attempt)
-            result = self.handle(msg)
+            # A retried or redriven message arrives through its queue's name: the routing key it
+            # was published with travels in ``type`` (the publisher sets it, re-publishes keep it).
+            msg = Delivered(props.message_id, props.type or method.routing_key, payload, attempt)
+            result = self._handle_through_outages(msg)
+        except _Stopping:
+            channel.basic_nack(method.delivery_tag, requeue=True)  # untouched: back to the queue
+            return
         except Reject as exc:
             log.error("dead-lettering %s: %s", props.message_id, exc)
             self._republish(channel, self.queue.dlq, props, body, attempt, str(exc))
@@ -133,6 +161,46 @@ class Consumer:
                 self.on_committed(result)
             return
         channel.basic_ack(method.delivery_tag)
+
+    def _handle_through_outages(self, msg: Delivered) -> Any:
+        """``handle``, again and again while the infrastructure is down (attempts unspent)."""
+        while True:
+            try:
+                return self.handle(msg)
+            except Reject:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the caller decides what a failure costs
+                if not transient.is_transient(exc) or self._infrastructure_up():
+                    raise
+                self._wait_out_outage(msg, exc)
+
+    def _infrastructure_up(self) -> bool:
+        try:
+            self.probe()
+            return True
+        except Exception:  # noqa: BLE001 - any failure of the probe means "not yet"
+            return False
+
+    def _wait_out_outage(self, msg: Delivered, exc: Exception) -> None:
+        """Back off until the probe answers; heartbeats keep the broker connection alive."""
+        backoff = transient.Backoff()
+        self.paused.set()
+        log.warning("consumer %s paused: infrastructure unreachable (%r); message %s waits with its attempts intact",
+                    self.name, exc, msg.message_id)
+        started = time.monotonic()
+        try:
+            while True:
+                delay = backoff.next()
+                end = time.monotonic() + delay
+                while time.monotonic() < end:
+                    if self._stopping.is_set():
+                        raise _Stopping()
+                    self._conn.sleep(min(0.5, max(end - time.monotonic(), 0)))
+                if self._infrastructure_up():
+                    break
+        finally:
+            self.paused.clear()
+        log.info("consumer %s resumed after %.1fs", self.name, time.monotonic() - started)
 
     def handle(self, msg: Delivered) -> Any:
         """Run the handler once per message id, in one transaction."""

@@ -19,6 +19,7 @@ MAX_ATTEMPTS = 5
 class QueueSpec:
     name: str
     bindings: tuple[str, ...]
+    retry_delay_ms: int = RETRY_DELAY_MS
 
     @property
     def retry(self) -> str:
@@ -40,7 +41,7 @@ def declare(channel, exchange: str = EXCHANGE, queues: tuple[QueueSpec, ...] = Q
     for q in queues:
         channel.queue_declare(queue=q.name, durable=True, arguments={"x-queue-type": "quorum"})
         channel.queue_declare(queue=q.retry, durable=True, arguments={
-            "x-message-ttl": RETRY_DELAY_MS,
+            "x-message-ttl": q.retry_delay_ms,
             "x-dead-letter-exchange": "",
             "x-dead-letter-routing-key": q.name,
         })
@@ -63,8 +64,10 @@ class Topology:
         declare(channel, self.exchange, self.queues)
 
 
-def named(prefix: str = "") -> Topology:
-    """The topology, or a private copy of it (own exchange and queues) when ``prefix`` is set."""
+def named(prefix: str = "", *, retry_delay_ms: int = RETRY_DELAY_MS) -> Topology:
+    """The topology, or a private copy of it (own exchange and queues) when ``prefix`` is set;
+    a private copy may wait ``retry_delay_ms`` between attempts (tests shorten it)."""
     if not prefix:
         return Topology(EXCHANGE, SETTLER, WEBHOOK_INTAKE)
-    return Topology(f"{prefix}.{EXCHANGE}", *(QueueSpec(f"{prefix}.{q.name}", q.bindings) for q in QUEUES))
+    return Topology(f"{prefix}.{EXCHANGE}",
+                    *(QueueSpec(f"{prefix}.{q.name}", q.bindings, retry_delay_ms) for q in QUEUES))

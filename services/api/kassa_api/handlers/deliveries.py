@@ -34,7 +34,7 @@ def _endpoint(session: Session, owner: Owner, ref: str, *, lock=False):
     return owned(session, WebhookEndpoint, ref, owner, what="webhook", lock=lock)
 
 
-def _require_active(hook: WebhookEndpoint) -> None:
+def require_active(hook: WebhookEndpoint) -> None:
     if not hook.active:
         raise EndpointDisabled("this webhook endpoint is disabled; set active to true first")
 
@@ -65,7 +65,7 @@ def redeliver(session: Session, owner: Owner, ref: str,
               delivery_ref: str) -> WebhookDelivery:
     """Send the delivery again now, whatever its status (same event id, new attempt)."""
     hook, found = get_delivery(session, owner, ref, delivery_ref, lock=True)
-    _require_active(hook)
+    require_active(hook)
     found.status, found.next_attempt_at, found.updated_at = DeliveryStatus.PENDING, utcnow(), utcnow()
     return found
 
@@ -73,7 +73,7 @@ def redeliver(session: Session, owner: Owner, ref: str,
 def send_test(session: Session, owner: Owner, ref: str) -> WebhookDelivery:
     """A ``webhook.test`` event for this endpoint only, due now (never published on the bus)."""
     hook = _endpoint(session, owner, ref)
-    _require_active(hook)
+    require_active(hook)
     now, event_id = utcnow(), new_event_id()
     data = {"webhook_id": str(hook.id), "message": TEST_MESSAGE}
     event = PaymentEvent(event_id, TEST_EVENT, iso(now), owner.test_mode, data)

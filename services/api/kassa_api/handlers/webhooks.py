@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -15,6 +16,9 @@ from kassa_common.netguard import host_is_private_literal
 from kassa_common.owner import Owner
 from kassa_common.timefmt import utcnow
 from kassa_api.handlers.common import owned
+
+
+SECRET_OVERLAP = timedelta(hours=24)
 
 
 class InvalidWebhook(DomainError):
@@ -64,7 +68,11 @@ def update_webhook(session: Session, owner: Owner, ref: str, changes: dict[str, 
 
 
 def rotate_secret(session: Session, owner: Owner, ref: str) -> WebhookEndpoint:
+    """A new secret; the replaced one keeps signing beside it for ``SECRET_OVERLAP``, so a
+    receiver can switch at its own pace (an older secret loses its overlap at once)."""
     hook = owned(session, WebhookEndpoint, ref, owner, what="webhook", lock=True)
+    now = utcnow()
+    hook.previous_secret, hook.previous_secret_expires_at = hook.secret, now + SECRET_OVERLAP
     hook.secret = new_webhook_secret()
-    hook.updated_at = utcnow()
+    hook.updated_at = now
     return hook
