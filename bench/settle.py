@@ -1,0 +1,43 @@
+"""Settling transfer reports (the settler's ``payments.settle``, one transaction each, as the
+consumer runs it) with 1M payments in the table against the same with 10k."""
+from __future__ import annotations
+
+import secrets
+import time
+
+from kassa_common.db import unit_of_work
+from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.payments import settle
+
+from bench.common import Bench, Result
+from bench.fill import address, fill
+
+BASE = 3 * 10**12
+
+
+def settle_rate(sessions, addresses: list[str]) -> float:
+    """Transfers/s: each address gets one confirmed transfer of its full amount (completes it)."""
+    reports = [TransferReport(TransferStatus.CONFIRMED, "LOCAL_EVM", "0x" + secrets.token_hex(32), 0, "USDC", a,
+                              10_000_000, 100, "0x" + secrets.token_hex(32), 2) for a in addresses]
+    t = time.perf_counter()
+    for r in reports:
+        with unit_of_work(sessions) as s:
+            p = settle(s, r)
+            assert p is not None and p.status == "COMPLETED", f"{r.to} did not complete"
+    return len(reports) / (time.perf_counter() - t)
+
+
+def run(b: Bench) -> list[Result]:
+    small, large, k = (2_000, 20_000, 50) if b.smoke else (10_000, 1_000_000, 500)
+    with b.engine(2) as (engine, sessions):
+        fill(engine, b.merchant_id, small, tag="S", base=BASE)
+        step = small // k
+        settle_rate(sessions, [address(BASE, i) for i in range(2, small, step)][:k])  # warm up
+        reference = settle_rate(sessions, [address(BASE, i) for i in range(3, small, step)][:k])
+        fill(engine, b.merchant_id, large - small, tag="L", base=BASE + small)
+        step = large // k
+        measured = settle_rate(sessions, [address(BASE, i) for i in range(5, large, step)][:k])
+    ratio = measured / reference
+    return [Result("settle_1m", f"settle a transfer, {large:,} payments in the table", "transfers/s",
+                   measured, "≥ 0.8×", ratio >= 0.8, reference, f"same with {small:,}",
+                   ratio)]
