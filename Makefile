@@ -7,7 +7,7 @@ PACKAGES := -e libs/common -e libs/devtools -e services/api -e services/chain-wa
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/*/pyproject.toml services/*/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test test-unit test-integration test-e2e test-browser bench deps clean
+.PHONY: run test test-unit test-integration test-e2e test-browser bench deps clean tools-test tools-bench tools-chaos
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -24,7 +24,18 @@ deps: $(STAMP) node_modules/.package-lock.json
 run: deps
 	$(BIN)/python -m kassa_dev.run
 
-test: deps
+# System tools (Chromium, docker-compose, wrk): installed with apt-get when missing and
+# running as root, otherwise the target stops and says how to install them.
+tools-test:
+	@scripts/ensure-tools test chromium docker-compose
+
+tools-bench:
+	@scripts/ensure-tools bench wrk
+
+tools-chaos:
+	@scripts/ensure-tools chaos docker-compose
+
+test: deps tools-test
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 test-unit: deps
@@ -33,11 +44,11 @@ test-integration: deps
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup tests/integration
 test-e2e: deps
 	$(BIN)/pytest tests/e2e
-test-browser: deps
+test-browser: deps tools-test
 	$(BIN)/pytest tests/browser
 
-bench: deps
-	$(BIN)/python -m bench.run
+bench: deps tools-bench
+	$(BIN)/python -m bench.run $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) node_modules

@@ -1,6 +1,7 @@
 """A customer in real Chromium: the hosted checkout and the product page against the running stack."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import re
 import uuid
@@ -161,4 +162,22 @@ def test_once_the_transfer_is_seen_the_cancel_link_goes_and_a_cancel_sent_anyway
     assert nav.value.status == 409
     expect(page.locator("#notice")).to_contain_text("can no longer be canceled")
     expect(cancel).to_have_count(0)
+    assert api_payment(stack, merchant, p["id"])["status"] == "PENDING"
+
+
+def test_funds_sent_on_the_wrong_network_get_a_notice_while_the_payment_still_waits(stack, merchant, sessions, page):
+    p = held_payment(stack, merchant, sessions)  # USDC on BASE
+    page.goto(p["checkout_url"])
+    expect(page.locator("#status-text")).to_have_text("Waiting for payment…", timeout=TIMEOUT_MS)
+    expect(page.locator("#wrong-network")).to_have_count(0)
+    on_ethereum = dataclasses.replace(report(p, TransferStatus.CONFIRMED, 12_340_000, 12), network="ETHEREUM")
+    with sessions.begin() as s:  # the settler gets it through the outbox, as ETHEREUM's watcher's report
+        outbox.record(s, on_ethereum.to_message(new_event_id()), merchant_id=merchant.id, test_mode=True,
+                      payment_id=uuid.UUID(p["id"]))
+
+    notice = page.locator("#wrong-network")
+    expect(notice).to_contain_text("12.34 USDC arrived on ETHEREUM, not on BASE", timeout=TIMEOUT_MS)
+    expect(notice).to_contain_text("can recover it")
+    expect(page.locator("#status-text")).to_have_text("Waiting for payment…")
+    expect(page.locator("#amount-value")).to_have_text("12.34")
     assert api_payment(stack, merchant, p["id"])["status"] == "PENDING"

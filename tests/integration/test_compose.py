@@ -35,7 +35,7 @@ def procfile_processes() -> dict[str, list[str]]:
     return {p.name: p.argv for p in procfile.read(ROOT / "Procfile")}
 
 
-@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose is installed by .ci/run")
+@pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose: make test installs it")
 def test_docker_compose_config_is_valid():
     result = subprocess.run(["docker-compose", "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True,
                             cwd=ROOT)

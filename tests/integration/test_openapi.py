@@ -1,6 +1,7 @@
 """The published API description, its docs page, /networks and the health endpoints."""
 from __future__ import annotations
 
+import json
 import re
 from html.parser import HTMLParser
 from urllib.parse import urljoin, urlsplit
@@ -137,6 +138,8 @@ def test_docs_page_loads_only_same_origin_assets(client, page):
     assert any(kind == "link" for kind, _ in parser.urls)
     base = "http://localhost" + page
     for kind, url in parser.urls:
+        if url.startswith("data:"):  # inline (the empty favicon): nothing is fetched
+            continue
         absolute = urljoin(base, url)
         assert urlsplit(absolute).netloc == "localhost", f"{url} is not same-origin"
         asset = client.get(urlsplit(absolute).path)
@@ -204,3 +207,14 @@ def test_readyz_is_503_when_the_database_is_unreachable(settings):
         engine.dispose()
     assert r.status_code == 503 and r.json["status"] == "unavailable"
     assert "password" not in r.get_data(as_text=True)
+
+
+def test_the_docs_renderer_is_the_pinned_npm_swagger_ui():
+    """The committed Swagger UI files are those of package.json's swagger-ui-dist (refresh with
+    ``python -m kassa_dev.docs_assets``)."""
+    from kassa_dev import docs_assets
+    from kassa_dev.chain.paths import find_repo_root
+
+    assert docs_assets.differences(find_repo_root()) == []
+    pinned = json.loads((find_repo_root() / "package.json").read_text())["devDependencies"]["swagger-ui-dist"]
+    assert int(pinned.split(".")[0]) >= 5, "Swagger UI reads OpenAPI 3.1 from version 5 on"

@@ -11,7 +11,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.models import ApiKey, Event, Payment, Sweep, SweepItem, Transfer, Wallet, WebhookDelivery, WebhookEndpoint
+from kassa_common.models import ApiKey, Event, Payment, Sweep, SweepItem, Wallet, WebhookDelivery, WebhookEndpoint
 
 
 def api_keys(session: Session, merchant_id: uuid.UUID) -> list[ApiKey]:
@@ -22,7 +22,6 @@ def api_keys(session: Session, merchant_id: uuid.UUID) -> list[ApiKey]:
 
 class PaymentHistory(NamedTuple):
     events: list[Event]
-    transfers: list[Transfer]
     deliveries: list[tuple[WebhookDelivery, str]]  # each with its endpoint's URL
     sweeps: list["Swept"]  # forwarder mode: what sweeps moved from its deposit
 
@@ -36,16 +35,14 @@ class Swept(NamedTuple):
 
 
 def payment_history(session: Session, payment_id: uuid.UUID) -> PaymentHistory:
-    """What happened to a payment: its events in order, the transfers seen for it, and the
-    webhook deliveries of those events."""
+    """What happened to a payment: its events in order and the webhook deliveries of those
+    events (its transfers are on the payment object, ``payments.payment_to_dict``)."""
     events = list(session.scalars(sa.select(Event).where(Event.payment_id == payment_id)
                                   .order_by(Event.created_at, Event.id)))
-    transfers = list(session.scalars(sa.select(Transfer).where(Transfer.payment_id == payment_id)
-                                     .order_by(Transfer.created_at)))
     deliveries = session.execute(
         sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
         .where(WebhookDelivery.event_id.in_([e.id for e in events])).order_by(WebhookDelivery.created_at)).all()
-    return PaymentHistory(events, transfers, [tuple(row) for row in deliveries],
+    return PaymentHistory(events, [tuple(row) for row in deliveries],
                           _swept(session, SweepItem.payment_id == payment_id))
 
 
@@ -67,3 +64,17 @@ def wallets(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, Wa
     public key, or (EVM) a forwarder settlement address."""
     return {w.chain: w for w in session.scalars(
         sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode))}
+
+
+def event_deliveries(session: Session, event_id: str) -> list[tuple[WebhookDelivery, str]]:
+    """Where an event went: its deliveries, oldest first, each with its endpoint's URL."""
+    rows = session.execute(sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
+                           .where(WebhookDelivery.event_id == event_id).order_by(WebhookDelivery.created_at))
+    return [tuple(row) for row in rows]
+
+
+def active_endpoints(session: Session, merchant_id: uuid.UUID, test_mode: bool) -> list[WebhookEndpoint]:
+    """The merchant's webhook endpoints of this mode that take deliveries, newest first."""
+    return list(session.scalars(sa.select(WebhookEndpoint).where(
+        WebhookEndpoint.merchant_id == merchant_id, WebhookEndpoint.test_mode == test_mode,
+        WebhookEndpoint.deleted_at.is_(None), WebhookEndpoint.active).order_by(WebhookEndpoint.created_at.desc())))

@@ -1,18 +1,23 @@
 """Unauthenticated routes: networks, the OpenAPI document and its docs page, health."""
 from __future__ import annotations
 
-from flask import Blueprint, current_app, send_from_directory, url_for
-from swagger_ui_bundle import swagger_ui_path
+import time
 
+from flask import Blueprint, current_app, make_response, send_from_directory, url_for
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+
+from kassa_common.bus import admin, topology
 from kassa_api import openapi
 from kassa_api.deps import db, deps
 from kassa_api.endpoint import endpoint
 from kassa_api.schemas import NetworkOut
+from kassa_api.web import secure
 
 bp = Blueprint("meta", __name__)
 DOCS_HTML = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Kassa API reference</title><link rel="stylesheet" href="{css}"></head>
+<title>Kassa API reference</title><link rel="icon" href="data:,"><link rel="stylesheet" href="{css}"></head>
 <body data-spec-url="{spec}"><div id="swagger-ui"></div>
 <script src="{bundle}"></script><script src="{init}"></script></body></html>"""
 
@@ -40,7 +45,7 @@ def docs_page():
         init=url_for("meta.docs_init"),
         spec=url_for("meta.openapi_document"),
     )
-    return html, 200, {"Content-Type": "text/html; charset=utf-8"}
+    return secure(make_response(html, 200, {"Content-Type": "text/html; charset=utf-8"}))
 
 
 @bp.get("/v1/api/docs/init.js")
@@ -50,7 +55,8 @@ def docs_init():
 
 @bp.get("/v1/api/docs/assets/<path:name>")
 def docs_assets(name: str):
-    return send_from_directory(swagger_ui_path, name, max_age=86400)
+    """Swagger UI 5 (reads OpenAPI 3.1), vendored from npm by ``python -m kassa_dev.docs_assets``."""
+    return send_from_directory(current_app.static_folder + "/docs/swagger-ui", name, max_age=86400)
 
 
 @bp.get("/healthz")
@@ -58,10 +64,59 @@ def healthz():
     return {"status": "ok"}
 
 
+BUS_STATUS_TTL = 5.0  # seconds a look at the broker is reused (readiness probes come often)
+
+
+def bus_status() -> tuple[list[admin.QueueDepth] | None, str | None]:
+    """The queues' depths (or why the broker could not be asked), looked up at most every
+    ``BUS_STATUS_TTL`` seconds per process."""
+    cache = current_app.extensions.get("kassa_bus_status")
+    if cache is None or time.monotonic() - cache[0] > BUS_STATUS_TTL:
+        settings = deps().settings
+        try:
+            cache = (time.monotonic(), admin.queue_depths(settings.rabbitmq_url, topology.named(settings.bus_prefix)),
+                     None)
+        except Exception as exc:  # noqa: BLE001 - readiness reports any failure
+            cache = (time.monotonic(), None, f"unreachable: {exc!r}"[:200])
+        current_app.extensions["kassa_bus_status"] = cache
+    return cache[1], cache[2]
+
+
 @bp.get("/readyz")
 def readyz():
+    """503 without the database (the web cannot serve); 200 otherwise, "degraded" while the
+    broker is unreachable (the outbox keeps events) or a dead-letter queue holds messages."""
     try:
         db().connection().exec_driver_sql("SELECT 1")
     except Exception as exc:  # noqa: BLE001 - readiness reports any failure
         return {"status": "unavailable", "database": str(exc).splitlines()[0]}, 503
-    return {"status": "ok", "database": "ok"}
+    depths, error = bus_status()
+    if depths is None:
+        return {"status": "degraded", "database": "ok", "bus": error}
+    dead = {d.name: d.messages for d in depths if d.role == "dlq"}
+    return {"status": "degraded" if any(dead.values()) else "ok", "database": "ok", "bus": "ok",
+            "dead_letters": dead}
+
+
+class _BusCollector:
+    def collect(self):
+        depths, _error = bus_status()
+        up = GaugeMetricFamily("kassa_bus_up", "1 when the broker answered the last look at the queues")
+        up.add_metric([], 0 if depths is None else 1)
+        yield up
+        messages = GaugeMetricFamily("kassa_bus_queue_messages", "Messages waiting in each queue (role: work, "
+                                     "retry or dlq; a dlq above 0 needs an operator)", labels=["queue", "role"])
+        consumers = GaugeMetricFamily("kassa_bus_queue_consumers", "Consumers of each queue", labels=["queue", "role"])
+        for d in depths or ():
+            messages.add_metric([d.name, d.role], d.messages)
+            consumers.add_metric([d.name, d.role], d.consumers)
+        yield messages
+        yield consumers
+
+
+@bp.get("/metrics")
+def metrics():
+    """Prometheus text: the bus queues' depths (dead-letter queues included) and consumers."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_BusCollector())
+    return generate_latest(registry), 200, {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}

@@ -37,7 +37,7 @@ def create_payment(body: CreatePayment):
             allow_test_keys=s.development,
         )
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
-    return payment_to_dict(payment), 201, headers
+    return payment_to_dict(payment, None if replayed else []), 201, headers
 
 
 @bp.get("/payments/<ref>")
@@ -52,7 +52,9 @@ def get_payment(ref: str):
 def list_payments(query: ListPayments):
     rows, total = payments.list_payments(db(), owner(), page=query.page, page_size=query.pageSize,
                                          status=query.status, search=query.search)
-    return {"data": [payment_to_dict(p) for p in rows], "meta": page_meta(query.page, query.pageSize, total)}
+    transfers = payments.transfers_of(db(), [p.id for p in rows])
+    return {"data": [payment_to_dict(p, transfers.get(p.id, [])) for p in rows],
+            "meta": page_meta(query.page, query.pageSize, total)}
 
 
 @bp.post("/payments/<ref>/cancel")

@@ -4,7 +4,7 @@ from __future__ import annotations
 from flask import Blueprint, abort, redirect, request, url_for
 
 from kassa_api import queries
-from kassa_api.deps import db, transaction
+from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import (NO_PAYMENT, current_owner, get_payment_or_404, login_required,
                                                not_found_as_404, render)
 from kassa_api.routes.dashboard.sweeps import token_amount
@@ -35,8 +35,10 @@ def index():
 def detail(ref: str):
     payment = get_payment_or_404(ref)
     history = queries.payment_history(db(), payment.id)
+    sweepable = {n.name for n in deps().settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory}
+    transfers = payments.payment_to_dict(payment)["transfers"]  # with why each does not count
     return render("payment.html", payment=payment, cancel_refusal=payments.cancel_refusal(db(), payment),
-                  amount=token_amount, **history._asdict())
+                  amount=token_amount, sweepable=sweepable, transfers=transfers, **history._asdict())
 
 
 @bp.post("/payments/<ref>/cancel")

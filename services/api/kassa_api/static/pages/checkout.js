@@ -1,6 +1,7 @@
 /* Hosted checkout: live status and countdown (copy buttons: copy.js). No inline script, no eval.
    The QR code, the amount and its copy button are rendered by the server for what is still due:
-   when that changes while the payment is open (a partial payment), the page reloads to show the new one. */
+   when that changes while the payment is open (a partial payment), the page reloads to show the new one;
+   so it does when funds arrive on the wrong network (the server renders that notice). */
 (function () {
   "use strict";
   var root = document.getElementById("checkout");
@@ -10,6 +11,7 @@
   var expiresAt = Date.parse(root.getAttribute("data-expires-at"));
   var renderedState = root.getAttribute("data-state");
   var renderedRemaining = root.getAttribute("data-remaining");
+  var renderedWrongNetwork = Number(root.getAttribute("data-wrong-network") || 0);
   var OPEN = { pending: true, partially_paid: true };
   var cancelForm = document.getElementById("cancel-form");
   var FINAL = { completed: true, expired: true, canceled: true };
@@ -48,8 +50,9 @@
 
   function render(s) {
     var state = s.status.toLowerCase();
-    if (OPEN[renderedState] && OPEN[state] && s.amount_remaining !== renderedRemaining) {
-      window.location.reload();  /* a new amount due: a new QR code */
+    if ((OPEN[renderedState] && OPEN[state] && s.amount_remaining !== renderedRemaining) ||
+        (s.wrong_network && s.wrong_network.length !== renderedWrongNetwork)) {
+      window.location.reload();  /* a new amount due (a new QR code), or funds on the wrong network to explain */
       return;
     }
     root.setAttribute("data-state", state);

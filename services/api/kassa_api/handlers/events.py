@@ -1,0 +1,83 @@
+"""Events as the merchant reads them (DESIGN.md §3 "Events"): every payment event of the
+last 30 days, per merchant and mode, exactly as its webhooks carry it; and a resend of
+one to a chosen endpoint (the dashboard's events log), through the redeliver path.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from kassa_common.errors import NotFound
+from kassa_common.messages import DeliveryStatus
+from kassa_common.models import Event, WebhookDelivery, WebhookEndpoint
+from kassa_common.owner import Owner
+from kassa_common.paging import page_of
+from kassa_common.timefmt import utcnow
+from kassa_api.handlers import deliveries
+from kassa_api.handlers.common import owned
+
+RETENTION = timedelta(days=30)
+
+
+def _utc(moment: datetime) -> datetime:
+    """The moment in UTC (no offset given: already UTC). Any offset the document allows is
+    accepted; one that moves the moment past datetime's range clamps to the range's end."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        edge = datetime.min if moment.year == datetime.min.year else datetime.max
+        return edge.replace(tzinfo=timezone.utc)
+
+
+def _visible(owner: Owner) -> list:
+    """The owner's payment events still readable (internal bus messages are not events)."""
+    return [Event.merchant_id == owner.merchant_id, Event.test_mode == owner.test_mode,
+            Event.type.like("payment.%"), Event.created_at >= utcnow() - RETENTION]
+
+
+def list_events(session: Session, owner: Owner, page: int, page_size: int, *, type: str | None = None,
+                payment_id: uuid.UUID | None = None, created_gte: datetime | None = None,
+                created_lte: datetime | None = None) -> tuple[list[dict[str, Any]], int]:
+    """A page of events, newest first, each as its webhook body."""
+    conds = _visible(owner)
+    if type is not None:
+        conds.append(Event.type == type)
+    if payment_id is not None:
+        conds.append(Event.payment_id == payment_id)
+    if created_gte is not None:
+        conds.append(Event.created_at >= _utc(created_gte))
+    if created_lte is not None:
+        conds.append(Event.created_at <= _utc(created_lte))
+    rows, total = page_of(session, Event, conds, page, page_size)
+    return [e.payload for e in rows], total
+
+
+def find_event(session: Session, owner: Owner, event_id: str) -> Event:
+    """The owner's event, or NotFound (never confirm another merchant's or mode's exists)."""
+    found = session.scalars(sa.select(Event).where(Event.id == event_id, *_visible(owner))).first()
+    if found is None:
+        raise NotFound("event not found")
+    return found
+
+
+def resend(session: Session, owner: Owner, event_id: str, webhook_ref: str) -> WebhookDelivery:
+    """Send the event to this endpoint now: its delivery there (made if the endpoint never
+    had one, say it subscribes to other events) goes through ``deliveries.redeliver``."""
+    event = find_event(session, owner, event_id)
+    hook = owned(session, WebhookEndpoint, webhook_ref, owner, what="webhook")
+    deliveries.require_active(hook)
+    now = utcnow()
+    session.execute(pg_insert(WebhookDelivery).values(
+        id=uuid.uuid4(), endpoint_id=hook.id, event_id=event.id, event_type=event.type,
+        status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=now, created_at=now, updated_at=now,
+    ).on_conflict_do_nothing(index_elements=["event_id", "endpoint_id"]))
+    delivery_id = session.scalar(sa.select(WebhookDelivery.id).where(WebhookDelivery.event_id == event.id,
+                                                                      WebhookDelivery.endpoint_id == hook.id))
+    return deliveries.redeliver(session, owner, str(hook.id), str(delivery_id))

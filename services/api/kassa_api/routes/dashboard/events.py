@@ -1,0 +1,56 @@
+"""The events log: every payment event of the last 30 days (type filter, pages), one event's
+body and where it was delivered, and "resend to endpoint" (a delivery of that event to a
+chosen webhook endpoint, through the redeliver path)."""
+from __future__ import annotations
+
+from flask import Blueprint, redirect, request, url_for
+
+from kassa_api import queries
+from kassa_api.deps import db, transaction
+from kassa_api.handlers import events as h
+from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
+from kassa_common.errors import DomainError
+from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.paging import page_meta
+
+bp = Blueprint("events", __name__)
+PAGE_SIZE = 25
+NO_EVENT = "No such event in this mode (events are kept 30 days)."
+
+
+@bp.get("/events")
+@login_required
+def index():
+    kind = request.args.get("type") if request.args.get("type") in PAYMENT_EVENTS else None
+    page_no = max(request.args.get("page", 1, type=int) or 1, 1)
+    rows, total = h.list_events(db(), current_owner(), page_no, PAGE_SIZE, type=kind)
+    return render("events.html", rows=rows, total=total, page=page_no, type=kind, types=PAYMENT_EVENTS,
+                  pages=page_meta(page_no, PAGE_SIZE, total)["pages"])
+
+
+def _page(event_id: str, status: int = 200, /, **context):
+    owner = current_owner()
+    with not_found_as_404(NO_EVENT):
+        event = h.find_event(db(), owner, event_id)
+    return render("event.html", status, event=event, deliveries=queries.event_deliveries(db(), event.id),
+                  endpoints=queries.active_endpoints(db(), owner.merchant_id, owner.test_mode), **context)
+
+
+@bp.get("/events/<event_id>")
+@login_required
+def detail(event_id: str):
+    return _page(event_id)
+
+
+@bp.post("/events/<event_id>/resend")
+@login_required
+def resend(event_id: str):
+    owner = current_owner()
+    with not_found_as_404(NO_EVENT):
+        h.find_event(db(), owner, event_id)
+    try:
+        with transaction() as s:
+            h.resend(s, owner, event_id, request.form.get("webhook_id", ""))
+    except DomainError as exc:  # the endpoint is gone or disabled
+        return _page(event_id, 422, error=exc.message)
+    return redirect(url_for("dashboard.events.detail", event_id=event_id, resent=1), 303)
