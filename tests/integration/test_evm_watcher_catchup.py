@@ -43,8 +43,12 @@ def pay_usdc(chain, p, amount_units, sender=None):
 
 
 def at_tip(watcher, chain):
-    until(lambda: watcher.scanner is not None and watcher.scanner.state.head == chain.block_number,
-          message="watcher at the tip")
+    """The watcher read the tip and reported what is below it (its confirmed line moved last)."""
+    def there() -> bool:
+        st = watcher.scanner.state if watcher.scanner is not None else None
+        tip = chain.block_number
+        return st is not None and st.head == tip and st.confirmed_through == tip - CONFIRMATIONS + 1
+    until(there, message="watcher at the tip with its confirmed line moved")
 
 
 def test_a_watcher_stopped_while_300_blocks_pass_reports_every_transfer_on_restart(h, chain):
@@ -95,6 +99,8 @@ def test_a_reorg_replaying_a_confirmed_transfer_at_another_log_position_counts_i
     snapshot = chain.snapshot()
     tx = pay_usdc(chain, p, 5_000_000)  # half the money, alone in its block: log index 0
     raw = chain.raw_transaction(tx)
+    replayed_tx = chain.w3.eth.get_transaction(tx)
+    tip = replayed_tx.get("maxPriorityFeePerGas", replayed_tx["gasPrice"])
     chain.mine(CONFIRMATIONS + 1)
     h.wait_status(p["id"], "PARTIALLY_PAID")
     at_tip(watcher, chain)
@@ -103,7 +109,9 @@ def test_a_reorg_replaying_a_confirmed_transfer_at_another_log_position_counts_i
     try:
         other = chain.w3.eth.send_transaction({  # ... by blocks where another transfer comes first
             "from": chain.accounts[1], "to": chain.tokens["USDT"],
-            "data": transfer_call(chain.accounts[2], 1_000_000)})
+            "data": transfer_call(chain.accounts[2], 1_000_000),
+            # a higher tip than the replayed transaction's: the node orders it first
+            "maxPriorityFeePerGas": tip + 10 ** 9, "maxFeePerGas": replayed_tx.get("maxFeePerGas", tip) + 10 ** 10})
         replayed = chain.rpc("eth_sendRawTransaction", raw)
         chain.mine(1)
     finally:

@@ -202,7 +202,7 @@ def test_a_key_whose_sequence_is_gone_never_hands_out_an_address_a_payment_holds
     name = addresses.sequence_name("evm", key)
     with engine.begin() as conn:
         conn.exec_driver_sql(f"DROP SEQUENCE {name}")
-    addresses._known.discard(name)  # as a process that has not used the key yet
+    addresses._known.clear()  # as a process that has not used the key yet
     assert held + [address()] == [derive_address("evm", key, i) for i in range(4)]
 
 

@@ -69,7 +69,10 @@ def run_then_sigterm(name: str, env: dict[str, str], log_path: Path, ready=lambd
               timeout=30, message=f"{name} to start")
         assert proc.poll() is None, log_path.read_text()
         os.killpg(proc.pid, signal.SIGTERM)
-        return proc.wait(30)
+        try:
+            return proc.wait(30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"{name} still running 30 s after SIGTERM; its log:\n{log_path.read_text()}") from None
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

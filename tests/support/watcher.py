@@ -15,8 +15,7 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import ChainBlock, ChainCursor, Event, Payment, Transfer
 from kassa_common.outbox import relay_pending
 from kassa_api.workers.settler import handle_transfer
-from kassa_chain_watcher import bitcoin, evm
-from kassa_chain_watcher.main import NetworkWatcher, Options
+from kassa_chain_watcher.main import NetworkWatcher, Options, make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist
 from tests.support.bus import private_topology
 from tests.support.wait import until
@@ -78,7 +77,7 @@ class Harness:
         """A watcher of the harness network, or of another ``network`` (the same feed fills both)."""
         net = self.settings.networks.get(network or self.network)
         if net.name not in self.watchlists:
-            self.watchlists[net.name] = Watchlist(evm.normalize if net.kind == "evm" else bitcoin.normalize)
+            self.watchlists[net.name] = make_watchlist(net)
         if net.name == self.network:
             self.watchlist = self.watchlists[net.name]
         if self.feed is None:

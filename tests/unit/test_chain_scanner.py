@@ -52,7 +52,7 @@ class FakeChain:
     def mempool(self, watched):
         return [f for f in self.pool if f.to in watched]
 
-    def history(self, start, end, addresses):
+    def history(self, start, end, addresses, native=()):
         return [b for b in self.blocks(start, end, addresses) if b.transfers]
 
 

@@ -186,6 +186,7 @@ class AddressFeed:
     network: str
     address: str
     test_mode: bool
+    token: str = ""
 
     @classmethod
     def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "AddressFeed":
@@ -196,4 +197,4 @@ class AddressFeed:
         if not address:
             raise ValueError("the payment has no address")
         return cls(str(event.data.get("network", "")).upper(), str(address),
-                   bool(event.data.get("test_mode", event.test_mode)))
+                   bool(event.data.get("test_mode", event.test_mode)), str(event.data.get("token", "")).upper())

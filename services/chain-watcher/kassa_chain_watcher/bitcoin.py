@@ -11,7 +11,7 @@ from typing import Any, Collection
 from kassa_common.chains.networks import Network
 
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
-from kassa_chain_watcher.rpc import JsonRpc, RpcError
+from kassa_chain_watcher.rpc import JsonRpc, RpcError, RpcUnavailable
 
 SATS = Decimal(100_000_000)
 
@@ -35,6 +35,8 @@ class BitcoinChain:
         wanted = [n for n in numbers if 0 <= n <= tip]
         try:
             got = self.rpc.batch([("getblockhash", [n]) for n in wanted], chunk=500)
+        except RpcUnavailable:
+            raise  # the node is away: the watcher backs off (not a moved chain, read again at once)
         except RpcError as exc:  # the tip moved down between the two calls
             raise ChainMoved(str(exc)) from exc
         return dict(zip(wanted, got))
@@ -43,6 +45,8 @@ class BitcoinChain:
         try:
             hashes = self.rpc.batch([("getblockhash", [n]) for n in range(start, end + 1)], chunk=500)
             raw = self.rpc.batch([("getblock", [h, 2]) for h in hashes], chunk=self.batch)
+        except RpcUnavailable:
+            raise
         except RpcError as exc:
             raise ChainMoved(str(exc)) from exc
         blocks: list[Block] = []
@@ -74,6 +78,8 @@ class BitcoinChain:
         if new:
             try:
                 txs = self.rpc.batch([("getrawtransaction", [t, True]) for t in new], chunk=200)
+            except RpcUnavailable:
+                raise
             except RpcError:  # a tx left the mempool meanwhile: take the others next time
                 txs = []
                 new = []
@@ -81,7 +87,7 @@ class BitcoinChain:
                 self._mempool_cache[txid] = self._outputs(tx, watched)
         return [f for outs in self._mempool_cache.values() for f in outs if f.to in watched]
 
-    def history(self, start: int, end: int, addresses: Collection[str]) -> list[Block]:
+    def history(self, start: int, end: int, addresses: Collection[str], native: Collection[str] = ()) -> list[Block]:
         """Backfill for newly watched addresses: no address index here, so whole blocks."""
         found: list[Block] = []
         for lo in range(start, end + 1, self.batch):

@@ -67,9 +67,10 @@ class Chain(Protocol):
     def mempool(self, watched: Collection[str]) -> list[Found]:
         """Unconfirmed transfers to ``watched`` (chains without a visible mempool: [])."""
 
-    def history(self, start: int, end: int, addresses: Collection[str]) -> list[Block]:
+    def history(self, start: int, end: int, addresses: Collection[str], native: Collection[str] = ()) -> list[Block]:
         """The blocks of ``start..end`` holding transfers to ``addresses`` (newly watched ones),
-        with those transfers only; ``parent_hash`` may be empty."""
+        with those transfers only; ``parent_hash`` may be empty. ``native``: the watched
+        addresses of open native-coin payments (EVM: their balances are followed too)."""
 
     def close(self) -> None:
         ...

@@ -3,7 +3,8 @@ block range, native transfers from full blocks fetched in batched JSON-RPC reque
 
 Matching is a set lookup per log and per transaction, so the cost grows with the
 number of transfers, not with the number of watched addresses. Native coin moved by a
-contract's internal call (no top-level transaction to the address) is not seen.
+contract's internal call (no top-level transaction to the address) is found through the
+balances of open native-coin payments' addresses (``balances.py``).
 """
 from __future__ import annotations
 
@@ -12,12 +13,18 @@ from typing import Any, Collection
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import Network
 
+from kassa_chain_watcher.balances import InternalCredits
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
-from kassa_chain_watcher.rpc import JsonRpc
+from kassa_chain_watcher.rpc import JsonRpc, RangeTooLarge
 
 
 ADDRESS_CHUNK = 100  # recipients per eth_getLogs topic filter
 HISTORY_RANGE = 2000  # blocks per eth_getLogs call of a backfill
+# The eth_getLogs window: providers cap a query's block range or result count (Infura 10,000
+# logs, Alchemy a 2,000-block range or 150 MB, free tiers 10 blocks). On RangeTooLarge the
+# window halves and the rest of the range is asked in smaller pieces; after GROW_AFTER
+# answers in a row it doubles again, up to its maximum (HISTORY_RANGE by default).
+GROW_AFTER = 4
 
 
 def normalize(address: str) -> str:
@@ -25,11 +32,14 @@ def normalize(address: str) -> str:
 
 
 class EvmChain:
-    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 100) -> None:
+    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 100, log_range: int = HISTORY_RANGE) -> None:
         self.network, self.rpc, self.batch = network, rpc, batch
+        self.max_log_range = self.log_range = max(1, log_range)  # blocks per eth_getLogs (GROW_AFTER)
+        self._log_streak = 0  # eth_getLogs answered in a row since the window last changed
         self.tokens = {t.contract.lower(): t.symbol for t in network.tokens if t.contract}
         native = [t for t in network.tokens if t.native]
         self.native = native[0].symbol if native else None
+        self.credits = InternalCredits(rpc, self.native or "", chunk=batch)  # native coin sent by contracts
 
     def tip(self) -> int:
         return int(self.rpc.call("eth_blockNumber"), 16)
@@ -54,6 +64,8 @@ class EvmChain:
             blocks.append(Block(n, b["hash"], b["parentHash"], self._native(b, watched) if full else []))
         if self.tokens:
             self._add_token_transfers(blocks, watched)
+        if full:
+            self.credits.add(blocks, getattr(watched, "native", ()))
         return blocks
 
     def _native(self, block: dict[str, Any], watched: Collection[str]) -> list[Found]:
@@ -87,8 +99,7 @@ class EvmChain:
         topics: list = [TRANSFER_TOPIC]
         if recipients:
             topics += [None, ["0x" + a[2:].rjust(64, "0") for a in recipients]]
-        logs = self.rpc.call("eth_getLogs", {"fromBlock": hex(start), "toBlock": hex(end),
-                                             "address": list(self.tokens), "topics": topics})
+        logs = self._get_logs(start, end, {"address": list(self.tokens), "topics": topics})
         out: list[tuple[int, str, Found]] = []
         ranks: dict[tuple[str, str], int] = {}
         for log in sorted(logs, key=lambda g: (int(g["blockNumber"], 16), int(g["logIndex"], 16))):
@@ -105,9 +116,31 @@ class EvmChain:
                 int(data, 16) if data not in ("0x", "") else 0, rank)))
         return out
 
-    def history(self, start: int, end: int, addresses: Collection[str]) -> list[Block]:
+    def _get_logs(self, start: int, end: int, query: dict[str, Any]) -> list[dict[str, Any]]:
+        """``eth_getLogs`` of ``query`` over ``start..end``, ``log_range`` blocks per call, in
+        block order. A range the node refuses as too large is asked again in halves (the
+        window stays smaller for the next calls); a single block refused raises RangeTooLarge."""
+        logs: list[dict[str, Any]] = []
+        lo = start
+        while lo <= end:
+            hi = min(end, lo + self.log_range - 1)
+            try:
+                logs += self.rpc.call("eth_getLogs", {**query, "fromBlock": hex(lo), "toBlock": hex(hi)})
+            except RangeTooLarge as exc:
+                if hi == lo:
+                    raise RangeTooLarge(f"eth_getLogs of block {lo} alone is too large: {exc}") from exc
+                self.log_range, self._log_streak = max(1, (hi - lo + 1) // 2), 0
+                continue
+            lo = hi + 1
+            self._log_streak += 1
+            if self._log_streak >= GROW_AFTER and self.log_range < self.max_log_range:
+                self.log_range, self._log_streak = min(self.max_log_range, self.log_range * 2), 0
+        return logs
+
+    def history(self, start: int, end: int, addresses: Collection[str], native: Collection[str] = ()) -> list[Block]:
         """Backfill for newly watched addresses: their token transfers through ``eth_getLogs``
-        narrowed to them (``ADDRESS_CHUNK`` at a time), native ones from full blocks."""
+        narrowed to them (``ADDRESS_CHUNK`` at a time), native ones from full blocks, and
+        native coin that reached ``native`` (open native-coin payments) from contracts."""
         found: dict[int, Block] = {}
         wanted = sorted(addresses)
         for i in range(0, len(wanted), ADDRESS_CHUNK):
@@ -117,14 +150,18 @@ class EvmChain:
                                                                    recipients=chunk):
                     found.setdefault(number, Block(number, block_hash, "")).transfers.append(f)
         if self.native is not None:
+            read: list[Block] = []  # every block of the range, for the balances of ``native``
             for lo in range(start, end + 1, self.batch):
                 raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), True])
                                       for n in range(lo, min(end, lo + self.batch - 1) + 1)], chunk=self.batch)
-                for b in filter(None, raw):
-                    native = self._native(b, addresses)
-                    if native:
-                        found.setdefault(int(b["number"], 16), Block(int(b["number"], 16), b["hash"], "")) \
-                            .transfers.extend(native)
+                for n, b in zip(range(lo, end + 1), raw):
+                    if not b or (read and b["parentHash"] != read[-1].hash):
+                        raise ChainMoved(f"block {n} changed during a backfill")
+                    read.append(Block(n, b["hash"], b["parentHash"], self._native(b, addresses)))
+            self.credits.add(read, [a for a in native if a in addresses], follow=False)
+            for b in read:
+                if b.transfers:
+                    found.setdefault(b.number, Block(b.number, b.hash, "")).transfers.extend(b.transfers)
         return [found[n] for n in sorted(found)]
 
     def close(self) -> None:

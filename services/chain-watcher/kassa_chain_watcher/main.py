@@ -4,6 +4,13 @@ active only while it holds that network's advisory lock (others stand by).
 Watcher-only knobs (read here, in the entrypoint): ``CHAIN_WATCHER_NETWORKS`` (comma-separated
 names; default every network with an RPC URL), ``CHAIN_WATCHER_POLL_SECONDS``,
 ``CHAIN_WATCHER_BATCH_BLOCKS``, ``CHAIN_WATCHER_RELOAD_SECONDS``.
+
+A failing scan (a node down or rate limiting us, the broker or database away) is tried
+again after a jittered exponential backoff (``transient.Backoff``, up to 30 s, at least
+what a node's ``Retry-After`` asked for), never in a tight loop on the same range; the
+backoff resets on the first good tick. Each streak of failures is logged once (and once
+more if the failure changes kind), with the RPC URL redacted (hosted nodes' URLs hold
+their API key); a node that is merely unavailable gets no stack trace.
 """
 from __future__ import annotations
 
@@ -19,11 +26,12 @@ from kassa_common.bus import topology
 from kassa_common.bus.publisher import Publisher
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
+from kassa_common.transient import Backoff
 from kassa_common.worker import Worker, bootstrap
 
 from kassa_chain_watcher import bitcoin, evm
 from kassa_chain_watcher.lock import NetworkLock
-from kassa_chain_watcher.rpc import JsonRpc
+from kassa_chain_watcher.rpc import JsonRpc, RpcUnavailable, redact
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, address_networks, reload
@@ -58,6 +66,14 @@ def make_chain(network: Network):
     if network.kind == "evm":
         return evm.EvmChain(network, JsonRpc(network.rpc_url)), evm.normalize
     return bitcoin.BitcoinChain(network, JsonRpc(network.rpc_url, version="1.0")), bitcoin.normalize
+
+
+def make_watchlist(network: Network) -> Watchlist:
+    """An empty watchlist for ``network``; an EVM one also follows its open native-coin payments."""
+    if network.kind != "evm":
+        return Watchlist(bitcoin.normalize)
+    native = next((t.symbol for t in network.tokens if t.native), None)
+    return Watchlist(evm.normalize, coin=(network.name, native) if native else None)
 
 
 def keep_blocks(network: Network) -> int:
@@ -120,25 +136,47 @@ class NetworkWatcher:
 
     def _loop(self) -> None:
         next_reload = time.monotonic() + self.options.reload_seconds
+        backoff = Backoff(initial=min(2.0, self.poll * 4))
+        failing: str | None = None  # the kind of failure already logged in the current streak
+        failures = 0
         while not self.stopping.is_set() and self.lock.still_held():
             try:
                 if time.monotonic() >= next_reload:
                     reload(self.watchlist, self.sessions, self.address_networks)
                     next_reload = time.monotonic() + self.options.reload_seconds
                 busy = self.scanner.tick()
-            except Exception:  # noqa: BLE001 - node or broker trouble: keep the lock, retry soon
-                log.exception("%s: scan failed; retrying", self.network.name)
-                self.stopping.wait(min(2.0, self.poll * 4))
+            except Exception as exc:  # noqa: BLE001 - node or broker trouble: keep the lock, retry later
+                failures += 1
+                wait = backoff.next()
+                if isinstance(exc, RpcUnavailable) and exc.retry_after:
+                    wait = max(wait, exc.retry_after)
+                failing = self._log_failure(exc, failing, wait)
+                self.stopping.wait(wait)
                 continue
+            if failing is not None:
+                log.info("%s: scanning again after %d failed attempt(s)", self.network.name, failures)
+                failing, failures = None, 0
+            backoff.reset()
             if not busy:
                 self.watchlist.changed.wait(self.poll)
                 self.watchlist.changed.clear()
 
+    def _log_failure(self, exc: Exception, failing: str | None, wait: float) -> str:
+        """Log ``exc`` if it starts a streak of failures or changes its kind; the kind now."""
+        kind = type(exc).__name__
+        if kind == failing:
+            log.debug("%s: scan failed again (%s); next try in %.1f s", self.network.name, exc, wait)
+        elif isinstance(exc, RpcUnavailable):
+            log.warning("%s: RPC node %s unavailable (%s); retrying with backoff, quietly until it answers",
+                        self.network.name, redact(self.network.rpc_url), exc)
+        else:
+            log.exception("%s: scan failed; retrying with backoff", self.network.name)
+        return kind
+
 
 class WatcherProcess:
     def __init__(self, worker: Worker, networks: list[Network], options: Options) -> None:
-        self.watchlists = {n.name.upper(): Watchlist((evm if n.kind == "evm" else bitcoin).normalize)
-                           for n in networks}
+        self.watchlists = {n.name.upper(): make_watchlist(n) for n in networks}
         self.watchers = [NetworkWatcher(worker.settings, n, worker.sessions, self.watchlists[n.name.upper()], options,
                                         publisher=partial(worker.publisher, n.name.lower()))
                          for n in networks]

@@ -149,7 +149,7 @@ class Scanner:
         if start > st.head:
             return []
         old: list[Message] = []
-        for b in self.chain.history(start, st.head, new):
+        for b in self.chain.history(start, st.head, new, self.watchlist.native & new):
             stored = st.blocks.get(b.number)
             if stored is not None and stored.hash != b.hash:
                 raise ChainMoved(f"block {b.number} changed during a backfill")

@@ -5,6 +5,10 @@ and fed at once by ``payment.created`` events from the bus (``PaymentFeed``): ea
 watcher process declares its own exclusive, auto-delete queue bound to that routing key.
 Addresses stay watched for ``LATE_DAYS`` after a payment's expiry, for late payments.
 
+Native coin from contracts: of the addresses, those of open payments in the network's
+native coin are also kept apart (``native``): the EVM watcher follows their balances
+(``balances.py``), which it cannot afford for every watched address.
+
 Wrong network: an EVM address is the same on every EVM chain, so an EVM network's watcher
 also watches the payments of the other EVM networks (``address_networks``); what it finds
 there it reports as a transfer on its own network, and the settler records it on the
@@ -24,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.bus.publisher import connection_parameters
 from kassa_common.chains.networks import Network
-from kassa_common.messages import AddressFeed
+from kassa_common.messages import AddressFeed, PaymentStatus
 from kassa_common.models import Payment
 from kassa_common.timefmt import utcnow
 
@@ -33,11 +37,17 @@ LATE_DAYS = 7
 
 
 class Watchlist:
-    """A thread-safe set of normalised addresses; remembers which ones are new since last asked."""
+    """A thread-safe set of normalised addresses; remembers which ones are new since last asked.
 
-    def __init__(self, normalize: Callable[[str], str] = str.lower, addresses: Iterable[str] = ()) -> None:
-        self.normalize = normalize
+    ``coin``: (network, native symbol) for a watcher that follows the balances of open
+    native-coin payments' addresses (``native``, a subset); None otherwise.
+    """
+
+    def __init__(self, normalize: Callable[[str], str] = str.lower, addresses: Iterable[str] = (), *,
+                 coin: tuple[str, str] | None = None) -> None:
+        self.normalize, self.coin = normalize, coin
         self._all = {normalize(a) for a in addresses}
+        self._native: frozenset[str] = frozenset()
         self._new: set[str] = set()
         self._lock = threading.Lock()
         self.changed = threading.Event()  # set when an address arrives: the scanner wakes up
@@ -48,9 +58,16 @@ class Watchlist:
     def __len__(self) -> int:
         return len(self._all)
 
-    def add(self, address: str) -> bool:
+    @property
+    def native(self) -> frozenset[str]:
+        """The addresses of open payments in the native coin (whose balances are followed)."""
+        return self._native
+
+    def add(self, address: str, *, native: bool = False) -> bool:
         a = self.normalize(address)
         with self._lock:
+            if native and a not in self._native:
+                self._native = self._native | {a}
             if a in self._all:
                 return False
             self._all.add(a)
@@ -58,11 +75,13 @@ class Watchlist:
         self.changed.set()
         return True
 
-    def replace(self, addresses: Iterable[str], *, initial: bool = False) -> int:
-        """Make the set exactly ``addresses``; those not known before count as new (unless initial)."""
+    def replace(self, addresses: Iterable[str], *, native: Iterable[str] = (), initial: bool = False) -> int:
+        """Make the set exactly ``addresses`` (``native`` among them); those not known before
+        count as new (unless initial)."""
         fresh = {self.normalize(a) for a in addresses}
         with self._lock:
             added = fresh - self._all
+            self._native = frozenset(self.normalize(a) for a in native)
             self._all = fresh | (self._new if not initial else set())
             if not initial:
                 self._new |= added
@@ -97,10 +116,18 @@ def watched_addresses(session: Session, network: str | Collection[str]) -> list[
         Payment.network.in_(names), Payment.test_mode.is_(False), Payment.expires_at > horizon)))
 
 
+def open_native_addresses(session: Session, network: str, symbol: str) -> list[str]:
+    """Open live payments on ``network`` in its native coin (``symbol``)."""
+    return list(session.scalars(sa.select(Payment.address).where(
+        Payment.network == network, Payment.token == symbol, Payment.test_mode.is_(False),
+        Payment.status.in_([PaymentStatus.PENDING, PaymentStatus.PARTIALLY_PAID]))))
+
+
 def reload(watchlist: Watchlist, sessions: sessionmaker[Session], network: str | Collection[str], *,
            initial: bool = False) -> int:
     with sessions() as s:
-        return watchlist.replace(watched_addresses(s, network), initial=initial)
+        native = open_native_addresses(s, *watchlist.coin) if watchlist.coin else ()
+        return watchlist.replace(watched_addresses(s, network), native=native, initial=initial)
 
 
 class PaymentFeed:
@@ -157,7 +184,7 @@ class PaymentFeed:
         for name in names:
             watchlist = self.watchlists.get(name)
             if watchlist is not None:
-                watchlist.add(feed.address)
+                watchlist.add(feed.address, native=watchlist.coin == (feed.network, feed.token))
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None

@@ -43,6 +43,7 @@ from kassa_common.payments import sweeps
 from kassa_common.payments.sweeps import Deposit, SweepPolicy
 from kassa_common.timefmt import utcnow
 from kassa_chain_watcher.lock import lock_key
+from kassa_chain_watcher.rpc import scrub
 from kassa_chain_watcher.sweeper.chain import DepositChain
 from kassa_chain_watcher.sweeper.txs import Fees, Signer, broadcast, market_fees
 
@@ -252,8 +253,10 @@ class NetworkSweeper:
         return value.quantize(Decimal("0.01")) if value is not None else None
 
     def safe(self, exc: BaseException) -> str:
-        """An error without the RPC URL (it may carry a key)."""
-        return str(exc).replace(self.network.rpc_url or "\0", f"<{self.network.name} RPC>")
+        """An error without the RPC URL or its parts (its path, query or user info may carry a key:
+        requests' errors quote the path alone)."""
+        url = self.network.rpc_url
+        return scrub(str(exc).replace(url or "\0", f"<{self.network.name} RPC>"), url)
 
 
 def _attempt(tx_hash: str, raw: str, fees: Fees, when: datetime) -> dict:

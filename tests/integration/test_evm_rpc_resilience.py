@@ -1,0 +1,102 @@
+"""The EVM watcher behind a hosted-provider-like node: anvil behind a proxy that rate limits
+(HTTP 429, Retry-After), refuses ``eth_getLogs`` over more than a few blocks ("query returned
+more than 10000 results") and goes away for a while. The watcher recovers, misses nothing,
+counts nothing twice, and never logs the key in its RPC URL."""
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+import pytest
+
+from kassa_common.chains.hd import TEST_XPUBS
+from kassa_common.chains.networks import load_registry
+from kassa_common.chains.rates import to_base_units
+from kassa_dev.chain import pay
+from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.api import set_live_wallet
+from tests.support.rpc_proxy import RpcProxy
+from tests.support.wait import until
+from tests.support.watcher import harness
+
+CONFIRMATIONS = 3
+KEY = "SECRETKEY123"  # a fake API key in the URL's path, as Infura and Alchemy have it
+MAX_LOG_RANGE = 8  # blocks per eth_getLogs the proxy answers
+
+
+@pytest.fixture
+def chain(anvil_isolated):  # noqa: F811
+    return anvil_isolated
+
+
+@pytest.fixture
+def proxy(chain):
+    with RpcProxy(chain.url) as p:
+        yield p
+
+
+@pytest.fixture
+def h(settings, chain, proxy, engine, sessions, make_merchant):
+    env = {"LOCAL_EVM_RPC_URL": proxy.url(f"/v3/{KEY}"), "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS)}
+    merchant = make_merchant()
+    set_live_wallet(sessions, merchant.id, "evm", TEST_XPUBS["evm"])
+    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:
+        yield h
+
+
+def units(p: dict) -> int:
+    return to_base_units(Decimal(p["crypto_amount"]), 6)
+
+
+def pay_usdc(chain, p):
+    return pay(chain.w3, to=p["address"], amount_base_units=units(p), token_contract=chain.tokens["USDC"])
+
+
+def at_tip(watcher, chain, timeout=30.0):
+    def there() -> bool:
+        st = watcher.scanner.state if watcher.scanner is not None else None
+        tip = chain.block_number
+        return st is not None and st.head == tip and st.confirmed_through == tip - CONFIRMATIONS + 1
+    until(there, timeout, message="watcher at the tip with its confirmed line moved")
+
+
+def test_the_watcher_rides_out_rate_limits_an_outage_and_log_range_limits_missing_nothing(h, chain, proxy, caplog):
+    caplog.set_level(logging.DEBUG, logger="kassa.chain_watcher")
+    proxy.max_log_range = MAX_LOG_RANGE
+    proxy.refuse(3, retry_after=1)  # the watcher's first requests are rate limited
+    watcher = h.start_watcher()
+    until(watcher.active.is_set, message="watcher active")
+    payments = [h.create(amount=2 + i) for i in range(4)]
+    at_tip(watcher, chain)
+    assert proxy.counts["rate_limited"] == 3
+
+    proxy.down()  # the node goes away (connection refused) while 50+ blocks pass with payments in them
+    until(lambda: "ConnectionError" in caplog.text, message="the watcher noticed the outage")
+    start = chain.block_number
+    pay_usdc(chain, payments[0])
+    chain.mine(20)
+    pay_usdc(chain, payments[1])
+    pay_usdc(chain, payments[2])  # the next block
+    chain.mine(30)
+    pay_usdc(chain, payments[3])  # near the tip: seen, then confirmed
+    chain.mine(CONFIRMATIONS - 1)
+    assert chain.block_number - start >= 50
+    proxy.up()
+
+    for p in payments:
+        h.wait_status(p["id"], "COMPLETED", timeout=60)
+        assert int(h.payment(p["id"]).amount_received_units) == units(p)
+        assert [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"]  # exactly once
+    at_tip(watcher, chain)
+
+    # The window shrank below the proxy's limit instead of asking the refused range again,
+    # and read the missed blocks in pieces of several blocks, not one by one.
+    assert proxy.counts["too_large"] >= 1
+    spans = [hi - lo + 1 for lo, hi in proxy.log_ranges]
+    assert max(spans) <= MAX_LOG_RANGE and max(spans) > 1
+    covered = sorted(n for lo, hi in proxy.log_ranges for n in range(lo, hi + 1) if n > start)
+    assert set(covered) >= set(range(start + 1, chain.block_number + 1))
+
+    text = caplog.text
+    assert f"http://127.0.0.1:{proxy.port}" in text  # the node is named ...
+    assert KEY not in text  # ... without its key

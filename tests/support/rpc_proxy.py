@@ -1,0 +1,117 @@
+"""An HTTP proxy in front of a JSON-RPC node (anvil) that misbehaves like a hosted provider.
+
+Hosted nodes rate limit (HTTP 429 with ``Retry-After``), refuse ``eth_getLogs`` over too many
+blocks (a JSON-RPC error, code -32005, "query returned more than 10000 results"), and go
+away now and then. ``RpcProxy`` forwards every POST body to the node, whatever the path (a
+hosted URL carries its key there: tests give it a fake one), except:
+
+- ``refuse(n, retry_after)``: the next ``n`` requests are answered 429;
+- ``max_log_range = k``: an ``eth_getLogs`` over more than ``k`` blocks is answered with
+  the error above (single requests; batches are forwarded as they are);
+- ``down()`` / ``up()``: the port stops listening (connections refused), then listens again.
+
+``counts`` and ``log_ranges`` (the spans of the ``eth_getLogs`` it forwarded) let a test
+check what happened. Each answer closes its connection (HTTP/1.0), so ``down()`` is seen
+by the very next request.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import requests
+
+from tests.support.anvil import free_port
+
+TOO_MANY_RESULTS = {"code": -32005, "message": "query returned more than 10000 results"}
+
+
+class RpcProxy:
+    def __init__(self, target_url: str) -> None:
+        self.target = target_url
+        self.port = free_port("127.0.0.1")
+        self.max_log_range: int | None = None
+        self.counts: Counter[str] = Counter()  # rate_limited, too_large, forwarded
+        self.log_ranges: list[tuple[int, int]] = []  # (fromBlock, toBlock) of each forwarded eth_getLogs
+        self._refuse, self._retry_after = 0, 1
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def url(self, path: str = "") -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def refuse(self, n: int, retry_after: int = 1) -> None:
+        with self._lock:
+            self._refuse, self._retry_after = n, retry_after
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def up(self) -> "RpcProxy":
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                status, headers, reply = proxy._answer(body)
+                self.send_response(status)
+                for name, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(reply)))
+                self.end_headers()
+                self.wfile.write(reply)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+        self._server = server
+        return self
+
+    def down(self) -> None:
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+    def __enter__(self) -> "RpcProxy":
+        return self.up()
+
+    def __exit__(self, *exc) -> None:
+        self.down()
+
+    # -- answers --------------------------------------------------------------------------
+    def _answer(self, body: bytes) -> tuple[int, dict[str, str], bytes]:
+        with self._lock:
+            if self._refuse > 0:
+                self._refuse -= 1
+                self.counts["rate_limited"] += 1
+                error = {"jsonrpc": "2.0", "id": None, "error": {"code": 429, "message": "Too Many Requests"}}
+                return 429, {"Retry-After": str(self._retry_after)}, json.dumps(error).encode()
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        span = self._log_span(request)
+        if span is not None:
+            if self.max_log_range is not None and span[1] - span[0] + 1 > self.max_log_range:
+                self.counts["too_large"] += 1
+                return 200, {}, json.dumps({"jsonrpc": "2.0", "id": request.get("id"),
+                                            "error": TOO_MANY_RESULTS}).encode()
+            self.log_ranges.append(span)
+        self.counts["forwarded"] += 1
+        resp = requests.post(self.target, data=body, headers={"Content-Type": "application/json"}, timeout=30)
+        return resp.status_code, {}, resp.content
+
+    @staticmethod
+    def _log_span(request) -> tuple[int, int] | None:
+        """(fromBlock, toBlock) of a single ``eth_getLogs`` with numeric bounds, else None."""
+        if not isinstance(request, dict) or request.get("method") != "eth_getLogs":
+            return None
+        params = (request.get("params") or [{}])[0]
+        try:
+            return int(params["fromBlock"], 16), int(params["toBlock"], 16)
+        except (KeyError, TypeError, ValueError):
+            return None
