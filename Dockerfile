@@ -14,7 +14,7 @@ COPY Procfile ./
 # libs/devtools is the development tooling (the compose stack's migrate service deploys the
 # dev tokens with it); no service imports it.
 RUN pip install --no-cache-dir --no-deps -e libs/common -e services/api -e services/chain-watcher \
-        -e services/webhook-sender -e services/expirer -e libs/devtools \
+        -e services/webhook-sender -e services/notifier -e services/expirer -e libs/devtools \
     && useradd --create-home kassa && chown -R kassa /app/node_modules
 USER kassa
 EXPOSE 8000 8545

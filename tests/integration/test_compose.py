@@ -54,7 +54,7 @@ def test_compose_runs_every_process_of_the_procfile_and_workers_can_scale():
     for process in procfile.read(ROOT / "Procfile"):
         name = process.name
         assert name in services, f"{name} is in the Procfile but not in docker-compose.yml"
-    for worker in ("relay", "settler", "webhook-sender", "expirer", "chain-watcher", "sweeper"):
+    for worker in ("relay", "settler", "webhook-sender", "notifier", "expirer", "chain-watcher", "sweeper"):
         svc = services[worker]
         assert "container_name" not in svc and "ports" not in svc, f"{worker} must be scalable"
         assert svc["depends_on"]["migrate"]["condition"] == "service_completed_successfully"

@@ -129,7 +129,7 @@ def test_readyz_and_metrics_report_dead_letters_by_queue(bus, base_env, settings
     healthy = client.get("/readyz")
     assert healthy.status_code == 200
     assert healthy.get_json()["status"] == "ok"
-    assert healthy.get_json()["dead_letters"] == {topo.settler.dlq: 0, topo.webhook_intake.dlq: 0}
+    assert healthy.get_json()["dead_letters"] == {q.dlq: 0 for q in topo.queues}
 
     publisher = Publisher(base_env["RABBITMQ_URL"], topo.exchange)
     publisher.channel.basic_publish("", topo.webhook_intake.dlq, b"{}")  # one dead letter
@@ -139,7 +139,7 @@ def test_readyz_and_metrics_report_dead_letters_by_queue(bus, base_env, settings
     assert degraded.status_code == 200  # still serving: the API does not need the DLQ empty
     body = degraded.get_json()
     assert body["status"] == "degraded"
-    assert body["dead_letters"] == {topo.settler.dlq: 0, topo.webhook_intake.dlq: 1}
+    assert body["dead_letters"] == {**{q.dlq: 0 for q in topo.queues}, topo.webhook_intake.dlq: 1}
 
     metrics = client.get("/metrics")
     assert metrics.status_code == 200

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kassa_common.messages import RoutingKey
+from kassa_common.messages import EventType, RoutingKey
 
 EXCHANGE = "kassa.events"
 RETRY_DELAY_MS = 5_000
@@ -32,7 +32,10 @@ class QueueSpec:
 
 SETTLER = QueueSpec("settler.transfers", (RoutingKey.ALL_TRANSFERS,))
 WEBHOOK_INTAKE = QueueSpec("webhook-sender.events", (RoutingKey.ALL_PAYMENT_EVENTS,))
-QUEUES = (SETTLER, WEBHOOK_INTAKE)
+# the notifier: only the events it emails about
+NOTIFIER = QueueSpec("notifier.events", (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID,
+                                         EventType.PAYMENT_LATE_PAYMENT))
+QUEUES = (SETTLER, WEBHOOK_INTAKE, NOTIFIER)
 
 
 def declare(channel, exchange: str = EXCHANGE, queues: tuple[QueueSpec, ...] = QUEUES) -> None:
@@ -55,10 +58,11 @@ class Topology:
     exchange: str
     settler: QueueSpec
     webhook_intake: QueueSpec
+    notifier: QueueSpec
 
     @property
     def queues(self) -> tuple[QueueSpec, ...]:
-        return (self.settler, self.webhook_intake)
+        return (self.settler, self.webhook_intake, self.notifier)
 
     def declare(self, channel) -> None:
         declare(channel, self.exchange, self.queues)
@@ -68,6 +72,6 @@ def named(prefix: str = "", *, retry_delay_ms: int = RETRY_DELAY_MS) -> Topology
     """The topology, or a private copy of it (own exchange and queues) when ``prefix`` is set;
     a private copy may wait ``retry_delay_ms`` between attempts (tests shorten it)."""
     if not prefix:
-        return Topology(EXCHANGE, SETTLER, WEBHOOK_INTAKE)
+        return Topology(EXCHANGE, *QUEUES)
     return Topology(f"{prefix}.{EXCHANGE}",
                     *(QueueSpec(f"{prefix}.{q.name}", q.bindings, retry_delay_ms) for q in QUEUES))
