@@ -4,6 +4,12 @@ Kassa never holds a private key. A chain's wallet is an extended public key (eac
 gets its next address; the page shows the first one, so the merchant can check it
 against their wallet) or, for EVM, a settlement address: each payment then gets a
 forwarder deposit address that can only ever forward to it (DESIGN.md section 5).
+
+A Bitcoin key also gets its watch-only output descriptors (to import the key into Bitcoin
+Core or Sparrow without any private key) and the gap monitor: the longest run of addresses
+no payment was made to, and the gap limit the merchant's wallet needs to see every payment
+after it (``payments.gap``). Abandoned checkouts make such runs; a wallet left at its default
+gap limit of 20 then shows less than the merchant was paid.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from kassa_common import accounts
 from kassa_common.chains.forwarder import factory_address
 from kassa_common.chains.hd import derive_address
 from kassa_common.errors import DomainError
+from kassa_common.payments.gap import bitcoin_watch_only
 
 bp = Blueprint("wallets", __name__)
 
@@ -32,9 +39,12 @@ def _page(status: int = 200, /, **context):
     for chain in accounts.CHAINS:
         wallet = wallets.get(chain)
         xpub = wallet.xpub if wallet else None
+        watch = (bitcoin_watch_only(db(), owner.merchant_id, owner.mode, deps().settings.networks)
+                 if chain == "bitcoin" and xpub else None)
         chains.append({"chain": chain, "xpub": xpub,
                        "settlement_address": wallet.settlement_address if wallet else None,
-                       "first_address": first_address(chain, xpub, owner.test_mode) if xpub else None})
+                       "first_address": first_address(chain, xpub, owner.test_mode) if xpub else None,
+                       "watch": watch})
     return render("wallets.html", status, chains=chains, factory=factory_address(), **context)
 
 
