@@ -10,3 +10,6 @@ keepalive = 5
 timeout = 30
 graceful_timeout = 20
 accesslog = None
+# The longest request line gunicorn reads (its maximum); the application refuses URLs over
+# 4 KiB itself, with a 414 in the API's error shape (kassa_api.errors.MAX_URL).
+limit_request_line = 8190

@@ -28,7 +28,7 @@ def log_in(page, stack, email: str) -> None:
     page.locator("#email").fill(email)
     page.locator("#password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(re.compile(r"/dashboard/payments$"))
+    page.wait_for_url(re.compile(r"/dashboard/overview$"))
 
 
 def reloaded_text(page, selector: str) -> str:

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 GUNICORN = Path(sys.executable).with_name("gunicorn")
+CONF = Path(__file__).resolve().parents[2] / "services" / "api" / "gunicorn.conf.py"  # as deployed
 BODY = {"amount": 19.99, "token": "USDC", "network": "BASE", "customer_email": "smoke@example.com",
         "metadata": {"order": "smoke-1"}}
 
@@ -44,7 +45,7 @@ def server(base_env, stack_database_url, tmp_path_factory):
     env = {**os.environ, **base_env, "DATABASE_URL": stack_database_url, "PUBLIC_API_URL": f"http://127.0.0.1:{port}/v1/api",
            "CHECKOUT_URL": f"http://127.0.0.1:{port}"}
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(GUNICORN), "-w", "2", "-b", f"127.0.0.1:{port}", "--graceful-timeout", "5",
+        proc = subprocess.Popen([str(GUNICORN), "-c", str(CONF), "-w", "2", "-b", f"127.0.0.1:{port}", "--graceful-timeout", "5",
                                  "kassa_api.wsgi:app"], env=env, stdout=out, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -91,6 +92,9 @@ def test_errors_and_meta_endpoints_over_http(server, merchant):
     too_big = requests.post(f"{server}/v1/api/payments", data=b"{" + b" " * (70 * 1024) + b"}",
                             headers={"Content-Type": "application/json", "X-Api-Key": merchant.test_key}, timeout=10)
     assert too_big.status_code == 413 and too_big.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
+    long_query = requests.get(f"{server}/v1/api/payments", params={"search": "x" * 5000},
+                              headers={"X-Api-Key": merchant.test_key}, timeout=10)
+    assert long_query.status_code == 414 and long_query.json()["error"]["code"] == "URI_TOO_LONG"
     missing = requests.get(f"{server}/v1/api/nothing", timeout=10)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"
     assert requests.get(f"{server}/v1/api/networks", timeout=10).status_code == 200

@@ -71,3 +71,26 @@ def test_head_of_the_signup_and_login_forms_answers_like_get_and_submits_nothing
     for path in ("/dashboard/signup", "/dashboard/login"):
         r = client.head(path)
         assert r.status_code == 200 and r.get_data() == b""
+
+
+def test_a_login_for_an_unknown_email_does_the_same_password_work_as_a_wrong_password(client, sessions, monkeypatch):
+    """No account enumeration by timing: both failures run one password hash check."""
+    calls = []
+    real = accounts._hasher
+
+    class Counting:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def verify(self, stored, password):
+            calls.append(stored)
+            return real.verify(stored, password)
+
+    monkeypatch.setattr(accounts, "_hasher", Counting())
+    email = merchant_with_password(sessions)
+    token = csrf_of(client.get("/dashboard/login"))
+    wrong = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "wrong-one"})
+    unknown = client.post("/dashboard/login", data={"csrf_token": token, "email": f"nobody-{secrets.token_hex(4)}@x.io",
+                                                    "password": "wrong-one"})
+    assert wrong.status_code == unknown.status_code == 401
+    assert len(calls) == 2 and all(c.startswith("$argon2") for c in calls)

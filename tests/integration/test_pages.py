@@ -214,3 +214,24 @@ def test_while_a_transfer_is_seen_the_checkout_offers_no_cancel_and_says_why_it_
     assert refused.status_code == 409 and refused.mimetype == "text/html"
     assert "has been seen on the chain, so the payment can no longer be canceled" in refused.get_data(as_text=True)
     assert client.get(f"/pay/{p['short_id']}/status").get_json()["status"] == "PENDING"
+
+
+def test_payments_started_from_one_address_are_rate_limited_with_a_page_saying_when(settings, engine, merchant,
+                                                                                     create_product):
+    """The product page is public: one client address may start PUBLIC_CREATE_PER_MINUTE
+    payments a minute; behind TRUSTED_PROXIES the address is the one the proxy saw."""
+    from kassa_api.app import create_app
+
+    client = create_app(settings.with_(public_create_per_minute=2, trusted_proxies=1), engine=engine).test_client()
+    product = create_product(merchant, name="Blue mug", price=19.99)
+    page = client.get(f"/products/{product['id']}")
+
+    def buy(ip: str):
+        return client.post(f"/products/{product['id']}", data={"csrf_token": csrf_of(page), "pair": "BASE:USDC"},
+                           headers={"X-Forwarded-For": ip})
+
+    assert [buy("203.0.113.7").status_code for _ in range(2)] == [303, 303]
+    refused = buy("203.0.113.7")
+    assert refused.status_code == 429 and 0 < int(refused.headers["Retry-After"]) <= 61
+    assert "Too many payments were started from your address" in refused.get_data(as_text=True)
+    assert buy("203.0.113.8").status_code == 303  # another customer is not affected

@@ -1,8 +1,10 @@
-"""Merchant accounts, API keys and wallets: used by the operator CLI and the dashboard."""
+"""Merchant accounts, API keys, wallets and settings: used by the operator CLI and the dashboard."""
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
 import sqlalchemy as sa
@@ -35,8 +37,21 @@ def hash_password(password: str) -> str:
     return _hasher.hash(password)
 
 
+_DUMMY_HASH: str | None = None  # checked against when there is no stored hash: same work, same time
+
+
 def check_password(stored: str | None, password: str) -> bool:
+    """Whether ``password`` matches ``stored``. Without a stored hash (no such account, or one
+    without a password) it hashes all the same, so a failure takes as long either way and
+    the login form's timing does not tell which emails have accounts."""
+    global _DUMMY_HASH
     if not stored:
+        if _DUMMY_HASH is None:
+            _DUMMY_HASH = _hasher.hash("kassa-no-account")
+        try:
+            _hasher.verify(_DUMMY_HASH, password)
+        except (VerifyMismatchError, InvalidHashError):
+            pass
         return False
     try:
         return _hasher.verify(stored, password)
@@ -137,3 +152,75 @@ def _upsert_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: s
                                  **values)
         .on_conflict_do_update(index_elements=["merchant_id", "mode", "chain"], set_=values)
     )
+
+
+# ---- merchant settings ----------------------------------------------------------------------
+# Per merchant, not per mode: a shop's checkout behaves the same in test as in live.
+
+MIN_LIFETIME, MAX_LIFETIME = 15, 2880  # minutes: a quarter of an hour to two days
+MAX_TOLERANCE_PERCENT = Decimal(5)
+TOLERANCE_STEP = Decimal("0.001")  # percent: the column keeps five decimals of a fraction
+_FRACTION = Decimal("0.00001")
+
+
+class MerchantSettings(NamedTuple):
+    """What a merchant's new payments get: how long they stay open, and how far short of
+    the amount due a confirmed total may fall and still complete (wallet fees, rounding)."""
+    payment_lifetime_minutes: int
+    lifetime_is_default: bool  # the merchant has none of its own: PAYMENT_LIFETIME_MINUTES applies
+    underpayment_tolerance: Decimal  # a fraction of the amount due, as stored
+
+    @property
+    def tolerance_percent(self) -> str:
+        """The tolerance as a merchant types it: "0.5" for half a percent."""
+        return format((self.underpayment_tolerance * 100).normalize(), "f")
+
+
+def merchant_settings(merchant: Merchant, default_lifetime: int) -> MerchantSettings:
+    """The settings in force (``default_lifetime``: the PAYMENT_LIFETIME_MINUTES setting)."""
+    own = merchant.payment_lifetime_minutes
+    return MerchantSettings(own or default_lifetime, own is None, merchant.underpayment_tolerance or Decimal(0))
+
+
+def set_merchant_settings(merchant: Merchant, *, payment_lifetime: str | None = None,
+                          underpayment_tolerance: str | None = None) -> None:
+    """Change the settings given as text (None: keep), as the dashboard and the CLI take them.
+
+    Both are checked before either changes, so a refusal writes nothing. The lifetime is
+    read when a payment is made (``Owner.lifetime_minutes``: existing payments keep their
+    expiry), the tolerance when a transfer confirms (``settle``: open payments too).
+    """
+    lifetime = (merchant.payment_lifetime_minutes if payment_lifetime is None
+                else parse_lifetime(payment_lifetime))
+    tolerance = (merchant.underpayment_tolerance if underpayment_tolerance is None
+                 else parse_tolerance(underpayment_tolerance))
+    merchant.payment_lifetime_minutes, merchant.underpayment_tolerance = lifetime, tolerance
+
+
+def parse_lifetime(text: str) -> int | None:
+    """Whole minutes in range; empty or "default" (None) hands the choice back to the setting."""
+    text = text.strip()
+    if text.lower() in ("", "default"):
+        return None
+    if not re.fullmatch(r"[0-9]{1,6}", text) or not MIN_LIFETIME <= int(text) <= MAX_LIFETIME:
+        raise AccountError(f"payment lifetime must be a whole number of minutes from {MIN_LIFETIME} to "
+                           f"{MAX_LIFETIME} (two days), or empty for the default; got {_shown(text)}")
+    return int(text)
+
+
+def parse_tolerance(text: str) -> Decimal:
+    """A percentage ("0.5" or "0.5%") to the stored fraction (0.005)."""
+    raw = text.strip().removesuffix("%").strip()
+    try:
+        percent = Decimal(raw) if len(raw) <= 20 else None
+    except InvalidOperation:
+        percent = None
+    if (percent is None or not percent.is_finite() or not 0 <= percent <= MAX_TOLERANCE_PERCENT
+            or percent.quantize(TOLERANCE_STEP) != percent):
+        raise AccountError(f"underpayment tolerance must be a percentage from 0 to {MAX_TOLERANCE_PERCENT} "
+                           f"in steps of {TOLERANCE_STEP}; got {_shown(text.strip())}")
+    return (percent / 100).quantize(_FRACTION)
+
+
+def _shown(text: str) -> str:
+    return f'"{text[:40]}"' if text else "nothing"

@@ -55,6 +55,21 @@ def _set_flag(flag: str, value: bool) -> Callable:
     return run
 
 
+def cmd_merchant_settings(args, settings: Settings) -> None:
+    """Print the merchant's settings, after changing those given."""
+    with unit_of_work_for(settings) as s:
+        m = accounts.merchant_by_email(s, args.email)
+        accounts.set_merchant_settings(m, payment_lifetime=args.payment_lifetime,
+                                       underpayment_tolerance=args.underpayment_tolerance)
+        now, address = accounts.merchant_settings(m, settings.payment_lifetime_minutes), m.email
+    data = {"email": address, "payment_lifetime_minutes": now.payment_lifetime_minutes,
+            "payment_lifetime_default": now.lifetime_is_default,
+            "underpayment_tolerance_percent": now.tolerance_percent}
+    default = " (the default, PAYMENT_LIFETIME_MINUTES)" if now.lifetime_is_default else ""
+    _out(args, data, f"merchant {address}: payment lifetime {now.payment_lifetime_minutes} minutes{default}, "
+                     f"underpayment tolerance {now.tolerance_percent}%")
+
+
 def cmd_key_create(args, settings: Settings) -> None:
     with unit_of_work_for(settings) as s:
         m = accounts.merchant_by_email(s, args.email)
@@ -78,6 +93,36 @@ def cmd_wallet_set(args, settings: Settings) -> None:
     if saved.warning:
         print(f"kassa: warning: {saved.warning}", file=sys.stderr)
     _out(args, data, f"{args.chain} wallet set for {args.email} ({args.mode}); first address {first}")
+
+
+def cmd_wallet_descriptor(args, settings: Settings) -> None:
+    """The watch-only descriptors of the merchant's Bitcoin key, and the gap limit it needs."""
+    from kassa_common.payments.gap import DEFAULT_GAP_LIMIT, bitcoin_watch_only
+
+    if args.chain != "bitcoin":
+        raise ValueError("descriptors are for --chain bitcoin: an EVM wallet watches an account, not a script")
+    with unit_of_work_for(settings) as s:
+        m = accounts.merchant_by_email(s, args.email)
+        watch = bitcoin_watch_only(s, m.id, args.mode, settings.networks, fingerprint=args.fingerprint)
+    if watch is None:
+        raise ValueError(f"no bitcoin wallet is set for {args.email} in {args.mode} mode"
+                         + (" (test payments use Kassa's published test key)" if args.mode == "test" else "")
+                         + f": set one with `kassa wallet set --email {args.email} --mode {args.mode} "
+                           "--chain bitcoin --xpub ...`")
+    d, gap = watch.descriptors, watch.gap
+    if gap.warning():
+        print(f"kassa: warning: {gap.warning()}", file=sys.stderr)
+    origin = (f"key origin: [{d.origin}]" if d.origin else
+              "key origin: unknown (an account xpub does not carry its master key's fingerprint): the descriptors "
+              "watch without it; add --fingerprint F (your wallet shows it) to include it")
+    lines = ["receive (the addresses Kassa hands out):", f"  {d.receive}",
+             "change (for a wallet that also spends):", f"  {d.change}", origin, "",
+             f"gap: {gap.summary()}", *(f"  {line}" for line in gap.advice())]
+    if not gap.over_default:
+        lines.append(f"  (the default gap limit of {DEFAULT_GAP_LIMIT} finds every payment so far)")
+    lines += ["", "Bitcoin Core (a watch-only wallet: createwallet NAME true true):",
+              f"  importdescriptors '{json.dumps(watch.import_request())}'"]
+    _out(args, {"email": args.email, "mode": args.mode, "chain": "bitcoin", **watch.to_json()}, "\n".join(lines))
 
 
 def _set_settlement_address(args, settings: Settings) -> None:
@@ -160,6 +205,15 @@ def build_parser() -> argparse.ArgumentParser:
         a = leaf(merchant, name)
         a.add_argument("email")
         a.set_defaults(run=_set_flag(flag, value))
+    st = leaf(merchant, "settings", help="print a merchant's settings, changing those given")
+    st.add_argument("email")
+    st.add_argument("--payment-lifetime", metavar="MIN",
+                    help=f"minutes new payments stay open, {accounts.MIN_LIFETIME}-{accounts.MAX_LIFETIME} "
+                         "(\"default\": PAYMENT_LIFETIME_MINUTES)")
+    st.add_argument("--underpayment-tolerance", metavar="PCT",
+                    help="percent a confirmed total may fall short and still complete, "
+                         f"0-{accounts.MAX_TOLERANCE_PERCENT}")
+    st.set_defaults(run=cmd_merchant_settings)
 
     key = group("key")
     k = leaf(key, "create")
@@ -179,6 +233,13 @@ def build_parser() -> argparse.ArgumentParser:
     where.add_argument("--address", help="EVM settlement address (forwarder settlement): each payment gets a "
                                          "deposit address that can only forward to it")
     w.set_defaults(run=cmd_wallet_set)
+    wd = leaf(wallet, "descriptor", help="the watch-only output descriptors and the gap limit the wallet needs")
+    wd.add_argument("--email", required=True)
+    wd.add_argument("--mode", required=True, choices=accounts.MODES)
+    wd.add_argument("--chain", required=True, choices=accounts.CHAINS, help="bitcoin (descriptors are Bitcoin's)")
+    wd.add_argument("--fingerprint", help="your wallet's master key fingerprint (8 hex characters), to include "
+                                          "the key origin [F/84h/0h/0h]")
+    wd.set_defaults(run=cmd_wallet_descriptor)
 
     bus = group("bus")
     leaf(bus, "status", help="every queue: depth and consumers").set_defaults(run=cmd_bus_status)

@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
+from urllib.parse import urlsplit
 
 from kassa_common.chains.networks import Registry, load_registry
 from kassa_common.chains.rates import DEFAULT_FIXED_RATES
 
 DEFAULT_SECRET_KEY = "dev-insecure-secret-change-me"
+DEFAULT_SMTP_FROM = "Kassa <no-reply@localhost>"
+SMTP_SCHEMES = ("smtp", "smtps")
 ENVIRONMENTS = ("production", "development")
 
 
@@ -36,6 +39,13 @@ def _positive_int(value: str) -> int:
     return n
 
 
+def _non_negative_int(value: str) -> int:
+    n = int(value)
+    if n < 0:
+        raise ValueError(f"must be 0 or a positive integer: {value!r}")
+    return n
+
+
 def _seconds_list(value: str) -> tuple[float, ...]:
     items = tuple(float(x) for x in value.split(",") if x.strip())
     if not items or any(x <= 0 for x in items):
@@ -48,6 +58,19 @@ def _environment(value: str) -> str:
     if v not in ENVIRONMENTS:
         raise ValueError(f"must be one of {', '.join(ENVIRONMENTS)}: {value!r}")
     return v
+
+
+def _smtp_url(value: str) -> str:
+    """``smtp://[user:pass@]host[:port][?starttls=true]`` or ``smtps://...`` (checked here,
+    read by the notifier). The message never repeats the value: it may hold a password."""
+    try:
+        parts = urlsplit(value.strip())
+        _ = parts.port  # raises for a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in SMTP_SCHEMES or not parts.hostname:
+        raise ValueError("must be smtp://[user:password@]host[:port][?starttls=true] or smtps://…")
+    return value.strip()
 
 
 def _maybe(env: Mapping[str, str], name: str, coerce: Callable[[str], Any], default: Any) -> Any:
@@ -72,6 +95,8 @@ class Settings:
     kassa_env: str = "production"  # "development": the local stack (make run, docker compose)
     payment_lifetime_minutes: int = 60
     rate_limit_per_minute: int = 100
+    public_create_per_minute: int = 10  # payments one client address may start from product pages
+    trusted_proxies: int = 0  # reverse proxies in front of the web whose X-Forwarded-For is believed
     idempotency_ttl_hours: int = 24
     test_mode_complete_seconds: float = 10.0
     webhook_allow_private_urls: bool = False
@@ -85,6 +110,8 @@ class Settings:
     log_level: str = "INFO"
     metrics_port: int | None = None
     bus_prefix: str = ""  # prefixes the exchange and queue names (isolated test runs)
+    smtp_url: str | None = field(default=None, repr=False)  # None: no email notifications; may hold a password
+    smtp_from: str = DEFAULT_SMTP_FROM
     networks: Registry = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     @classmethod
@@ -102,6 +129,9 @@ class Settings:
             kassa_env=_maybe(env, "KASSA_ENV", _environment, d.kassa_env),
             payment_lifetime_minutes=_maybe(env, "PAYMENT_LIFETIME_MINUTES", _positive_int, d.payment_lifetime_minutes),
             rate_limit_per_minute=_maybe(env, "RATE_LIMIT_PER_MINUTE", _positive_int, d.rate_limit_per_minute),
+            public_create_per_minute=_maybe(env, "PUBLIC_CREATE_PER_MINUTE", _positive_int,
+                                            d.public_create_per_minute),
+            trusted_proxies=_maybe(env, "TRUSTED_PROXIES", _non_negative_int, d.trusted_proxies),
             idempotency_ttl_hours=_maybe(env, "IDEMPOTENCY_TTL_HOURS", _positive_int, d.idempotency_ttl_hours),
             test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),
             webhook_allow_private_urls=_maybe(env, "WEBHOOK_ALLOW_PRIVATE_URLS", _bool, d.webhook_allow_private_urls),
@@ -115,6 +145,8 @@ class Settings:
             log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),
             metrics_port=_maybe(env, "METRICS_PORT", int, None),
             bus_prefix=_maybe(env, "BUS_PREFIX", str, ""),
+            smtp_url=_maybe(env, "SMTP_URL", _smtp_url, None),
+            smtp_from=_maybe(env, "SMTP_FROM", str, d.smtp_from),
             networks=load_registry(env),
         )
 

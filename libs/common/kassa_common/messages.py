@@ -55,6 +55,14 @@ class DeliveryStatus(StrEnum):
     FAILED = "FAILED"
 
 
+class NotificationStatus(StrEnum):
+    """An email of the notifier: waiting (or between attempts), sent, given up."""
+
+    PENDING = "PENDING"
+    SENT = "SENT"
+    FAILED = "FAILED"
+
+
 class EventType(StrEnum):
     """Webhook event types; a payment event's routing key is its type."""
 

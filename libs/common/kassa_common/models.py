@@ -37,6 +37,8 @@ class Merchant(Base):
     banned: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
     payment_lifetime_minutes: Mapped[int | None] = mapped_column(sa.Integer)
     underpayment_tolerance: Mapped[Decimal] = mapped_column(sa.Numeric(6, 5), nullable=False, server_default="0")
+    # email the merchant about completed, partially paid and late payments (the notifier)
+    notify_email: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.true())
     created_at: Mapped[datetime] = _created()
 
     __table_args__ = (sa.Index("merchants_email_key", sa.func.lower(email), unique=True),)
@@ -305,6 +307,32 @@ class WebhookDelivery(Base):
         sa.UniqueConstraint("event_id", "endpoint_id"),
         sa.Index("webhook_deliveries_due", "next_attempt_at", postgresql_where=sa.text("status = 'PENDING'")),
         sa.Index("webhook_deliveries_endpoint", "endpoint_id", sa.text("created_at DESC")),
+    )
+
+
+class Notification(Base):
+    """One email about one event (kind ``merchant`` or ``receipt``): written PENDING, once
+    (unique), with the consumer's transaction; sent by the notifier, then SENT (or FAILED
+    once the retry schedule gives up). ``lease_until``: a sender is sending it now."""
+
+    __tablename__ = "notifications"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    event_id: Mapped[str] = mapped_column(sa.ForeignKey("events.id", ondelete="CASCADE"), nullable=False)
+    kind: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    recipient: Mapped[str] = mapped_column(sa.String(320), nullable=False)
+    subject: Mapped[str] = mapped_column(sa.Text, nullable=False)
+    body_text: Mapped[str] = mapped_column(sa.Text, nullable=False)
+    body_html: Mapped[str | None] = mapped_column(sa.Text)
+    status: Mapped[str] = mapped_column(sa.String(10), nullable=False)  # PENDING | SENT | FAILED
+    attempts: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
+    next_attempt_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False, server_default=NOW)
+    lease_until: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    last_error: Mapped[str | None] = mapped_column(sa.Text)
+    sent_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    created_at: Mapped[datetime] = _created()
+    __table_args__ = (
+        sa.UniqueConstraint("event_id", "kind", name="notifications_event_kind"),
+        sa.Index("notifications_due", "next_attempt_at", postgresql_where=sa.text("status = 'PENDING'")),
     )
 
 

@@ -5,6 +5,7 @@ import logging
 import uuid
 
 from flask import Flask, g, request
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from kassa_common.chains.rates_http import make_rates
 from kassa_common.config import Settings
@@ -36,7 +37,11 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         sessions=make_session_factory(engine),
         limiter=make_limiter(settings.redis_url, settings.rate_limit_per_minute),
         rates=make_rates(settings),
+        public_limiter=make_limiter(settings.redis_url, settings.public_create_per_minute),
     ))
+    if settings.trusted_proxies:  # the client address is the one the proxies saw (rate limits, throttling)
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies,  # type: ignore[method-assign]
+                                x_proto=settings.trusted_proxies, x_host=settings.trusted_proxies)
     errors.init_app(app)
     _register_blueprints(app)
 

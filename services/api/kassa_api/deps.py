@@ -20,8 +20,9 @@ class Deps:
     settings: Settings
     engine: Engine
     sessions: sessionmaker[Session]
-    limiter: RateLimiter
+    limiter: RateLimiter  # per API key
     rates: RateProvider
+    public_limiter: RateLimiter  # payments started from product pages, per client address
 
 
 def deps() -> Deps:

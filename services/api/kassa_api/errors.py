@@ -6,11 +6,13 @@ import uuid
 from typing import Any
 
 from flask import Flask, g, jsonify, request
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestURITooLarge as URITooLong
 
 from kassa_common.errors import DomainError
 
 log = logging.getLogger("kassa.api")
+MAX_URL = 4096  # bytes of path and query; gunicorn's own limit (8190) sits above it, so the
+# application answers a long URL itself, in the error shape, instead of gunicorn's HTML page
 
 HTTP_CODES = {
     400: "BAD_REQUEST",
@@ -20,6 +22,7 @@ HTTP_CODES = {
     405: "METHOD_NOT_ALLOWED",
     409: "CONFLICT",
     413: "PAYLOAD_TOO_LARGE",
+    414: "URI_TOO_LONG",
     415: "UNSUPPORTED_MEDIA_TYPE",
     422: "UNPROCESSABLE_ENTITY",
     429: "RATE_LIMIT_EXCEEDED",
@@ -67,6 +70,11 @@ def wants_html() -> bool:
 
 
 def init_app(app: Flask) -> None:
+    @app.before_request
+    def _url_length():
+        if len(request.full_path.encode()) > MAX_URL:
+            raise URITooLong()
+
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError):
         return _respond(exc.status, exc.code, exc.message, exc.details, exc.headers)
@@ -89,6 +97,8 @@ def init_app(app: Flask) -> None:
             message = f"{request.method} is not allowed on {request.path}"
         elif status == 413:
             message = "request body is larger than 64 KiB"
+        elif status == 414:
+            message = f"the URL (path and query) is longer than {MAX_URL} bytes"
         else:
             message = exc.description or exc.name
         headers = {"Allow": exc.response.headers["Allow"]} if exc.response is not None and "Allow" in exc.response.headers else {}

@@ -6,11 +6,14 @@ tested without a request. None of them changes anything.
 from __future__ import annotations
 
 import uuid
+from datetime import date, datetime, time, timedelta, timezone
+from decimal import Decimal
 from typing import NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from kassa_common.messages import PaymentStatus
 from kassa_common.models import ApiKey, Event, Payment, Sweep, SweepItem, Wallet, WebhookDelivery, WebhookEndpoint
 
 
@@ -78,3 +81,44 @@ def active_endpoints(session: Session, merchant_id: uuid.UUID, test_mode: bool) 
     return list(session.scalars(sa.select(WebhookEndpoint).where(
         WebhookEndpoint.merchant_id == merchant_id, WebhookEndpoint.test_mode == test_mode,
         WebhookEndpoint.deleted_at.is_(None), WebhookEndpoint.active).order_by(WebhookEndpoint.created_at.desc())))
+
+
+class DayVolume(NamedTuple):
+    """The completed payments of one UTC day: their USD amount and how many."""
+
+    day: date
+    amount: Decimal
+    count: int
+
+
+def daily_volume(session: Session, merchant_id: uuid.UUID, test_mode: bool, today: date,
+                 days: int = 30) -> list[DayVolume]:
+    """The USD amount and count of completed payments per UTC day of completion, for the
+    ``days`` days up to and including ``today``, oldest first; a day with none is a zero row.
+
+    One query: the calendar (``generate_series``) left-joined to the payments completed in
+    the window, grouped by day, so PostgreSQL sums and the zero days need no filling in.
+    """
+    first = today - timedelta(days=days - 1)
+    since, until = (datetime.combine(d, time(), timezone.utc) for d in (first, today + timedelta(days=1)))
+    start, end = (sa.cast(sa.literal(d), sa.DateTime()) for d in (first, today))  # no zone: plain days
+    calendar = sa.select(sa.cast(sa.func.generate_series(start, end, sa.text("interval '1 day'")), sa.Date)
+                         .label("day")).cte("calendar")
+    done = sa.select(sa.cast(sa.func.timezone("UTC", Payment.completed_at), sa.Date).label("day"),
+                     Payment.amount).where(Payment.merchant_id == merchant_id, Payment.test_mode == test_mode,
+                                           Payment.status == PaymentStatus.COMPLETED,
+                                           Payment.completed_at >= since, Payment.completed_at < until).cte("done")
+    rows = session.execute(
+        sa.select(calendar.c.day, sa.func.coalesce(sa.func.sum(done.c.amount), 0), sa.func.count(done.c.amount))
+        .select_from(calendar.outerjoin(done, done.c.day == calendar.c.day))
+        .group_by(calendar.c.day).order_by(calendar.c.day))
+    return [DayVolume(day, Decimal(amount), count) for day, amount, count in rows]
+
+
+def status_counts(session: Session, merchant_id: uuid.UUID, test_mode: bool) -> dict[str, int]:
+    """How many of the merchant's payments of this mode are in each status (every status, zero included)."""
+    counts = dict(session.execute(
+        sa.select(Payment.status, sa.func.count()).where(Payment.merchant_id == merchant_id,
+                                                         Payment.test_mode == test_mode)
+        .group_by(Payment.status)).all())
+    return {status: counts.get(status, 0) for status in PaymentStatus}

@@ -13,7 +13,10 @@ Where to look:
   payment's forwarder deposit address.
 - ``sweeps``: forwarder deposits due for a sweep, and what a confirmed sweep records
   (``payment.swept``); the sweeper process does the chain work.
-- ``queries``: reading payments; ``shape``: their JSON (API, webhooks, checkout).
+- ``queries``: reading payments; ``shape``: their JSON (API, webhooks, checkout);
+  ``export``: the dashboard's CSV of them.
+- ``gap``: the Bitcoin gap monitor: how many unused addresses in a row a merchant's
+  wallet must look past (reads only).
 
 The API routes, the dashboard, the checkout pages, the settler and the expirer call the
 functions below and hold no payment logic.
@@ -21,6 +24,7 @@ functions below and hold no payment logic.
 from kassa_common.payments.cancel import cancel, cancel_payment, cancel_refusal
 from kassa_common.payments.create import NewPayment, create_payment, resolve_pair
 from kassa_common.payments.expire import expire_due
+from kassa_common.payments.export import payments_csv
 from kassa_common.payments.queries import find_by_short_id, find_payment, list_payments
 from kassa_common.payments.settle import settle
 from kassa_common.payments.shape import PaymentOut, payment_to_dict, public_view, remaining_units, transfers_of
@@ -30,6 +34,6 @@ from kassa_common.payments.transitions import OPEN, STATUSES, Trigger, apply
 __all__ = [
     "OPEN", "STATUSES", "NewPayment", "NotTestPayment", "PaymentOut", "Trigger", "apply", "cancel", "cancel_payment",
     "cancel_refusal", "complete_due_test_payments", "create_payment", "expire_due", "find_by_short_id", "find_payment",
-    "let_expire", "list_payments", "pay", "payment_to_dict", "public_view", "remaining_units", "resolve_pair",
-    "settle", "transfers_of",
+    "let_expire", "list_payments", "pay", "payment_to_dict", "payments_csv", "public_view", "remaining_units",
+    "resolve_pair", "settle", "transfers_of",
 ]

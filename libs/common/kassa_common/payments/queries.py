@@ -1,6 +1,8 @@
 """Reading payments: by id or short id within an owner's objects, by short id for the
-public checkout, and the merchant's filtered, paginated list."""
+public checkout, and the merchant's filtered list, by pages or in batches (CSV export)."""
 from __future__ import annotations
+
+from typing import Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -9,7 +11,7 @@ from kassa_common.errors import NotFound
 from kassa_common.ids import looks_like_short_id, parse_uuid
 from kassa_common.models import Payment
 from kassa_common.owner import Owner
-from kassa_common.paging import page_of
+from kassa_common.paging import newest_first, page_of
 
 
 def find_payment(session: Session, owner: Owner, ref: str, *, lock: bool = False) -> Payment:
@@ -41,10 +43,10 @@ def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def list_payments(session: Session, owner: Owner, *, page: int, page_size: int, status: str | None,
-                  search: str | None) -> tuple[list[Payment], int]:
-    """A page of the owner's payments, newest first; ``search`` matches email and name
-    (case-insensitive substring) and ids exactly."""
+def payment_filters(owner: Owner, *, status: str | None, search: str | None) -> list:
+    """The owner's payments with this status (None: any) matching ``search``: email and name
+    (case-insensitive substring) and ids exactly. The dashboard's list and its CSV export
+    both filter with this."""
     conds = [Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode]
     if status:
         conds.append(Payment.status == status)
@@ -56,4 +58,20 @@ def list_payments(session: Session, owner: Owner, *, page: int, page_size: int, 
         if looks_like_short_id(search):
             matches.append(Payment.short_id == search.upper())
         conds.append(sa.or_(*matches))
-    return page_of(session, Payment, conds, page, page_size)
+    return conds
+
+
+def list_payments(session: Session, owner: Owner, *, page: int, page_size: int, status: str | None,
+                  search: str | None) -> tuple[list[Payment], int]:
+    """A page of the owner's payments, newest first (``payment_filters``)."""
+    return page_of(session, Payment, payment_filters(owner, status=status, search=search), page, page_size)
+
+
+def payment_batches(session: Session, owner: Owner, *, status: str | None, search: str | None,
+                    batch_size: int) -> Iterator[list[Payment]]:
+    """Every payment the list shows with these filters, in its order, ``batch_size`` at a
+    time from a server-side cursor: an export of any size in bounded memory."""
+    stmt = (sa.select(Payment).where(*payment_filters(owner, status=status, search=search))
+            .order_by(*newest_first(Payment)).execution_options(yield_per=batch_size))
+    for batch in session.scalars(stmt).partitions():
+        yield list(batch)

@@ -117,6 +117,12 @@ def buy(product_id: str):
     product, merchant, unavailable = _product_or_error(product_id)
     if unavailable:
         return unavailable
+    verdict = deps().public_limiter.hit(f"buy:{request.remote_addr}")
+    if not verdict.allowed:  # one address starting payment after payment: a script, not a customer
+        response = error_page(429, f"Too many payments were started from your address. "
+                                   f"Try again in {verdict.reset_in} seconds.")
+        response.headers["Retry-After"] = str(verdict.reset_in)
+        return response
     if product.currency_type == "CRYPTO":
         network, token = product.network, product.token
     else:

@@ -10,13 +10,15 @@ from flask import Blueprint
 from werkzeug.exceptions import HTTPException
 
 from kassa_api import csrf
-from kassa_api.routes.dashboard import accounts, events, keys, payments, products, sweeps, wallets, webhooks
+from kassa_api.routes.dashboard import (accounts, events, keys, notifications, overview, payments, products,
+                                        settings, sweeps, wallets, webhooks)
 from kassa_api.web import http_error_page
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 csrf.protect(bp)
 bp.register_error_handler(HTTPException, http_error_page)
-for resource in (accounts, keys, payments, products, webhooks, events, wallets, sweeps):
+for resource in (accounts, overview, keys, payments, products, webhooks, events, wallets, sweeps, settings,
+                 notifications):
     bp.register_blueprint(resource.bp)
 
 

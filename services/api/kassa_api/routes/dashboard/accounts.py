@@ -34,6 +34,7 @@ def authenticated(email: str, password: str) -> Merchant | None:
     try:
         merchant = accounts.merchant_by_email(db(), email)
     except NotFound:
+        accounts.check_password(None, password)  # as slow as a wrong password: no account enumeration by timing
         return None
     return merchant if accounts.check_password(merchant.password_hash, password) else None
 
@@ -80,7 +81,7 @@ def logout():
 @bp.get("/")
 @login_required
 def home():
-    return redirect(url_for("dashboard.payments.index"), 303)
+    return redirect(url_for("dashboard.overview.index"), 303)
 
 
 @bp.route("/onboarding", methods=["GET", "POST"])
@@ -93,7 +94,7 @@ def onboarding():
         return render("onboarding.html", 422, error="Enter your business name (up to 200 characters).")
     with transaction():
         g.merchant.business_name = name
-    return redirect(url_for("dashboard.payments.index"), 303)
+    return redirect(url_for("dashboard.overview.index"), 303)
 
 
 @bp.post("/mode")

@@ -1,7 +1,10 @@
-"""Payments: the list (status filter, search, pages), one payment's history, and cancel."""
+"""Payments: the list (status filter, search, pages) and its CSV export, one payment's history, and cancel."""
 from __future__ import annotations
 
-from flask import Blueprint, abort, redirect, request, url_for
+from typing import Iterator
+
+from flask import Blueprint, Response, abort, redirect, request, url_for
+from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_api import queries
 from kassa_api.deps import db, deps, transaction
@@ -10,24 +13,50 @@ from kassa_api.routes.dashboard.common import (NO_PAYMENT, current_owner, get_pa
 from kassa_api.routes.dashboard.sweeps import token_amount
 from kassa_common import payments
 from kassa_common.errors import DomainError
+from kassa_common.owner import Owner
 from kassa_common.paging import page_meta
+from kassa_common.timefmt import utcnow
 
 bp = Blueprint("payments", __name__)
 PAGE_SIZE = 20
 
 
+def list_filters() -> tuple[str | None, str | None]:
+    """The list's filters from the query string: a known status (else any) and the search text."""
+    args = request.args
+    status = args.get("status") if args.get("status") in payments.STATUSES else None
+    return status, args.get("search", "").strip()[:200] or None
+
+
 @bp.get("/payments")
 @login_required
 def index():
-    args = request.args
-    status = args.get("status") if args.get("status") in payments.STATUSES else None
-    search = args.get("search", "").strip()[:200] or None
-    page_no = max(args.get("page", 1, type=int) or 1, 1)
+    status, search = list_filters()
+    page_no = max(request.args.get("page", 1, type=int) or 1, 1)
     rows, total = payments.list_payments(db(), current_owner(), page=page_no, page_size=PAGE_SIZE, status=status,
                                          search=search)
     return render("payments.html", rows=rows, total=total, page=page_no,
                   pages=page_meta(page_no, PAGE_SIZE, total)["pages"], status=status, search=search or "",
                   statuses=payments.STATUSES)
+
+
+@bp.get("/payments/export.csv")
+@login_required
+def export():
+    """The list with its filters as a CSV download, streamed as it is read (``payments.export``)."""
+    status, search = list_filters()
+    owner = current_owner()
+    filename = f"kassa-payments-{owner.mode}-{utcnow():%Y-%m-%d}.csv"
+    return Response(_csv(deps().sessions, owner, status, search), mimetype="text/csv",
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
+
+
+def _csv(sessions: sessionmaker[Session], owner: Owner, status: str | None, search: str | None) -> Iterator[str]:
+    """The body, on a session of its own: the request's session is closed as soon as the view
+    returns, before the server reads the body; this one closes when the body ends or the
+    client goes away (the server closes the generator)."""
+    with sessions() as session:
+        yield from payments.payments_csv(session, owner, status=status, search=search)
 
 
 @bp.get("/payments/<ref>")
