@@ -100,7 +100,26 @@ def test_create_payment_body_documents_the_rules(document, settings):
     assert amount["minimum"] == 0.01 and amount["multipleOf"] == 0.01
     assert set(body["properties"]["network"]["enum"]) == {n.name for n in settings.networks}
     assert {"USDC", "USDT", "ETH", "BTC"} <= set(body["properties"]["token"]["enum"])
-    assert body["oneOf"] == [{"required": ["amount"]}, {"required": ["product_id"]}]
+    assert body["oneOf"] == [{"required": ["amount"], "properties": {"amount": {"type": "number"}}},
+                             {"required": ["product_id"], "properties": {"product_id": {"type": "string"}}}]
+    base = next(rule for rule in body["allOf"] if rule["if"]["properties"]["network"]["const"] == "BASE")
+    assert base["then"]["properties"]["token"]["enum"] == sorted(t.symbol for t in settings.networks.get("BASE").tokens)
+
+
+def test_create_product_body_documents_crypto_and_fiat(document):
+    body = document["components"]["schemas"]["CreateProduct"]
+    kind = body["allOf"][0]
+    assert kind["if"]["properties"]["currency_type"]["const"] == "CRYPTO"
+    assert kind["then"]["required"] == ["token", "network"]
+    assert kind["else"]["properties"]["price"]["multipleOf"] == 0.01
+    assert kind["else"]["properties"]["token"] == {"type": "null"}
+
+
+def test_strings_say_they_refuse_nul_and_updates_refuse_null(document):
+    schemas = document["components"]["schemas"]
+    assert schemas["CreateProduct"]["properties"]["name"]["not"] == {"pattern": "\x00"}
+    assert schemas["UpdateProduct"]["properties"]["name"]["type"] == "string"  # not nullable
+    assert schemas["UpdateWebhook"]["properties"]["url"]["type"] == "string"
 
 
 def test_list_payments_query_parameters(document):

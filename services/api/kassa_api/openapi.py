@@ -104,6 +104,53 @@ def _registry_values(node: Any, values: dict[str, list[str]]) -> None:
             _registry_values(child, values)
 
 
+def _no_nul(node: Any) -> None:
+    """Every string refuses NUL characters (PostgreSQL text cannot hold one): say so."""
+    if isinstance(node, dict):
+        if node.get("type") == "string" and not ({"enum", "const", "format"} & node.keys()):
+            node["not"] = {"pattern": "\u0000"}
+        if isinstance(node.get("propertyNames"), dict):  # object keys are strings too
+            node["propertyNames"]["not"] = {"pattern": "\u0000"}
+        for child in list(node.values()):
+            _no_nul(child)
+    elif isinstance(node, list):
+        for child in node:
+            _no_nul(child)
+
+
+def _cross_field_rules(schemas: dict[str, Any], networks: list) -> None:
+    """State in the document the rules the server checks across fields, so a request valid
+    by the document is never refused for them: exactly one of amount or product_id; each
+    network's own tokens; CRYPTO products need a token and network (priced in the token's
+    units), FIAT ones take neither (priced in cents)."""
+    def token_of(network, nullable: bool) -> list[dict[str, Any]]:
+        tokens: list[Any] = sorted({t.symbol for t in network.tokens})
+        return [{"if": {"properties": {"network": {"const": network.name}}, "required": ["network"]},
+                 "then": {"properties": {"token": {"enum": tokens + ([None] if nullable else [])}}}}]
+
+    def precision(network) -> list[dict[str, Any]]:  # a CRYPTO price has at most the token's decimals
+        return [{"if": {"properties": {"network": {"const": network.name}, "token": {"const": t.symbol}},
+                        "required": ["network", "token"]},
+                 "then": {"properties": {"price": {"multipleOf": float(f"1e-{t.decimals}")}}}}
+                for t in network.tokens]
+
+    payment = schemas.get("CreatePayment")
+    if payment is not None:
+        payment["oneOf"] = [{"required": ["amount"], "properties": {"amount": {"type": "number"}}},
+                            {"required": ["product_id"], "properties": {"product_id": {"type": "string"}}}]
+        payment["allOf"] = [rule for n in networks for rule in token_of(n, nullable=False)]
+    product = schemas.get("CreateProduct")
+    if product is not None:
+        product["allOf"] = [{
+            "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
+            "then": {"required": ["token", "network"],
+                     "properties": {"token": {"type": "string"}, "network": {"type": "string"}},
+                     "allOf": [rule for n in networks for rule in precision(n)]},
+            "else": {"properties": {"token": {"type": "null"}, "network": {"type": "null"},
+                                    "price": {"multipleOf": 0.01}}},
+        }] + [rule for n in networks for rule in token_of(n, nullable=True)]
+
+
 def _operation_ids(endpoints: list[str]) -> dict[str, str]:
     """Stable operation ids from the view names (``create_payment``), qualified by the
     blueprint only where two blueprints use the same name."""
@@ -128,6 +175,8 @@ def build(app: Flask, server_url: str, registry: Registry | None = None) -> dict
     networks = list(registry or [])
     _registry_values(schemas, {"networks": [n.name for n in networks],
                                "tokens": sorted({t.symbol for n in networks for t in n.tokens})})
+    _no_nul(schemas)
+    _cross_field_rules(schemas, networks)
     schemas["Error"] = ERROR_SCHEMA
 
     paths: dict[str, dict] = {}

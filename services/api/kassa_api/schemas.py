@@ -95,7 +95,7 @@ Code = Annotated[str, BeforeValidator(_upper), StringConstraints(min_length=1, m
 # wherever this marker is (case-insensitive on input, upper case on output).
 TokenCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": "tokens"})]
 NetworkCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": "networks"})]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=r"\S")]
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 MetaValue = Annotated[Union[Annotated[str, StringConstraints(max_length=500)], int, float, bool, None],
                       WrapValidator(_meta_value)]
@@ -109,7 +109,7 @@ class Strict(BaseModel):
 # ---- payments ---------------------------------------------------------------------------
 
 class CreatePayment(Strict):
-    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["amount"]}, {"required": ["product_id"]}]})
+    # The document states "exactly one of amount or product_id" (kassa_api.openapi).
 
     amount: Optional[UsdAmount] = Field(None, description="USD amount; required unless product_id is given")
     product_id: Optional[str] = Field(None, min_length=1, max_length=64,
@@ -167,7 +167,11 @@ class CreateProduct(ProductFields):
 
 
 class UpdateProduct(ProductFields):
-    pass
+    # Fields every product has: absent leaves them as they are; null is not a value (400).
+    name: Name = None  # type: ignore[assignment]
+    price: Price = None  # type: ignore[assignment]
+    currency_type: Literal["FIAT", "CRYPTO"] = None  # type: ignore[assignment]
+    active: StrictBool = None  # type: ignore[assignment]
 
 
 class ListPage(Strict):
@@ -208,7 +212,10 @@ class CreateWebhook(WebhookFields):
 
 
 class UpdateWebhook(WebhookFields):
-    pass
+    # Fields every endpoint has: absent leaves them as they are; null is not a value (400).
+    url: HttpUrl = None  # type: ignore[assignment]
+    events: list[EventName] = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))  # type: ignore[assignment]
+    active: StrictBool = None  # type: ignore[assignment]
 
 
 class WebhookOut(BaseModel):
