@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-from kassa_common.chains.hd import TEST_XPUBS
-from kassa_common.chains.networks import load_registry
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.api import set_live_wallet
 from tests.support.forwarder import ensure_factory, fresh_salt
 from tests.support.wait import until
-from tests.support.watcher import harness
+from tests.support.watcher import live_evm
 from web3 import Web3
 
 CONFIRMATIONS = 3
@@ -28,10 +25,7 @@ def chain(anvil_isolated):  # noqa: F811
 
 @pytest.fixture
 def h(settings, chain, engine, sessions, make_merchant):
-    env = {"LOCAL_EVM_RPC_URL": chain.url, "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS)}
-    merchant = make_merchant()
-    set_live_wallet(sessions, merchant.id, "evm", TEST_XPUBS["evm"])
-    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:
+    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS) as h:
         yield h
 
 

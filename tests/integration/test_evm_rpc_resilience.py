@@ -9,15 +9,12 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.chains.hd import TEST_XPUBS
-from kassa_common.chains.networks import load_registry
 from kassa_common.chains.rates import to_base_units
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.api import set_live_wallet
 from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
-from tests.support.watcher import harness
+from tests.support.watcher import at_tip as tip_reached, live_evm
 
 CONFIRMATIONS = 3
 KEY = "SECRETKEY123"  # a fake API key in the URL's path, as Infura and Alchemy have it
@@ -36,11 +33,8 @@ def proxy(chain):
 
 
 @pytest.fixture
-def h(settings, chain, proxy, engine, sessions, make_merchant):
-    env = {"LOCAL_EVM_RPC_URL": proxy.url(f"/v3/{KEY}"), "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS)}
-    merchant = make_merchant()
-    set_live_wallet(sessions, merchant.id, "evm", TEST_XPUBS["evm"])
-    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:
+def h(settings, proxy, engine, sessions, make_merchant):
+    with live_evm(settings, engine, sessions, make_merchant, proxy.url(f"/v3/{KEY}"), CONFIRMATIONS) as h:
         yield h
 
 
@@ -52,12 +46,8 @@ def pay_usdc(chain, p):
     return pay(chain.w3, to=p["address"], amount_base_units=units(p), token_contract=chain.tokens["USDC"])
 
 
-def at_tip(watcher, chain, timeout=30.0):
-    def there() -> bool:
-        st = watcher.scanner.state if watcher.scanner is not None else None
-        tip = chain.block_number
-        return st is not None and st.head == tip and st.confirmed_through == tip - CONFIRMATIONS + 1
-    until(there, timeout, message="watcher at the tip with its confirmed line moved")
+def at_tip(watcher, chain):
+    tip_reached(watcher, chain, CONFIRMATIONS, timeout=30.0)
 
 
 def test_the_watcher_rides_out_rate_limits_an_outage_and_log_range_limits_missing_nothing(h, chain, proxy, caplog):

@@ -6,14 +6,11 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.chains.hd import TEST_XPUBS
-from kassa_common.chains.networks import load_registry
 from kassa_common.chains.rates import to_base_units
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.api import set_live_wallet
 from tests.support.wait import until
-from tests.support.watcher import harness
+from tests.support.watcher import at_tip as tip_reached, live_evm
 
 CONFIRMATIONS = 3
 KEPT = CONFIRMATIONS + 24  # the blocks the watcher keeps for reorg tracking (main.keep_blocks)
@@ -26,10 +23,7 @@ def chain(anvil_isolated):  # noqa: F811
 
 @pytest.fixture
 def h(settings, chain, engine, sessions, make_merchant):
-    env = {"LOCAL_EVM_RPC_URL": chain.url, "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS)}
-    merchant = make_merchant()
-    set_live_wallet(sessions, merchant.id, "evm", TEST_XPUBS["evm"])
-    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:
+    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS) as h:
         yield h
 
 
@@ -43,12 +37,7 @@ def pay_usdc(chain, p, amount_units, sender=None):
 
 
 def at_tip(watcher, chain):
-    """The watcher read the tip and reported what is below it (its confirmed line moved last)."""
-    def there() -> bool:
-        st = watcher.scanner.state if watcher.scanner is not None else None
-        tip = chain.block_number
-        return st is not None and st.head == tip and st.confirmed_through == tip - CONFIRMATIONS + 1
-    until(there, message="watcher at the tip with its confirmed line moved")
+    tip_reached(watcher, chain, CONFIRMATIONS)
 
 
 def test_a_watcher_stopped_while_300_blocks_pass_reports_every_transfer_on_restart(h, chain):

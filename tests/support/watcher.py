@@ -122,3 +122,27 @@ def harness(settings, engine, sessions, merchant, network: str, *, also: tuple[s
             settler.stop()
             settler_thread.join(10)
             publisher.close()
+
+
+@contextmanager
+def live_evm(settings, engine, sessions, make_merchant, rpc_url: str, confirmations: int):
+    """A harness on LOCAL_EVM, read through ``rpc_url`` and needing ``confirmations``, for a
+    merchant whose live EVM wallet is the published test key."""
+    from kassa_common.chains.networks import load_registry
+    from tests.support.api import set_live_wallet
+
+    env = {"LOCAL_EVM_RPC_URL": rpc_url, "LOCAL_EVM_CONFIRMATIONS": str(confirmations)}
+    merchant = make_merchant()
+    set_live_wallet(sessions, merchant.id, "evm")
+    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:
+        yield h
+
+
+def at_tip(watcher: NetworkWatcher, chain, confirmations: int, timeout: float = 15.0) -> None:
+    """The watcher read the chain's tip and reported what is below it (its confirmed line,
+    which moves last, is where the tip makes it)."""
+    def there() -> bool:
+        st = watcher.scanner.state if watcher.scanner is not None else None
+        tip = chain.block_number
+        return st is not None and st.head == tip and st.confirmed_through == tip - confirmations + 1
+    until(there, timeout, message="watcher at the tip with its confirmed line moved")
