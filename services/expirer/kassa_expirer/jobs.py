@@ -8,8 +8,8 @@ from datetime import timedelta
 from prometheus_client import Counter
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_common.bus.consumer import purge_processed
 from kassa_common.bus.publisher import PublishFailed, Publisher
+from kassa_common import retention
 from kassa_common.db import unit_of_work
 from kassa_common.outbox import relay_once
 from kassa_common.payments import complete_due_test_payments, expire_due
@@ -27,6 +27,7 @@ class Jobs:
     test_complete_after: timedelta
     stale_after: timedelta = timedelta(seconds=30)
     batch: int = 1000
+    idempotency_ttl: timedelta = timedelta(hours=24)
 
     def expire(self) -> int:
         with unit_of_work(self.sessions) as session:
@@ -52,8 +53,8 @@ class Jobs:
         return n
 
     def purge(self) -> int:
-        with unit_of_work(self.sessions) as session:
-            return purge_processed(session)
+        """Rows past their retention window (``kassa_common.retention``)."""
+        return sum(retention.purge(self.sessions, self.idempotency_ttl).values())
 
     def tick(self) -> bool:
         """One round of every job; True if any had work (run again at once)."""

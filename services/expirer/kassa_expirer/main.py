@@ -15,12 +15,13 @@ INTERVAL = 0.5
 
 
 def build_jobs(worker: Worker) -> Jobs:
-    return Jobs(worker.sessions, worker.publisher(), timedelta(seconds=worker.settings.test_mode_complete_seconds))
+    return Jobs(worker.sessions, worker.publisher(), timedelta(seconds=worker.settings.test_mode_complete_seconds),
+                idempotency_ttl=timedelta(hours=worker.settings.idempotency_ttl_hours))
 
 
 def with_purge(jobs: Jobs, every: float = PURGE_EVERY) -> Callable[[], bool]:
-    """One round of the jobs per tick; the processed-message log is trimmed once per ``every``
-    seconds (a big delete, not worth a round trip per tick)."""
+    """One round of the jobs per tick; rows past their retention window are purged once per
+    ``every`` seconds (batched deletes, not worth a round trip per tick)."""
     last_purge = time.monotonic()
 
     def tick() -> bool:

@@ -221,9 +221,3 @@ class Consumer:
                                          message_id=props.message_id, type=props.type, headers=headers,
                                          timestamp=int(time.time()))
         channel.basic_publish("", queue, body, new_props)
-
-
-def purge_processed(session: Session, older_than_hours: int = 72) -> int:
-    result = session.execute(sa.delete(ProcessedMessage).where(
-        ProcessedMessage.created_at < sa.func.now() - sa.text(f"interval '{int(older_than_hours)} hours'")))
-    return result.rowcount or 0
