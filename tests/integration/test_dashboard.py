@@ -51,6 +51,22 @@ def test_repeated_wrong_passwords_are_throttled(client, sessions):
     assert right.status_code == 429
 
 
+def test_failed_logins_are_counted_across_web_processes_through_redis(settings, engine, sessions):
+    from kassa_api.app import create_app
+
+    shared = settings.with_(redis_url="redis://127.0.0.1:6379/0")
+    a, b = (create_app(shared, engine=engine).test_client() for _ in range(2))
+    email = merchant_with_password(sessions)
+
+    def wrong(client):
+        token = csrf_of(client.get("/dashboard/login"))
+        return client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "wrong-one"})
+
+    codes = [wrong(c).status_code for c in (a, b, a, b, a)]
+    assert codes == [401] * 5
+    assert wrong(b).status_code == 429 and wrong(a).status_code == 429  # five between them, not five each
+
+
 def test_a_form_without_csrf_token_gets_a_page_saying_why(client, sessions):
     email = merchant_with_password(sessions)
     client.get("/dashboard/login")

@@ -13,6 +13,7 @@ from kassa_common.db import make_engine, make_session_factory
 from kassa_api import deps as deps_module
 from kassa_api import errors
 from kassa_api.ratelimit import make_limiter
+from kassa_api.routes.dashboard.accounts import LOGIN_FAILURES, LOGIN_WINDOW_SECONDS
 
 MAX_BODY = 64 * 1024
 SECURITY_HEADERS = {
@@ -38,6 +39,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         limiter=make_limiter(settings.redis_url, settings.rate_limit_per_minute),
         rates=make_rates(settings),
         public_limiter=make_limiter(settings.redis_url, settings.public_create_per_minute),
+        login_failures=make_limiter(settings.redis_url, LOGIN_FAILURES, window=LOGIN_WINDOW_SECONDS),
     ))
     if settings.trusted_proxies:  # the client address is the one the proxies saw (rate limits, throttling)
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies,  # type: ignore[method-assign]

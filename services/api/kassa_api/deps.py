@@ -23,6 +23,7 @@ class Deps:
     limiter: RateLimiter  # per API key
     rates: RateProvider
     public_limiter: RateLimiter  # payments started from product pages, per client address
+    login_failures: RateLimiter  # failed dashboard logins, per client address and email
 
 
 def deps() -> Deps:

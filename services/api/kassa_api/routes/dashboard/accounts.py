@@ -1,32 +1,21 @@
 """Signing up, logging in and out, onboarding, the test/live switch, and the front door.
 
-Failed logins are counted per address and email in this process: after MAX_FAILURES within
-FAILURE_WINDOW seconds, the login form answers 429 until the oldest failure ages out.
+Failed logins are counted per client address and email, across web processes through Redis
+when REDIS_URL is set (in each process otherwise, in bounded memory): after LOGIN_FAILURES
+within a LOGIN_WINDOW_SECONDS window, the login form answers 429 until the window ends.
 """
 from __future__ import annotations
 
-import time
-from collections import defaultdict, deque
-
 from flask import Blueprint, g, redirect, request, session, url_for
 
-from kassa_api.deps import db, transaction
+from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import login_required, render
 from kassa_common import accounts
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Merchant
 
 bp = Blueprint("accounts", __name__)
-MAX_FAILURES, FAILURE_WINDOW = 5, 300.0
-_failures: dict[str, deque] = defaultdict(deque)
-
-
-def throttled(key: str) -> bool:
-    now = time.monotonic()
-    hits = _failures[key]
-    while hits and hits[0] < now - FAILURE_WINDOW:
-        hits.popleft()
-    return len(hits) >= MAX_FAILURES
+LOGIN_FAILURES, LOGIN_WINDOW_SECONDS = 5, 300
 
 
 def authenticated(email: str, password: str) -> Merchant | None:
@@ -57,16 +46,17 @@ def login():
     if request.method != "POST":  # GET or HEAD
         return render("login.html")
     email = request.form.get("email", "").strip().lower()
-    key = f"{request.remote_addr}|{email}"
-    if throttled(key):
+    key = f"login:{request.remote_addr}|{email}"
+    failures = deps().login_failures
+    if failures.exceeded(key):
         return render("login.html", 429, error="Too many failed attempts. Wait a few minutes and try again.")
     merchant = authenticated(email, request.form.get("password", ""))
     if merchant is None:
-        _failures[key].append(time.monotonic())
+        failures.hit(key)
         return render("login.html", 401, error="Wrong email or password.", email=email)
     if merchant.banned or not merchant.activated:
         return render("login.html", 403, error="This account is not activated yet.", email=email)
-    _failures.pop(key, None)
+    failures.clear(key)
     session.clear()
     session.update(merchant_id=str(merchant.id), mode="test")
     return redirect(url_for("dashboard.accounts.home"), 303)
