@@ -18,7 +18,7 @@ from kassa_expirer.jobs import Jobs
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet
 from tests.support.wait import until
-from tests.support.watcher import harness
+from tests.support.watcher import at_tip, harness
 
 CONFIRMATIONS = 3
 
@@ -43,9 +43,11 @@ def h(evm_settings, engine, sessions, make_merchant):
 
 
 @pytest.fixture
-def watching(h):
+def watching(h, chain):
+    """A watcher that is following the tip (its start-up backfill done)."""
     watcher = h.start_watcher()
     until(watcher.active.is_set, message="watcher active")
+    at_tip(watcher, chain, CONFIRMATIONS)
     return watcher
 
 

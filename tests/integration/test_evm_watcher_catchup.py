@@ -80,6 +80,31 @@ def test_a_payment_whose_address_reaches_the_watcher_after_its_transfer_confirme
     assert transfer.tx_hash == tx and transfer.status == "CONFIRMED"
 
 
+def test_a_payment_the_killed_watcher_had_not_heard_of_is_found_by_the_next_one(h, chain):
+    """The first watcher scans the block paying a payment whose address it never got (the
+    bus lost it, the reload was not due) and is killed; the next one loads the address at
+    start, and must look back for it rather than take the stored blocks as complete."""
+    first = h.start_watcher()
+    until(first.active.is_set, message="watcher active")
+    at_tip(first, chain)
+    p = h.create(amount=5)
+    address = p["address"].lower()
+    until(lambda: address in first.watchlist, message="the address fed to the first watcher")
+    first.watchlist.replace([a for a in first.watchlist._all if a != address])  # as if it never arrived
+    first.watchlist.take_new()
+    tx = pay_usdc(chain, p, 5_000_000)
+    chain.mine(KEPT + 10)  # the transfer's block is read, confirmed and pruned without the address
+    at_tip(first, chain)
+    first.stop()
+    until(lambda: not first.active.is_set(), message="first watcher stopped")
+    first.watchlist.replace([], initial=True)  # a new process starts with an empty watchlist
+    second = h.start_watcher()
+    h.wait_status(p["id"], "COMPLETED")
+    (transfer,) = h.transfers(p["id"])
+    assert transfer.tx_hash == tx and transfer.status == "CONFIRMED"
+    at_tip(second, chain)
+
+
 def test_a_reorg_replaying_a_confirmed_transfer_at_another_log_position_counts_it_once(h, chain):
     watcher = h.start_watcher()
     until(watcher.active.is_set, message="watcher active")

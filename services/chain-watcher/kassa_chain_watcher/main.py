@@ -19,6 +19,7 @@ import os
 import threading
 import time
 from dataclasses import dataclass
+from datetime import timedelta
 from functools import partial
 from typing import Callable
 
@@ -37,6 +38,7 @@ from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, address_networks, reload
 
 log = logging.getLogger("kassa.chain_watcher")
+RESTART_SLACK = timedelta(seconds=60)  # beyond the reload period: a feed or a scan running late
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,10 @@ class NetworkWatcher:
             store = Store(self.sessions, self.network.name, keep_blocks(self.network))
             self.scanner = Scanner(self.network, chain, store, self.watchlist, publisher.publish_batch,
                                    batch_blocks=self.options.batch_blocks)
+            # Payments the last watcher may not have heard of before it stopped: backfilled first.
+            recent = store.recent_addresses(self.address_networks,
+                                            timedelta(seconds=self.options.reload_seconds) + RESTART_SLACK)
+            self.watchlist.requeue({self.watchlist.normalize(a) for a in recent})
             log.info("%s: active, following from block %s with %d watched addresses", self.network.name,
                      self.scanner.state.head, len(self.watchlist))
             self.active.set()

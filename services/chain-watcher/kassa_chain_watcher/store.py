@@ -10,7 +10,7 @@ than the ``keep`` blocks kept for reorg tracking are pruned.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Collection
 
 import sqlalchemy as sa
@@ -67,6 +67,18 @@ class Store:
             rows = s.execute(sa.select(sa.func.lower(Payment.address), Payment.created_block)
                              .where(sa.func.lower(Payment.address).in_([a.lower() for a in addresses]))).all()
         return dict(rows)
+
+    def recent_addresses(self, networks: Collection[str], slack: timedelta) -> list[str]:
+        """Addresses of live payments created since ``slack`` before this network's cursor
+        last moved: the watcher that wrote it may have read blocks without them (an address
+        reaches a watcher by the bus or the next reload, and it may have died before), so a
+        watcher starting here backfills them instead of taking the stored blocks as complete."""
+        with self.sessions() as s:
+            last = s.scalar(sa.select(ChainCursor.updated_at).where(ChainCursor.network == self.network))
+            if last is None:
+                return []
+            return list(s.scalars(sa.select(Payment.address).where(
+                Payment.network.in_(list(networks)), Payment.test_mode.is_(False), Payment.created_at >= last - slack)))
 
     def append(self, state: State, new: list[Block], *, confirmed_through: int | None = None) -> None:
         """Record newly scanned blocks (and optionally a new confirmed line), prune old ones."""
