@@ -76,9 +76,14 @@ def test_failed_deliveries_are_retried_with_the_same_event_id(stack, merchant, r
     tries = receiver.events("payment.created", p["id"])
     assert [r.status for r in tries] == [500, 500, 200]
     assert len({r.json["id"] for r in tries}) == 1
-    deliveries = requests.get(f"{stack.api}/webhooks/{hook_id}/deliveries", headers=merchant.headers(),
-                              timeout=5).json()["data"]
-    created = next(d for d in deliveries if d["event_id"] == ok[0].json["id"])
+
+    def recorded():  # the sender records an attempt once it has the answer: after the receiver saw it
+        deliveries = requests.get(f"{stack.api}/webhooks/{hook_id}/deliveries", headers=merchant.headers(),
+                                  timeout=5).json()["data"]
+        found = next(d for d in deliveries if d["event_id"] == ok[0].json["id"])
+        return found if len(found["attempts_log"]) >= 3 else None
+
+    created = until(recorded, TIMEOUT)
     assert [a["status_code"] for a in created["attempts_log"]][:3] == [500, 500, 200]
     r = requests.post(f"{stack.api}/webhooks/{hook_id}/deliveries/{created['id']}/redeliver",
                       headers=merchant.headers(), timeout=5)
