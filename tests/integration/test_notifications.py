@@ -33,7 +33,7 @@ from kassa_notifier import sender as sender_module
 from kassa_notifier.main import build
 from kassa_notifier.smtp import SmtpServer
 from tests.integration.test_dashboard import csrf_of, merchant_with_password
-from tests.support.bus import private_topology
+from tests.support.bus import consuming, private_topology
 from tests.support.wait import until
 
 DASHBOARD = "https://kassa.example/dashboard"
@@ -91,12 +91,9 @@ def bus(settings):
 @pytest.fixture
 def settler(bus, settings, sessions):
     _, topo, _ = bus
-    consumer = Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions, name="test-settler")
-    thread = threading.Thread(target=consumer.run, daemon=True)
-    thread.start()
-    yield consumer
-    consumer.stop()
-    thread.join(10)
+    with consuming(Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions,
+                            name="test-settler")) as consumer:
+        yield consumer
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 PostgreSQL and RabbitMQ (each test run on its own exchange and queues)."""
 from __future__ import annotations
 
-import threading
 import uuid
 from datetime import timedelta
 
@@ -16,7 +15,7 @@ from kassa_common.models import Event, Payment, Transfer
 from kassa_common.outbox import relay_pending
 from kassa_api.workers.settler import handle_transfer
 from kassa_expirer.jobs import Jobs
-from tests.support.bus import private_topology, queue_depth
+from tests.support.bus import consuming, private_topology, queue_depth
 from tests.support.wait import until
 
 
@@ -31,12 +30,9 @@ def bus(settings):
 @pytest.fixture
 def settler(bus, settings, sessions):
     topo, _ = bus
-    consumer = Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions, name="test-settler")
-    thread = threading.Thread(target=consumer.run, daemon=True)
-    thread.start()
-    yield consumer
-    consumer.stop()
-    thread.join(10)
+    with consuming(Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions,
+                            name="test-settler")) as consumer:
+        yield consumer
 
 
 def new_payment(client, merchant, **body):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import secrets
+import threading
 from contextlib import contextmanager
 
 import pika
@@ -34,3 +35,15 @@ def queue_depth(rabbitmq_url: str, queue: str) -> int:
         return conn.channel().queue_declare(queue, passive=True).method.message_count
     finally:
         conn.close()
+
+
+@contextmanager
+def consuming(consumer):
+    """``consumer`` running in a thread for the block; stopped and joined after it."""
+    thread = threading.Thread(target=consumer.run, daemon=True)
+    thread.start()
+    try:
+        yield consumer
+    finally:
+        consumer.stop()
+        thread.join(10)
