@@ -12,7 +12,7 @@ from kassa_common.bus.consumer import Consumer
 from kassa_common.bus.publisher import Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Payment, Transfer
-from kassa_common.outbox import relay_pending
+from kassa_common.outbox import Relay, relay_pending
 from kassa_api.workers.settler import handle_transfer
 from kassa_expirer.jobs import Jobs
 from tests.support.bus import consuming, private_topology, queue_depth
@@ -124,3 +124,26 @@ def test_a_seen_transfer_holds_an_overdue_payment_open(client, merchant, session
     settler.handle(Delivered(uuid.uuid4().hex, "chain.transfer.confirmed", {**body, "confirmations": 10}, 1))
     assert status_of(sessions, p["id"]) == "COMPLETED"
     assert events_of(sessions, p["id"]) == ["payment.created", "payment.detected", "payment.completed"]
+
+
+def test_the_settlers_own_relay_publishes_what_a_batch_committed_at_once(client, merchant, sessions, bus, settings):
+    """The settler wakes its relay after each commit: payment.completed leaves without waiting
+    for any poll (this relay's poll is a minute, and no relay process runs)."""
+    topo, publisher = bus
+    p = new_payment(client, merchant)
+    relay = Relay(sessions, Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare), poll=60).start()
+    try:
+        with consuming(Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions,
+                                name="test-settler", after_commit=relay.wake)):
+            until(lambda: relay_pending(sessions, publisher) == 0)  # drained the relay's first round
+            jobs = Jobs(sessions, publisher, test_complete_after=timedelta(0))
+            assert jobs.complete_test_payments() >= 1
+            relay_pending(sessions, publisher)  # the simulated transfer reaches the settler
+
+            def completed_published():
+                with sessions() as s:
+                    return s.scalar(sa.select(Event.published_at).where(
+                        Event.payment_id == uuid.UUID(p["id"]), Event.type == "payment.completed"))
+            until(completed_published, timeout=10, message="payment.completed published by the settler's relay")
+    finally:
+        relay.stop()

@@ -4,10 +4,17 @@ Rows written by ``events.record_*`` in the transaction of a change are claimed i
 batches (``FOR UPDATE SKIP LOCKED``, so several relays can run), published with
 batched confirms, and marked published in the same transaction that claimed them.
 If RabbitMQ is down the rows simply wait.
+
+Latency: a process whose commits others wait on (the settler: a payment.completed webhook
+waits for its event) runs a ``Relay`` of its own and ``wake()``s it after each commit, so
+its events leave at once; the relay process polls for everyone else's (the web's) and is
+the safety net for all. The wake-up is a thread event, never a statement in the writing
+transaction: it costs the commit nothing (NOTIFY would serialize every commit).
 """
 from __future__ import annotations
 
 import logging
+import threading
 from datetime import timedelta
 
 import sqlalchemy as sa
@@ -47,17 +54,21 @@ def relay_pending(sessions, publisher: Publisher, **kw) -> int:
             return total
 
 
-def run_relay(sessions, publisher: Publisher, stop, *, poll: float = 0.1) -> None:
-    """Relay until ``stop`` (a threading.Event) is set: drain, then poll every ``poll`` s.
+def run_relay(sessions, publisher: Publisher, stop, *, poll: float = 0.1,
+              wake: threading.Event | None = None) -> None:
+    """Relay until ``stop`` (a threading.Event) is set: drain, then wait ``poll`` s or until
+    ``wake`` is set, and drain again.
 
     Polling (an index scan of the unpublished rows) rather than LISTEN/NOTIFY: NOTIFY
     serializes every committing transaction on one lock, which caps write throughput.
     While the broker or the database is unreachable the rows wait and the relay backs off
     (with jitter, up to 30 s); nothing is marked published that the broker did not confirm.
     """
+    wake = wake or threading.Event()
     backoff = transient.Backoff()
     try:
         while not stop.is_set():
+            wake.clear()
             try:
                 relay_pending(sessions, publisher)
                 backoff.reset()
@@ -68,6 +79,33 @@ def run_relay(sessions, publisher: Publisher, stop, *, poll: float = 0.1) -> Non
                 log.warning("outbox relay cannot publish (%s); rows wait, next try in %.1fs", exc, delay)
                 stop.wait(delay)
                 continue
-            stop.wait(poll)
+            wake.wait(poll)
     finally:
         publisher.close()
+
+
+class Relay:
+    """A relay in a background thread of a process that writes events: ``wake()`` it after a
+    commit and what was committed is published at once (``poll``: the safety net)."""
+
+    def __init__(self, sessions: sessionmaker[Session], publisher: Publisher, *, poll: float = 1.0) -> None:
+        self.sessions, self.publisher, self.poll = sessions, publisher, poll
+        self._wake, self._stop = threading.Event(), threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> "Relay":
+        self._thread = threading.Thread(target=run_relay, name="outbox-relay", daemon=True,
+                                        args=(self.sessions, self.publisher, self._stop),
+                                        kwargs={"poll": self.poll, "wake": self._wake})
+        self._thread.start()
+        return self
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Stop after the round in progress (what it claimed is published or left for others)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout)

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from prometheus_client import start_http_server
 from sqlalchemy.engine import Engine
@@ -84,6 +84,16 @@ def run_until_stopped(run: Callable[[], None], on_stop: Callable[[], None]) -> N
     signal.signal(signal.SIGTERM, _signal)
     signal.signal(signal.SIGINT, _signal)
     run()
+
+
+def run_together(runs: Iterable[Callable[[], None]]) -> None:
+    """Run each of ``runs`` in a thread of its own; return once every one has returned."""
+    threads = [threading.Thread(target=run, name=f"worker-{i}", daemon=True) for i, run in enumerate(runs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        while t.is_alive():
+            t.join(0.5)  # in short waits: the main thread must stay free to take SIGTERM
 
 
 def loop(tick: Callable[[], bool], stop: threading.Event, interval: float) -> None:

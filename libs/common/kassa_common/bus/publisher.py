@@ -3,7 +3,10 @@ broker to confirm all of it (one confirm per message caps out near 1k msgs/s her
 
 pika's BlockingChannel waits for each confirm in turn, so the batch path uses the
 underlying asynchronous channel (``BlockingChannel._impl``) for the sends and the
-blocking connection's event loop to collect the Basic.Ack/Nack frames.
+blocking connection's event loop to collect the Basic.Ack/Nack frames. That loop returns
+early only for events of its own, which the asynchronous channel's confirms are not: the
+last confirm schedules one (``call_later(0, …)``), or every publish would wait out the
+whole time slice (50 ms) however fast the broker answered.
 """
 from __future__ import annotations
 
@@ -29,6 +32,10 @@ class Message:
     routing_key: str
     body: dict[str, Any]
     headers: dict[str, Any] | None = None
+
+
+def _nothing() -> None:
+    pass
 
 
 def connection_parameters(url: str, name: str) -> pika.URLParameters:
@@ -63,7 +70,11 @@ class Publisher:
             self.declare(self._channel)
         self._next_tag = 1
         ready: list[bool] = []
-        self._channel._impl.confirm_delivery(self._on_confirm, callback=lambda _frame: ready.append(True))
+        def confirming(_frame) -> None:
+            ready.append(True)
+            self._conn.call_later(0, _nothing)  # ends the wait below at once
+
+        self._channel._impl.confirm_delivery(self._on_confirm, callback=confirming)
         deadline = time.monotonic() + self.timeout
         while not ready:
             if time.monotonic() > deadline:
@@ -81,6 +92,8 @@ class Publisher:
         self._pending -= tags
         if isinstance(method, Basic.Nack):
             self._nacked |= tags
+        if not self._pending and self._conn is not None:
+            self._conn.call_later(0, _nothing)  # ends the wait in ``process_data_events`` now
 
     def publish_batch(self, messages: Iterable[Message]) -> None:
         """Publish every message persistently; return once the broker confirmed them all."""
