@@ -89,7 +89,9 @@ def test_partial_payment_then_top_up_completes(h, chain, watching):
     chain.mine(CONFIRMATIONS - 1)
     h.wait_status(p["id"], "COMPLETED")
     assert int(h.payment(p["id"]).amount_received_units) == 10_000_000
-    assert h.events(p["id"])[-2:] == ["payment.partially_paid", "payment.completed"]
+    # the top-up may be caught while unconfirmed (payment.detected) or only once confirmed
+    settled = [e for e in h.events(p["id"]) if e != "payment.detected"]
+    assert settled[-2:] == ["payment.partially_paid", "payment.completed"]
 
 
 def test_over_payment_completes_and_shows_the_surplus(h, chain, watching):

@@ -12,7 +12,7 @@ from kassa_common.messages import TransferReport, TransferStatus
 from kassa_common.models import Event
 from tests.integration.test_dashboard_manage import dash  # noqa: F401 - the logged-in dashboard fixture
 from tests.support.api import API, LIVE_PAYMENT
-from tests.support.transfers import report, settle, tx_hash
+from tests.support.transfers import report, settle, settler_batches, tx_hash  # noqa: F401 (autouse)
 
 SEEN, CONFIRMED, ORPHANED = TransferStatus
 

@@ -16,7 +16,7 @@ from kassa_common.models import Event, Merchant
 from tests.integration.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, LIVE_PAYMENT, new_key, set_live_wallet
 from tests.support.forwarder import fresh_address
-from tests.support.transfers import report, settle
+from tests.support.transfers import report, settle, settler_batches  # noqa: F401 (autouse)
 
 SEEN, CONFIRMED, ORPHANED = TransferStatus
 SECOND = "LOCAL_EVM_2"

@@ -3,10 +3,14 @@ of what a transfer does to a payment without running a chain."""
 from __future__ import annotations
 
 import secrets
+import sys
+
+import pytest
 
 from kassa_common import payments
 from kassa_common.db import unit_of_work
 from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.payments.settle import lock_for_reports
 
 
 def tx_hash() -> str:
@@ -21,8 +25,25 @@ def report(p: dict, status: TransferStatus, amount_units: int, confirmations: in
                           amount_units, block_number=100, block_hash=block_hash, confirmations=confirmations)
 
 
+@pytest.fixture(autouse=True, params=["each alone", "in one batch"])
+def settler_batches(request, monkeypatch):
+    """Imported by a test module: its every test runs with reports settled one per
+    transaction and again together, the batch's payments and transfers locked up front."""
+    monkeypatch.setattr(sys.modules[__name__], "BATCHED", request.param == "in one batch")
+
+
+BATCHED = False  # True: the reports of one call in one transaction, as the settler batches them
+
+
 def settle(sessions, *reports: TransferReport) -> None:
-    """Each report in its own transaction, as the settler handles them."""
+    """Each report in its own transaction, or (``BATCHED``) all in one after locking what they
+    pay up front, as the settler handles a batch."""
+    if BATCHED:
+        with unit_of_work(sessions) as s:
+            lock_for_reports(s, reports)
+            for r in reports:
+                payments.settle(s, r)
+        return
     for r in reports:
         with unit_of_work(sessions) as s:
             payments.settle(s, r)

@@ -107,6 +107,7 @@ class Settings:
     rates_url: str | None = None  # an HTTP spot-price source replaces the fixed rates
     rates_json_path: str = "data.amount"
     db_pool_size: int = 10
+    settler_consumers: int = 2  # consumers (threads, each its own broker connection) per settler process
     log_level: str = "INFO"
     metrics_port: int | None = None
     bus_prefix: str = ""  # prefixes the exchange and queue names (isolated test runs)
@@ -142,6 +143,7 @@ class Settings:
             rates_url=_maybe(env, "RATES_URL", str, None),
             rates_json_path=_maybe(env, "RATES_JSON_PATH", str, d.rates_json_path),
             db_pool_size=_maybe(env, "DB_POOL_SIZE", _positive_int, d.db_pool_size),
+            settler_consumers=_maybe(env, "SETTLER_CONSUMERS", _positive_int, d.settler_consumers),
             log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),
             metrics_port=_maybe(env, "METRICS_PORT", int, None),
             bus_prefix=_maybe(env, "BUS_PREFIX", str, ""),

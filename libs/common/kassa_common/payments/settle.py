@@ -9,6 +9,10 @@ nothing. Every change to the payment goes through ``transitions.apply``; the sta
 machine picks what a report does (``report_trigger`` for SEEN and ORPHANED,
 ``settlement_trigger`` for CONFIRMED).
 
+The settler handles reports in batches, one transaction each: ``lock_for_reports`` locks
+the batch's payments and their transfers up front in two round trips, and ``settle`` then
+finds them in the session (without it, as for any single report, it asks for them).
+
 Reports may arrive twice, late or out of order (a redelivery, a reorg that moves a
 transaction): a CONFIRMED transfer is final, an older SEEN report of the same block never
 lowers the confirmations shown, and a seen transfer that is orphaned or dropped clears the
@@ -23,7 +27,10 @@ recovered) and fires ``payment.wrong_network``, once per transfer, whatever the 
 from __future__ import annotations
 
 import logging
+import uuid
+from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Iterable
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -33,23 +40,92 @@ from kassa_common.chains.networks import shipped
 from kassa_common.chains.rates import units_text
 from kassa_common.messages import TransferReport, TransferStatus
 from kassa_common.models import Merchant, Payment, Transfer
+from kassa_common.payments.shape import transfers_of
 from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.settlement")
 SEEN, CONFIRMED, ORPHANED = TransferStatus
+HELD_KEY = "kassa.settle.held"  # in ``Session.info``: what ``lock_for_reports`` locked
+_PAYMENT_AND_TOLERANCE = sa.select(Payment, Merchant.underpayment_tolerance).join(
+    Merchant, Merchant.id == Payment.merchant_id)
 
 
-def payment_for_address(session: Session, address: str) -> Payment | None:
-    """The payment that owns this receiving address, locked.
+@dataclass
+class Held:
+    """What a batch of reports holds locked in its transaction (``lock_for_reports``): the
+    payments by lower-case address (None: no payment has it) with their merchants' tolerance,
+    and every transfer of each of those payments (complete: a transfer of a payment is only
+    ever written under the payment's lock, and this transaction holds it)."""
+
+    payments: dict[str, tuple[Payment, Decimal] | None] = field(default_factory=dict)
+    transfers: dict[uuid.UUID, list[Transfer]] = field(default_factory=dict)
+
+
+def _held(session: Session) -> Held | None:
+    return session.info.get(HELD_KEY)
+
+
+def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> None:
+    """Lock, in two round trips, the payments these reports pay and all their transfers, for
+    ``settle`` to find in the session instead of asking once per report. Payments are locked
+    in id order, then their transfers (the sweeper's order too), so two settlers holding
+    batches never deadlock over them."""
+    addresses = {r.to.lower() for r in reports}
+    if not addresses:
+        return
+    held = session.info.setdefault(HELD_KEY, Held())
+    rows = session.execute(
+        _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address).in_(addresses)).order_by(Payment.id)
+        .with_for_update(of=Payment).execution_options(populate_existing=True)
+    ).all()
+    held.payments.update(dict.fromkeys(addresses))
+    for payment, tolerance in rows:
+        held.payments[payment.address.lower()] = (payment, tolerance or Decimal(0))
+        held.transfers[payment.id] = []
+    if rows:
+        for t in session.scalars(sa.select(Transfer).where(Transfer.payment_id.in_([p.id for p, _ in rows]))
+                                 .order_by(Transfer.id).with_for_update()
+                                 .execution_options(populate_existing=True)):
+            held.transfers[t.payment_id].append(t)
+
+
+def payment_for_address(session: Session, address: str) -> tuple[Payment, Decimal] | tuple[None, None]:
+    """The payment that owns this receiving address, locked, and its merchant's underpayment
+    tolerance (read in the same round trip, or held since ``lock_for_reports``).
 
     Addresses are case-insensitive (EIP-55 mixed case, bech32 in either case), and unique
     as such: the lookup is the unique index on ``lower(address)``.
     """
+    held = _held(session)
+    if held is not None and address.lower() in held.payments:
+        return held.payments[address.lower()] or (None, None)
+    row = session.execute(
+        _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address) == address.lower())
+        .with_for_update(of=Payment).execution_options(populate_existing=True)
+    ).first()
+    return (row[0], row[1] or Decimal(0)) if row else (None, None)
+
+
+def _locked_transfer(session: Session, payment: Payment, r: TransferReport) -> Transfer | None:
+    held = _held(session)
+    if held is not None and payment.id in held.transfers:
+        return next((t for t in held.transfers[payment.id]
+                     if (t.network, t.tx_hash, t.position) == (r.network, r.tx_hash, r.place)), None)
     return session.scalars(
-        sa.select(Payment).where(sa.func.lower(Payment.address) == address.lower())
+        sa.select(Transfer).where(Transfer.network == r.network, Transfer.tx_hash == r.tx_hash,
+                                  Transfer.payment_id == payment.id, Transfer.position == r.place)
         .with_for_update().execution_options(populate_existing=True)
     ).first()
+
+
+def _transfers(session: Session, payment: Payment) -> list:
+    """The payment's transfers, oldest first (as ``shape.transfers_of`` orders them)."""
+    held = _held(session)
+    if held is not None and payment.id in held.transfers:
+        return sorted(held.transfers[payment.id], key=lambda t: (t.created_at, t.tx_hash, t.log_index))
+    session.flush()  # a transfer's new status, before they are read
+    return transfers_of(session, [payment.id])[payment.id]
 
 
 def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> tuple[Transfer, str | None]:
@@ -59,24 +135,28 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     unique in the table. A reorg that moves its transaction to another block at another
     log index reports the same transfer again; the row follows it to its new block.
     """
-    counted = r.network == payment.network and r.token == payment.token
     now = utcnow()
-    inserted = session.execute(
-        pg_insert(Transfer).values(
-            payment_id=payment.id, network=r.network, tx_hash=r.tx_hash, log_index=r.log_index, position=r.place,
-            token=r.token, amount_units=r.amount_units, status=r.status, counted=counted, block_number=r.block_number,
-            block_hash=r.block_hash, confirmations=r.confirmations, late=payment.status not in OPEN,
-            sweep_due=payment.settlement_address is not None and not payment.test_mode,  # a forwarder deposit
-            created_at=now, updated_at=now,
-        ).on_conflict_do_nothing().returning(Transfer.id)
-    ).first()
-    transfer = session.scalars(
-        sa.select(Transfer).where(Transfer.network == r.network, Transfer.tx_hash == r.tx_hash,
-                                  Transfer.payment_id == payment.id, Transfer.position == r.place)
-        .with_for_update().execution_options(populate_existing=True)
-    ).one()
-    if inserted:
-        return transfer, None
+    transfer = _locked_transfer(session, payment, r)  # a transfer reported before: one round trip
+    if transfer is None:
+        counted = r.network == payment.network and r.token == payment.token
+        inserted = session.scalars(
+            pg_insert(Transfer).values(
+                payment_id=payment.id, network=r.network, tx_hash=r.tx_hash, log_index=r.log_index,
+                position=r.place, token=r.token, amount_units=r.amount_units, status=r.status, counted=counted,
+                block_number=r.block_number, block_hash=r.block_hash, confirmations=r.confirmations,
+                late=payment.status not in OPEN,
+                sweep_due=payment.settlement_address is not None and not payment.test_mode,  # a forwarder deposit
+                created_at=now, updated_at=now,
+            ).on_conflict_do_nothing().returning(Transfer),
+            execution_options={"populate_existing": True},
+        ).first()
+        if inserted is not None:
+            held = _held(session)
+            if held is not None and payment.id in held.transfers:
+                held.transfers[payment.id].append(inserted)
+            return inserted, None
+        transfer = _locked_transfer(session, payment, r)  # inserted meanwhile by another settler
+        assert transfer is not None
     before = transfer.status
     if r.status == ORPHANED and transfer.block_hash is not None and r.block_hash != transfer.block_hash:
         return transfer, before  # the block it left, reported after the one it moved to: no news
@@ -98,12 +178,9 @@ def _moved(session: Session, transfer: Transfer, r: TransferReport, now) -> None
     session.flush()
 
 
-def confirmed_total(session: Session, payment_id) -> int:
-    total = session.scalar(
-        sa.select(sa.func.coalesce(sa.func.sum(Transfer.amount_units), 0))
-        .where(Transfer.payment_id == payment_id, Transfer.counted, Transfer.status == CONFIRMED)
-    )
-    return int(total)
+def confirmed_total(transfers: list) -> int:
+    """What the payment's counted, confirmed transfers add up to (rows of ``transfers_of``)."""
+    return sum(int(t.amount_units) for t in transfers if t.counted and t.status == CONFIRMED)
 
 
 def settle(session: Session, r: TransferReport) -> Payment | None:
@@ -111,7 +188,7 @@ def settle(session: Session, r: TransferReport) -> Payment | None:
     if r.amount_units <= 0:
         log.info("zero-value transfer %s:%s to %s ignored", r.tx_hash, r.log_index, r.to)
         return None
-    payment = payment_for_address(session, r.to)
+    payment, tolerance = payment_for_address(session, r.to)
     if payment is None:
         log.info("transfer %s:%s to %s matches no payment", r.tx_hash, r.log_index, r.to)
         return None
@@ -121,17 +198,17 @@ def settle(session: Session, r: TransferReport) -> Payment | None:
     if not transfer.counted:
         return payment  # recorded, never counted (another token or network)
     if r.status == CONFIRMED:
-        return payment if before == CONFIRMED else _count_confirmed(session, payment, transfer)
+        return payment if before == CONFIRMED else _count_confirmed(session, payment, transfer, tolerance)
     trigger = report_trigger(r.status, before, payment.status)
     shown = payment.transaction_hash == transfer.tx_hash  # the transfer the payment shows as detected
     if trigger == Trigger.DETECT:
-        return apply(session, payment.id, trigger, transaction_hash=transfer.tx_hash,
-                     confirmations=transfer.confirmations)
+        return apply(session, payment, trigger, transfers=_transfers(session, payment),
+                     transaction_hash=transfer.tx_hash, confirmations=transfer.confirmations)
     if trigger == Trigger.OBSERVE and shown and payment.confirmations != transfer.confirmations:
-        return apply(session, payment.id, trigger, confirmations=transfer.confirmations)
+        return apply(session, payment, trigger, confirmations=transfer.confirmations)
     if trigger == Trigger.RELEASE and shown:
         standing = _still_standing(session, payment.id)
-        return apply(session, payment.id, trigger, transaction_hash=standing.tx_hash if standing else None,
+        return apply(session, payment, trigger, transaction_hash=standing.tx_hash if standing else None,
                      confirmations=standing.confirmations if standing else 0)
     return payment
 
@@ -150,7 +227,7 @@ def wrong_network_entry(payment: Payment, transfer: Transfer) -> dict:
 
 def _record_wrong_network(session: Session, payment: Payment, transfer: Transfer) -> Payment:
     entry = wrong_network_entry(payment, transfer)
-    return apply(session, payment.id, Trigger.RECORD_WRONG_NETWORK,
+    return apply(session, payment, Trigger.RECORD_WRONG_NETWORK,
                  wrong_network=[*(payment.wrong_network or []), entry])
 
 
@@ -165,14 +242,11 @@ def _still_standing(session: Session, payment_id) -> Transfer | None:
     ).first()
 
 
-def _count_confirmed(session: Session, payment: Payment, transfer: Transfer) -> Payment:
-    received = confirmed_total(session, payment.id)
-    trigger = settlement_trigger(payment.status, received, int(payment.crypto_amount_units), _tolerance(session, payment))
+def _count_confirmed(session: Session, payment: Payment, transfer: Transfer, tolerance: Decimal) -> Payment:
+    transfers = _transfers(session, payment)  # the total, and the event's payload
+    received = confirmed_total(transfers)
+    trigger = settlement_trigger(payment.status, received, int(payment.crypto_amount_units), tolerance)
     if trigger == Trigger.RECORD_OVERPAYMENT:  # paid again after completion: show the surplus
-        return apply(session, payment.id, trigger, amount_received_units=received)
-    return apply(session, payment.id, trigger, amount_received_units=received, confirmations=transfer.confirmations,
-                 transaction_hash=transfer.tx_hash)
-
-
-def _tolerance(session: Session, payment: Payment) -> Decimal:
-    return session.scalar(sa.select(Merchant.underpayment_tolerance).where(Merchant.id == payment.merchant_id)) or Decimal(0)
+        return apply(session, payment, trigger, transfers=transfers, amount_received_units=received)
+    return apply(session, payment, trigger, transfers=transfers, amount_received_units=received,
+                 confirmations=transfer.confirmations, transaction_hash=transfer.tx_hash)

@@ -169,19 +169,26 @@ def facts_of(session: Session, payment: Payment, trigger: Trigger) -> Facts:
 
 def apply(
     session: Session,
-    payment_id: uuid.UUID,
+    payment: uuid.UUID | Payment,
     trigger: Trigger,
     *,
     now: datetime | None = None,
+    transfers: list | None = None,
     **changes: Any,
 ) -> Payment:
     """Apply ``trigger`` to the payment, with the column ``changes``; record its event.
+
+    ``payment``: its id (the row is locked here), or the ``Payment`` the caller already
+    locked in this transaction (read ``FOR UPDATE`` with ``populate_existing``), which saves
+    the second round trip. ``transfers``: the payment's (``shape.transfers_of``) when the
+    caller has just read them, for the event's payload.
 
     Raises ``InvalidTransition`` (and changes nothing) when the payment's current state
     does not allow it.
     """
     transition = TRANSITIONS[trigger]
-    payment = lock(session, payment_id)
+    if not isinstance(payment, Payment):
+        payment = lock(session, payment)
     now = now or utcnow()
     reason = refusal(trigger, facts_of(session, payment, trigger), now)
     if reason is not None:
@@ -195,5 +202,5 @@ def apply(
     payment.updated_at = now
     session.flush()
     if transition.event is not None:
-        record_payment_event(session, payment, transition.event, now=now)
+        record_payment_event(session, payment, transition.event, now=now, transfers=transfers)
     return payment

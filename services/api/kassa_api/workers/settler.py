@@ -1,4 +1,14 @@
-"""The settler: consumes ``chain.transfer.*`` and applies them to payments."""
+"""The settler: consumes ``chain.transfer.*`` and applies them to payments.
+
+The events a batch of reports writes (payment.completed …) are published by the settler's
+own relay as soon as the batch commits: a webhook never waits for the relay process's poll.
+Batches are small (``BATCH``): a payment settled first in a batch waits for the rest of it
+before its event can leave, and a block confirms many payments at once. ``SETTLER_CONSUMERS``
+consumers (default 2) take turns at the queue in threads of one process: a report spends
+about half its time waiting for PostgreSQL, which another consumer fills with its own work.
+Reports may then be settled out of order, which settlement is built for (a confirmed
+transfer is final; the payment's row lock orders the changes).
+"""
 from __future__ import annotations
 
 from prometheus_client import Counter
@@ -7,10 +17,24 @@ from sqlalchemy.orm import Session
 from kassa_common.bus.consumer import Delivered, Reject
 from kassa_common.config import Settings
 from kassa_common.messages import TransferReport
+from kassa_common.outbox import Relay
 from kassa_common.payments import settle
-from kassa_common.worker import bootstrap
+from kassa_common.payments.settle import lock_for_reports
+from kassa_common.worker import bootstrap, run_together
 
+BATCH = 10  # reports per transaction: ~10 commits saved per 10, ~30 ms of waiting at most
 SETTLED = Counter("kassa_settler_transfers_total", "Transfer reports applied", ["kind"])
+
+
+def lock_reported(session: Session, msgs: list[Delivered]) -> None:
+    """Before a batch: lock the payments its reports pay, and their transfers, at once."""
+    reports = []
+    for msg in msgs:
+        try:
+            reports.append(TransferReport.from_message(msg.routing_key, msg.body))
+        except (KeyError, ValueError, TypeError):
+            pass  # handle_transfer rejects it
+    lock_for_reports(session, reports)
 
 
 def handle_transfer(session: Session, msg: Delivered) -> None:
@@ -23,8 +47,14 @@ def handle_transfer(session: Session, msg: Delivered) -> None:
 
 
 def main() -> None:
-    worker = bootstrap(Settings.from_env(), "settler")
-    worker.consume(worker.topology.settler, handle_transfer)
+    settings = Settings.from_env()
+    n = settings.settler_consumers
+    worker = bootstrap(settings, "settler", pool_size=n + 1)
+    relay = Relay(worker.sessions, worker.publisher("relay")).start()
+    consumers = [worker.consumer(worker.topology.settler, handle_transfer, batch=BATCH, prefetch=2 * BATCH,
+                                 prepare=lock_reported, after_commit=relay.wake) for _ in range(n)]
+    worker.run(lambda: run_together(c.run for c in consumers), lambda: [c.stop() for c in consumers],
+               drain=relay.stop)
 
 
 if __name__ == "__main__":
