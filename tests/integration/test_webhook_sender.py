@@ -9,12 +9,14 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from kassa_common.bus.consumer import Delivered
 from kassa_common.db import unit_of_work
 from kassa_common.models import DeliveryAttempt, WebhookEndpoint
 from kassa_common.signing import SignatureError, compute, verify_signature
 from kassa_common.timefmt import utcnow
 from kassa_webhook_sender import store
 from kassa_webhook_sender.dispatcher import Dispatcher
+from kassa_webhook_sender.intake import handle_event
 from kassa_webhook_sender.main import build
 from kassa_webhook_sender.retry import RetryPolicy
 from kassa_webhook_sender.transport import Transport
@@ -73,6 +75,54 @@ def test_intake_of_the_same_event_twice_creates_nothing_more(sessions, merchant)
     first, second = intake(sessions, event), intake(sessions, event)
     assert len(first) == 1 and second == []
     assert len(deliveries_of(sessions, event.id)) == 1
+
+
+def test_events_taken_in_one_transaction_get_their_own_deliveries_from_one_insert(engine, sessions, merchant):
+    everything = add_endpoint(sessions, merchant.id, "https://hooks.example.com/a")
+    completed_only = add_endpoint(sessions, merchant.id, "https://hooks.example.com/b", events=["payment.completed"])
+    events = [add_event(sessions, merchant.id, "payment.completed"), add_event(sessions, merchant.id, "payment.created"),
+              add_event(sessions, merchant.id, "payment.completed")]
+    inserts: list[str] = []
+
+    def count(conn, cursor, statement, *args) -> None:
+        if "INSERT INTO webhook_deliveries" in statement:
+            inserts.append(statement)
+
+    sa.event.listen(engine, "before_cursor_execute", count)
+    try:
+        with unit_of_work(sessions) as s:
+            handed = [handle_event(s, Delivered(e.id, e.type, e.payload, 1)) for e in events]
+            again = handle_event(s, Delivered("another-message", events[0].type, events[0].payload, 1))
+            assert handed == [[], [], []] and inserts == []  # written when the transaction commits
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", count)
+
+    assert len(inserts) == 1 and again == []
+    for event, ids in zip(events, handed):
+        assert sorted(ids) == sorted(d.id for d in deliveries_of(sessions, event.id))
+    assert [len(ids) for ids in handed] == [2, 1, 2]
+    assert {d.endpoint_id for d in deliveries_of(sessions, events[1].id)} == {everything.id}
+    assert completed_only.id in {d.endpoint_id for d in deliveries_of(sessions, events[2].id)}
+
+
+def test_intake_rolled_back_writes_no_delivery(sessions, merchant):
+    add_endpoint(sessions, merchant.id, "https://hooks.example.com/x")
+    event = add_event(sessions, merchant.id)
+    with pytest.raises(RuntimeError), unit_of_work(sessions) as s:
+        handle_event(s, Delivered(event.id, event.type, event.payload, 1))
+        raise RuntimeError("a later message of the batch failed")
+    assert deliveries_of(sessions, event.id) == []
+    assert len(intake(sessions, event)) == 1  # taken in again later: created then
+
+
+def test_a_burst_of_bus_events_is_delivered_once_each(settings, sessions, merchant, bus, sender, receiver):
+    add_endpoint(sessions, merchant.id, receiver.url)
+    events = [add_event(sessions, merchant.id) for _ in range(120)]
+    publish(settings, bus[1], *events)
+    until(lambda: receiver.count() >= len(events), timeout=30, message="every webhook")
+    assert sorted(h.headers["X-Kassa-Event-Id"] for h in receiver.all()) == sorted(e.id for e in events)
+    ids = [d.id for e in events for d in deliveries_of(sessions, e.id)]
+    until(lambda: count_settled(sessions, ids) == len(events), message="every outcome recorded")
 
 
 def test_bus_events_become_deliveries_and_a_redelivered_message_adds_none(settings, sessions, merchant, bus,

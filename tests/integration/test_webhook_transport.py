@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kassa_webhook_sender.transport import MAX_RESPONSE_BODY, Request, Transport, sanitize_url
+from kassa_webhook_sender.transport import MAX_READ, MAX_RESPONSE_BODY, Request, Transport, sanitize_url
 
 
 class Server:
@@ -16,6 +16,7 @@ class Server:
 
     def __init__(self, status: int = 200, reply: bytes = b"ok", delay: float = 0.0) -> None:
         self.requests: list[tuple[str, dict, bytes]] = []
+        self.peers: list[tuple[str, int]] = []  # the client's address of each request (one per connection)
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -24,6 +25,7 @@ class Server:
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 outer.requests.append((self.path, dict(self.headers), body))
+                outer.peers.append(self.client_address)
                 time.sleep(delay)
                 self.send_response(status)
                 if 300 <= status < 400:
@@ -115,12 +117,43 @@ def test_an_unresolvable_host_is_refused_as_a_result():
     assert not result.ok and "cannot resolve" in result.error
 
 
-def test_keep_alive_reuses_the_connection_per_thread(server_factory):
+def test_keep_alive_reuses_one_connection_for_consecutive_requests(server_factory):
     s = server_factory()
     t = Transport(allow_private=True)
     for _ in range(3):
         assert t.post(req(s.url)).ok
-    assert len(t._sessions) == 1
+    assert len(s.requests) == 3 and len(set(s.peers)) == 1
+    t.close()
+
+
+def test_threads_share_the_connections_of_a_destination(server_factory):
+    s = server_factory(delay=0.05)
+    t = Transport(allow_private=True, connections=4)
+    results: list[bool] = []
+
+    def send() -> None:
+        for _ in range(3):
+            results.append(t.post(req(s.url)).ok)
+
+    threads = [threading.Thread(target=send) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert results == [True] * 12 and len(s.requests) == 12
+    assert len(set(s.peers)) <= 4  # kept alive and reused, never one per request
+    t.close()
+
+
+def test_a_response_too_long_to_drain_drops_its_connection_and_the_next_request_is_clean(server_factory):
+    s = server_factory(status=200, reply=b"x" * (3 * MAX_READ))
+    t = Transport(allow_private=True)
+    first = t.post(req(s.url))
+    assert first.ok and len(first.response_body) == MAX_RESPONSE_BODY
+    second = t.post(req(s.url, b'{"id":"evt_2"}'))
+    assert second.ok, second.error  # not the first response's leftover bytes read as a status line
+    assert [body for _, _, body in s.requests] == [b'{"id":"evt_1"}', b'{"id":"evt_2"}']
+    assert len(set(s.peers)) == 2
     t.close()
 
 

@@ -3,6 +3,7 @@ body, the status it answered) and can be told to fail the next N requests."""
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -22,12 +23,25 @@ class Hit:
         return json.loads(self.body)
 
 
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # socketserver's default backlog of 5 drops the SYNs of a burst of new connections (a sender
+    # opening its pool): each dropped one waits for the kernel's 1 s, 3 s... retransmission
+    request_queue_size = 1024
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)  # a client hanging up is not news
+
+
 class Receiver:
-    """Records every POST; answers ``status`` for the next ``n`` requests after ``fail(n)``."""
+    """Records every POST; answers ``status`` for the next ``n`` requests after ``fail(n)`` (only
+    to requests for ``event`` when it is given: other events in flight do not use them up)."""
 
     def __init__(self) -> None:
         self.hits: list[Hit] = []
         self._failures: list[int] = []
+        self._fail_event: str | None = None
         self.delay = 0.0  # seconds to wait before answering
         self._lock = threading.Lock()
         outer = self
@@ -37,9 +51,14 @@ class Receiver:
             disable_nagle_algorithm = True  # headers and body are separate writes
 
             def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                if len(body) < length:  # the sender died mid-request: nothing was delivered
+                    self.close_connection = True
+                    return
                 with outer._lock:
-                    status = outer._failures.pop(0) if outer._failures else 200
+                    failing = outer._failures and outer._fail_event in (None, self.headers.get("X-Kassa-Event"))
+                    status = outer._failures.pop(0) if failing else 200
                     outer.hits.append(Hit(self.path, dict(self.headers), body, status, time.time()))
                 time.sleep(outer.delay)
                 reply = b"nope" if status >= 300 else b"ok"
@@ -51,14 +70,14 @@ class Receiver:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/hooks"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
-    def fail(self, n: int, status: int = 500) -> None:
+    def fail(self, n: int, status: int = 500, event: str | None = None) -> None:
         with self._lock:
             self._failures = [status] * n
+            self._fail_event = event
 
     def all(self) -> list[Hit]:
         with self._lock:

@@ -112,7 +112,11 @@ class Receiver:
             protocol_version = "HTTP/1.1"
 
             def do_POST(self) -> None:  # noqa: N802
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                length = int(self.headers.get("Content-Length", 0))
+                body = self.rfile.read(length)
+                if len(body) < length:  # a sender killed mid-request delivered nothing
+                    self.close_connection = True
+                    return
                 status = outer._record(dict(self.headers), body)
                 reply = b"ok" if status == 200 else b"down"
                 self.send_response(status)

@@ -11,7 +11,7 @@ Three kinds of thread:
 - the recorder writes outcomes in batches, one transaction per batch (``store.record``).
 
 ``stop()``: stop claiming → finish the sends in progress (claims not yet started are
-released) → record every outcome → close the HTTP sessions.
+released) → record every outcome → close the HTTP connections.
 """
 from __future__ import annotations
 
@@ -83,8 +83,10 @@ class Dispatcher:
 
     def submit(self, delivery_ids: Iterable[uuid.UUID]) -> None:
         """Hand over new deliveries for immediate dispatch (intake calls this after commit)."""
-        self._handoff.extend(delivery_ids)
-        self._wake.set()
+        ids = list(delivery_ids)
+        if ids:
+            self._handoff.extend(ids)
+            self._wake.set()
 
     # -- claiming -----------------------------------------------------------------------
     def _claim_loop(self) -> None:

@@ -17,8 +17,6 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.db import unit_of_work
 from kassa_common.messages import DeliveryStatus
-from kassa_common.models import DeliveryAttempt, WebhookDelivery
-from kassa_common.timefmt import utcnow
 
 CLAIM = """
     WITH due AS (
@@ -100,25 +98,53 @@ def _text(value: str | None) -> str | None:
     return value.replace("\x00", "") if value is not None else None  # PostgreSQL text holds no NUL
 
 
+# One statement each for any number of outcomes: the rows travel as arrays, unnest() pairs
+# them up again. (An executemany of UPDATEs is a round trip per row.)
+INSERT_ATTEMPTS = sa.text("""
+    INSERT INTO delivery_attempts (id, delivery_id, attempt, status_code, duration_ms, response_body, error,
+                                   next_retry_at, created_at)
+    SELECT gen_random_uuid(), a.* FROM unnest(CAST(:delivery_ids AS uuid[]), CAST(:attempts AS int[]),
+        CAST(:status_codes AS smallint[]), CAST(:durations AS int[]), CAST(:bodies AS text[]),
+        CAST(:errors AS text[]), CAST(:next_retries AS timestamptz[]), CAST(:attempted AS timestamptz[])) AS a
+""")
+UPDATE_DELIVERIES = sa.text("""
+    UPDATE webhook_deliveries d
+    SET status = u.status, attempts = u.attempts, next_attempt_at = u.next_attempt_at, lease_until = NULL,
+        last_status_code = u.status_code, last_error = u.error, updated_at = now()
+    FROM unnest(CAST(:ids AS uuid[]), CAST(:statuses AS text[]), CAST(:attempts AS int[]),
+                CAST(:next_attempts AS timestamptz[]), CAST(:status_codes AS smallint[]), CAST(:errors AS text[]))
+         AS u(id, status, attempts, next_attempt_at, status_code, error)
+    WHERE d.id = u.id
+""")
+RELEASE = sa.text("UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ANY(:ids)")
+
+
 def record(sessions: sessionmaker[Session], outcomes: Iterable[Outcome]) -> None:
     """Write every outcome in one transaction: attempt rows, delivery rows, released leases."""
-    outcomes, now = list(outcomes), utcnow()
-    attempts = [{
-        "id": uuid.uuid4(), "delivery_id": o.job.delivery_id, "attempt": o.job.attempts + 1,
-        "status_code": o.status_code, "duration_ms": o.duration_ms, "response_body": _text(o.response_body),
-        "error": _text(o.error), "next_retry_at": o.next_attempt_at, "created_at": o.attempted_at,
-    } for o in outcomes if o.attempted]
-    updates = [{
-        "id": o.job.delivery_id, "status": o.status, "attempts": o.job.attempts + (1 if o.attempted else 0),
-        "next_attempt_at": o.next_attempt_at, "lease_until": None, "last_status_code": o.status_code,
-        "last_error": _text(o.error), "updated_at": now,
-    } for o in outcomes if o.status is not None]
+    outcomes = list(outcomes)
+    attempted = [o for o in outcomes if o.attempted]
+    settled = [o for o in outcomes if o.status is not None]
     released = [o.job.delivery_id for o in outcomes if o.status is None]
     with unit_of_work(sessions) as session:
-        if attempts:
-            session.execute(sa.insert(DeliveryAttempt), attempts)
-        if updates:
-            session.execute(sa.update(WebhookDelivery), updates)
+        if attempted:
+            session.execute(INSERT_ATTEMPTS, {
+                "delivery_ids": [o.job.delivery_id for o in attempted],
+                "attempts": [o.job.attempts + 1 for o in attempted],
+                "status_codes": [o.status_code for o in attempted],
+                "durations": [o.duration_ms for o in attempted],
+                "bodies": [_text(o.response_body) for o in attempted],
+                "errors": [_text(o.error) for o in attempted],
+                "next_retries": [o.next_attempt_at for o in attempted],
+                "attempted": [o.attempted_at for o in attempted],
+            })
+        if settled:
+            session.execute(UPDATE_DELIVERIES, {
+                "ids": [o.job.delivery_id for o in settled],
+                "statuses": [str(o.status) for o in settled],
+                "attempts": [o.job.attempts + (1 if o.attempted else 0) for o in settled],
+                "next_attempts": [o.next_attempt_at for o in settled],
+                "status_codes": [o.status_code for o in settled],
+                "errors": [_text(o.error) for o in settled],
+            })
         if released:
-            session.execute(sa.update(WebhookDelivery).where(WebhookDelivery.id.in_(released))
-                            .values(lease_until=None))
+            session.execute(RELEASE, {"ids": released})
