@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -28,12 +29,23 @@ class Jobs:
     stale_after: timedelta = timedelta(seconds=30)
     batch: int = 1000
     idempotency_ttl: timedelta = timedelta(hours=24)
+    expire_batches: int = 2
 
     def expire(self) -> int:
-        with unit_of_work(self.sessions) as session:
-            n = expire_due(session, limit=self.batch)
+        """Up to ``expire_batches`` batches of overdue payments, side by side, each in its own
+        transaction (``SKIP LOCKED`` keeps them apart, as it does several expirers): while one
+        waits for the database, the other builds its events, which is where the time goes."""
+        if self.expire_batches == 1:
+            n = self._expire_batch()
+        else:
+            with ThreadPoolExecutor(self.expire_batches, thread_name_prefix="expire") as pool:
+                n = sum(pool.map(lambda _: self._expire_batch(), range(self.expire_batches)))
         EXPIRED.inc(n)
         return n
+
+    def _expire_batch(self) -> int:
+        with unit_of_work(self.sessions) as session:
+            return expire_due(session, limit=self.batch)
 
     def complete_test_payments(self) -> int:
         with unit_of_work(self.sessions) as session:

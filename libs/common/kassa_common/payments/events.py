@@ -1,7 +1,9 @@
 """Payment events: the webhook body of each transition, written to the outbox with it."""
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -13,14 +15,18 @@ from kassa_common.payments.shape import payment_to_dict, transfers_of
 from kassa_common.timefmt import iso, utcnow
 
 
-def payment_event(payment: Payment, event_type: EventType, now: datetime,
-                  transfers: list | None = None) -> PaymentEvent:
-    data = {"payment_id": str(payment.id), **payment_to_dict(payment, transfers)}
-    return PaymentEvent(new_event_id(), event_type, iso(now), payment.test_mode, data)
+def payment_event(payment: Any, event_type: EventType, now: datetime,
+                  transfers: list | None = None, *, timestamp: str | None = None) -> PaymentEvent:
+    """``timestamp``: ``iso(now)``, when the caller has it already."""
+    shown = payment_to_dict(payment, transfers)
+    data = {"payment_id": shown["id"], **shown}
+    return PaymentEvent(new_event_id(), event_type, timestamp or iso(now), payment.test_mode, data)
 
 
-def _row(payment: Payment, event_type: EventType, now: datetime, transfers: list | None = None) -> dict:
-    return outbox.outbox_row(payment_event(payment, event_type, now, transfers).to_message(),
+def _row(payment: Any, event_type: EventType, now: datetime, transfers: list | None = None, *,
+         timestamp: str | None = None) -> dict:
+    event = payment_event(payment, event_type, now, transfers, timestamp=timestamp)
+    return outbox.outbox_row(event.to_message(),
                              merchant_id=payment.merchant_id, test_mode=payment.test_mode, payment_id=payment.id,
                              now=now)
 
@@ -33,8 +39,13 @@ def record_payment_event(session: Session, payment: Payment, event_type: EventTy
     return row
 
 
-def record_payment_events(session: Session, payments: list[Payment], event_type: EventType, *,
-                          now: datetime) -> None:
-    """The same event for many payments, in one multi-row insert."""
-    transfers = transfers_of(session, [p.id for p in payments])
-    outbox.record_many(session, [_row(p, event_type, now, transfers.get(p.id, [])) for p in payments])
+def record_payment_events(session: Session, payments: Sequence[Any], event_type: EventType, *,
+                          now: datetime, transfers: Mapping[Any, list] | None = None) -> int:
+    """The same event for many payments (``Payment``s or ``shape.PaymentRow``s), written in one
+    streamed COPY. ``transfers``: theirs by payment id (``shape.transfers_of``) when the caller
+    has them (a payment missing from it has none); otherwise they are read in one query."""
+    if transfers is None:
+        transfers = transfers_of(session, [p.id for p in payments])
+    timestamp = iso(now)
+    return outbox.record_many(session, (_row(p, event_type, now, transfers.get(p.id, []), timestamp=timestamp)
+                                        for p in payments))
