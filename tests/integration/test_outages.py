@@ -28,7 +28,7 @@ from kassa_common.models import Event, Payment
 from kassa_dev.instances import PrivatePostgres
 from kassa_api.workers.settler import handle_transfer
 from kassa_webhook_sender.intake import handle_event
-from tests.support.api import API, LIVE_PAYMENT, set_live_wallet
+from tests.support.api import API, LIVE_PAYMENT, PAYMENT, assert_error, set_live_wallet
 from tests.support.bus import private_topology, queue_depth
 from tests.support.transfers import report
 from tests.support.wait import until
@@ -162,3 +162,45 @@ def test_payment_events_arriving_during_a_database_outage_all_become_deliveries(
         thread.join(30)
         if not pg.running:
             pg.start()
+
+
+@pytest.fixture
+def web(private):
+    """The API as a web process builds it: its own engine, no ping on each checkout."""
+    from kassa_api.app import create_app
+
+    settings, sessions, _client = private
+    app = create_app(settings)
+    with unit_of_work(sessions) as s:
+        merchant = accounts.create_merchant(s, f"m-{uuid.uuid4().hex[:8]}@example.com", None, "Acme", True)
+        key = accounts.create_key(s, merchant.id, "test", list(accounts.SCOPES)).key
+    yield app.test_client(), {"X-Api-Key": key}
+    app.extensions["kassa"].engine.dispose()
+
+
+def test_the_first_payment_after_a_database_restart_is_created(pg, web):
+    client, headers = web
+    assert client.post(f"{API}/payments", json=PAYMENT, headers=headers).status_code == 201  # the pool holds a connection
+    # Given the database restarts while that connection sits in the pool
+    pg.kill()
+    pg.start()
+    # When the next payment is created, Then it is: the connection the restart closed is
+    # replaced when it is checked out instead of failing the request
+    r = client.post(f"{API}/payments", json=PAYMENT, headers=headers)
+    assert r.status_code == 201, r.get_data(as_text=True)
+
+
+def test_while_the_database_is_down_the_api_answers_503_at_once_and_creates_again_once_it_is_back(pg, web):
+    client, headers = web
+    assert client.post(f"{API}/payments", json=PAYMENT, headers=headers).status_code == 201
+    pg.kill()
+    try:
+        started = time.monotonic()
+        r = client.post(f"{API}/payments", json=PAYMENT, headers=headers)
+        assert_error(r, 503, "SERVICE_UNAVAILABLE")
+        assert int(r.headers["Retry-After"]) > 0
+        assert time.monotonic() - started < 10  # an answer, not a hang
+    finally:
+        pg.start()
+    r = client.post(f"{API}/payments", json=PAYMENT, headers=headers)
+    assert r.status_code == 201, r.get_data(as_text=True)

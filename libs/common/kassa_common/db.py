@@ -3,14 +3,23 @@
 ``make_engine`` is called by entrypoints (never at import time). ``unit_of_work`` opens a
 session inside one transaction that rolls back unless the block finishes. Events leave
 the process only through the outbox relay, after the data they describe is committed.
+
+A pooled connection the server has closed (a restart, a terminated backend) is replaced
+when it is checked out. The server says so on the socket (its farewell, or end of file)
+while the connection sits idle, so a look at the socket finds it without a round trip;
+only a connection with something to read is pinged. ``pre_ping`` adds a round trip
+(``SELECT 1``) to every checkout on top: the workers keep it, the web, where a checkout
+is a request, goes without. A connection lost while a statement runs fails that statement
+(the web answers 503) and is replaced.
 """
 from __future__ import annotations
 
+import select
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
 
@@ -22,15 +31,116 @@ def sqlalchemy_url(database_url: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
-def make_engine(database_url: str, *, pool_size: int = 10, application_name: str = "kassa") -> Engine:
-    return sa.create_engine(
+def make_engine(database_url: str, *, pool_size: int = 10, application_name: str = "kassa",
+                pre_ping: bool = True) -> Engine:
+    engine = sa.create_engine(
         sqlalchemy_url(database_url),
         pool_size=pool_size,
         max_overflow=pool_size,
-        pool_pre_ping=True,
+        pool_pre_ping=pre_ping,
         pool_recycle=1800,
         connect_args={"application_name": application_name, "connect_timeout": 5},
     )
+    sa.event.listen(engine, "checkout", _replace_if_closed_by_server)
+    return engine
+
+
+def _replace_if_closed_by_server(dbapi_connection, record, proxy) -> None:
+    """Pool checkout hook: an idle connection with something to read was most likely closed
+    by the server; if it does not answer a ping, the pool connects afresh."""
+    if not _has_input(dbapi_connection):
+        return
+    try:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+        dbapi_connection.rollback()
+    except Exception as exc:  # noqa: BLE001 - any failure here means the connection is gone
+        raise sa.exc.DisconnectionError(f"the server closed the connection: {exc}") from exc
+
+
+def _has_input(dbapi_connection) -> bool:
+    """Whether the server sent something to a connection no statement is running on."""
+    if dbapi_connection.closed:
+        return True
+    poller = select.poll()
+    try:
+        poller.register(dbapi_connection.fileno(), select.POLLIN)
+    except (OSError, ValueError):  # no socket any more
+        return True
+    return bool(poller.poll(0))
+
+
+def autocommit_connection(engine: Engine) -> Connection:
+    """A pooled connection whose statements each commit on their own; give it back with
+    ``release_autocommit``. Switched on the driver's connection: switched through
+    SQLAlchemy's ``isolation_level``, psycopg2 would reset its session defaults with a round
+    trip each time the connection went back to the pool."""
+    conn = engine.connect()
+    conn.connection.dbapi_connection.autocommit = True
+    return conn
+
+
+def release_autocommit(conn: Connection) -> None:
+    """Give an ``autocommit_connection`` back to the pool as the pool lent it."""
+    try:
+        if not conn.invalidated and not conn.closed:
+            driver = conn.connection.dbapi_connection
+            if driver is not None and not driver.closed:
+                driver.autocommit = False
+    finally:
+        conn.close()
+
+
+@contextmanager
+def autocommit(engine: Engine) -> Iterator[Connection]:
+    conn = autocommit_connection(engine)
+    try:
+        yield conn
+    finally:
+        release_autocommit(conn)
+
+
+class Prepared:
+    """A statement each connection plans once (``PREPARE``) and then only executes
+    (``EXECUTE``), on the driver's cursor: for a short statement run on every request,
+    planning it costs the server more than running it, and building SQLAlchemy's result
+    around it costs the client more than the driver's work. ``sql`` has psycopg2's
+    ``%(name)s`` placeholders; ``types`` gives the SQL type of each (the order is the
+    prepared statement's). Calling it returns the rows as tuples; a failure is raised as
+    SQLAlchemy raises it (``sqlalchemy.exc.DBAPIError`` and its kinds), a lost connection
+    invalidated. A prepared statement lives as long as the server's session: a new
+    connection prepares it again."""
+
+    def __init__(self, name: str, sql: str, types: dict[str, str]) -> None:
+        self.name = name
+        numbered = sql
+        for position, param in enumerate(types, start=1):
+            numbered = numbered.replace(f"%({param})s", f"${position}")
+        if "%(" in numbered:
+            raise ValueError(f"{name}: a parameter has no type: {numbered[numbered.index('%('):][:40]}")
+        self.prepare = f"PREPARE {name} ({', '.join(types.values())}) AS {numbered}"
+        self.execute = f"EXECUTE {name} ({', '.join(f'%({param})s' for param in types)})"
+
+    def __call__(self, conn: Connection, params: dict[str, Any]) -> list[tuple]:
+        pooled = conn.connection
+        driver = pooled.dbapi_connection
+        prepared = pooled.info.setdefault("kassa.prepared", set())
+        statement = self.execute
+        try:
+            with driver.cursor() as cursor:
+                if self.name not in prepared:
+                    statement = self.prepare
+                    cursor.execute(statement)
+                    prepared.add(self.name)
+                    statement = self.execute
+                cursor.execute(statement, params)
+                return cursor.fetchall() if cursor.description is not None else []
+        except conn.dialect.loaded_dbapi.Error as exc:
+            lost = conn.dialect.is_disconnect(exc, driver, None)
+            if lost:
+                conn.invalidate(exc)
+            raise sa.exc.DBAPIError.instance(statement, params, exc, conn.dialect.loaded_dbapi.Error,
+                                             connection_invalidated=lost, dialect=conn.dialect) from exc
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

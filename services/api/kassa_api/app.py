@@ -5,6 +5,7 @@ import logging
 import uuid
 
 from flask import Flask, g, request
+from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from kassa_common.chains.rates_http import make_rates
@@ -23,6 +24,16 @@ SECURITY_HEADERS = {
 }
 
 
+class CookieSessions(SecureCookieSessionInterface):
+    """Flask's signed-cookie sessions, without building the cookie's signer for a request
+    that carries no session cookie (every API request): an empty session, as Flask gives."""
+
+    def open_session(self, app: Flask, request):  # type: ignore[override]
+        if app.secret_key and not request.cookies.get(self.get_cookie_name(app)):
+            return self.session_class()
+        return super().open_session(app, request)
+
+
 def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     settings = settings or Settings.from_env()
     settings.check_web()  # the web refuses to start on the development secret outside development
@@ -30,8 +41,10 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     app.config.update(MAX_CONTENT_LENGTH=MAX_BODY, SECRET_KEY=settings.secret_key, JSON_SORT_KEYS=False)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.url_map.strict_slashes = False
+    app.session_interface = CookieSessions()
     logging.basicConfig(level=settings.log_level)
-    engine = engine or make_engine(settings.database_url, pool_size=settings.db_pool_size, application_name="kassa-api")
+    engine = engine or make_engine(settings.database_url, pool_size=settings.db_pool_size, application_name="kassa-api",
+                                   pre_ping=False)  # a checkout is a request: see kassa_common.db
     deps_module.init_app(app, deps_module.Deps(
         settings=settings,
         engine=engine,
@@ -49,7 +62,8 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
 
     @app.before_request
     def _request_id() -> None:
-        g.request_id = request.headers.get("X-Request-Id", "")[:64] or uuid.uuid4().hex
+        # from the WSGI environ: a header missing from ``request.headers`` costs an exception
+        g.request_id = request.environ.get("HTTP_X_REQUEST_ID", "")[:64] or uuid.uuid4().hex
 
     @app.after_request
     def _headers(response):

@@ -1,17 +1,43 @@
-"""API key authentication, scopes and the per-key rate limit."""
+"""API key authentication, scopes and the per-key rate limit.
+
+The key is looked up with its merchant in one prepared statement on the request's
+connection (the one a create then writes on), outside any transaction: it only reads.
+"""
 from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
+from typing import NamedTuple
 
-import sqlalchemy as sa
 from flask import g, request
 
+from kassa_common.db import Prepared
 from kassa_common.ids import hash_api_key, key_mode
-from kassa_common.models import ApiKey, Merchant
 from kassa_common.owner import Owner
-from kassa_api.deps import db, deps, make_owner
+from kassa_api.deps import connection, deps, make_owner
 from kassa_api.errors import ApiError
+
+KEY_LOOKUP = Prepared("kassa_key_lookup", """
+SELECT k.id, k.merchant_id, k.scopes, k.mode, k.revoked_at,
+       m.activated, m.banned, m.business_name, m.payment_lifetime_minutes
+FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
+WHERE k.key_hash = %(key_hash)s
+""", {"key_hash": "text"})
+
+
+class StoredKey(NamedTuple):
+    """A row of ``KEY_LOOKUP``."""
+
+    id: uuid.UUID
+    merchant_id: uuid.UUID
+    scopes: list[str]
+    mode: str
+    revoked_at: datetime | None
+    activated: bool
+    banned: bool
+    business_name: str | None
+    payment_lifetime_minutes: int | None
 
 
 @dataclass(frozen=True)
@@ -35,13 +61,8 @@ def authenticate(scope: str) -> Principal:
     mode = key_mode(raw)
     if mode is None or len(raw) < 30:
         raise _unauthorized("malformed API key: keys start with kassa_live_ or kassa_test_")
-    row = db().execute(
-        sa.select(ApiKey.id, ApiKey.merchant_id, ApiKey.scopes, ApiKey.mode, ApiKey.revoked_at,
-                  Merchant.activated, Merchant.banned, Merchant.business_name,
-                  Merchant.payment_lifetime_minutes)
-        .join(Merchant, Merchant.id == ApiKey.merchant_id)
-        .where(ApiKey.key_hash == hash_api_key(raw))
-    ).first()
+    rows = KEY_LOOKUP(connection(), {"key_hash": hash_api_key(raw)})
+    row = StoredKey._make(rows[0]) if rows else None
     if row is None or row.revoked_at is not None or row.mode != mode:
         raise _unauthorized("unknown or revoked API key")
     if row.banned:

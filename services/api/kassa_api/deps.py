@@ -6,11 +6,12 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from flask import Flask, current_app, g
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.chains.rates import RateProvider
 from kassa_common.config import Settings
+from kassa_common.db import autocommit_connection, release_autocommit
 from kassa_common.owner import Owner
 from kassa_api.ratelimit import RateLimiter
 
@@ -36,6 +37,15 @@ def make_owner(merchant_id, test_mode: bool, lifetime_minutes: int | None) -> Ow
     return Owner(merchant_id, test_mode, lifetime_minutes or deps().settings.payment_lifetime_minutes)
 
 
+def connection() -> Connection:
+    """The request's connection for statements that are each a transaction of their own
+    (autocommit): the API key lookup, and a create, which writes in one statement. Checked
+    out on first use, returned at teardown; work that needs a transaction uses ``db()``."""
+    if "conn" not in g:
+        g.conn = autocommit_connection(deps().engine)
+    return g.conn
+
+
 def db() -> Session:
     """The request's session (opened on first use, closed at teardown)."""
     if "db" not in g:
@@ -59,7 +69,10 @@ def init_app(app: Flask, d: Deps) -> None:
     app.extensions["kassa"] = d
 
     @app.teardown_appcontext
-    def _close_session(exc: BaseException | None) -> None:
+    def _close(exc: BaseException | None) -> None:
         session = g.pop("db", None)
         if session is not None:
             session.close()
+        conn = g.pop("conn", None)
+        if conn is not None:
+            release_autocommit(conn)

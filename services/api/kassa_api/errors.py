@@ -9,6 +9,7 @@ from flask import Flask, g, jsonify, request
 from werkzeug.exceptions import HTTPException, RequestURITooLarge as URITooLong
 
 from kassa_common.errors import DomainError
+from kassa_common.transient import is_transient
 
 log = logging.getLogger("kassa.api")
 MAX_URL = 4096  # bytes of path and query; gunicorn's own limit (8190) sits above it, so the
@@ -31,6 +32,7 @@ HTTP_CODES = {
 }
 CODE_STATUS = {code: status for status, code in HTTP_CODES.items()}
 CODE_STATUS["VALIDATION_ERROR"] = 400
+RETRY_AFTER_OUTAGE = 2  # seconds: what a 503 for an unreachable database suggests
 
 
 class ApiError(Exception):
@@ -109,5 +111,9 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception):
         request_id = getattr(g, "request_id", None) or uuid.uuid4().hex
+        if is_transient(exc):  # the database is unreachable (a retry with the same Idempotency-Key is safe)
+            log.warning("service unavailable: %s", str(exc).splitlines()[0], extra={"request_id": request_id})
+            return _respond(503, "SERVICE_UNAVAILABLE", "a service Kassa depends on is unreachable right now; retry shortly",
+                            headers={"Retry-After": str(RETRY_AFTER_OUTAGE)}, request_id=request_id)
         log.exception("unhandled error", extra={"request_id": request_id})
         return _respond(500, "INTERNAL_ERROR", "internal error; quote the request id when reporting it", request_id=request_id)

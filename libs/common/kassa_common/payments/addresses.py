@@ -14,6 +14,11 @@ they hold: a key never hands out an address twice.
 A live payment re-checks its key (``live_keys``): a key stored before the rules, or
 under ``KASSA_ENV=development``, never takes real money outside development.
 
+A merchant's next payment almost always derives from the key its last one did, so the
+process remembers that key (``index_hint``): the caller can then take the index in the
+statement that reads the wallet, guarded by the key read there being the one expected,
+instead of in a round trip of its own.
+
 A forwarder deposit needs no sequence: its address follows from the factory, the
 settlement address and the payment's salt (its id), computed off-chain by
 ``chains.forwarder.deposit_address``; nothing is deployed until the sweeper flushes it.
@@ -24,39 +29,43 @@ import hashlib
 import threading
 import uuid
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Callable
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
 
 from kassa_common.chains.forwarder import deposit_address, payment_salt
 from kassa_common.chains.hd import BECH32_HRPS, TEST_XPUBS, InvalidXpub, derive_address, key_material
 from kassa_common.chains.live_keys import live_key_warning
 from kassa_common.chains.networks import Network
+from kassa_common.db import autocommit
 from kassa_common.errors import WalletNotConfigured
-from kassa_common.models import Payment, Wallet
+from kassa_common.models import Payment
+from kassa_common.owner import Owner
 
-_known: set[tuple[str, str]] = set()  # (database, sequence) pairs known to exist
+_known: set[tuple[Engine, str]] = set()  # (engine, sequence) pairs known to exist in the engine's database
 _lock = threading.Lock()
+_last_keys: dict[tuple[Engine, uuid.UUID, bool, str], str] = {}  # (engine, merchant, test mode, chain) -> key
 
 
+@lru_cache(maxsize=1024)
 def sequence_name(chain: str, xpub: str) -> str:
     """One sequence per key, whatever its encoding."""
     return "kassa_idx_" + hashlib.sha256(chain.encode() + b":" + key_material(chain, xpub)).hexdigest()[:32]
 
 
-def _ensure_sequence(session: Session, name: str, chain: str, xpub: str) -> None:
-    """Create the key's sequence once per database (outside the caller's transaction, so it
-    survives it)."""
-    bind = session.get_bind()
-    known = (bind.url.render_as_string(hide_password=True), name)
+def _ensure_sequence(engine: Engine, name: str, chain: str, xpub: str) -> None:
+    """Create the key's sequence once per engine, that is per database (on a connection of its
+    own, outside the caller's transaction, so it survives it)."""
+    known = (engine, name)
     if known in _known:
         return
     with _lock:
         if known in _known:
             return
-        with bind.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        with autocommit(engine) as conn:
             if conn.scalar(sa.text("SELECT to_regclass(:n)"), {"n": name}) is None:
                 start = _first_unused_index(conn, chain, xpub)
                 try:
@@ -110,17 +119,6 @@ class Receiving:
     deposit_salt: str | None = None  # forwarder mode: 0x + 64 hex
 
 
-def merchant_wallet(session: Session, merchant_id: uuid.UUID, test_mode: bool,
-                    chain: str) -> tuple[str | None, str | None]:
-    """The merchant's (extended public key, settlement address) for the chain; one is set."""
-    row = session.execute(
-        sa.select(Wallet.xpub, Wallet.settlement_address).where(
-            Wallet.merchant_id == merchant_id, Wallet.mode == ("test" if test_mode else "live"), Wallet.chain == chain
-        )
-    ).first()
-    return (row.xpub, row.settlement_address) if row else (None, None)
-
-
 def xpub_or_test_key(xpub: str | None, test_mode: bool, chain: str, *, allow_test_keys: bool = False) -> str:
     """The key payments derive from: the merchant's, or in test mode without one the published
     test key. A live key is checked again (``live_keys``) before it takes real money."""
@@ -140,11 +138,11 @@ def xpub_or_test_key(xpub: str | None, test_mode: bool, chain: str, *, allow_tes
     )
 
 
-def next_address(session: Session, network: Network, xpub: str) -> tuple[str, int]:
+def next_address(conn: Connection, network: Network, xpub: str) -> tuple[str, int]:
     """The next unused address of ``xpub`` for this network's chain, and its index."""
     name = sequence_name(network.kind, xpub)
-    _ensure_sequence(session, name, network.kind, xpub)
-    index = session.execute(sa.text(f"SELECT nextval('{name}')")).scalar_one()
+    _ensure_sequence(conn.engine, name, network.kind, xpub)
+    index = conn.exec_driver_sql(f"SELECT nextval('{name}')").scalar_one()
     return derive_address(network.kind, xpub, index, bech32_hrp=network.bech32_hrp), index
 
 
@@ -158,13 +156,44 @@ def forwarder_deposit(network: Network, settlement: str, payment_id: uuid.UUID) 
                      settlement_address=settlement, deposit_salt="0x" + salt.hex())
 
 
-def receiving_address(session: Session, merchant_id: uuid.UUID, test_mode: bool, network: Network,
-                      payment_id: uuid.UUID, *, allow_test_keys: bool = False) -> Receiving:
+@dataclass(frozen=True)
+class IndexHint:
+    """The key a merchant's next payment on a chain most likely derives from, and its
+    sequence (known to exist); both None when there is no likely key."""
+
+    key: str | None = None
+    sequence: str | None = None
+
+
+def index_hint(engine: Engine, owner: Owner, chain: str) -> IndexHint:
+    """The key this process last derived the merchant's address from on ``chain`` (in test
+    mode without one, the published test key), if its sequence is known to exist."""
+    key = _last_keys.get((engine, owner.merchant_id, owner.test_mode, chain))
+    if key is None and owner.test_mode:
+        key = TEST_XPUBS[chain]
+        _ensure_sequence(engine, sequence_name(chain, key), chain, key)
+    if key is None or (engine, sequence_name(chain, key)) not in _known:
+        return IndexHint()
+    return IndexHint(key, sequence_name(chain, key))
+
+
+def receiving_address(conn: Connection, owner: Owner, network: Network, wallet: tuple[str | None, str | None],
+                      payment_id: uuid.UUID, *, hint: IndexHint = IndexHint(), index: int | None = None,
+                      allow_test_keys: bool = False) -> Receiving:
     """Where payment ``payment_id`` is paid: its forwarder deposit if the merchant settles to
-    one address on this chain, else the next address of the merchant's extended public key."""
-    xpub, settlement = merchant_wallet(session, merchant_id, test_mode, network.kind)
+    one address on this chain, else the next address of the merchant's extended public key.
+    ``wallet``: the merchant's (extended public key, settlement address) for the network's
+    chain in this mode, as the caller read them (both None: no wallet). ``index``: the one
+    the caller took from ``hint``'s sequence, valid if the wallet's key is ``hint.key``."""
+    xpub, settlement = wallet
     if settlement is not None:
         return forwarder_deposit(network, settlement, payment_id)
-    address, index = next_address(session, network, xpub_or_test_key(xpub, test_mode, network.kind,
-                                                                   allow_test_keys=allow_test_keys))
+    key = xpub_or_test_key(xpub, owner.test_mode, network.kind, allow_test_keys=allow_test_keys)
+    if index is not None and key == hint.key:
+        address = derive_address(network.kind, key, index, bech32_hrp=network.bech32_hrp)
+    else:
+        address, index = next_address(conn, network, key)
+        if len(_last_keys) > 10_000:
+            _last_keys.clear()
+        _last_keys[(conn.engine, owner.merchant_id, owner.test_mode, network.kind)] = key
     return Receiving(address, derivation_index=index)

@@ -1,30 +1,129 @@
 """Creating a payment: pricing, the idempotency claim, the receiving address, the row and
-its ``payment.created`` event, in the caller's transaction (API and product page alike)."""
+its ``payment.created`` event (API and product page alike).
+
+A create makes two round trips: one statement reads what it needs (the merchant's wallet,
+an earlier request with the same Idempotency-Key and, usually, the address index: see
+``addresses.index_hint``), then one statement claims the key, inserts the payment and
+inserts its event. That statement is atomic on its own, so the API runs it outside any
+transaction (autocommit) and the product page inside its own; the event is written with
+the payment either way (outbox). Both are prepared once per connection (``db.Prepared``),
+and the answer and the event are built once, from the same payment object, before the
+write.
+
+The claim is the key's row, written by the statement that writes the payment: a
+concurrent duplicate waits on the unique key until the first commits, then finds the
+row and replays its payment. So one payment per key. An expired key (older than the
+TTL) is taken over by the next request as if new.
+"""
 from __future__ import annotations
 
 import hashlib
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any, NamedTuple
 
-import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
+from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import Network, Registry, Token
 from kassa_common.chains.rates import STABLECOINS, RateProvider, RateUnavailable, crypto_amount, to_base_units
-from kassa_common.errors import IdempotencyConflict, ProductUnavailable, RateNotAvailable, UnsupportedPair
+from kassa_common.db import Prepared
+from kassa_common.errors import DomainError, IdempotencyConflict, ProductUnavailable, RateNotAvailable, UnsupportedPair
 from kassa_common.ids import new_short_id, parse_uuid
 from kassa_common.messages import EventType, PaymentStatus
-from kassa_common.models import ChainCursor, IdempotencyKey, Payment, Product
+from kassa_common.models import Payment
 from kassa_common.owner import Owner
-from kassa_common.payments.addresses import receiving_address
-from kassa_common.payments.events import record_payment_event
+from kassa_common.payments.addresses import index_hint, receiving_address
+from kassa_common.payments.events import payment_event
+from kassa_common.payments.shape import PaymentRow, payment_to_dict, transfers_of
 from kassa_common.timefmt import utcnow
 
 CENT = Decimal("0.01")
+
+# The statements below are written for psycopg2 (its parameter style) and go to it as they
+# are; those of every create are prepared once per connection.
+
+PRODUCT = """
+SELECT id, merchant_id, test_mode, deleted_at, active, currency_type, token, network, price
+FROM products WHERE id = %(id)s
+"""
+
+# What a create reads, in one statement: the merchant's wallet for the chain, an unexpired
+# earlier request with this key and, when the wallet's key is the one expected (``index_hint``)
+# and no earlier request holds the key, the key's next index.
+WALLET_AND_KEY = Prepared("kassa_create_read", """
+SELECT w.xpub, w.settlement_address, k.request_hash, k.payment_id,
+       CASE WHEN k.key IS NULL AND w.settlement_address IS NULL
+                 AND coalesce(w.xpub, %(default_key)s) = %(expected_key)s
+            THEN nextval(%(sequence)s::regclass) END AS derivation_index
+FROM (VALUES (1)) AS one
+LEFT JOIN wallets w ON w.merchant_id = %(merchant_id)s AND w.mode = %(mode)s AND w.chain = %(chain)s
+LEFT JOIN idempotency_keys k ON k.merchant_id = %(merchant_id)s AND k.test_mode = %(test_mode)s
+                            AND k.key = %(key)s AND k.created_at >= %(fresh_after)s
+""", {"merchant_id": "uuid", "mode": "text", "chain": "text", "test_mode": "boolean", "key": "text",
+      "fresh_after": "timestamptz", "default_key": "text", "expected_key": "text", "sequence": "text"})
+
+EARLIER_REQUEST = """
+SELECT request_hash, payment_id FROM idempotency_keys
+WHERE merchant_id = %(merchant_id)s AND test_mode = %(test_mode)s AND key = %(key)s AND created_at >= %(fresh_after)s
+"""
+
+# Claim the key (when there is one: a new row, or an expired one taken over), then only if
+# claimed insert the payment and its event. Returns a row, or none when another request holds
+# the key. ``created_block``: where the network's watcher stands (NULL before it
+# first ran; none in test mode): no transfer to a new address can be in a block it had already
+# scanned, so a late address is backfilled from there (``kassa_chain_watcher.scanner``).
+INSERT_PAYMENT = Prepared("kassa_create_write", """
+WITH claim AS (
+    INSERT INTO idempotency_keys AS k (merchant_id, test_mode, key, request_hash, response_status, payment_id,
+                                       created_at)
+    SELECT %(merchant_id)s, %(test_mode)s, %(key)s, %(request_hash)s, 201, %(id)s, %(created_at)s
+    WHERE %(key)s IS NOT NULL
+    ON CONFLICT (merchant_id, test_mode, key) DO UPDATE
+        SET request_hash = excluded.request_hash, response_status = 201, payment_id = excluded.payment_id,
+            created_at = excluded.created_at
+        WHERE k.created_at < %(fresh_after)s
+    RETURNING 1
+), payment AS (
+    INSERT INTO payments (id, short_id, merchant_id, test_mode, status, amount, token, network, decimals, address,
+                          derivation_index, settlement_address, deposit_salt, checkout_url, crypto_amount_units,
+                          amount_received_units, exchange_rate, confirmations, required_confirmations,
+                          customer_email, customer_name, redirect_url, cancel_url, product_id, metadata,
+                          expires_at, created_at, updated_at, created_block)
+    SELECT %(id)s, %(short_id)s, %(merchant_id)s, %(test_mode)s, %(status)s, %(amount)s, %(token)s, %(network)s,
+           %(decimals)s, %(address)s, %(derivation_index)s, %(settlement_address)s, %(deposit_salt)s,
+           %(checkout_url)s, %(crypto_amount_units)s, 0, %(exchange_rate)s, 0, %(required_confirmations)s,
+           %(customer_email)s, %(customer_name)s, %(redirect_url)s, %(cancel_url)s, %(product_id)s, %(metadata)s,
+           %(expires_at)s, %(created_at)s, %(created_at)s,
+           CASE WHEN NOT %(test_mode)s THEN (SELECT block_number FROM chain_cursors WHERE network = %(network)s) END
+    WHERE %(key)s IS NULL OR EXISTS (SELECT FROM claim)
+    RETURNING id
+)
+INSERT INTO events (id, type, merchant_id, test_mode, payment_id, payload, created_at)
+SELECT %(event_id)s, %(event_type)s, %(merchant_id)s, %(test_mode)s, id, %(payload)s, %(created_at)s FROM payment
+RETURNING true
+""", {"key": "text", "request_hash": "text", "fresh_after": "timestamptz", "id": "uuid", "short_id": "text",
+      "merchant_id": "uuid", "test_mode": "boolean", "status": "text", "amount": "numeric", "token": "text",
+      "network": "text", "decimals": "smallint", "address": "text", "derivation_index": "bigint",
+      "settlement_address": "text", "deposit_salt": "text", "checkout_url": "text", "crypto_amount_units": "numeric",
+      "exchange_rate": "numeric", "required_confirmations": "integer", "customer_email": "text",
+      "customer_name": "text", "redirect_url": "text", "cancel_url": "text", "product_id": "uuid",
+      "metadata": "jsonb", "expires_at": "timestamptz", "created_at": "timestamptz", "event_id": "text",
+      "event_type": "text", "payload": "jsonb"})
+
+
+class ReadForCreate(NamedTuple):
+    """The row of ``WALLET_AND_KEY``."""
+
+    xpub: str | None
+    settlement_address: str | None
+    request_hash: str | None  # of an earlier request with the key
+    payment_id: uuid.UUID | None  # the earlier request's payment
+    derivation_index: int | None  # taken from the expected key's sequence
 
 
 @dataclass(frozen=True)
@@ -45,6 +144,16 @@ class Pricing:
     usd: Decimal
     units: int
     rate: Decimal
+
+
+@dataclass(frozen=True)
+class Created:
+    """What a create answers: the payment object (``shape.PaymentOut``, as the API and the
+    payment.created event show it), and whether it is an earlier request's payment, replayed
+    for the same Idempotency-Key."""
+
+    payment: dict[str, Any]
+    replayed: bool
 
 
 def resolve_pair(registry: Registry, network_name: str, token_symbol: str, test_mode: bool) -> tuple[Network, Token]:
@@ -72,7 +181,8 @@ def usd_rate(rates: RateProvider, symbol: str, test_mode: bool) -> Decimal:
         raise RateNotAvailable(f"no fresh {symbol}/USD rate is available right now; try again shortly") from exc
 
 
-def price(cmd: NewPayment, product: Product | None, token: Token, rates: RateProvider, test_mode: bool) -> Pricing:
+def price(cmd: NewPayment, product: Any, token: Token, rates: RateProvider, test_mode: bool) -> Pricing:
+    """``product``: a row of ``PRODUCT``, or None for a payment of ``cmd.amount``."""
     rate = usd_rate(rates, token.symbol, test_mode)
     if product is not None and product.currency_type == "CRYPTO":
         units_decimal = product.price
@@ -83,9 +193,9 @@ def price(cmd: NewPayment, product: Product | None, token: Token, rates: RatePro
     return Pricing(usd, to_base_units(crypto_amount(usd, rate, token.decimals), token.decimals), rate)
 
 
-def chargeable_product(session: Session, owner: Owner, product_id: str, network: str, token: str) -> Product:
+def chargeable_product(conn: Connection, owner: Owner, product_id: str, network: str, token: str) -> Any:
     pid = parse_uuid(product_id)
-    product = session.get(Product, pid) if pid else None
+    product = conn.exec_driver_sql(PRODUCT, {"id": pid}).first() if pid else None
     if (
         product is None
         or product.merchant_id != owner.merchant_id
@@ -105,41 +215,8 @@ def request_hash(cmd: NewPayment) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def claim_idempotency_key(session: Session, owner: Owner, key: str, digest: str, ttl: timedelta) -> Payment | None:
-    """Claim ``key`` for this request, or return the payment an earlier identical request made.
-
-    The claim is a row written in the same transaction as the payment: a concurrent duplicate
-    blocks on the unique key until the first commits, then sees its row. So one payment.
-    """
-    now = utcnow()
-    claimed = session.execute(
-        pg_insert(IdempotencyKey)
-        .values(merchant_id=owner.merchant_id, test_mode=owner.test_mode, key=key, request_hash=digest, created_at=now)
-        .on_conflict_do_nothing()
-        .returning(IdempotencyKey.key)
-    ).first()
-    if claimed:
-        return None
-    row = session.get(IdempotencyKey, (owner.merchant_id, owner.test_mode, key), with_for_update=True)
-    if row.created_at < now - ttl:  # an expired key starts afresh
-        row.request_hash, row.created_at, row.payment_id = digest, now, None
-        return None
-    if row.request_hash != digest:
-        raise IdempotencyConflict("this Idempotency-Key was already used with a different request body")
-    return session.get(Payment, row.payment_id)
-
-
-def _watched_height(network: str) -> sa.ScalarSelect:
-    """Where the network's watcher stands (NULL before it first ran), read inside the INSERT.
-
-    No transfer to a new address can be in a block the watcher had already scanned, so a
-    late address is backfilled from here (``kassa_chain_watcher.scanner``).
-    """
-    return sa.select(ChainCursor.block_number).where(ChainCursor.network == network).scalar_subquery()
-
-
 def create_payment(
-    session: Session,
+    db: Connection | Session,
     owner: Owner,
     cmd: NewPayment,
     *,
@@ -149,45 +226,78 @@ def create_payment(
     idempotency_key: str | None = None,
     idempotency_ttl: timedelta = timedelta(hours=24),
     allow_test_keys: bool = False,
-) -> tuple[Payment, bool]:
-    """Create a PENDING payment (and its payment.created event). Returns (payment, replayed).
+) -> Created:
+    """Create a PENDING payment and its payment.created event, or replay the payment an
+    earlier request with the same ``idempotency_key`` and body made.
 
-    ``allow_test_keys``: a live payment may derive from a published test key (development).
+    ``db``: a connection in autocommit mode (the create is then its own transaction), or a
+    session whose transaction the create joins. ``allow_test_keys``: a live payment may
+    derive from a published test key (development).
     """
-    if idempotency_key is not None:
-        earlier = claim_idempotency_key(session, owner, idempotency_key, request_hash(cmd), idempotency_ttl)
-        if earlier is not None:
-            return earlier, True
-    network, token = resolve_pair(registry, cmd.network, cmd.token, owner.test_mode)
-    product = (chargeable_product(session, owner, cmd.product_id, network.name, token.symbol)
-               if cmd.product_id is not None else None)
-    pricing = price(cmd, product, token, rates, owner.test_mode)
-    payment_id = uuid.uuid4()
-    receiving = receiving_address(session, owner.merchant_id, owner.test_mode, network, payment_id,
-                                  allow_test_keys=allow_test_keys)
+    conn = db.connection() if isinstance(db, Session) else db
     now = utcnow()
+    key = idempotency_key
+    digest = request_hash(cmd) if key is not None else None
+    fresh_after = now - idempotency_ttl
+    try:
+        network, token = resolve_pair(registry, cmd.network, cmd.token, owner.test_mode)
+        product = (chargeable_product(conn, owner, cmd.product_id, network.name, token.symbol)
+                   if cmd.product_id is not None else None)
+        pricing = price(cmd, product, token, rates, owner.test_mode)
+    except DomainError:
+        # a request the key was already used for is answered as it was, whatever holds now
+        if key is not None and (earlier := _earlier(conn, owner, key, digest, fresh_after)) is not None:
+            return earlier
+        raise
+    hint = index_hint(conn.engine, owner, network.kind)
+    found = ReadForCreate._make(WALLET_AND_KEY(conn, {
+        "merchant_id": owner.merchant_id, "mode": owner.mode, "chain": network.kind, "test_mode": owner.test_mode,
+        "key": key, "fresh_after": fresh_after, "default_key": TEST_XPUBS[network.kind] if owner.test_mode else None,
+        "expected_key": hint.key, "sequence": hint.sequence})[0])
+    if found.request_hash is not None:
+        return _replay(conn, found.request_hash, found.payment_id, digest)
+    payment_id = uuid.uuid4()
+    receiving = receiving_address(conn, owner, network, (found.xpub, found.settlement_address), payment_id,
+                                  hint=hint, index=found.derivation_index, allow_test_keys=allow_test_keys)
     short_id = new_short_id()
-    payment = Payment(
-        id=payment_id, short_id=short_id, merchant_id=owner.merchant_id, test_mode=owner.test_mode,
-        status=PaymentStatus.PENDING, amount=pricing.usd, token=token.symbol, network=network.name,
-        decimals=token.decimals, address=receiving.address, derivation_index=receiving.derivation_index,
-        settlement_address=receiving.settlement_address, deposit_salt=receiving.deposit_salt,
-        checkout_url=f"{checkout_base}/pay/{short_id}",
-        crypto_amount_units=pricing.units, amount_received_units=0, exchange_rate=pricing.rate, confirmations=0,
-        required_confirmations=network.required_confirmations, customer_email=cmd.customer_email,
+    payment = PaymentRow(
+        id=payment_id, merchant_id=owner.merchant_id, short_id=short_id, status=PaymentStatus.PENDING,
+        amount=pricing.usd, token=token.symbol, network=network.name, decimals=token.decimals,
+        address=receiving.address, crypto_amount_units=pricing.units, amount_received_units=0,
+        exchange_rate=pricing.rate, confirmations=0, required_confirmations=network.required_confirmations,
+        transaction_hash=None, checkout_url=f"{checkout_base}/pay/{short_id}", customer_email=cmd.customer_email,
         customer_name=cmd.customer_name, redirect_url=cmd.redirect_url, cancel_url=cmd.cancel_url,
-        product_id=product.id if product else None, metadata_=cmd.metadata or {},
+        product_id=product.id if product else None, metadata_=cmd.metadata or {}, test_mode=owner.test_mode,
         expires_at=now + timedelta(minutes=owner.lifetime_minutes), created_at=now, updated_at=now,
-        created_block=None if owner.test_mode else _watched_height(network.name),
-    )
-    session.add(payment)
-    session.flush()
-    if idempotency_key is not None:
-        session.execute(
-            sa.update(IdempotencyKey)
-            .where(IdempotencyKey.merchant_id == owner.merchant_id, IdempotencyKey.test_mode == owner.test_mode,
-                   IdempotencyKey.key == idempotency_key)
-            .values(payment_id=payment.id, response_status=201)
-        )
-    record_payment_event(session, payment, EventType.PAYMENT_CREATED, now=now, transfers=[])
-    return payment, False
+        completed_at=None, settlement_address=receiving.settlement_address, sweep_tx_hash=None, swept_at=None,
+        wrong_network=[])
+    event = payment_event(payment, EventType.PAYMENT_CREATED, now, [])
+    written = INSERT_PAYMENT(conn, {
+        **payment._asdict(), "metadata": json.dumps(payment.metadata_), "status": str(payment.status),
+        "derivation_index": receiving.derivation_index, "deposit_salt": receiving.deposit_salt,
+        "key": key, "request_hash": digest, "fresh_after": fresh_after,
+        "event_id": event.id, "event_type": str(event.event), "payload": json.dumps(event.body())})
+    if not written:  # a concurrent request with the same key came first
+        earlier = _earlier(conn, owner, key, digest, fresh_after)
+        if earlier is None:
+            raise IdempotencyConflict("a request with this Idempotency-Key is still in flight; retry it")
+        return earlier
+    # the payment object the event carries is the answer (without the event's payment_id)
+    return Created({k: v for k, v in event.data.items() if k != "payment_id"}, False)
+
+
+def _earlier(conn: Connection, owner: Owner, key: str, digest: str | None, fresh_after: datetime) -> Created | None:
+    """The answer to a request whose key an unexpired earlier request holds; None if none does."""
+    row = conn.exec_driver_sql(EARLIER_REQUEST, {"merchant_id": owner.merchant_id, "test_mode": owner.test_mode,
+                                                 "key": key, "fresh_after": fresh_after}).first()
+    if row is None or row.payment_id is None:
+        return None
+    return _replay(conn, row.request_hash, row.payment_id, digest)
+
+
+def _replay(conn: Connection, earlier_hash: str, payment_id: uuid.UUID, digest: str | None) -> Created:
+    if earlier_hash != digest:
+        raise IdempotencyConflict("this Idempotency-Key was already used with a different request body")
+    with Session(bind=conn) as session:
+        payment = session.get(Payment, payment_id)
+        return Created(payment_to_dict(payment, transfers_of(session, [payment_id])[payment_id]), True)

@@ -135,8 +135,8 @@ def buy(product_id: str):
     cmd = payments.NewPayment(token=token, network=network, product_id=str(product.id), customer_email=email)
     try:
         with transaction() as session:
-            payment, _ = payments.create_payment(session, owner, cmd, registry=s.networks, rates=deps().rates,
-                                                 checkout_base=s.checkout_url, allow_test_keys=s.development)
+            created = payments.create_payment(session, owner, cmd, registry=s.networks, rates=deps().rates,
+                                              checkout_base=s.checkout_url, allow_test_keys=s.development)
     except DomainError as exc:
         return _product_page(product, merchant, 422, exc.message)
-    return redirect(payment.checkout_url, 303)
+    return redirect(created.payment["checkout_url"], 303)
