@@ -3,7 +3,9 @@ settler, webhook-sender, expirer, chain-watcher) on anvil mining a block every s
 local receiver; live USDC payments created through the API and paid on anvil at 100/s.
 Latency per payment: from the arrival of the block that gives its transfer the required
 confirmations (seen by polling the node every 10 ms) to the receiver's answer to its
-``payment.completed`` webhook."""
+``payment.completed`` webhook. The report also gives the median time to each stage on the
+way, from the database's own timestamps: the settler wrote the event, a relay published it,
+the sender's intake made the delivery, the sender started the POST."""
 from __future__ import annotations
 
 import statistics
@@ -14,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import requests
+import sqlalchemy as sa
 
 from kassa_dev import chain as devchain
 from tests.support.anvil import start_chain
@@ -76,6 +79,25 @@ def pay_all(url: str, payer: str, usdc: str, payments: list[dict], rate: float) 
     return sent
 
 
+STAGES = sa.text("""
+    SELECT e.payment_id::text AS payment_id,
+           extract(epoch FROM e.created_at) AS settled, extract(epoch FROM e.published_at) AS published,
+           extract(epoch FROM d.created_at) AS intake, extract(epoch FROM a.created_at) AS attempt
+    FROM events e
+    JOIN webhook_deliveries d ON d.event_id = e.id
+    JOIN delivery_attempts a ON a.delivery_id = d.id AND a.attempt = 1
+    WHERE e.type = 'payment.completed' AND e.payment_id = ANY(CAST(:ids AS uuid[]))
+""")
+
+
+def stage_medians(b: Bench, arrived: dict[str, float]) -> dict[str, float]:
+    """Median ms from the confirming block's arrival to each stage (payment id → arrival)."""
+    with b.engine(1) as (engine, _), engine.connect() as conn:
+        rows = conn.execute(STAGES, {"ids": list(arrived)}).all()
+    return {stage: round(statistics.median((float(getattr(r, stage)) - arrived[r.payment_id]) * 1000 for r in rows), 1)
+            for stage in ("settled", "published", "intake", "attempt")} if rows else {}
+
+
 def run(b: Bench) -> list[Result]:
     n, rate = (10, 10.0) if b.smoke else (300, 100.0)
     chain = start_chain(block_time=1.0)
@@ -108,10 +130,12 @@ def run(b: Bench) -> list[Result]:
                 stack.stop_all()
         hits = {h.json["data"]["payment_id"]: h for h in receiver.events("payment.completed")}
         required = next(p["required_confirmations"] for p in payments)
-        latencies = []
+        latencies, arrived = [], {}
         for pid, tx in sent.items():
             mined = int(rpc(clock.http, chain.url, "eth_getTransactionReceipt", tx)["blockNumber"], 16)
-            latencies.append(hits[pid].at - clock.arrived[mined + required - 1])
+            arrived[pid] = clock.arrived[mined + required - 1]
+            latencies.append(hits[pid].at - arrived[pid])
+        stages = stage_medians(b, arrived)
     finally:
         clock.stop()
         receiver.close()
@@ -119,7 +143,8 @@ def run(b: Bench) -> list[Result]:
     latencies.sort()
     p50 = statistics.median(latencies) * 1000
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
-    extra = {"payments": n, "payments_per_second": rate, "max_ms": latencies[-1] * 1000}
+    extra = {"payments": n, "payments_per_second": rate, "max_ms": latencies[-1] * 1000,
+             "stage_p50_ms": stages}
     return [
         Result("confirm_to_webhook_p50", f"confirmation → webhook p50, {n} payments at {rate:.0f}/s on anvil", "ms",
                p50, "< 200 ms", p50 < 200, extra=extra),
