@@ -95,6 +95,11 @@ class Delivery:
     at: float
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # the default 5 drops a burst of new connections' SYNs for 1 s, 3 s…
+
+
 class Receiver:
     """The merchant's endpoint: records every delivery it accepts (event id, type, payment,
     whether the signature verifies against the endpoint's secret) and, while ``down``,
@@ -127,8 +132,7 @@ class Receiver:
             def log_message(self, *args) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/hooks"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
