@@ -19,8 +19,7 @@ import pytest
 import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 
-from kassa_api.workers.settler import handle_transfer
-from kassa_common.bus.consumer import Consumer, Delivered
+from kassa_common.bus.consumer import Delivered
 from kassa_common.bus.publisher import Message, Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Merchant, Notification, Payment, ProcessedMessage
@@ -33,7 +32,7 @@ from kassa_notifier import sender as sender_module
 from kassa_notifier.main import build
 from kassa_notifier.smtp import SmtpServer
 from tests.integration.test_dashboard import csrf_of, merchant_with_password
-from tests.support.bus import consuming, private_topology
+from tests.support.bus import private_topology, running_settler
 from tests.support.wait import until
 
 DASHBOARD = "https://kassa.example/dashboard"
@@ -90,10 +89,8 @@ def bus(settings):
 
 @pytest.fixture
 def settler(bus, settings, sessions):
-    _, topo, _ = bus
-    with consuming(Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions,
-                            name="test-settler")) as consumer:
-        yield consumer
+    with running_settler(settings, bus[1], sessions) as consumers:
+        yield consumers[0]
 
 
 @pytest.fixture

@@ -8,14 +8,15 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.bus.consumer import Consumer
 from kassa_common.bus.publisher import Publisher
 from kassa_common.db import unit_of_work
+from kassa_common.messages import TransferStatus
 from kassa_common.models import Event, Payment, Transfer
 from kassa_common.outbox import Relay, relay_pending
-from kassa_api.workers.settler import handle_transfer
 from kassa_expirer.jobs import Jobs
-from tests.support.bus import consuming, private_topology, queue_depth
+from tests.support.api import LIVE_PAYMENT
+from tests.support.bus import private_topology, queue_depth, running_settler
+from tests.support.transfers import report
 from tests.support.wait import until
 
 
@@ -29,10 +30,9 @@ def bus(settings):
 
 @pytest.fixture
 def settler(bus, settings, sessions):
-    topo, _ = bus
-    with consuming(Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions,
-                            name="test-settler")) as consumer:
-        yield consumer
+    """The settler running; its consumer of the chain's reports, to hand messages to directly."""
+    with running_settler(settings, bus[0], sessions) as consumers:
+        yield consumers[0]
 
 
 def new_payment(client, merchant, **body):
@@ -133,8 +133,7 @@ def test_the_settlers_own_relay_publishes_what_a_batch_committed_at_once(client,
     p = new_payment(client, merchant)
     relay = Relay(sessions, Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare), poll=60).start()
     try:
-        with consuming(Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions,
-                                name="test-settler", after_commit=relay.wake)):
+        with running_settler(settings, topo, sessions, after_commit=relay.wake):
             until(lambda: relay_pending(sessions, publisher) == 0)  # drained the relay's first round
             jobs = Jobs(sessions, publisher, test_complete_after=timedelta(0))
             assert jobs.complete_test_payments() >= 1
@@ -147,3 +146,26 @@ def test_the_settlers_own_relay_publishes_what_a_batch_committed_at_once(client,
             until(completed_published, timeout=10, message="payment.completed published by the settler's relay")
     finally:
         relay.stop()
+
+
+def test_a_burst_of_test_payments_does_not_hold_up_a_live_one(client, merchant, live_merchant, create_payment,
+                                                                sessions, bus, settings):
+    """Test mode's simulated transfers wait in a queue of their own: a tester completing
+    hundreds of payments at once must not delay the live confirmations behind them."""
+    topo, publisher = bus
+    burst = {new_payment(client, merchant)["id"] for _ in range(300)}
+    live = create_payment(live_merchant, LIVE_PAYMENT, mode="live")
+    jobs = Jobs(sessions, publisher, test_complete_after=timedelta(0))
+    while jobs.complete_test_payments():
+        pass
+    relay_pending(sessions, publisher)  # the burst's reports are on the bus first, then the live one's
+    publisher.publish_batch([report(live, TransferStatus.CONFIRMED, 12_340_000, confirmations=10).to_message()])
+
+    with running_settler(settings, topo, sessions):
+        until(lambda: status_of(sessions, live["id"]) == "COMPLETED", timeout=30, message="live payment completed")
+        with sessions() as s:
+            done = s.scalar(sa.select(sa.func.count()).select_from(Payment).where(
+                Payment.id.in_([uuid.UUID(i) for i in burst]), Payment.status == "COMPLETED"))
+        assert done < len(burst) / 2, f"the live payment waited for {done} of {len(burst)} test payments"
+        until(lambda: all(status_of(sessions, i) == "COMPLETED" for i in burst), timeout=60,
+              message="the burst completed as well")

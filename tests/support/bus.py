@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import secrets
 import threading
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 
 import pika
 
@@ -47,3 +47,17 @@ def consuming(consumer):
     finally:
         consumer.stop()
         thread.join(10)
+
+
+@contextmanager
+def running_settler(settings, topo, sessions, **hooks):
+    """The settler's consumers as its process builds them (the chain's reports, test mode's)
+    in threads for the block; yields them, the chain's first."""
+    from kassa_api.workers.settler import settler_consumers
+    from kassa_common.bus.consumer import Consumer
+
+    def make(queue, handler, **options):
+        return Consumer(settings.rabbitmq_url, topo, queue, handler, sessions, name="test-settler", **options)
+
+    with ExitStack() as running:
+        yield [running.enter_context(consuming(c)) for c in settler_consumers(make, topo, 1, **hooks)]

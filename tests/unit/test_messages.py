@@ -34,6 +34,14 @@ def test_a_transfer_report_round_trips_through_json_under_its_routing_key(status
     assert TransferReport.from_message(key, wire) == sent
 
 
+def test_a_simulated_report_travels_under_its_own_key_and_comes_back_simulated():
+    sent = TransferReport(TransferStatus.CONFIRMED, "BASE", "test_tx_1", 0, "USDC", "0xa11ce", 5, confirmations=1,
+                          simulated=True)
+    message = sent.to_message("evt_1")
+    assert message.routing_key == RoutingKey.TEST_TRANSFER_CONFIRMED == "test.transfer.confirmed"
+    assert TransferReport.from_message(message.routing_key, json.loads(json.dumps(message.body))) == sent
+
+
 def test_a_transfer_report_keeps_an_explicit_message_id():
     assert report().to_message("evt_1").message_id == "evt_1"
 

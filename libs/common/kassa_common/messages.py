@@ -87,8 +87,11 @@ class RoutingKey(StrEnum):
     TRANSFER_SEEN = "chain.transfer.seen"
     TRANSFER_CONFIRMED = "chain.transfer.confirmed"
     TRANSFER_ORPHANED = "chain.transfer.orphaned"
+    # test mode's simulated transfers: the same reports, in a queue of their own
+    TEST_TRANSFER_CONFIRMED = "test.transfer.confirmed"
     # binding patterns of the consuming queues (bus.topology)
     ALL_TRANSFERS = "chain.transfer.*"
+    ALL_TEST_TRANSFERS = "test.transfer.*"
     ALL_PAYMENT_EVENTS = "payment.*"
 
 
@@ -97,7 +100,8 @@ _TRANSFER_KEYS = {
     TransferStatus.CONFIRMED: RoutingKey.TRANSFER_CONFIRMED,
     TransferStatus.ORPHANED: RoutingKey.TRANSFER_ORPHANED,
 }
-_TRANSFER_STATUSES = {key: status for status, key in _TRANSFER_KEYS.items()}
+_SIMULATED_KEYS = {TransferStatus.CONFIRMED: RoutingKey.TEST_TRANSFER_CONFIRMED}
+_TRANSFER_STATUSES = {key: status for keys in (_TRANSFER_KEYS, _SIMULATED_KEYS) for status, key in keys.items()}
 
 
 @dataclass(frozen=True)
@@ -110,7 +114,7 @@ class TransferReport:
     among the transaction's transfer logs to the same address); it defaults to
     ``log_index`` (a vout, -1 and test mode's 0 are places already). The transfer is
     (network, tx_hash, position, to). Amounts are exact integers in the token's base units
-    (a string on the wire).
+    (a string on the wire). ``simulated``: test mode's, routed apart from the chain's.
     """
 
     status: TransferStatus
@@ -124,6 +128,7 @@ class TransferReport:
     block_hash: str | None = None
     confirmations: int = 0
     position: int | None = None
+    simulated: bool = False
 
     @property
     def place(self) -> int:
@@ -131,7 +136,7 @@ class TransferReport:
 
     @property
     def routing_key(self) -> RoutingKey:
-        return _TRANSFER_KEYS[self.status]
+        return (_SIMULATED_KEYS if self.simulated else _TRANSFER_KEYS)[self.status]
 
     def default_id(self) -> str:
         """The watcher's message id: the same report is the same message, however often sent."""
@@ -153,8 +158,10 @@ class TransferReport:
     @classmethod
     def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "TransferReport":
         """Raises KeyError, ValueError or TypeError for anything that is not a transfer report."""
+        key = RoutingKey(routing_key)
         return cls(
-            status=_TRANSFER_STATUSES[RoutingKey(routing_key)], network=str(body["network"]).upper(),
+            status=_TRANSFER_STATUSES[key], simulated=key in _SIMULATED_KEYS.values(),
+            network=str(body["network"]).upper(),
             tx_hash=str(body["tx_hash"]), log_index=int(body["log_index"]), token=str(body["token"]).upper(),
             to=str(body["to"]), amount_units=int(body["amount_units"]), block_number=body.get("block_number"),
             block_hash=body.get("block_hash"), confirmations=int(body.get("confirmations") or 0),

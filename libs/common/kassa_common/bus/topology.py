@@ -31,11 +31,13 @@ class QueueSpec:
 
 
 SETTLER = QueueSpec("settler.transfers", (RoutingKey.ALL_TRANSFERS,))
+# test mode's simulated transfers: a tester's burst never queues ahead of the chain's reports
+SETTLER_TEST = QueueSpec("settler.test-transfers", (RoutingKey.ALL_TEST_TRANSFERS,))
 WEBHOOK_INTAKE = QueueSpec("webhook-sender.events", (RoutingKey.ALL_PAYMENT_EVENTS,))
 # the notifier: only the events it emails about
 NOTIFIER = QueueSpec("notifier.events", (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID,
                                          EventType.PAYMENT_LATE_PAYMENT))
-QUEUES = (SETTLER, WEBHOOK_INTAKE, NOTIFIER)
+QUEUES = (SETTLER, WEBHOOK_INTAKE, NOTIFIER, SETTLER_TEST)  # in Topology's field order
 
 
 def declare(channel, exchange: str = EXCHANGE, queues: tuple[QueueSpec, ...] = QUEUES) -> None:
@@ -59,10 +61,11 @@ class Topology:
     settler: QueueSpec
     webhook_intake: QueueSpec
     notifier: QueueSpec
+    settler_test: QueueSpec
 
     @property
     def queues(self) -> tuple[QueueSpec, ...]:
-        return (self.settler, self.webhook_intake, self.notifier)
+        return (self.settler, self.webhook_intake, self.notifier, self.settler_test)
 
     def declare(self, channel) -> None:
         declare(channel, self.exchange, self.queues)

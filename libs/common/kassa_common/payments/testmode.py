@@ -1,5 +1,6 @@
 """Test mode: no chain. A simulated confirmed transfer is written to the outbox and reaches
-the settler exactly like a watcher's report, so test payments take the real path.
+the settler exactly like a watcher's report, so test payments take the real path (through a
+queue of their own, so that a tester's burst never delays live confirmations).
 
 Test payments complete by themselves after ``TEST_MODE_COMPLETE_SECONDS``; on the
 checkout page a tester can instead pay now, pay part, or let the payment expire.
@@ -31,7 +32,7 @@ def simulate_transfer(session: Session, payment: Payment, amount_units: int, *, 
         raise NotTestPayment(payment.short_id)
     tx_hash = "test_tx_" + secrets.token_hex(16)
     report = TransferReport(TransferStatus.CONFIRMED, payment.network, tx_hash, 0, payment.token, payment.address,
-                            amount_units, confirmations=payment.required_confirmations)
+                            amount_units, confirmations=payment.required_confirmations, simulated=True)
     outbox.record(session, report.to_message(new_event_id()), merchant_id=payment.merchant_id, test_mode=True,
                   payment_id=payment.id, now=now)
     return tx_hash

@@ -1,4 +1,5 @@
-"""The settler: consumes ``chain.transfer.*`` and applies them to payments.
+"""The settler: consumes ``chain.transfer.*`` (and test mode's ``test.transfer.*``) and
+applies them to payments.
 
 The events a batch of reports writes (payment.completed …) are published by the settler's
 own relay as soon as the batch commits: a webhook never waits for the relay process's poll.
@@ -14,7 +15,8 @@ from __future__ import annotations
 from prometheus_client import Counter
 from sqlalchemy.orm import Session
 
-from kassa_common.bus.consumer import Delivered, Reject
+from kassa_common.bus.consumer import Consumer, Delivered, Reject
+from kassa_common.bus.topology import Topology
 from kassa_common.config import Settings
 from kassa_common.messages import TransferReport
 from kassa_common.outbox import Relay
@@ -46,13 +48,21 @@ def handle_transfer(session: Session, msg: Delivered) -> None:
     SETTLED.labels(report.status).inc()
 
 
+def settler_consumers(make, topology: Topology, n: int, **hooks) -> list[Consumer]:
+    """``n`` consumers of the chain's reports and one of test mode's simulated ones, which
+    wait in a queue of their own: a tester completing a thousand payments at once never
+    holds up a live confirmation. ``make`` builds a consumer (``Worker.consumer``)."""
+    queues = [topology.settler] * n + [topology.settler_test]
+    return [make(q, handle_transfer, batch=BATCH, prefetch=2 * BATCH, prepare=lock_reported, **hooks)
+            for q in queues]
+
+
 def main() -> None:
     settings = Settings.from_env()
     n = settings.settler_consumers
-    worker = bootstrap(settings, "settler", pool_size=n + 1)
+    worker = bootstrap(settings, "settler", pool_size=n + 2)
     relay = Relay(worker.sessions, worker.publisher("relay")).start()
-    consumers = [worker.consumer(worker.topology.settler, handle_transfer, batch=BATCH, prefetch=2 * BATCH,
-                                 prepare=lock_reported, after_commit=relay.wake) for _ in range(n)]
+    consumers = settler_consumers(worker.consumer, worker.topology, n, after_commit=relay.wake)
     worker.run(lambda: run_together(c.run for c in consumers), lambda: [c.stop() for c in consumers],
                drain=relay.stop)
 
