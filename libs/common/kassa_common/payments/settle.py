@@ -40,7 +40,7 @@ from kassa_common.chains.networks import shipped
 from kassa_common.chains.rates import units_text
 from kassa_common.messages import TransferReport, TransferStatus
 from kassa_common.models import Merchant, Payment, Transfer
-from kassa_common.payments.shape import transfers_of
+from kassa_common.payments.shape import oldest_first, transfers_of
 from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger
 from kassa_common.timefmt import utcnow
 
@@ -120,10 +120,10 @@ def _locked_transfer(session: Session, payment: Payment, r: TransferReport) -> T
 
 
 def _transfers(session: Session, payment: Payment) -> list:
-    """The payment's transfers, oldest first (as ``shape.transfers_of`` orders them)."""
+    """The payment's transfers, oldest first (``shape.TRANSFER_ORDER``)."""
     held = _held(session)
     if held is not None and payment.id in held.transfers:
-        return sorted(held.transfers[payment.id], key=lambda t: (t.created_at, t.tx_hash, t.log_index))
+        return oldest_first(held.transfers[payment.id])
     session.flush()  # a transfer's new status, before they are read
     return transfers_of(session, [payment.id])[payment.id]
 

@@ -134,13 +134,23 @@ def _ids(ids: list[uuid.UUID]) -> sa.BindParameter:
     return sa.bindparam("ids", ids, type_=ARRAY(UUID(as_uuid=True)))
 
 
+# How a payment's transfers are shown: oldest first. The one order for a query and for
+# transfers already in hand (``oldest_first``).
+TRANSFER_ORDER = (Transfer.created_at, Transfer.tx_hash, Transfer.log_index)
+
+
+def oldest_first(transfers: Iterable[Any]) -> list[Any]:
+    """Transfers in hand, in ``TRANSFER_ORDER``."""
+    return sorted(transfers, key=lambda t: tuple(getattr(t, c.key) for c in TRANSFER_ORDER))
+
+
 def transfers_of(session: Session, payment_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
     """The transfers of these payments (rows of ``TRANSFER_COLUMNS``), oldest first, in one query."""
     ids = list(payment_ids)
     found: dict[uuid.UUID, list[Any]] = defaultdict(list)
     if ids:
         rows = session.execute(sa.select(*TRANSFER_COLUMNS).where(Transfer.payment_id == sa.any_(_ids(ids)))
-                               .order_by(Transfer.created_at, Transfer.tx_hash, Transfer.log_index))
+                               .order_by(*TRANSFER_ORDER))
         for row in rows:
             found[row.payment_id].append(row)
     return found
