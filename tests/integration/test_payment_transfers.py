@@ -14,7 +14,7 @@ from tests.integration.test_dashboard_manage import dash  # noqa: F401 - the log
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle, settler_batches, tx_hash  # noqa: F401 (autouse)
 
-SEEN, CONFIRMED, ORPHANED = TransferStatus
+SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 
 
 def get(client, merchant, p, mode="live") -> dict:

@@ -15,7 +15,7 @@ from kassa_common.models import Event, Transfer
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle, settler_batches, tx_hash as tx  # noqa: F401 (autouse)
 
-SEEN, CONFIRMED, ORPHANED = TransferStatus
+SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 REQUIRED = 6
 
 

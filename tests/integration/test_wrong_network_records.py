@@ -18,7 +18,7 @@ from tests.support.api import API, LIVE_PAYMENT, new_key, set_live_wallet
 from tests.support.forwarder import fresh_address
 from tests.support.transfers import report, settle, settler_batches  # noqa: F401 (autouse)
 
-SEEN, CONFIRMED, ORPHANED = TransferStatus
+SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 SECOND = "LOCAL_EVM_2"
 
 

@@ -13,7 +13,7 @@ from kassa_common.payments.transitions import (
     OPEN, STATUSES, TRANSITIONS, Facts, Trigger, refusal, report_trigger, settlement_trigger)
 
 PENDING, COMPLETED, PARTIALLY_PAID, EXPIRED, CANCELED = PaymentStatus
-SEEN, CONFIRMED, ORPHANED = TransferStatus
+SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 SEEN_PENDING = "a transfer to the payment is seen and waiting for confirmations"
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
 PAST, FUTURE = NOW - timedelta(minutes=1), NOW + timedelta(minutes=1)
@@ -33,6 +33,8 @@ TABLE = {
     Trigger.TEST_LET_EXPIRE: ({PENDING, PARTIALLY_PAID}, None, None),
     Trigger.RECORD_SWEEP: (set(PaymentStatus), None, EventType.PAYMENT_SWEPT),
     Trigger.RECORD_WRONG_NETWORK: (set(PaymentStatus), None, EventType.PAYMENT_WRONG_NETWORK),
+    # a confirmed transfer lost in a deep reorg: recorded and announced, the status kept
+    Trigger.RECORD_REORG: (set(PaymentStatus), None, EventType.PAYMENT_REORGED),
 }
 
 
@@ -142,6 +144,12 @@ REPORTS = [
     (ORPHANED, CONFIRMED, PARTIALLY_PAID, None),  # confirmed is final
     (ORPHANED, SEEN, COMPLETED, None),
     (ORPHANED, SEEN, EXPIRED, None),
+    # a deep reorg of a block whose transfer was still seen here (its confirmation not yet
+    # settled) clears what it set, like an orphan; a confirmed one is the settler's RECORD_REORG
+    (REORGED, SEEN, PENDING, Trigger.RELEASE),
+    (REORGED, CONFIRMED, PENDING, None),
+    (REORGED, CONFIRMED, COMPLETED, None),
+    (REORGED, None, PENDING, None),
 ]
 
 

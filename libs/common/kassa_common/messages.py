@@ -9,6 +9,7 @@ routing key                 message                 producers → consumers
 ``chain.transfer.seen``     ``TransferReport``      chain-watcher, test mode → settler
 ``chain.transfer.confirmed``
 ``chain.transfer.orphaned``
+``chain.transfer.reorged``
 ``payment.<event>``         ``PaymentEvent``        the payment package (outbox) → webhook-sender
 ``payment.created``         ``AddressFeed``         (the same event) → chain-watcher's watchlist
 ==========================  ======================  ======================================
@@ -37,7 +38,8 @@ class PaymentStatus(StrEnum):
 class TransferStatus(StrEnum):
     SEEN = "SEEN"
     CONFIRMED = "CONFIRMED"
-    ORPHANED = "ORPHANED"
+    ORPHANED = "ORPHANED"  # left the chain before it was confirmed: it never counted
+    REORGED = "REORGED"  # confirmed, then lost in a reorg deeper than the required confirmations
 
 
 class SweepStatus(StrEnum):
@@ -77,6 +79,8 @@ class EventType(StrEnum):
     # payment's ``wrong_network``, not counted, recoverable), once per confirmed transfer
     PAYMENT_WRONG_NETWORK = "payment.wrong_network"
     PAYMENT_SWEPT = "payment.swept"  # a forwarder deposit's funds reached the settlement address
+    # a confirmed transfer of the payment was lost in a reorg deeper than the confirmations
+    PAYMENT_REORGED = "payment.reorged"
     WEBHOOK_TEST = "webhook.test"  # sent on demand to one endpoint, never subscribed to
 
 
@@ -87,6 +91,7 @@ class RoutingKey(StrEnum):
     TRANSFER_SEEN = "chain.transfer.seen"
     TRANSFER_CONFIRMED = "chain.transfer.confirmed"
     TRANSFER_ORPHANED = "chain.transfer.orphaned"
+    TRANSFER_REORGED = "chain.transfer.reorged"
     # test mode's simulated transfers: the same reports, in a queue of their own
     TEST_TRANSFER_CONFIRMED = "test.transfer.confirmed"
     # binding patterns of the consuming queues (bus.topology)
@@ -99,6 +104,7 @@ _TRANSFER_KEYS = {
     TransferStatus.SEEN: RoutingKey.TRANSFER_SEEN,
     TransferStatus.CONFIRMED: RoutingKey.TRANSFER_CONFIRMED,
     TransferStatus.ORPHANED: RoutingKey.TRANSFER_ORPHANED,
+    TransferStatus.REORGED: RoutingKey.TRANSFER_REORGED,
 }
 _SIMULATED_KEYS = {TransferStatus.CONFIRMED: RoutingKey.TEST_TRANSFER_CONFIRMED}
 _TRANSFER_STATUSES = {key: status for keys in (_TRANSFER_KEYS, _SIMULATED_KEYS) for status, key in keys.items()}

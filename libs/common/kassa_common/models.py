@@ -220,7 +220,7 @@ class Transfer(Base):
     position: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     token: Mapped[str] = mapped_column(sa.String(16), nullable=False)
     amount_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False)
-    status: Mapped[str] = mapped_column(sa.String(10), nullable=False)  # SEEN | CONFIRMED | ORPHANED
+    status: Mapped[str] = mapped_column(sa.String(10), nullable=False)  # SEEN | CONFIRMED | ORPHANED | REORGED
     counted: Mapped[bool] = mapped_column(sa.Boolean, nullable=False)  # the payment's own token
     late: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
     block_number: Mapped[int | None] = mapped_column(sa.BigInteger)

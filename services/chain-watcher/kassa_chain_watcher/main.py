@@ -1,11 +1,15 @@
-"""The chain watcher process: one thread per network with an RPC URL configured, each
+"""The chain watcher process: one thread per network with an RPC node configured, each
 active only while it holds that network's advisory lock (others stand by).
 
 Watcher-only knobs (read here, in the entrypoint): ``CHAIN_WATCHER_NETWORKS`` (comma-separated
 names; default every network with an RPC URL), ``CHAIN_WATCHER_POLL_SECONDS``,
 ``CHAIN_WATCHER_BATCH_BLOCKS``, ``CHAIN_WATCHER_RELOAD_SECONDS``.
 
-A failing scan (a node down or rate limiting us, the broker or database away) is tried
+Each network is read through its pool of nodes (``nodes.NodePool``: ``<NETWORK>_RPC_URLS``,
+failover, each node's chain checked before it serves), cross-checked by other nodes when
+``<NETWORK>_RPC_QUORUM`` asks for it (``quorum.Quorum``).
+
+A failing scan (every node down or rate limiting us, the broker or database away) is tried
 again after a jittered exponential backoff (``transient.Backoff``, up to 30 s, at least
 what a node's ``Retry-After`` asked for), never in a tight loop on the same range; the
 backoff resets on the first good tick. Each streak of failures is logged once (and once
@@ -32,7 +36,9 @@ from kassa_common.worker import Worker, bootstrap
 
 from kassa_chain_watcher import bitcoin, evm
 from kassa_chain_watcher.lock import NetworkLock
-from kassa_chain_watcher.rpc import JsonRpc, RpcUnavailable, redact
+from kassa_chain_watcher.nodes import NodePool
+from kassa_chain_watcher.quorum import Quorum
+from kassa_chain_watcher.rpc import RpcUnavailable
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, address_networks, reload
@@ -71,10 +77,16 @@ class Options:
         return [n for n in settings.networks if n.rpc_url and (not self.networks or n.name.upper() in self.networks)]
 
 
+def chain_on(network: Network, rpc):
+    """The chain reader of ``network`` over ``rpc`` (a node pool, or one node of it)."""
+    return evm.EvmChain(network, rpc) if network.kind == "evm" else bitcoin.BitcoinChain(network, rpc)
+
+
 def make_chain(network: Network):
-    if network.kind == "evm":
-        return evm.EvmChain(network, JsonRpc(network.rpc_url)), evm.normalize
-    return bitcoin.BitcoinChain(network, JsonRpc(network.rpc_url, version="1.0")), bitcoin.normalize
+    """The reader of ``network`` over its pool of nodes, and the quorum cross-checking it (or None)."""
+    pool = NodePool(network, version="2.0" if network.kind == "evm" else "1.0")
+    quorum = Quorum(network, pool, partial(chain_on, network)) if network.rpc_quorum > 1 else None
+    return chain_on(network, pool), quorum
 
 
 def make_watchlist(network: Network) -> Watchlist:
@@ -128,12 +140,12 @@ class NetworkWatcher:
 
     def _follow(self) -> None:
         publisher = self.publisher()
-        chain, _ = make_chain(self.network)
+        chain, quorum = make_chain(self.network)
         try:
             reload(self.watchlist, self.sessions, self.address_networks, initial=True)
             store = Store(self.sessions, self.network.name, keep_blocks(self.network))
             self.scanner = Scanner(self.network, chain, store, self.watchlist, publisher.publish_batch,
-                                   batch_blocks=self.options.batch_blocks)
+                                   batch_blocks=self.options.batch_blocks, quorum=quorum)
             # Payments the last watcher may not have heard of before it stopped: backfilled first.
             recent = store.recent_addresses(self.address_networks,
                                             timedelta(seconds=self.options.reload_seconds) + RESTART_SLACK)
@@ -178,9 +190,9 @@ class NetworkWatcher:
         kind = type(exc).__name__
         if kind == failing:
             log.debug("%s: scan failed again (%s); next try in %.1f s", self.network.name, exc, wait)
-        elif isinstance(exc, RpcUnavailable):
-            log.warning("%s: RPC node %s unavailable (%s); retrying with backoff, quietly until it answers",
-                        self.network.name, redact(self.network.rpc_url), exc)
+        elif isinstance(exc, RpcUnavailable):  # its text names nodes by their redacted URL only
+            log.warning("%s: RPC unavailable (%s); retrying with backoff, quietly until it answers",
+                        self.network.name, exc)
         else:
             log.exception("%s: scan failed; retrying with backoff", self.network.name)
         return kind

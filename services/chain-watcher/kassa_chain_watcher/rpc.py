@@ -10,8 +10,12 @@ Failures come in kinds the caller treats differently:
 - ``RangeTooLarge``: an ``eth_getLogs`` over too many blocks, or with too many results for
   the provider. Providers word it differently (``RANGE_TOO_LARGE``); asking again for a
   smaller range works (``evm.EvmChain`` halves its window).
-- ``RpcError``: anything else the node answered with an error, or an answer that is not
-  JSON-RPC.
+- ``BadAnswer``: an answer that is not JSON-RPC at all (an HTML error page, a reply of the
+  wrong shape): the node (or what stands in front of it) is broken, not the request.
+- ``RpcError``: anything else the node answered with an error.
+
+A network may have several nodes: ``nodes.NodePool`` answers like one ``JsonRpc`` and
+fails over between them on ``RpcUnavailable`` and ``BadAnswer``.
 
 Hosted RPC URLs carry their API key (Infura and Alchemy in the path, others in the query,
 a Bitcoin node its user and password): exception texts and logs only ever show
@@ -60,6 +64,10 @@ class RpcUnavailable(RpcError):
         self.retry_after = retry_after
 
 
+class BadAnswer(RpcError):
+    """The node's answer is not JSON-RPC (or not the shape asked for)."""
+
+
 class RangeTooLarge(RpcError):
     """The node refused a block range as too long or as matching too many logs."""
 
@@ -93,6 +101,13 @@ def scrub(text: str, url: str | None) -> str:
               parts.password or ""]
     for piece in sorted({p for p in pieces + [unquote(p) for p in pieces] if p and p != "/"}, key=len, reverse=True):
         text = text.replace(piece, "…")
+    return text
+
+
+def scrub_all(text: str, urls) -> str:
+    """``scrub`` for each of several nodes' URLs."""
+    for url in urls:
+        text = scrub(text, url)
     return text
 
 
@@ -153,16 +168,28 @@ class JsonRpc:
             if resp.status_code >= 500:
                 raise RpcUnavailable(f"{self.where}: HTTP {resp.status_code} {resp.reason or ''}".rstrip(),
                                      retry_after=retry_after(resp.headers.get("Retry-After"))) from None
-            raise RpcError(f"{self.where}: HTTP {resp.status_code}, not JSON: {scrub(resp.text[:200], self.url)!r}") \
+            raise BadAnswer(f"{self.where}: HTTP {resp.status_code}, not JSON: {scrub(resp.text[:200], self.url)!r}") \
                 from None
 
     def _request(self, method: str, params: Sequence[Any]) -> dict[str, Any]:
         return {"jsonrpc": self.version, "id": next(self._ids), "method": method, "params": list(params)}
 
+    def raw(self, payload: Any) -> Any:
+        """The decoded reply to ``payload`` (one request or a batch) as the node sent it, errors
+        included, except a rate limit (raised as ``RpcUnavailable``): web3's transport."""
+        reply = self._post(payload)
+        errors = [reply] if isinstance(reply, dict) else reply if isinstance(reply, list) else []
+        for r in errors:
+            if isinstance(r, dict) and r.get("error") and isinstance(classify(r["error"], "x"), RpcUnavailable):
+                raise classify(r["error"], f"{self.where}")
+        if not isinstance(reply, (dict, list)):
+            raise BadAnswer(f"{self.where}: unexpected reply {str(reply)[:200]}")
+        return reply
+
     def call(self, method: str, *params: Any) -> Any:
         reply = self._post(self._request(method, params))
         if not isinstance(reply, dict):
-            raise RpcError(f"{method}: unexpected reply {str(reply)[:200]}")
+            raise BadAnswer(f"{method}: unexpected reply {str(reply)[:200]}")
         if reply.get("error"):
             raise classify(reply["error"], method)
         return reply.get("result")
@@ -176,12 +203,12 @@ class JsonRpc:
             if isinstance(reply, dict) and reply.get("error"):  # the whole batch refused (a rate limit)
                 raise classify(reply["error"], "batch")
             if not isinstance(reply, list):
-                raise RpcError(f"batch: unexpected reply {str(reply)[:200]}")
+                raise BadAnswer(f"batch: unexpected reply {str(reply)[:200]}")
             by_id = {r.get("id"): r for r in reply if isinstance(r, dict)}
             for req in requests_:
                 r = by_id.get(req["id"])
                 if r is None:
-                    raise RpcError(f"{req['method']}{req['params']}: no answer in the batch")
+                    raise BadAnswer(f"{req['method']}{req['params']}: no answer in the batch")
                 if r.get("error"):
                     raise classify(r["error"], f"{req['method']}{req['params']}")
                 results.append(r.get("result"))

@@ -17,10 +17,18 @@ One ``tick``:
    ``confirmed`` once; the line moves up only after that was published (with
    confirms). A tick that reported everything up to the tip it read records when it read
    it (``scanned_at``): the expirer expires a payment only once that passed its expiry.
+   With an RPC quorum (``quorum.py``) the line moves only as far as enough nodes agree
+   on the block there and on the transfers below it; until then they stay ``seen``.
 
 5. Unconfirmed transfers (the mempool, where the chain has one) are reported ``seen``
    when they appear and ``orphaned`` when they leave it unmined (``mempool.py``); what was
    reported is stored, so a restart misses no dropped or replaced transaction.
+
+A reorg that reaches below the confirmed line (deeper than the required confirmations)
+cannot take back what was confirmed, and is never kept silent: each confirmed transfer
+of the replaced blocks is reported ``reorged`` (the settler records it as lost on its
+payment and fires ``payment.reorged``), with an ERROR log and ``kassa_chain_deep_reorgs_total``.
+If the transaction is mined again it is found and confirmed again like any transfer.
 
 Reports are ``messages.TransferReport``s; their ids are derived from (network, tx, index,
 block hash, status, confirmations), so a restart or a retry re-publishes only messages the
@@ -36,13 +44,13 @@ from kassa_common.chains.networks import Network
 from kassa_common.messages import TransferReport, TransferStatus
 from kassa_common.timefmt import utcnow
 
-from kassa_chain_watcher import mempool
+from kassa_chain_watcher import mempool, metrics
 from kassa_chain_watcher.chain import Block, Chain, ChainMoved, Found
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import Watchlist
 
 log = logging.getLogger("kassa.chain_watcher")
-SEEN, CONFIRMED, ORPHANED = TransferStatus
+SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 SCANNED_AT_EVERY = 1.0  # seconds between cursor writes of an idle, caught-up watcher
 
 
@@ -55,12 +63,13 @@ def report(network: str, status: TransferStatus, f: Found, block: Block | None, 
 class Scanner:
     def __init__(self, network: Network, chain: Chain, store: Store, watchlist: Watchlist,
                  publish: Callable[[list[Message]], None], *, batch_blocks: int = 500,
-                 start_back: int | None = None) -> None:
+                 start_back: int | None = None, quorum=None) -> None:
         self.network, self.chain, self.store, self.watchlist, self.publish = network, chain, store, watchlist, publish
         self.name = network.name
         self.required = network.required_confirmations
         self.batch_blocks = batch_blocks
         self.start_back = start_back if start_back is not None else self.required + 1
+        self.quorum = quorum  # quorum.Quorum: other nodes must agree before a transfer is confirmed
         self.state = store.load()
         self._published: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._mempool = store.load_mempool()
@@ -111,11 +120,11 @@ class Scanner:
         if fork is None:
             fork = min(heights) - 1
             log.error("%s: reorg deeper than the %d blocks kept; resuming from %d", self.name, len(heights), fork)
-        if fork < st.confirmed_through:
-            log.error("%s: reorg below the confirmed line (%d < %d): confirmed transfers stay final",
-                      self.name, fork, st.confirmed_through)
         dropped = [st.blocks[n] for n in heights if n > fork]
-        orphans = [report(self.name, ORPHANED, f, b, 0) for b in reversed(dropped) for f in b.transfers]
+        orphans = [report(self.name, REORGED, f, b, self.required) if b.number <= st.confirmed_through
+                   else report(self.name, ORPHANED, f, b, 0) for b in reversed(dropped) for f in b.transfers]
+        if fork < st.confirmed_through:
+            self._deep_reorg(fork, [b for b in dropped if b.number <= st.confirmed_through])
         if orphans:
             self.publish(orphans)
         log.warning("%s: reorg, %d block(s) above %d replaced, %d transfer(s) orphaned",
@@ -123,6 +132,15 @@ class Scanner:
         self.store.rewind(st, fork)
         gone = {b.hash for b in dropped}
         self._published = {k: v for k, v in self._published.items() if k[0] not in gone}
+
+    def _deep_reorg(self, fork: int, confirmed: list[Block]) -> None:
+        lost = [f for b in confirmed for f in b.transfers]
+        metrics.DEEP_REORGS.labels(network=self.name).inc()
+        metrics.TRANSFERS_REORGED.labels(network=self.name).inc(len(lost))
+        log.error("%s: reorg below the confirmed line (fork at %d, confirmed through %d, %d confirmation(s) "
+                  "required): %d confirmed transfer(s) lost, reported reorged: %s", self.name, fork,
+                  self.state.confirmed_through, self.required, len(lost),
+                  ", ".join(f"{f.tx_hash} to {f.to}" for f in lost) or "none")
 
     # -- late addresses -------------------------------------------------------------------
     def _backfill_new_addresses(self) -> None:
@@ -149,17 +167,21 @@ class Scanner:
         if start > st.head:
             return []
         old: list[Message] = []
+        confirmed: list[Block] = []
         for b in self.chain.history(start, st.head, new, self.watchlist.native & new):
             stored = st.blocks.get(b.number)
             if stored is not None and stored.hash != b.hash:
                 raise ChainMoved(f"block {b.number} changed during a backfill")
             if b.number <= st.confirmed_through:
+                confirmed.append(b)
                 old += [report(self.name, CONFIRMED, f, b, self.required) for f in b.transfers]
             elif stored is not None:
                 known = {f.key for f in stored.transfers}
                 added = [f for f in b.transfers if f.key not in known]
                 if added:
                     self.store.set_transfers(st, Block(b.number, b.hash, stored.parent_hash, stored.transfers + added))
+        if self.quorum is not None:
+            self.quorum.check_backfill(confirmed)
         return old
 
     # -- reports --------------------------------------------------------------------------
@@ -167,12 +189,15 @@ class Scanner:
         st = self.state
         messages: list[Message] = []
         pending: list[tuple[tuple[str, str, int], tuple[str, int]]] = []
+        line = min(tip - self.required + 1, st.head)
+        if self.quorum is not None and line > st.confirmed_through:
+            line = self.quorum.line(tip, line, st.confirmed_through, st.blocks)
         for n in sorted(st.blocks):
             if n <= st.confirmed_through:
                 continue
             block = st.blocks[n]
             confs = tip - n + 1
-            kind, confs = (CONFIRMED, self.required) if confs >= self.required else (SEEN, confs)
+            kind, confs = (CONFIRMED, self.required) if n <= line else (SEEN, min(confs, self.required - 1))
             for f in block.transfers:
                 key = (block.hash, f.tx_hash, f.index)
                 if self._published.get(key) != (kind, confs):
@@ -188,7 +213,6 @@ class Scanner:
         if pool is not None:
             self.store.save_mempool(self._mempool, pool.after)
             self._mempool = pool.after
-        line = min(tip - self.required + 1, st.head)
         caught_up = read_at if st.head >= tip else None
         if line > st.confirmed_through or (caught_up and self._due_scanned_at(caught_up)):
             self.store.confirm_through(st, max(line, st.confirmed_through), scanned_at=caught_up)

@@ -1,8 +1,12 @@
 """Network and token registry, loaded from ``networks.json`` plus settings.
 
-Per network ``NAME`` the settings mapping may provide ``NAME_RPC_URL`` (empty
-means unset; a network without one is not live-enabled) and
-``NAME_CONFIRMATIONS`` (a positive integer overriding the file's default).
+Per network ``NAME`` the settings mapping may provide ``NAME_RPC_URLS`` (comma-separated
+nodes, in order of preference) or ``NAME_RPC_URL`` (one node; empty means unset; a network
+without a node is not live-enabled), ``NAME_RPC_QUORUM`` (how many of those nodes must
+agree on a block before a transfer in it is confirmed, 1 by default) and
+``NAME_CONFIRMATIONS`` (a positive integer overriding the file's default). A Bitcoin
+network names the chain its nodes must be on (``chain``: Bitcoin Core's ``main``, ``test``,
+``signet``, ``regtest``; by default from its ``bech32_hrp``).
 An EVM network's ``forwarder_factory`` is where the forwarder factory lives (the same
 address on every chain, see ``chains.forwarder``); without one, forwarder settlement is
 not offered there. A network marked ``needs_rpc_url`` (a second development chain) exists
@@ -49,6 +53,14 @@ class Network:
     bech32_hrp: str | None = None
     dev: bool = False
     forwarder_factory: str | None = None  # EVM: the ForwarderFactory's address (EIP-55)
+    rpc_urls: tuple[str, ...] = ()  # every node, in order of preference (``rpc_url`` is the first)
+    rpc_quorum: int = 1  # nodes that must agree on a block before a transfer in it is confirmed
+    bitcoin_chain: str | None = None  # Bitcoin: what ``getblockchaininfo`` must say ("main", "regtest")
+
+    @property
+    def nodes(self) -> tuple[str, ...]:
+        """The RPC URLs of this network's nodes (none: not live-enabled)."""
+        return self.rpc_urls or ((self.rpc_url,) if self.rpc_url else ())
 
     def token(self, symbol: str) -> Token | None:
         """The token with this symbol (case-insensitive), or None."""
@@ -130,6 +142,37 @@ def _confirmations(env: Mapping[str, str], name: str, default: int) -> int:
     return count
 
 
+BITCOIN_CHAINS = {"bc": "main", "tb": "test", "bcrt": "regtest"}  # bech32 prefix -> Bitcoin Core's chain name
+
+
+def _rpc_urls(env: Mapping[str, str], name: str) -> tuple[str, ...]:
+    """``NAME_RPC_URLS`` (comma-separated), else ``NAME_RPC_URL``; duplicates dropped, order kept.
+    Messages never repeat a URL: it may carry an API key."""
+    listed = (env.get(f"{name}_RPC_URLS") or "").strip()
+    raw = listed.split(",") if listed else [env.get(f"{name}_RPC_URL") or ""]
+    urls = tuple(dict.fromkeys(u.strip() for u in raw if u.strip()))
+    for u in urls:
+        if "://" not in u:
+            raise ValueError(f"{name}_RPC_URL{'S' if listed else ''}: every node must be a URL (http://… or https://…)")
+    return urls
+
+
+def _quorum(env: Mapping[str, str], name: str, nodes: int) -> int:
+    var = f"{name}_RPC_QUORUM"
+    value = (env.get(var) or "").strip()
+    if not value:
+        return 1
+    try:
+        quorum = int(value)
+    except ValueError:
+        quorum = 0
+    if quorum < 1:
+        raise ValueError(f"{var} must be a positive integer, got {value!r}")
+    if nodes and quorum > nodes:
+        raise ValueError(f"{var}={quorum} needs at least {quorum} nodes in {name}_RPC_URLS, which lists {nodes}")
+    return quorum
+
+
 def _network(raw: Mapping, env: Mapping[str, str]) -> Network:
     name = str(raw["name"])
     kind = raw["kind"]
@@ -145,17 +188,22 @@ def _network(raw: Mapping, env: Mapping[str, str]) -> Network:
     symbols = [t.symbol.upper() for t in tokens]
     if len(set(symbols)) != len(symbols):
         raise ValueError(f"network {name}: duplicate token symbol")
+    urls = _rpc_urls(env, name)
+    bitcoin_chain = (raw.get("chain") or BITCOIN_CHAINS.get(hrp)) if kind == "bitcoin" else None
     return Network(
         name=name,
         kind=kind,
         chain_id=raw.get("chain_id"),
         required_confirmations=_confirmations(env, name, int(raw["required_confirmations"])),
         block_time=float(raw["block_time"]),
-        rpc_url=(env.get(f"{name}_RPC_URL") or "").strip() or None,
+        rpc_url=urls[0] if urls else None,
         tokens=tokens,
         bech32_hrp=hrp,
         dev=bool(raw.get("dev", False)),
         forwarder_factory=factory,
+        rpc_urls=urls,
+        rpc_quorum=_quorum(env, name, len(urls)),
+        bitcoin_chain=bitcoin_chain,
     )
 
 

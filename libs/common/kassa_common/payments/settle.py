@@ -19,6 +19,13 @@ lowers the confirmations shown, and a seen transfer that is orphaned or dropped 
 detected state it set (``transaction_hash``, ``confirmations``), falling back to another
 counted transfer that still stands.
 
+Deep reorg: a CONFIRMED transfer whose block a reorg deeper than the required
+confirmations replaced is reported ``reorged`` by the watcher. It is recorded as lost
+(status ``REORGED``, not counted), the payment's ``amount_received`` becomes what its
+standing confirmed transfers add up to, and ``payment.reorged`` fires with an ERROR log.
+The status stays: a delivered order is never silently un-completed; the merchant decides.
+Mined again (another block), the transfer is confirmed and counted again.
+
 Wrong network: an EVM payment's address is the same on every EVM network, and the watchers
 of the other networks report what reaches it there. Such a transfer never counts; once
 confirmed it is recorded on the payment (``Payment.wrong_network``: what, where, how it is
@@ -45,7 +52,7 @@ from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigg
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.settlement")
-SEEN, CONFIRMED, ORPHANED = TransferStatus
+SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 HELD_KEY = "kassa.settle.held"  # in ``Session.info``: what ``lock_for_reports`` locked
 _PAYMENT_AND_TOLERANCE = sa.select(Payment, Merchant.underpayment_tolerance).join(
     Merchant, Merchant.id == Payment.merchant_id)
@@ -158,10 +165,15 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
         transfer = _locked_transfer(session, payment, r)  # inserted meanwhile by another settler
         assert transfer is not None
     before = transfer.status
-    if r.status == ORPHANED and transfer.block_hash is not None and r.block_hash != transfer.block_hash:
+    if r.status in (ORPHANED, REORGED) and transfer.block_hash is not None and r.block_hash != transfer.block_hash:
         return transfer, before  # the block it left, reported after the one it moved to: no news
-    if before == CONFIRMED:  # final: a confirmed transfer is never orphaned or re-counted
-        if r.status == CONFIRMED and r.block_hash != transfer.block_hash:
+    if before == REORGED and r.block_hash == transfer.block_hash:
+        return transfer, before  # a late report of the block it was lost with
+    if before == CONFIRMED:  # final: never orphaned or re-counted; lost only in a reorg past the line
+        if r.status == REORGED:
+            transfer.status, transfer.updated_at = REORGED, now
+            session.flush()
+        elif r.status == CONFIRMED and r.block_hash != transfer.block_hash:
             _moved(session, transfer, r, now)  # confirmed again in the block a deep reorg moved it to
         return transfer, before
     if r.status == SEEN == before and r.block_hash == transfer.block_hash and r.confirmations < transfer.confirmations:
@@ -193,7 +205,11 @@ def settle(session: Session, r: TransferReport) -> Payment | None:
         log.info("transfer %s:%s to %s matches no payment", r.tx_hash, r.log_index, r.to)
         return None
     transfer, before = _upsert_transfer(session, payment, r)
-    if r.network != payment.network and r.status == CONFIRMED and before != CONFIRMED:
+    if r.status == REORGED and before == CONFIRMED and transfer.status == REORGED:
+        return _record_reorg(session, payment, transfer)
+    if transfer.status != r.status:
+        return payment  # a report the transfer's record already outran (see _upsert_transfer)
+    if r.network != payment.network and r.status == CONFIRMED and before not in (CONFIRMED, REORGED):
         return _record_wrong_network(session, payment, transfer)
     if not transfer.counted:
         return payment  # recorded, never counted (another token or network)
@@ -229,6 +245,19 @@ def _record_wrong_network(session: Session, payment: Payment, transfer: Transfer
     entry = wrong_network_entry(payment, transfer)
     return apply(session, payment, Trigger.RECORD_WRONG_NETWORK,
                  wrong_network=[*(payment.wrong_network or []), entry])
+
+
+def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> Payment:
+    """A confirmed transfer was lost in a deep reorg: recorded, ``payment.reorged``, status kept."""
+    transfers = _transfers(session, payment)
+    changes: dict = {"amount_received_units": confirmed_total(transfers)} if transfer.counted else {}
+    if payment.transaction_hash == transfer.tx_hash:
+        standing = _still_standing(session, payment.id)
+        changes.update(transaction_hash=standing.tx_hash if standing else None,
+                       confirmations=standing.confirmations if standing else 0)
+    log.error("payment %s (%s): confirmed transfer %s on %s lost in a reorg deeper than the required "
+              "confirmations; payment.reorged fired", payment.id, payment.status, transfer.tx_hash, transfer.network)
+    return apply(session, payment, Trigger.RECORD_REORG, transfers=transfers, **changes)
 
 
 def _still_standing(session: Session, payment_id) -> Transfer | None:

@@ -171,6 +171,9 @@ def _not_counted_because(p: Payment, t: Any) -> str | None:
         return f"{t.token} is not the payment's token {p.token}"
     if t.status == TransferStatus.ORPHANED:
         return "dropped: its block left the chain (reorganisation) or it left the mempool"
+    if t.status == TransferStatus.REORGED:
+        return ("lost: it was confirmed, then its block left the chain in a reorganisation deeper than the "
+                "required confirmations (counted again if it is mined again)")
     return None
 
 

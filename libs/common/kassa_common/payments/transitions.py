@@ -25,7 +25,7 @@ from kassa_common.payments.events import record_payment_event
 from kassa_common.timefmt import utcnow
 
 PENDING, COMPLETED, PARTIALLY_PAID, EXPIRED, CANCELED = PaymentStatus
-SEEN, CONFIRMED, ORPHANED = TransferStatus
+SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 STATUSES: tuple[PaymentStatus, ...] = tuple(PaymentStatus)
 OPEN = frozenset({PENDING, PARTIALLY_PAID})
 
@@ -44,6 +44,7 @@ class Trigger(StrEnum):
     TEST_LET_EXPIRE = "test_let_expire"  # test mode: due now, never auto-completed
     RECORD_SWEEP = "record_sweep"  # a confirmed sweep moved the forwarder deposit's funds
     RECORD_WRONG_NETWORK = "record_wrong_network"  # a supported token confirmed on another EVM network
+    RECORD_REORG = "record_reorg"  # a confirmed transfer lost in a reorg deeper than the confirmations
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,9 @@ TRANSITIONS: dict[Trigger, Transition] = {
     # recorded whatever the status (and mode: a simulated report too), never counted: the
     # funds are the merchant's to recover
     Trigger.RECORD_WRONG_NETWORK: Transition(frozenset(STATUSES), None, EventType.PAYMENT_WRONG_NETWORK),
+    # recorded whatever the status, which stays: a delivered order is not silently un-completed;
+    # amount_received drops to what still stands, and the merchant decides what to do
+    Trigger.RECORD_REORG: Transition(frozenset(STATUSES), None, EventType.PAYMENT_REORGED),
 }
 
 
@@ -128,7 +132,7 @@ def settlement_trigger(status: str, received_units: int, due_units: int, toleran
 
 
 def report_trigger(report: TransferStatus, before: TransferStatus | None, status: str) -> Trigger | None:
-    """What a SEEN or ORPHANED report of a counted transfer does to its payment (None: nothing).
+    """What a SEEN, ORPHANED or REORGED report of a counted transfer does to its payment (None: nothing).
 
     ``before`` is the transfer's status before this report (None: the first report of it).
     A CONFIRMED transfer is final: no later report (an older SEEN redelivered, the same
@@ -139,7 +143,7 @@ def report_trigger(report: TransferStatus, before: TransferStatus | None, status
         return None
     if report == SEEN:
         return Trigger.OBSERVE if before == SEEN else Trigger.DETECT
-    if report == ORPHANED and before == SEEN:
+    if report in (ORPHANED, REORGED) and before == SEEN:
         return Trigger.RELEASE
     return None
 

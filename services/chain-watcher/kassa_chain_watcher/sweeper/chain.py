@@ -4,19 +4,58 @@ events, one per token and deposit: the record of a sweep is what the chain says 
 not what was planned)."""
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any, Iterable
 
+import requests
 from web3 import Web3
+from web3.providers.base import JSONBaseProvider
 
 from kassa_common.chains import forwarder
 from kassa_common.chains.networks import Network
+from kassa_chain_watcher.nodes import NodePool
+from kassa_chain_watcher.rpc import RpcUnavailable
 
 CALLS_PER_BATCH = 100
 
 
+class PoolProvider(JSONBaseProvider):
+    """web3's transport over the network's ``NodePool``: the sweeper and the CLI fail over
+    between ``<NETWORK>_RPC_URLS`` like the watcher, and use only nodes whose chain id is the
+    network's (checked before a node serves, again after every failover). No node in
+    service raises ``requests.ConnectionError`` (what web3's HTTP transport raises for a
+    node that is down), its text naming nodes by their redacted URL only."""
+
+    def __init__(self, pool: NodePool) -> None:
+        super().__init__()
+        self.pool = pool
+
+    def _send(self, payload: bytes) -> Any:
+        try:
+            return self.pool.raw(json.loads(payload))
+        except RpcUnavailable as exc:
+            raise requests.ConnectionError(str(exc)) from None
+
+    def make_request(self, method, params):
+        return self._send(self.encode_rpc_request(method, params))
+
+    def make_batch_request(self, batch_requests):
+        reply = self._send(self.encode_batch_rpc_request(batch_requests))
+        return sorted(reply, key=lambda r: r.get("id") or 0) if isinstance(reply, list) else reply
+
+    def is_connected(self, show_traceback: bool = False) -> bool:
+        try:
+            self.pool.call("eth_chainId")
+            return True
+        except RpcUnavailable:
+            if show_traceback:
+                raise
+            return False
+
+
 def web3_for(network: Network, timeout: float = 15.0) -> Web3:
-    return Web3(Web3.HTTPProvider(network.rpc_url, request_kwargs={"timeout": timeout}))
+    return Web3(PoolProvider(NodePool(network, timeout=timeout)))
 
 
 class DepositChain:

@@ -26,6 +26,7 @@ from kassa_common.chains.rates_http import make_rates
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.models import Sweep
+from kassa_chain_watcher.rpc import RpcUnavailable
 from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for
 from kassa_chain_watcher.sweeper.deploy import deploy_factory
 from kassa_chain_watcher.sweeper.engine import NetworkSweeper, Outcome, planned
@@ -42,14 +43,18 @@ def evm_network(settings: Settings, name: str) -> Network:
     if network is None or network.kind != "evm":
         raise ValueError(f"{name} is not an EVM network of this server (GET /v1/api/networks lists them)")
     if not network.rpc_url:
-        raise ValueError(f"{network.name} has no RPC URL: set {network.name}_RPC_URL")
+        raise ValueError(f"{network.name} has no RPC node: set {network.name}_RPC_URLS (or {network.name}_RPC_URL)")
     return network
 
 
 def _chain(network: Network) -> DepositChain:
+    """The network's deposits, over its nodes; refuses at once when none is on the network's
+    chain (each node's chain id is checked before it serves, and after every failover)."""
     w3 = web3_for(network)
-    if network.chain_id is not None and w3.eth.chain_id != network.chain_id:
-        raise ValueError(f"{network.name}_RPC_URL answers with chain id {w3.eth.chain_id}, not {network.chain_id}")
+    try:
+        w3.provider.pool.call("eth_chainId")
+    except RpcUnavailable as exc:
+        raise ValueError(str(exc)) from None
     return DepositChain(network, w3)
 
 

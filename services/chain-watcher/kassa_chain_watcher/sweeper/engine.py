@@ -255,8 +255,10 @@ class NetworkSweeper:
     def safe(self, exc: BaseException) -> str:
         """An error without the RPC URL or its parts (its path, query or user info may carry a key:
         requests' errors quote the path alone)."""
-        url = self.network.rpc_url
-        return scrub(str(exc).replace(url or "\0", f"<{self.network.name} RPC>"), url)
+        text = str(exc)
+        for url in self.network.nodes:
+            text = scrub(text.replace(url, f"<{self.network.name} RPC>"), url)
+        return text
 
 
 def _attempt(tx_hash: str, raw: str, fees: Fees, when: datetime) -> dict:
