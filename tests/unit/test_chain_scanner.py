@@ -318,3 +318,76 @@ def test_a_mempool_transfer_mined_in_a_block_not_read_yet_is_not_reported_droppe
         pass
     kinds = [(m.routing_key.rsplit(".", 1)[1], m.body["tx_hash"]) for m in bus.messages]
     assert ("orphaned", "0xt") not in kinds and kinds[0] == ("seen", "0xt") and ("seen", "0xt") in kinds[1:]
+
+
+class RacingChain(FakeChain):
+    """A chain that reorganises right after the scanner checked its head's hash, before it
+    reads the next blocks: the window the parent-hash check of a new batch closes."""
+
+    def __init__(self, height: int = 10) -> None:
+        super().__init__(height)
+        self.after_hash_check = None  # called once, after hashes() answered
+
+    def hashes(self, numbers):
+        answer = super().hashes(numbers)
+        hook, self.after_hash_check = self.after_hash_check, None
+        if hook is not None:
+            hook()
+        return answer
+
+
+def test_a_reorg_between_the_head_check_and_reading_the_next_blocks_never_confirms_the_orphaned_transfer():
+    chain, store, bus = RacingChain(), MemoryStore(), Bus()
+    scanner = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus)
+    scanner.tick()
+    chain.extend(1, [transfer("0xorphaned")])
+    scanner.tick()
+    assert bus.kinds() == [("seen", 1)]
+    chain.extend(1)  # the watcher will read this block next…
+    chain.after_hash_check = lambda: chain.reorg(2)  # …but the block below it is replaced once its hash was checked
+    for _ in range(2 + NET.required_confirmations):
+        scanner.tick()
+        chain.extend()
+    kinds = [(m.routing_key.rsplit(".", 1)[1], m.body["tx_hash"]) for m in bus.messages]
+    assert ("confirmed", "0xorphaned") not in kinds
+    assert ("orphaned", "0xorphaned") in kinds
+    assert scanner.state.blocks[scanner.state.head].hash == chain.chain[scanner.state.head].hash
+
+
+def test_a_reorg_deeper_than_the_confirmations_reports_the_confirmed_transfer_reorged_once(world):
+    from prometheus_client import REGISTRY
+
+    def metric(name):
+        return REGISTRY.get_sample_value(name, {"network": NET.name}) or 0
+
+    chain, _, bus, scanner = world
+    chain.extend(1, [transfer("0xlost")])
+    chain.extend(NET.required_confirmations)
+    while scanner.tick():
+        pass
+    assert bus.kinds()[-1] == ("confirmed", 3)
+    reorgs, lost = metric("kassa_chain_deep_reorgs_total"), metric("kassa_chain_transfers_reorged_total")
+    chain.reorg(NET.required_confirmations + 2)  # replaces the transfer's block and every block above it
+    while scanner.tick():
+        pass
+    reported = [(m.routing_key, m.body["tx_hash"], m.body["confirmations"]) for m in bus.messages]
+    assert reported[-1] == ("chain.transfer.reorged", "0xlost", NET.required_confirmations)
+    assert [r[0] for r in reported].count("chain.transfer.reorged") == 1
+    assert metric("kassa_chain_deep_reorgs_total") == reorgs + 1
+    assert metric("kassa_chain_transfers_reorged_total") == lost + 1
+    assert scanner.state.head == chain.tip() and scanner.state.head_hash == chain.chain[-1].hash
+
+
+def test_a_transfer_lost_in_a_deep_reorg_and_mined_again_is_confirmed_again(world):
+    chain, _, bus, scanner = world
+    chain.extend(1, [transfer("0xback")])
+    chain.extend(NET.required_confirmations)
+    while scanner.tick():
+        pass
+    chain.reorg(NET.required_confirmations + 1, [transfer("0xback")])
+    chain.extend(NET.required_confirmations)
+    while scanner.tick():
+        pass
+    keys = [m.routing_key.rsplit(".", 1)[1] for m in bus.messages]
+    assert keys == ["confirmed", "reorged", "confirmed"]
+    assert bus.messages[0].body["block_hash"] != bus.messages[-1].body["block_hash"]
