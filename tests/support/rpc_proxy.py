@@ -9,6 +9,11 @@ hosted URL carries its key there: tests give it a fake one), except:
 - ``max_log_range = k``: an ``eth_getLogs`` over more than ``k`` blocks is answered with
   the error above (single requests; batches are forwarded as they are);
 - ``down()`` / ``up()``: the port stops listening (connections refused), then listens again.
+- ``rewrite_hashes = True``: every block hash in its answers (a block's ``hash`` and
+  ``parentHash``, any ``blockHash``) is replaced by another, consistently: a node on
+  another fork, or a lying one;
+- ``after(predicate, action)``: once, when a request matches ``predicate``, ``action`` runs
+  after the node answered it and before the answer is sent back (a reorg in that window).
 
 ``counts`` and ``log_ranges`` (the spans of the ``eth_getLogs`` it forwarded) let a test
 check what happened. Each answer closes its connection (HTTP/1.0), so ``down()`` is seen
@@ -16,9 +21,11 @@ by the very next request.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections import Counter
+from typing import Any, Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import requests
@@ -36,11 +43,17 @@ class RpcProxy:
         self.counts: Counter[str] = Counter()  # rate_limited, too_large, forwarded
         self.log_ranges: list[tuple[int, int]] = []  # (fromBlock, toBlock) of each forwarded eth_getLogs
         self._refuse, self._retry_after = 0, 1
+        self.rewrite_hashes = False
+        self._after: tuple[Callable[[Any], bool], Callable[[], None]] | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
     def url(self, path: str = "") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
+
+    def after(self, predicate: Callable[[Any], bool], action: Callable[[], None]) -> None:
+        with self._lock:
+            self._after = (predicate, action)
 
     def refuse(self, n: int, retry_after: int = 1) -> None:
         with self._lock:
@@ -103,7 +116,19 @@ class RpcProxy:
             self.log_ranges.append(span)
         self.counts["forwarded"] += 1
         resp = requests.post(self.target, data=body, headers={"Content-Type": "application/json"}, timeout=30)
-        return resp.status_code, {}, resp.content
+        content = resp.content
+        with self._lock:
+            hook = self._after
+            if hook is not None and hook[0](request):
+                self._after = None
+            else:
+                hook = None
+        if hook is not None:
+            hook[1]()
+        if self.rewrite_hashes:
+            self.counts["rewritten"] += 1
+            content = json.dumps(_rewritten(json.loads(content))).encode()
+        return resp.status_code, {}, content
 
     @staticmethod
     def _log_span(request) -> tuple[int, int] | None:
@@ -115,3 +140,21 @@ class RpcProxy:
             return int(params["fromBlock"], 16), int(params["toBlock"], 16)
         except (KeyError, TypeError, ValueError):
             return None
+
+
+def forged(block_hash: str) -> str:
+    """The hash a rewriting proxy shows instead of ``block_hash``."""
+    return "0x" + hashlib.sha256(block_hash.encode()).hexdigest()
+
+
+def _rewritten(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_rewritten(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    out = {k: _rewritten(v) for k, v in value.items()}
+    if "parentHash" in value:  # a block
+        out["hash"], out["parentHash"] = forged(value["hash"]), forged(value["parentHash"])
+    if isinstance(value.get("blockHash"), str):
+        out["blockHash"] = forged(value["blockHash"])
+    return out
