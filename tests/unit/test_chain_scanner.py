@@ -391,3 +391,19 @@ def test_a_transfer_lost_in_a_deep_reorg_and_mined_again_is_confirmed_again(worl
     keys = [m.routing_key.rsplit(".", 1)[1] for m in bus.messages]
     assert keys == ["confirmed", "reorged", "confirmed"]
     assert bus.messages[0].body["block_hash"] != bus.messages[-1].body["block_hash"]
+
+
+def test_a_transfer_a_backfill_confirmed_is_reported_reorged_too_when_a_deep_reorg_takes_its_block(world):
+    chain, store, bus, scanner = world
+    store.created["0xb0b"] = chain.tip()
+    chain.extend(1, [Found("0xlate", 2, "USDC", "0xb0b", 7, 0)])
+    chain.extend(NET.required_confirmations + 1)  # confirmed, still among the blocks kept
+    while scanner.tick():
+        pass
+    scanner.watchlist.add("0xB0B")
+    scanner.tick()
+    assert bus.kinds() == [("confirmed", 3)]
+    chain.reorg(NET.required_confirmations + 3)
+    while scanner.tick():
+        pass
+    assert [(m.routing_key, m.body["tx_hash"]) for m in bus.messages][-1] == ("chain.transfer.reorged", "0xlate")

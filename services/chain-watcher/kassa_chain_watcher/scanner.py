@@ -166,23 +166,22 @@ class Scanner:
         start = min([b for b in self.store.created_blocks(new).values() if b is not None and b >= 0] + [window])
         if start > st.head:
             return []
-        old: list[Message] = []
-        confirmed: list[Block] = []
-        for b in self.chain.history(start, st.head, new, self.watchlist.native & new):
+        found = self.chain.history(start, st.head, new, self.watchlist.native & new)
+        for b in found:
             stored = st.blocks.get(b.number)
             if stored is not None and stored.hash != b.hash:
                 raise ChainMoved(f"block {b.number} changed during a backfill")
-            if b.number <= st.confirmed_through:
-                confirmed.append(b)
-                old += [report(self.name, CONFIRMED, f, b, self.required) for f in b.transfers]
-            elif stored is not None:
+        confirmed = [b for b in found if b.number <= st.confirmed_through]
+        if self.quorum is not None:
+            self.quorum.check_backfill(confirmed)  # before anything of them is kept or reported
+        for b in found:
+            stored = st.blocks.get(b.number)
+            if stored is not None:  # kept (a deep reorg of it must know its transfers too), or above the line
                 known = {f.key for f in stored.transfers}
                 added = [f for f in b.transfers if f.key not in known]
                 if added:
                     self.store.set_transfers(st, Block(b.number, b.hash, stored.parent_hash, stored.transfers + added))
-        if self.quorum is not None:
-            self.quorum.check_backfill(confirmed)
-        return old
+        return [report(self.name, CONFIRMED, f, b, self.required) for b in confirmed for f in b.transfers]
 
     # -- reports --------------------------------------------------------------------------
     def _report(self, tip: int, read_at) -> None:
