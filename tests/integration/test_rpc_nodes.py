@@ -194,3 +194,18 @@ def test_kassa_sweep_fails_over_past_a_refused_node(kassa, other_chain, chain):
     code, out, err = kassa([other_chain.url, chain.url], "sweep", "--network", "LOCAL_EVM", "--dry-run")
     assert code == 0, err
     assert "nothing to sweep on LOCAL_EVM" in out or "would sweep" in out
+
+
+def test_kassa_dev_pay_refuses_a_node_on_another_chain(kassa, other_chain, app, base_env, monkeypatch, make_merchant,
+                                                       sessions):
+    from kassa_common.chains.hd import TEST_XPUBS
+
+    for name, value in base_env.items():
+        monkeypatch.setenv(name, value)
+    merchant = make_merchant()
+    set_live_wallet(sessions, merchant.id, "evm", TEST_XPUBS["evm"])
+    r = app.test_client().post("/v1/api/payments", json={"amount": 1, "token": "USDC", "network": "LOCAL_EVM"},
+                               headers=merchant.headers("live"))
+    assert r.status_code == 201, r.get_data(as_text=True)
+    code, _, err = kassa([other_chain.url], "dev", "pay", r.get_json()["data"]["short_id"])
+    assert code == 1 and "is on chain id 31338, not 31337" in err

@@ -68,6 +68,8 @@ def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
     w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 30}))
     if not chain.rpc_answers(url):
         raise ValueError(f"no {NETWORK} node answers at {url} (start it with `make run`)")
+    if network.chain_id is not None and w3.eth.chain_id != network.chain_id:
+        raise ValueError(f"the {NETWORK} node at {url} is on chain id {w3.eth.chain_id}, not {network.chain_id}")
     tx_hash = chain.pay(w3, to=payment.address, amount_base_units=units, token_contract=token.contract)
     amount = from_base_units(units, token.decimals)
     data = {"tx_hash": tx_hash, "short_id": payment.short_id, "address": payment.address,
