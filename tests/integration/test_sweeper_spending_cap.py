@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.models import Sweep
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.sweeper.engine import Outcome, planned
+from kassa_chain_watcher.sweeper.engine import Outcome
 from kassa_chain_watcher.sweeper.txs import Signer, market_fees
 from kassa_dev import chain as devchain
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
@@ -75,7 +75,7 @@ def one_deposit_max_cost(sweeper, chain) -> int:
     """The most a sweep of one fresh USDC deposit may cost now (gas limit times max fee)."""
     with sweeper.sessions() as s:
         plan = sweeper.plan(s, force=True)
-    gas = sweeper.estimate_gas(sweeper.call_for([planned(plan.full()[0], plan)]))
+    gas = sweeper.estimate_gas(sweeper.call_for(sweeper.planned(plan)[:1]))
     return gas * market_fees(chain.w3).max_fee_per_gas
 
 

@@ -54,6 +54,13 @@ def artifact(name: str) -> dict[str, Any]:
     return json.loads(artifact_path(name).read_text())
 
 
+# Factories of earlier Forwarder versions. A deposit address is fixed when its payment is
+# created, under the factory of that day; one created before an upgrade is still flushed
+# through its own factory (same ABI), so no deposit is stranded by a new contract.
+# v1 (until issue 18): forwarded all its gas with the native coin.
+PREVIOUS_FACTORIES = ("0x73e1075cf6B25666e469D7e8F21Bc4D05f8EDFc2",)
+
+
 def factory_init_code() -> bytes:
     return bytes.fromhex(artifact("ForwarderFactory")["bytecode"][2:])
 
@@ -88,3 +95,12 @@ def settlement_address(text: str) -> str:
     if int(address, 16) == 0:
         raise ValueError("the zero address cannot receive funds")
     return address
+
+
+def factory_of(address: str, settlement: str, salt: bytes, current: str) -> str | None:
+    """The factory (``current``, or one of ``PREVIOUS_FACTORIES``) whose deposit of ``salt`` for
+    ``settlement`` is ``address``; None if none is."""
+    for factory in (current, *PREVIOUS_FACTORIES):
+        if deposit_address(factory, settlement, salt).lower() == address.lower():
+            return factory
+    return None

@@ -45,11 +45,13 @@ class DepositChain:
                 held[address.lower()][symbol] = result if isinstance(result, int) else int.from_bytes(result, "big")
         return dict(held)
 
-    def flush_many(self, deposits: list[tuple[str, str, list[str]]]) -> dict[str, str]:
-        """The call that flushes ``(settlement, salt, token symbols)`` deposits: to and data."""
+    def flush_many(self, deposits: list[tuple[str, str, list[str]]], factory: str | None = None) -> dict[str, str]:
+        """The call that flushes ``(settlement, salt, token symbols)`` deposits: to and data;
+        through ``factory`` (an earlier version's, same ABI) or the network's."""
         args = [(Web3.to_checksum_address(settlement), bytes.fromhex(salt[2:]), [self.tokens[s] for s in symbols])
                 for settlement, salt, symbols in deposits]
-        return {"to": self.factory.address, "data": self.factory.encode_abi("flushMany", [args])}
+        return {"to": Web3.to_checksum_address(factory or self.factory.address),
+                "data": self.factory.encode_abi("flushMany", [args])}
 
     def moved(self, receipt: dict[str, Any]) -> dict[str, dict[str, int]]:
         """deposit address (lower case) -> token symbol -> base units, from ``Flushed`` logs."""
@@ -72,8 +74,8 @@ class DepositChain:
                 amounts[symbol] = amounts.get(symbol, 0) + int(bytes(log["data"]).hex() or "0", 16)
         return dict(out)
 
-    def factory_deployed(self) -> bool:
-        return len(self.w3.eth.get_code(self.factory.address)) > 0
+    def factory_deployed(self, factory: str | None = None) -> bool:
+        return len(self.w3.eth.get_code(Web3.to_checksum_address(factory or self.factory.address))) > 0
 
 
 def _balance_of(address: str) -> str:

@@ -37,7 +37,7 @@ from kassa_common.timefmt import utcnow
 from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for
 from kassa_chain_watcher.sweeper.deploy import deploy_factory
 from kassa_chain_watcher.sweeper import held
-from kassa_chain_watcher.sweeper.engine import NetworkSweeper, Outcome, planned
+from kassa_chain_watcher.sweeper.engine import NetworkSweeper, Outcome
 from kassa_chain_watcher.sweeper.isolation import call_failure
 from kassa_chain_watcher.sweeper.options import SweepOptions
 from kassa_chain_watcher.sweeper.txs import Signer, market_fees
@@ -118,10 +118,11 @@ def _dry_run(args, sweeper: NetworkSweeper, merchant_id) -> None:
     network = sweeper.network
     with sweeper.sessions() as s:
         plan = sweeper.plan(s, force=True, merchant_id=merchant_id)
-    deposits = [planned(d, plan) for d in plan.full()]
+    deposits = sweeper.planned(plan)
     gas, failure = 0, None
     try:
-        gas = sweeper.estimate_gas(sweeper.call_for(deposits)) if deposits else 0
+        for factory in {d["factory"] for d in deposits}:  # one flushMany per factory
+            gas += sweeper.estimate_gas(sweeper.call_for([d for d in deposits if d["factory"] == factory]))
     except Exception as exc:  # noqa: BLE001 - shown: a sweep would isolate the deposits that fail
         if (failure := call_failure(exc)) is None:
             raise

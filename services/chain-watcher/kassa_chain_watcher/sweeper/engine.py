@@ -33,13 +33,14 @@ from requests import RequestException
 from sqlalchemy.orm import Session, sessionmaker
 from web3.exceptions import TransactionNotFound, Web3Exception
 
+from kassa_common.chains import forwarder
 from kassa_common.chains.networks import Network
 from kassa_common.chains.rates import RateProvider
 from kassa_common.db import unit_of_work
 from kassa_common.messages import SweepStatus
 from kassa_common.models import Sweep
 from kassa_common.payments import sweeps
-from kassa_common.payments.sweeps import SweepPolicy
+from kassa_common.payments.sweeps import Deposit, SweepPolicy
 from kassa_common.timefmt import utcnow
 from kassa_chain_watcher.lock import lock_key
 from kassa_chain_watcher.rpc import scrub
@@ -95,10 +96,21 @@ class NetworkSweeper(Sending, Confirming):
         return Plan(deposits, self.chain.balances(d.address for d in deposits) if deposits else {})
 
     def call_for(self, planned: list[dict[str, Any]]) -> dict[str, str]:
-        """The ``flushMany`` of planned deposits (``planned`` below), each listing the tokens
-        it holds; a replacement rebuilds the same call from the sweep's record."""
+        """The ``flushMany`` of planned deposits (``steps.planned``, all of one factory), each
+        listing the tokens it holds; a replacement rebuilds the same call from the sweep's record."""
         return self.chain.flush_many([(d["settlement"], d["salt"], [t for t in d["held"] if t != self.chain.native])
-                                      for d in planned])
+                                      for d in planned], planned[0].get("factory") if planned else None)
+
+    def planned(self, plan: Plan, deposits: list[Deposit] | None = None) -> list[dict[str, Any]]:
+        """``deposits`` (default: every full one of the plan) as a sweep records them, each with
+        the factory its address belongs to (this network's, or an earlier version's: None if
+        neither, and the deposit cannot be flushed)."""
+        current = self.chain.factory.address
+        out = []
+        for d in plan.full() if deposits is None else deposits:
+            factory = forwarder.factory_of(d.address, d.settlement, bytes.fromhex(d.salt[2:]), current)
+            out.append(planned(d, plan, None if factory == current else factory or "unknown"))
+        return out
 
     def estimate_gas(self, call: dict[str, str]) -> int:
         sender = {"from": self.signer.address} if self.signer else {}  # no key: a dry run's estimate

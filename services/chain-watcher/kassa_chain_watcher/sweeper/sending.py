@@ -28,7 +28,7 @@ from kassa_common.timefmt import utcnow
 from kassa_chain_watcher.sweeper import metrics
 from kassa_chain_watcher.sweeper.budget import Spending
 from kassa_chain_watcher.sweeper.isolation import call_failure, culprits
-from kassa_chain_watcher.sweeper.steps import Outcome, Step, attempt, planned
+from kassa_chain_watcher.sweeper.steps import Outcome, Step, attempt
 from kassa_chain_watcher.sweeper.txs import Fees, market_fees
 
 log = logging.getLogger("kassa.sweeper")
@@ -50,16 +50,21 @@ class Sending:
                      ", ".join(d.short_id for d in empty))
             sweeps.already_empty(s, self.network.name, [d.payment_id for d in empty])
             sweep_holds.clear(s, self.network.name, [d.payment_id for d in empty if d.solo])
-        full = plan.full()
+        full = self.planned(plan)
         if not full:
             return Step(Outcome.IDLE)
-        if not self.chain.factory_deployed():
-            note = (f"the forwarder factory {self.chain.factory.address} is not deployed on {self.network.name}: "
-                    f"kassa contracts deploy --network {self.network.name}")
+        if strays := [d for d in full if d["factory"] == "unknown"]:
+            return self._hold(s, [(d, "its address is not a deposit of this network's forwarder factory, nor of an "
+                                      "earlier one: it cannot be flushed by the sweeper") for d in strays])
+        first = full[0]
+        batch = [first] if first["solo"] else [d for d in full if not d["solo"] and d["factory"] == first["factory"]]
+        factory = first["factory"] or self.chain.factory.address
+        if not self.chain.factory_deployed(factory):
+            note = (f"the forwarder factory {factory} is not deployed on {self.network.name}"
+                    + (f": kassa contracts deploy --network {self.network.name}" if not first["factory"] else ""))
             log.error("%s: %s", self.network.name, note)
             return Step(Outcome.SKIPPED, note=note)
-        batch = full[:1] if full[0].solo else [d for d in full if not d.solo]
-        return self._send(s, [planned(d, plan) for d in batch])
+        return self._send(s, batch)
 
     def _send(self, s: Session, batch: list[dict[str, Any]]) -> Step:
         why = self._estimate_failure(batch)
@@ -122,12 +127,14 @@ class Sending:
             log.warning("%s: a batch of %d fails estimation (%s) but each half passes: sending half",
                         self.network.name, len(batch), why)
             return self._send(s, batch[:len(batch) // 2])
+        return self._hold(s, [(d, f"gas estimation failed: {reason}") for d, reason in bad])
+
+    def _hold(self, s: Session, bad: list[tuple[dict[str, Any], str]]) -> Step:
         now = utcnow()
         for d, reason in bad:
-            sweep_holds.hold(s, self.network.name, uuid.UUID(d["payment_id"]), f"gas estimation failed: {reason}",
+            sweep_holds.hold(s, self.network.name, uuid.UUID(d["payment_id"]), reason,
                              held={k: int(v) for k, v in d["held"].items()}, now=now)
-            log.error("%s: deposit %s of payment %s held: its flush fails on its own (%s)", self.network.name,
-                      d["address"], d["short_id"], reason)
+            log.error("%s: deposit %s of payment %s held: %s", self.network.name, d["address"], d["short_id"], reason)
         metrics.HELD.labels(self.network.name).inc(len(bad))
         return Step(Outcome.HELD)
 

@@ -48,10 +48,11 @@ class Plan:
         return [d for d in self.deposits if any(self.held[d.address.lower()].values())]
 
 
-def planned(d: Deposit, plan: Plan) -> dict[str, Any]:
-    """A deposit as a sweep records it: whose, where, and what it held when planned."""
+def planned(d: Deposit, plan: Plan, factory: str | None = None) -> dict[str, Any]:
+    """A deposit as a sweep records it: whose, where, through which factory (None: the
+    network's), and what it held when planned."""
     return {"payment_id": str(d.payment_id), "short_id": d.short_id, "address": d.address,
-            "settlement": d.settlement, "salt": d.salt, "solo": d.solo,
+            "settlement": d.settlement, "salt": d.salt, "solo": d.solo, "factory": factory,
             "held": {s: str(u) for s, u in plan.held[d.address.lower()].items() if u}}
 
 
