@@ -3,8 +3,9 @@ the batch (``isolation``), whether the key may spend that much this hour (``budg
 then the signed transaction recorded with its deposits claimed, before it is broadcast.
 
 - a solo deposit (``sweep_holds``) goes alone; the others go together, oldest first;
-- a batch whose estimation fails is bisected; the deposits that fail alone are held and
-  the step ends (``HELD``: the next one, at once, sends the rest);
+- a batch whose estimation fails (or finds more than ``GAS_PER_DEPOSIT`` a deposit) is
+  bisected; the deposits that fail alone are held and the step ends (``HELD``: the next
+  one, at once, sends the rest); if no deposit fails alone, a half is sent;
 - a batch whose most expensive outcome (gas limit times max fee) would take the key past
   ``SWEEP_MAX_SPEND_USD_PER_HOUR`` is halved until it fits; one deposit that does not fit
   waits (``CAPPED``);
@@ -32,6 +33,9 @@ from kassa_chain_watcher.sweeper.steps import Outcome, Step, attempt
 from kassa_chain_watcher.sweeper.txs import Fees, market_fees
 
 log = logging.getLogger("kassa.sweeper")
+# The most gas (with the sweeper's margin) a sweep may need per deposit: a first sweep of a
+# deposit holding three tokens and the native coin needs about a third of it.
+GAS_PER_DEPOSIT = 500_000
 
 
 class Sending:
@@ -106,15 +110,20 @@ class Sending:
     # -- isolation --------------------------------------------------------------------------
     def _estimate_failure(self, batch: list[dict[str, Any]]) -> str | None:
         """Why estimating this batch's flushMany fails, or None when it passes; an error that
-        is not the call's own (the node) is raised: the network waits a turn."""
+        is not the call's own (the node) is raised: the network waits a turn. A batch that
+        would need more than ``GAS_PER_DEPOSIT`` per deposit fails too: no deposit is worth
+        that, and a settlement contract burning the gas a first-version forwarder passes on
+        shows that way."""
         try:
-            self.estimate_gas(self.call_for(batch))
-            return None
+            gas = self.estimate_gas(self.call_for(batch))
         except (Web3Exception, RequestException, ValueError) as exc:
             why = call_failure(exc)
             if why is None:
                 raise
             return self.safe_text(why)
+        if gas > GAS_PER_DEPOSIT * max(1, len(batch)):
+            return f"it needs {gas:,} gas, more than {GAS_PER_DEPOSIT:,} a deposit"
+        return None
 
     def _isolate(self, s: Session, batch: list[dict[str, Any]], why: str) -> Step:
         control = self._estimate_failure([])
