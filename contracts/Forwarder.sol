@@ -8,21 +8,41 @@ pragma solidity ^0.8.20;
 ///         clone (listed ERC-20 tokens, the native coin) can only ever leave towards that
 ///         address, whoever calls `flush`: Kassa's sweeper, the merchant, anyone.
 /// @dev No function sends anything anywhere else, and nothing can change `settlement` once
-///      set. A token that fails to move (paused, blacklisted recipient, not a token) is
-///      skipped rather than reverting, so one bad deposit never blocks a batch; every
-///      amount that did move is reported by a `Flushed` event.
+///      set. A token that fails to move (paused, blacklisted recipient, not a token) and a
+///      native coin the settlement address refuses are left here rather than reverting, so
+///      one bad deposit never blocks a batch: every amount that moved is reported by a
+///      `Flushed` event, every amount that stayed by a `NotFlushed` event.
 contract Forwarder {
     /// @notice The factory that deployed this implementation: the only caller of `initialize`.
     address public immutable factory;
     /// @notice Where every flushed asset goes. Zero only on the implementation itself.
     address public settlement;
 
+    /// @notice Gas the settlement address gets with the native coin (plus the 2,300 any
+    ///         value transfer adds): what a Safe or an ERC-4337 account needs to run its
+    ///         `receive` through its proxy, cold, eight times over (bench/settlement_gas.py
+    ///         measures 4,029 for a Safe v1.4.1, 6,114 for the hungriest account shape), and
+    ///         no more. A settlement contract that refuses the coin or burns gas costs a sweep
+    ///         at most this much, and cannot make it run out of gas.
+    uint256 public constant NATIVE_GAS = 50_000;
+    /// @dev What must be left before the native call so that the whole `NATIVE_GAS` is on
+    ///      offer after the call's own costs (cold account, value transfer, new account:
+    ///      36,600 at most) and the 1/64 a call keeps back. Below it the flush reverts
+    ///      instead of starving the settlement address: a transaction with too little gas
+    ///      fails as a whole, so gas estimation cannot settle on a limit at which the coin
+    ///      would be refused.
+    uint256 private constant NATIVE_GAS_RESERVE = NATIVE_GAS + NATIVE_GAS / 63 + 40_000;
+
     /// @notice `amount` of `token` (the zero address for the native coin) went to `settlement`.
     event Flushed(address indexed token, uint256 amount);
+    /// @notice `amount` of `token` stayed here: the token refused the transfer, or the
+    ///         settlement address refused the native coin (or needed more than `NATIVE_GAS`).
+    event NotFlushed(address indexed token, uint256 amount);
 
     error NotFactory();
     error AlreadyInitialized();
     error NoSettlement();
+    error LowGas();
 
     constructor() {
         factory = msg.sender;
@@ -41,7 +61,7 @@ contract Forwarder {
     receive() external payable {}
 
     /// @notice Move the whole balance of each listed token, then the native balance, to
-    ///         `settlement`.
+    ///         `settlement` (the latter with `NATIVE_GAS` gas, no more).
     function flush(address[] calldata tokens) external {
         address to = settlement;
         if (to == address(0)) revert NoSettlement();
@@ -50,8 +70,10 @@ contract Forwarder {
         }
         uint256 native = address(this).balance;
         if (native > 0) {
-            (bool ok, ) = to.call{value: native}("");
+            if (gasleft() < NATIVE_GAS_RESERVE) revert LowGas();
+            (bool ok, ) = to.call{value: native, gas: NATIVE_GAS}("");
             if (ok) emit Flushed(address(0), native);
+            else emit NotFlushed(address(0), native);
         }
     }
 
@@ -63,9 +85,10 @@ contract Forwarder {
         uint256 amount = abi.decode(data, (uint256));
         if (amount == 0) return;
         (ok, data) = token.call(abi.encodeWithSelector(0xa9059cbb, to, amount));
-        if (!ok) return;
-        if (data.length == 0 ? token.code.length > 0 : (data.length >= 32 && abi.decode(data, (bool)))) {
+        if (ok && (data.length == 0 ? token.code.length > 0 : (data.length >= 32 && abi.decode(data, (bool))))) {
             emit Flushed(token, amount);
+        } else {
+            emit NotFlushed(token, amount);
         }
     }
 }

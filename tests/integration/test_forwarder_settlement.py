@@ -60,7 +60,9 @@ def receiver():
 @pytest.fixture
 def process_env(base_env, chain):
     return procfile.with_this_python({**os.environ, **base_env, "LOCAL_EVM_RPC_URL": chain.url,
-                                      "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY, "LOG_LEVEL": "INFO"})
+                                      "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY, "LOG_LEVEL": "INFO",
+                                      # the run's other tests spent with the same key: no cap here
+                                      "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000"})
 
 
 def balances(chain, address: str) -> dict[str, int]:

@@ -27,7 +27,8 @@ def bare_chain():
 @pytest.fixture
 def kassa(database_url, monkeypatch, capsys, bare_chain):
     for name, value in {"DATABASE_URL": database_url, "LOCAL_EVM_RPC_URL": bare_chain.url,
-                        "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY}.items():
+                        "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
+                        "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000"}.items():
         monkeypatch.setenv(name, value)
 
     def run(*args: str) -> tuple[int, str, str]:

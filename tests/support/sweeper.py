@@ -54,13 +54,18 @@ def settling_merchant(make_merchant, sessions):
     return merchant
 
 
+# The tests of one run share a database and the sweeper key: without a cap of their own
+# their sweeps would add up to the default spending cap. The cap's tests use a key of their own.
+NO_CAP = Decimal(10**9)
+
+
 def sweeper_for(settings, sessions, *, min_usd="10", max_age=timedelta(hours=24), signer=SWEEPER,
-                replace_after=timedelta(minutes=3), batch_size=50) -> NetworkSweeper:
+                replace_after=timedelta(minutes=3), batch_size=50, cap_usd=NO_CAP) -> NetworkSweeper:
     network = settings.networks.get(NETWORK)
     return NetworkSweeper(network, sessions, DepositChain(network, web3_for(network)), signer,
                           FixedRates(parse_fixed_rates(settings.fixed_rates)),
                           policy=SweepPolicy(Decimal(min_usd), max_age), batch_size=batch_size,
-                          replace_after=replace_after)
+                          replace_after=replace_after, cap_usd=cap_usd)
 
 
 def pay(chain, payment: dict, amount: int, symbol: str | None = None) -> TransferReport:

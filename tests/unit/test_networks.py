@@ -123,7 +123,7 @@ def test_custom_path_and_lowercase_contract_is_checksummed(tmp_path):
     [_evm(forwarder_factory="0x73e1075cf6B25666e469D7e8F21Bc4D05f8EDFc3")],  # wrong checksum
     [_evm(forwarder_factory="not an address")],
     [{"name": "BTC", "kind": "bitcoin", "chain_id": None, "required_confirmations": 1, "block_time": 1.0,
-      "bech32_hrp": "bc", "forwarder_factory": "0x73e1075cf6B25666e469D7e8F21Bc4D05f8EDFc2",
+      "bech32_hrp": "bc", "forwarder_factory": "0x489C4cb42Ec0F6f04f5cC6Df6C86791cd5550a03",
       "tokens": [{"symbol": "BTC", "contract": None, "decimals": 8, "native": True}]}],
 ])
 def test_invalid_files_raise(tmp_path, bad):

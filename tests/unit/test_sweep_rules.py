@@ -60,12 +60,16 @@ def test_sweep_settings_have_defaults_and_are_read_once():
     assert options.policy == SweepPolicy(Decimal("25.5"), timedelta(minutes=30))
     assert options.networks == ("LOCAL_EVM", "BASE") and options.signer() is None
     assert SweepOptions.from_env({}) == SweepOptions()
+    assert SweepOptions().max_spend_usd_per_hour == Decimal(100)
+    assert SweepOptions.from_env({"SWEEP_MAX_SPEND_USD_PER_HOUR": "12.5"}).max_spend_usd_per_hour == Decimal("12.5")
 
 
 @pytest.mark.parametrize("env, message", [
     ({"SWEEP_MIN_USD": "-1"}, "SWEEP_MIN_USD"),
     ({"SWEEP_MAX_AGE_HOURS": "soon"}, "SWEEP_MAX_AGE_HOURS"),
     ({"SWEEP_BATCH_SIZE": "0"}, "SWEEP_BATCH_SIZE"),
+    ({"SWEEP_MAX_SPEND_USD_PER_HOUR": "0"}, "SWEEP_MAX_SPEND_USD_PER_HOUR"),
+    ({"SWEEP_MAX_SPEND_USD_PER_HOUR": "lots"}, "SWEEP_MAX_SPEND_USD_PER_HOUR"),
     ({"SWEEPER_PRIVATE_KEY": "0x1234"}, "SWEEPER_PRIVATE_KEY"),
 ])
 def test_bad_sweep_settings_fail_at_start_with_their_name(env, message):

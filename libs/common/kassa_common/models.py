@@ -272,7 +272,34 @@ class Sweep(Base):
     __table_args__ = (
         sa.Index("sweeps_in_flight", "network", "nonce", postgresql_where=sa.text("status IN ('PENDING','MINED')")),
         sa.Index("sweeps_recent", sa.text("created_at DESC")),
+        sa.Index("sweeps_spending", "network", "sender", "created_at"),
     )
+
+
+class SweepHold(Base):
+    """A forwarder deposit the sweeper does not put in a batch with others, on one network.
+
+    ``SOLO``: it is swept on its own next: it was in a batch that reverted on chain, or the
+    operator released it (``kassa sweep --retry-held``). ``HELD``: it is not swept at all
+    until the operator releases it: its flush failed on its own (reverted, or made
+    estimation fail), or a confirmed sweep left some of its funds in it. ``reason`` says
+    why, ``held`` what it held then (symbol -> base units), ``sweep_id`` the sweep that
+    showed it. A deposit swept in full on its own is free again: the row goes.
+    """
+
+    __tablename__ = "sweep_holds"
+    payment_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("payments.id", ondelete="CASCADE"),
+                                                  primary_key=True)
+    network: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    status: Mapped[str] = mapped_column(sa.String(8), nullable=False)  # SOLO | HELD
+    reason: Mapped[str] = mapped_column(sa.Text, nullable=False)
+    held: Mapped[dict[str, str]] = mapped_column(JSONB, nullable=False, server_default="{}")
+    sweep_id: Mapped[uuid.UUID | None] = mapped_column(sa.ForeignKey("sweeps.id", ondelete="SET NULL"))
+    times_held: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
+    created_at: Mapped[datetime] = _created()
+    updated_at: Mapped[datetime] = _created()
+    released_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))  # by the operator
+    __table_args__ = (sa.Index("sweep_holds_network", "network", "status"),)
 
 
 class SweepItem(Base):

@@ -32,9 +32,13 @@ ARTIFACTS = Path(__file__).with_name("contracts")
 # The CREATE2 deployer present at this address on anvil and on every supported network.
 DETERMINISTIC_DEPLOYER = "0x4e59b44847b379578588920cA78FbF26c0B4956C"
 FACTORY_SALT = bytes(32)
-# topic 0 of the forwarder's Flushed(token, amount); token is the zero address for the native coin
+# topic 0 of the forwarder's Flushed(token, amount) and NotFlushed(token, amount) (what moved
+# to the settlement address, what stayed in the deposit); token is the zero address for the native coin
 FLUSHED_TOPIC = "0x" + keccak(text="Flushed(address,uint256)").hex()
+NOT_FLUSHED_TOPIC = "0x" + keccak(text="NotFlushed(address,uint256)").hex()
 NATIVE = "0x" + "00" * 20
+# Forwarder.NATIVE_GAS: the gas a deposit gives its settlement address with the native coin
+NATIVE_GAS = 50_000
 # EIP-1167 minimal proxy creation code, around the implementation address.
 _CLONE_PREFIX = bytes.fromhex("3d602d80600a3d3981f3363d3d373d3d3d363d73")
 _CLONE_SUFFIX = bytes.fromhex("5af43d82803e903d91602b57fd5bf3")
@@ -48,6 +52,13 @@ def artifact_path(name: str) -> Path:
 def artifact(name: str) -> dict[str, Any]:
     """The compiled ``Forwarder`` or ``ForwarderFactory``: ``abi``, ``bytecode``, …"""
     return json.loads(artifact_path(name).read_text())
+
+
+# Factories of earlier Forwarder versions. A deposit address is fixed when its payment is
+# created, under the factory of that day; one created before an upgrade is still flushed
+# through its own factory (same ABI), so no deposit is stranded by a new contract.
+# v1 (until issue 18): forwarded all its gas with the native coin.
+PREVIOUS_FACTORIES = ("0x73e1075cf6B25666e469D7e8F21Bc4D05f8EDFc2",)
 
 
 def factory_init_code() -> bytes:
@@ -84,3 +95,12 @@ def settlement_address(text: str) -> str:
     if int(address, 16) == 0:
         raise ValueError("the zero address cannot receive funds")
     return address
+
+
+def factory_of(address: str, settlement: str, salt: bytes, current: str) -> str | None:
+    """The factory (``current``, or one of ``PREVIOUS_FACTORIES``) whose deposit of ``salt`` for
+    ``settlement`` is ``address``; None if none is."""
+    for factory in (current, *PREVIOUS_FACTORIES):
+        if deposit_address(factory, settlement, salt).lower() == address.lower():
+            return factory
+    return None

@@ -7,8 +7,10 @@ a stray token, a late payment) is due for a sweep (``transfers.sweep_due``, set 
 sends (``claim``), gives them back if that sweep fails (``release``), and once the sweep
 is confirmed records what it moved (``record_sweep``): the transfers are done, the
 amounts are kept per payment and token, and each payment whose deposit gave something
-gets ``payment.swept`` through ``apply``. Chain work (balances, signing, receipts) is
-the sweeper's, in the chain-watcher service; this module only reads and writes rows.
+gets ``payment.swept`` through ``apply``; funds a sweep left in a deposit stay due, for
+the sweep after the operator releases its hold (``sweep_holds``: a held deposit is never
+due, a solo one comes first). Chain work (balances, signing, receipts) is the sweeper's,
+in the chain-watcher service; this module only reads and writes rows.
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from kassa_common.chains.networks import Network
 from kassa_common.chains.rates import RateProvider, RateUnavailable, from_base_units
 from kassa_common.messages import TransferStatus
 from kassa_common.models import Payment, SweepItem, Transfer
+from kassa_common.payments import sweep_holds
 from kassa_common.payments.transitions import Trigger, apply
 
 
@@ -40,6 +43,7 @@ class Deposit:
     salt: str  # 0x + 64 hex
     due: dict[str, int] = field(default_factory=dict)  # token symbol -> confirmed base units
     since: datetime | None = None  # when the oldest of those funds was first seen
+    solo: bool = False  # to be swept on its own (``sweep_holds``)
 
 
 @dataclass(frozen=True)
@@ -75,30 +79,35 @@ def _unclaimed(network: str):
 
 
 def deposits_due(session: Session, network: Network, *, policy: SweepPolicy | None, rates: RateProvider,
-                 now: datetime, merchant_id: uuid.UUID | None = None, limit: int = 50) -> list[Deposit]:
-    """The deposits on ``network`` whose unclaimed confirmed funds are due, oldest first;
-    ``policy`` None: every one with such funds (an operator's ``kassa sweep``)."""
+                 now: datetime, merchant_id: uuid.UUID | None = None, only: list[uuid.UUID] | None = None,
+                 limit: int = 50) -> list[Deposit]:
+    """The deposits on ``network`` whose unclaimed confirmed funds are due, the solo ones
+    first, then oldest first; never a held one. ``policy`` None: every one with such funds
+    (an operator's ``kassa sweep``); ``only``: these payments' deposits alone."""
     stmt = (sa.select(Transfer.payment_id, Transfer.token, sa.func.sum(Transfer.amount_units),
                       sa.func.min(Transfer.created_at))
-            .where(*_unclaimed(network.name)).group_by(Transfer.payment_id, Transfer.token))
+            .where(*_unclaimed(network.name), ~sweep_holds.held_clause(network.name, Transfer.payment_id))
+            .group_by(Transfer.payment_id, Transfer.token))
     if merchant_id is not None:
         stmt = stmt.join(Payment, Payment.id == Transfer.payment_id).where(Payment.merchant_id == merchant_id)
+    if only is not None:
+        stmt = stmt.where(Transfer.payment_id.in_(only))
     due: dict[uuid.UUID, dict[str, int]] = defaultdict(dict)
     since: dict[uuid.UUID, datetime] = {}
     for payment_id, token, units, first in session.execute(stmt):
         due[payment_id][token] = int(units)
         since[payment_id] = min(since.get(payment_id, first), first)
-    chosen = sorted((pid for pid in due if policy is None
-                     or policy.due(usd_value(network, due[pid], rates), since[pid], now)), key=since.__getitem__)
-    chosen = chosen[:limit]
+    chosen = [pid for pid in due if policy is None or policy.due(usd_value(network, due[pid], rates), since[pid], now)]
+    alone = sweep_holds.solo(session, network.name, chosen)
+    chosen = sorted(chosen, key=lambda pid: (pid not in alone, since[pid]))[:limit]
     if not chosen:
         return []
     payments = {p.id: p for p in session.execute(
         sa.select(Payment.id, Payment.short_id, Payment.merchant_id, Payment.address, Payment.settlement_address,
                   Payment.deposit_salt).where(Payment.id.in_(chosen)))}
     return [Deposit(pid, payments[pid].short_id, payments[pid].merchant_id, payments[pid].address,
-                    payments[pid].settlement_address, payments[pid].deposit_salt, due[pid], since[pid])
-            for pid in chosen]
+                    payments[pid].settlement_address, payments[pid].deposit_salt, due[pid], since[pid],
+                    pid in alone) for pid in chosen]
 
 
 def claim(session: Session, sweep_id: uuid.UUID, network: str, payment_ids: list[uuid.UUID]) -> int:
@@ -121,9 +130,10 @@ def already_empty(session: Session, network: str, payment_ids: list[uuid.UUID]) 
 
 
 def record_sweep(session: Session, sweep_id: uuid.UUID, tx_hash: str, moved: dict[uuid.UUID, dict[str, int]], *,
-                 now: datetime) -> list[Payment]:
+                 now: datetime, left: dict[uuid.UUID, set[str]] | None = None) -> list[Payment]:
     """A confirmed sweep moved ``moved`` (payment -> token -> base units): its transfers are
-    done, the amounts are kept, and each payment it moved funds of fires ``payment.swept``."""
+    done, the amounts are kept, and each payment it moved funds of fires ``payment.swept``.
+    ``left`` (payment -> tokens): what it left in the deposits; those transfers stay due."""
     items = [SweepItem(sweep_id=sweep_id, payment_id=pid, token=token, amount_units=units)
              for pid, tokens in moved.items() for token, units in tokens.items() if units > 0]
     # the payments first, in a fixed order, as the settler does (payment, then transfer): a
@@ -131,6 +141,9 @@ def record_sweep(session: Session, sweep_id: uuid.UUID, tx_hash: str, moved: dic
     swept = [apply(session, pid, Trigger.RECORD_SWEEP, now=now, swept_at=now, sweep_tx_hash=tx_hash)
              for pid in sorted({item.payment_id for item in items})]
     session.add_all(items)
+    for pid, tokens in (left or {}).items():
+        session.execute(sa.update(Transfer).where(Transfer.sweep_id == sweep_id, Transfer.payment_id == pid,
+                                                  Transfer.token.in_(tokens)).values(sweep_id=None))
     session.execute(sa.update(Transfer).where(Transfer.sweep_id == sweep_id).values(sweep_due=False))
     return swept
 

@@ -11,7 +11,7 @@ repository root): anvil from ``@foundry-rs/anvil-linux-amd64`` and solcjs from
     stop_anvil(proc)
 """
 
-from .compiler import compile_token, solc_version
+from .compiler import compile_file, compile_token, solc_version
 from .constants import (
     CHAIN_ID,
     CHAIN_ID_2,
@@ -48,6 +48,7 @@ __all__ = [
     "DevChainError",
     "DevToken",
     "anvil_binary",
+    "compile_file",
     "compile_token",
     "create_address",
     "deploy_dev_tokens",

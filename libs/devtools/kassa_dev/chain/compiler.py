@@ -1,5 +1,6 @@
 """Compiling Solidity with solcjs (the npm ``solc`` package): the dev tokens of
-TestToken.sol (cached), and any set of sources through ``compile_sources``."""
+TestToken.sol and any other single file (cached, ``compile_file``), and any set of
+sources through ``compile_sources``."""
 
 from __future__ import annotations
 
@@ -113,40 +114,37 @@ def _write_atomically(path: Path, data: str) -> None:
         raise
 
 
-def compile_token(
+def compile_file(
+    source_path: str | os.PathLike[str],
     repo_root: str | os.PathLike[str] | None = None,
     *,
     cache_dir: str | os.PathLike[str] | None = None,
-    contract: str = CONTRACT_NAME,
-) -> tuple[list[dict[str, Any]], str]:
-    """Compile TestToken.sol; return ``(abi, creation_bytecode_0x_hex)`` of ``contract``
-    (``TestToken`` or ``NoReturnToken``).
+) -> dict[str, dict[str, Any]]:
+    """Every contract with bytecode in one Solidity file: name -> ``{"abi", "bytecode"}``.
 
     The result is cached in ``cache_dir`` (default: $KASSA_DEVCHAIN_CACHE, else
     node_modules/.cache/kassa-devchain) under a key made of the source hash, the
     solc package version and the compiler settings. Cache writes are atomic, so
     parallel test workers may share the directory.
     """
-    source = SOURCE_PATH.read_text()
+    path = Path(source_path)
+    source = path.read_text()
     version = solc_version(repo_root)
     directory = Path(cache_dir) if cache_dir is not None else _default_cache_dir(repo_root)
-    cache_file = directory / f"{SOURCE_PATH.stem}-{_cache_key(source, version)}.json"
+    cache_file = directory / f"{path.stem}-{_cache_key(source, version)}.json"
     try:
-        cached = json.loads(cache_file.read_text())["contracts"][contract]
-        return cached["abi"], cached["bytecode"]
+        return json.loads(cache_file.read_text())["contracts"]
     except (OSError, ValueError, KeyError):
         pass
 
-    output = compile_sources({SOURCE_PATH.name: source}, SOLC_SETTINGS, repo_root)
+    output = compile_sources({path.name: source}, SOLC_SETTINGS, repo_root)
     contracts = {}
-    for name, compiled in output["contracts"][SOURCE_PATH.name].items():
+    for name, compiled in output["contracts"][path.name].items():
         bytecode = "0x" + compiled["evm"]["bytecode"]["object"]
-        if len(bytecode) > 2:  # the abstract base has none
+        if len(bytecode) > 2:  # abstract contracts and interfaces have none
             contracts[name] = {"abi": compiled["abi"], "bytecode": bytecode}
-    if contract not in contracts:
-        raise DevChainError(f"solcjs produced no bytecode for {contract}")
     artifact = {
-        "source": SOURCE_PATH.name,
+        "source": path.name,
         "compilerVersion": output.get("compilerVersion"),
         "settings": SOLC_SETTINGS,
         "contracts": contracts,
@@ -155,4 +153,18 @@ def compile_token(
         _write_atomically(cache_file, json.dumps(artifact))
     except OSError:
         pass  # a read-only checkout still works, just without the cache
+    return contracts
+
+
+def compile_token(
+    repo_root: str | os.PathLike[str] | None = None,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    contract: str = CONTRACT_NAME,
+) -> tuple[list[dict[str, Any]], str]:
+    """Compile TestToken.sol; return ``(abi, creation_bytecode_0x_hex)`` of ``contract``
+    (``TestToken`` or ``NoReturnToken``), cached as :func:`compile_file` does."""
+    contracts = compile_file(SOURCE_PATH, repo_root, cache_dir=cache_dir)
+    if contract not in contracts:
+        raise DevChainError(f"solcjs produced no bytecode for {contract}")
     return contracts[contract]["abi"], contracts[contract]["bytecode"]

@@ -1,7 +1,7 @@
 """What the sweeper asks of one EVM network: what each deposit holds, the ``flushMany``
 call that moves it, and what a mined sweep actually moved (the forwarders' ``Flushed``
 events, one per token and deposit: the record of a sweep is what the chain says moved,
-not what was planned)."""
+not what was planned) or left behind (``NotFlushed``)."""
 from __future__ import annotations
 
 import json
@@ -84,24 +84,37 @@ class DepositChain:
                 held[address.lower()][symbol] = result if isinstance(result, int) else int.from_bytes(result, "big")
         return dict(held)
 
-    def flush_many(self, deposits: list[tuple[str, str, list[str]]]) -> dict[str, str]:
-        """The call that flushes ``(settlement, salt, token symbols)`` deposits: to and data."""
+    def flush_many(self, deposits: list[tuple[str, str, list[str]]], factory: str | None = None) -> dict[str, str]:
+        """The call that flushes ``(settlement, salt, token symbols)`` deposits: to and data;
+        through ``factory`` (an earlier version's, same ABI) or the network's."""
         args = [(Web3.to_checksum_address(settlement), bytes.fromhex(salt[2:]), [self.tokens[s] for s in symbols])
                 for settlement, salt, symbols in deposits]
-        return {"to": self.factory.address, "data": self.factory.encode_abi("flushMany", [args])}
+        return {"to": Web3.to_checksum_address(factory or self.factory.address),
+                "data": self.factory.encode_abi("flushMany", [args])}
 
     def moved(self, receipt: dict[str, Any]) -> dict[str, dict[str, int]]:
         """deposit address (lower case) -> token symbol -> base units, from ``Flushed`` logs."""
+        return self._amounts(receipt, forwarder.FLUSHED_TOPIC)
+
+    def not_moved(self, receipt: dict[str, Any]) -> dict[str, dict[str, int]]:
+        """What the forwarders say stayed in them (``NotFlushed``): refused by the token, or by
+        the settlement address (the native coin), same shape as ``moved``."""
+        return self._amounts(receipt, forwarder.NOT_FLUSHED_TOPIC)
+
+    def _amounts(self, receipt: dict[str, Any], topic: str) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = defaultdict(dict)
         for log in receipt["logs"]:
             topics = ["0x" + bytes(t).hex() for t in log["topics"]]
-            if len(topics) != 2 or topics[0] != forwarder.FLUSHED_TOPIC:
+            if len(topics) != 2 or topics[0] != topic:
                 continue
             symbol = self._symbols.get("0x" + topics[1][-40:])
             if symbol is not None:
                 amounts = out[log["address"].lower()]
                 amounts[symbol] = amounts.get(symbol, 0) + int(bytes(log["data"]).hex() or "0", 16)
         return dict(out)
+
+    def factory_deployed(self, factory: str | None = None) -> bool:
+        return len(self.w3.eth.get_code(Web3.to_checksum_address(factory or self.factory.address))) > 0
 
 
 def _balance_of(address: str) -> str:

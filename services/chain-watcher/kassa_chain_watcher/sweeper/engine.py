@@ -2,18 +2,19 @@
 
 A step follows the sweep in flight, or plans and sends the next one:
 
-- **plan**: the deposits due (``payments.sweeps.deposits_due``) and what each holds on chain
-  now; a deposit that holds nothing was flushed already (anyone may flush one) and is
-  simply done; the rest go into one ``flushMany``, each with the tokens it holds.
+- **plan**: the deposits due (``payments.sweeps.deposits_due``: never a held one) and what
+  each holds on chain now; a deposit that holds nothing was flushed already (anyone may
+  flush one) and is simply done; the rest go into one ``flushMany``, each with the tokens
+  it holds (``sending``: a solo deposit alone, a failing one isolated and held, the batch
+  cut to the key's spending cap).
 - **send**: the signed transaction (its raw bytes too) is written and the deposits' due
   transfers are claimed in one commit, and only then broadcast: a crash in between only
   means broadcasting the same bytes again.
-- **follow**: mined, then confirmed by the network's confirmation count → what the
-  ``Flushed`` events say moved is recorded on each payment (``payment.swept``) with the
-  gas and its cost; unmined after ``SWEEP_REPLACE_SECONDS`` → the same nonce again with
-  higher fees (whichever attempt is mined counts); reverted, or its nonce taken by another
-  transaction → failed, and its transfers go to the next sweep; mined then gone in a
-  reorg → pending again, and broadcast again.
+- **follow**: unmined after ``SWEEP_REPLACE_SECONDS`` → the same nonce again with higher
+  fees (whichever attempt is mined counts); its nonce taken by another transaction →
+  failed, and its transfers go to the next sweep; mined then gone in a reorg → pending
+  again, and broadcast again; mined → ``confirming`` (reverted: its deposits isolated;
+  confirmed: what moved recorded, what stayed held).
 
 One sweep is in flight per network at a time, and the step holds a transaction-level
 advisory lock on the network: two sweepers, or a sweeper and ``kassa sweep``, take turns
@@ -23,10 +24,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,6 +33,7 @@ from requests import RequestException
 from sqlalchemy.orm import Session, sessionmaker
 from web3.exceptions import TransactionNotFound, Web3Exception
 
+from kassa_common.chains import forwarder
 from kassa_common.chains.networks import Network
 from kassa_common.chains.rates import RateProvider
 from kassa_common.db import unit_of_work
@@ -44,61 +44,35 @@ from kassa_common.payments.sweeps import Deposit, SweepPolicy
 from kassa_common.timefmt import utcnow
 from kassa_chain_watcher.lock import lock_key
 from kassa_chain_watcher.rpc import scrub
+from kassa_chain_watcher.sweeper import budget, metrics
 from kassa_chain_watcher.sweeper.chain import DepositChain
+from kassa_chain_watcher.sweeper.confirming import Confirming
+from kassa_chain_watcher.sweeper.sending import Sending
+from kassa_chain_watcher.sweeper.steps import Outcome, Plan, Step, attempt, planned
 from kassa_chain_watcher.sweeper.txs import Fees, Signer, broadcast, market_fees
 
+__all__ = ["NetworkSweeper", "Outcome", "Plan", "Step", "planned"]
 log = logging.getLogger("kassa.sweeper")
 PENDING, MINED, CONFIRMED, FAILED = SweepStatus
 IN_FLIGHT = (PENDING, MINED)
 GAS_MARGIN = 1.25
+DEFAULT_CAP_USD = Decimal(100)
 
 
-class Outcome(StrEnum):
-    BUSY = "busy"  # another sweeper holds the network
-    IDLE = "idle"  # nothing in flight, nothing due
-    WAITING = "waiting"  # a sweep is in flight: not mined or not confirmed yet
-    SENT = "sent"
-    REPLACED = "replaced"
-    CONFIRMED = "confirmed"
-    FAILED = "failed"
-    SKIPPED = "skipped"  # due deposits, but nothing could be sent (see the log)
-
-
-@dataclass(frozen=True)
-class Step:
-    outcome: Outcome
-    sweep: Sweep | None = None
-    broadcast: str | None = None  # raw bytes to send once the step has committed
-
-    @property
-    def progressed(self) -> bool:
-        return self.outcome in (Outcome.SENT, Outcome.REPLACED, Outcome.CONFIRMED, Outcome.FAILED)
-
-
-@dataclass(frozen=True)
-class Plan:
-    deposits: list[Deposit]
-    held: dict[str, dict[str, int]]  # deposit address (lower) -> symbol -> units, on chain now
-
-    def empty(self) -> list[Deposit]:
-        return [d for d in self.deposits if not any(self.held[d.address.lower()].values())]
-
-    def full(self) -> list[Deposit]:
-        return [d for d in self.deposits if any(self.held[d.address.lower()].values())]
-
-
-class NetworkSweeper:
+class NetworkSweeper(Sending, Confirming):
     def __init__(self, network: Network, sessions: sessionmaker[Session], chain: DepositChain, signer: Signer | None,
                  rates: RateProvider, *, policy: SweepPolicy = SweepPolicy(), batch_size: int = 50,
-                 replace_after: timedelta = timedelta(minutes=3)) -> None:
+                 replace_after: timedelta = timedelta(minutes=3), cap_usd: Decimal = DEFAULT_CAP_USD) -> None:
         self.network, self.sessions, self.chain, self.signer, self.rates = network, sessions, chain, signer, rates
-        self.policy, self.batch_size, self.replace_after = policy, batch_size, replace_after
+        self.policy, self.batch_size, self.replace_after, self.cap_usd = policy, batch_size, replace_after, cap_usd
         self.w3 = chain.w3
         self.lock_key = lock_key(network.name, "sweeper")
 
     # -- the step ---------------------------------------------------------------------------
-    def tick(self, *, force: bool = False, merchant_id: uuid.UUID | None = None) -> Step:
-        """One step; ``force`` sweeps every deposit with confirmed funds, whatever the policy."""
+    def tick(self, *, force: bool = False, merchant_id: uuid.UUID | None = None,
+             only: list[uuid.UUID] | None = None) -> Step:
+        """One step; ``force`` sweeps every deposit with confirmed funds, whatever the policy;
+        ``merchant_id``, ``only``: that merchant's deposits, these payments' deposits."""
         if self.signer is None:
             raise ValueError("no sweeper key: SWEEPER_PRIVATE_KEY pays the sweeps' gas")
         with unit_of_work(self.sessions) as s:
@@ -106,7 +80,7 @@ class NetworkSweeper:
                 return Step(Outcome.BUSY)
             sweep = s.scalars(sa.select(Sweep).where(Sweep.network == self.network.name, Sweep.status.in_(IN_FLIGHT))
                               .order_by(Sweep.nonce)).first()
-            step = self._follow(s, sweep) if sweep is not None else self._start(s, force, merchant_id)
+            step = self._follow(s, sweep) if sweep is not None else self._start(s, force, merchant_id, only)
         if step.broadcast is not None:
             try:
                 broadcast(self.w3, step.broadcast)
@@ -115,56 +89,39 @@ class NetworkSweeper:
                             self.network.name, step.sweep.tx_hash, self.safe(exc))
         return step
 
-    def plan(self, session: Session, *, force: bool = False, merchant_id: uuid.UUID | None = None) -> Plan:
+    def plan(self, session: Session, *, force: bool = False, merchant_id: uuid.UUID | None = None,
+             only: list[uuid.UUID] | None = None) -> Plan:
         deposits = sweeps.deposits_due(session, self.network, policy=None if force else self.policy, rates=self.rates,
-                                       now=utcnow(), merchant_id=merchant_id, limit=self.batch_size)
+                                       now=utcnow(), merchant_id=merchant_id, only=only, limit=self.batch_size)
         return Plan(deposits, self.chain.balances(d.address for d in deposits) if deposits else {})
 
     def call_for(self, planned: list[dict[str, Any]]) -> dict[str, str]:
-        """The ``flushMany`` of planned deposits (``planned`` below), each listing the tokens
-        it holds; a replacement rebuilds the same call from the sweep's record."""
+        """The ``flushMany`` of planned deposits (``steps.planned``, all of one factory), each
+        listing the tokens it holds; a replacement rebuilds the same call from the sweep's record."""
         return self.chain.flush_many([(d["settlement"], d["salt"], [t for t in d["held"] if t != self.chain.native])
-                                      for d in planned])
+                                      for d in planned], planned[0].get("factory") if planned else None)
+
+    def planned(self, plan: Plan, deposits: list[Deposit] | None = None) -> list[dict[str, Any]]:
+        """``deposits`` (default: every full one of the plan) as a sweep records them, each with
+        the factory its address belongs to (this network's, or an earlier version's: None if
+        neither, and the deposit cannot be flushed)."""
+        current = self.chain.factory.address
+        out = []
+        for d in plan.full() if deposits is None else deposits:
+            factory = forwarder.factory_of(d.address, d.settlement, bytes.fromhex(d.salt[2:]), current)
+            out.append(planned(d, plan, None if factory == current else factory or "unknown"))
+        return out
 
     def estimate_gas(self, call: dict[str, str]) -> int:
         sender = {"from": self.signer.address} if self.signer else {}  # no key: a dry run's estimate
         return int(self.w3.eth.estimate_gas({**sender, **call}) * GAS_MARGIN) + 20_000
 
-    # -- sending ----------------------------------------------------------------------------
-    def _start(self, s: Session, force: bool, merchant_id: uuid.UUID | None) -> Step:
-        plan = self.plan(s, force=force, merchant_id=merchant_id)
-        if not plan.deposits:
-            return Step(Outcome.IDLE)
-        if empty := plan.empty():
-            log.info("%s: %d deposit(s) were flushed already: %s", self.network.name, len(empty),
-                     ", ".join(d.short_id for d in empty))
-            sweeps.already_empty(s, self.network.name, [d.payment_id for d in empty])
-        full = [planned(d, plan) for d in plan.full()]
-        if not full:
-            return Step(Outcome.IDLE)
-        call = self.call_for(full)
-        gas, fees = self.estimate_gas(call), market_fees(self.w3)
-        funds = self.w3.eth.get_balance(self.signer.address)
-        if funds < gas * fees.max_fee_per_gas:
-            log.error("%s: the sweeper key %s holds %s wei, a sweep of %d deposit(s) may cost up to %s: fund it",
-                      self.network.name, self.signer.address, funds, len(full), gas * fees.max_fee_per_gas)
-            return Step(Outcome.SKIPPED)
-        nonce = self.w3.eth.get_transaction_count(self.signer.address, "pending")
-        tx_hash, raw = self._sign(call, nonce, gas, fees)
-        now = utcnow()
-        sweep = Sweep(id=uuid.uuid4(), network=self.network.name, sender=self.signer.address, nonce=nonce,
-                      status=PENDING, tx_hash=tx_hash, attempts=[_attempt(tx_hash, raw, fees, now)],
-                      deposits=full, deposit_count=len(full), gas_limit=gas,
-                      created_at=now, updated_at=now)
-        s.add(sweep)
-        s.flush()
-        sweeps.claim(s, sweep.id, self.network.name, [uuid.UUID(d["payment_id"]) for d in full])
-        log.info("%s: sweep %s of %d deposit(s), nonce %d", self.network.name, tx_hash, len(full), nonce)
-        return Step(Outcome.SENT, sweep, raw)
-
-    def _sign(self, call: dict[str, str], nonce: int, gas: int, fees: Fees) -> tuple[str, str]:
-        return self.signer.sign({**call, "value": 0, "chainId": self.w3.eth.chain_id, "nonce": nonce, "gas": gas,
-                                 **fees.fields()})
+    def spending(self, session: Session) -> budget.Spending:
+        """What the key spent here in the last hour, against ``SWEEP_MAX_SPEND_USD_PER_HOUR``."""
+        spent = budget.spending(session, self.network, self.chain.native, self.signer.address, self.cap_usd,
+                                self.rates, utcnow())
+        metrics.SPENT.labels(self.network.name).set(spent.spent_units)
+        return spent
 
     # -- following --------------------------------------------------------------------------
     def _follow(self, s: Session, sweep: Sweep) -> Step:
@@ -185,9 +142,9 @@ class NetworkSweeper:
         return Step(Outcome.WAITING, sweep, None if known else sweep.attempts[-1]["raw"])
 
     def _receipt(self, sweep: Sweep) -> dict[str, Any] | None:
-        for attempt in reversed(sweep.attempts):
+        for sent in reversed(sweep.attempts):
             try:
-                return dict(self.w3.eth.get_transaction_receipt(attempt["tx_hash"]))
+                return dict(self.w3.eth.get_transaction_receipt(sent["tx_hash"]))
             except TransactionNotFound:
                 continue
         return None
@@ -199,48 +156,14 @@ class NetworkSweeper:
         except TransactionNotFound:
             return False
 
-    def _mined(self, s: Session, sweep: Sweep, receipt: dict[str, Any]) -> Step:
-        tx_hash = "0x" + bytes(receipt["transactionHash"]).hex()
-        if receipt["status"] != 1:
-            self._set(sweep, tx_hash=tx_hash)
-            return self._fail(s, sweep, f"{tx_hash} reverted")
-        if (sweep.status, sweep.tx_hash, sweep.block_number) != (MINED, tx_hash, receipt["blockNumber"]):
-            self._set(sweep, status=MINED, tx_hash=tx_hash, block_number=receipt["blockNumber"])
-        confirmations = self.w3.eth.block_number - receipt["blockNumber"] + 1
-        if confirmations < self.network.required_confirmations:
-            return Step(Outcome.WAITING, sweep)
-        return self._confirm(s, sweep, receipt)
-
-    def _confirm(self, s: Session, sweep: Sweep, receipt: dict[str, Any]) -> Step:
-        now = utcnow()
-        moved_at = self.chain.moved(receipt)
-        moved = {uuid.UUID(d["payment_id"]): moved_at.get(d["address"].lower(), {}) for d in sweep.deposits}
-        paid = sweeps.record_sweep(s, sweep.id, sweep.tx_hash, moved, now=now)
-        cost = int(receipt["gasUsed"]) * int(receipt["effectiveGasPrice"])
-        self._set(sweep, status=CONFIRMED, gas_used=int(receipt["gasUsed"]),
-                  effective_gas_price=int(receipt["effectiveGasPrice"]), cost_units=cost, cost_usd=self._usd(cost),
-                  block_number=receipt["blockNumber"], confirmed_at=now, error=_left_behind(sweep.deposits, moved))
-        if sweep.error:
-            log.warning("%s: sweep %s left funds behind: %s", self.network.name, sweep.tx_hash, sweep.error)
-        log.info("%s: sweep %s confirmed: %d payment(s) swept, gas %d, cost %s wei", self.network.name,
-                 sweep.tx_hash, len(paid), sweep.gas_used, cost)
-        return Step(Outcome.CONFIRMED, sweep)
-
     def _replace(self, sweep: Sweep) -> Step:
         last = sweep.attempts[-1]
         fees = Fees(last["max_fee_per_gas"], last["max_priority_fee_per_gas"]).replacing(market_fees(self.w3))
         tx_hash, raw = self._sign(self.call_for(sweep.deposits), sweep.nonce, sweep.gas_limit, fees)
-        self._set(sweep, tx_hash=tx_hash, attempts=[*sweep.attempts, _attempt(tx_hash, raw, fees, utcnow())])
+        self._set(sweep, tx_hash=tx_hash, attempts=[*sweep.attempts, attempt(tx_hash, raw, fees, utcnow())])
         log.warning("%s: sweep nonce %d unmined for %s; replaced by %s (max fee %d)", self.network.name, sweep.nonce,
                     self.replace_after, tx_hash, fees.max_fee_per_gas)
         return Step(Outcome.REPLACED, sweep, raw)
-
-    def _fail(self, s: Session, sweep: Sweep, why: str) -> Step:
-        released = sweeps.release(s, sweep.id)
-        self._set(sweep, status=FAILED, error=why)
-        log.error("%s: sweep %s failed (%s); %d transfer(s) wait for the next one", self.network.name,
-                  sweep.tx_hash, why, released)
-        return Step(Outcome.FAILED, sweep)
 
     # -- helpers ------------------------------------------------------------------------------
     def _set(self, sweep: Sweep, **values: Any) -> None:
@@ -255,27 +178,10 @@ class NetworkSweeper:
     def safe(self, exc: BaseException) -> str:
         """An error without the RPC URL or its parts (its path, query or user info may carry a key:
         requests' errors quote the path alone)."""
-        text = str(exc)
+        return self.safe_text(str(exc))
+
+    def safe_text(self, text: str) -> str:
         for url in self.network.nodes:
             text = scrub(text.replace(url, f"<{self.network.name} RPC>"), url)
         return text
 
-
-def _attempt(tx_hash: str, raw: str, fees: Fees, when: datetime) -> dict:
-    return {"tx_hash": tx_hash, "raw": raw, "max_fee_per_gas": fees.max_fee_per_gas,
-            "max_priority_fee_per_gas": fees.max_priority_fee_per_gas, "sent_at": when.isoformat()}
-
-
-def planned(d: Deposit, plan: Plan) -> dict[str, Any]:
-    """A deposit as a sweep records it: whose, where, and what it held when planned."""
-    return {"payment_id": str(d.payment_id), "short_id": d.short_id, "address": d.address,
-            "settlement": d.settlement, "salt": d.salt,
-            "held": {s: str(u) for s, u in plan.held[d.address.lower()].items() if u}}
-
-
-def _left_behind(planned: list[dict[str, Any]], moved: dict[uuid.UUID, dict[str, int]]) -> str | None:
-    """What a deposit held when planned but did not move (a paused token, a blacklisted
-    settlement address, a settlement contract refusing the coin): kept for the operator."""
-    missing = [f"{d['short_id']} {symbol}" for d in planned for symbol in d["held"]
-               if symbol not in moved.get(uuid.UUID(d["payment_id"]), {})]
-    return ("did not move: " + ", ".join(missing)) if missing else None

@@ -26,7 +26,8 @@ def sweepers(worker: Worker, options: SweepOptions) -> list[NetworkSweeper]:
     if signer is None:
         return []
     return [NetworkSweeper(n, worker.sessions, DepositChain(n, web3_for(n)), signer, rates, policy=options.policy,
-                           batch_size=options.batch_size, replace_after=timedelta(seconds=options.replace_seconds))
+                           batch_size=options.batch_size, replace_after=timedelta(seconds=options.replace_seconds),
+                           cap_usd=options.max_spend_usd_per_hour)
             for n in options.sweepable(worker.settings)]
 
 

@@ -3,16 +3,18 @@
 They are the sweeper's alone, so they live here rather than in the shared ``Settings``:
 the web and the other workers never see the sweeper key.
 
-=========================== ========= ==================================================
-``SWEEPER_PRIVATE_KEY``     unset     the gas key (without it nothing is swept)
-``SWEEP_MIN_USD``           10        sweep a deposit once its confirmed value reaches this…
-``SWEEP_MAX_AGE_HOURS``     24        …or once its oldest unswept funds are this old
-``SWEEP_INTERVAL_SECONDS``  15        how often the process looks for work
-``SWEEP_REPLACE_SECONDS``   180       replace a sweep still unmined after this, with higher fees
-``SWEEP_BATCH_SIZE``        50        deposits per ``flushMany``
-``SWEEPER_NETWORKS``        all       comma-separated names; default every EVM network with an
-                                      RPC URL and a forwarder factory
-=========================== ========= ==================================================
+================================= ======= ==============================================
+``SWEEPER_PRIVATE_KEY``           unset   the gas key (without it nothing is swept)
+``SWEEP_MIN_USD``                 10      sweep a deposit once its confirmed value reaches…
+``SWEEP_MAX_AGE_HOURS``           24      …or once its oldest unswept funds are this old
+``SWEEP_INTERVAL_SECONDS``        15      how often the process looks for work
+``SWEEP_REPLACE_SECONDS``         180     replace a sweep still unmined after this
+``SWEEP_BATCH_SIZE``              50      deposits per ``flushMany``
+``SWEEP_MAX_SPEND_USD_PER_HOUR``  100     the most the key spends on gas per network in any
+                                          hour, in USD at the native coin's rate (``budget``)
+``SWEEPER_NETWORKS``              all     comma-separated names; default every EVM network
+                                          with an RPC URL and a forwarder factory
+================================= ======= ==============================================
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ class SweepOptions:
     interval_seconds: float = 15.0
     replace_seconds: float = 180.0
     batch_size: int = 50
+    max_spend_usd_per_hour: Decimal = Decimal(100)
     networks: tuple[str, ...] = ()  # upper-case; empty: every sweepable network
 
     @classmethod
@@ -63,6 +66,8 @@ class SweepOptions:
             replace_seconds=_positive("SWEEP_REPLACE_SECONDS", env.get("SWEEP_REPLACE_SECONDS"), d.replace_seconds,
                                       float),
             batch_size=_positive("SWEEP_BATCH_SIZE", env.get("SWEEP_BATCH_SIZE"), d.batch_size, int),
+            max_spend_usd_per_hour=_positive("SWEEP_MAX_SPEND_USD_PER_HOUR", env.get("SWEEP_MAX_SPEND_USD_PER_HOUR"),
+                                             d.max_spend_usd_per_hour, Decimal),
             networks=tuple(n.strip().upper() for n in (env.get("SWEEPER_NETWORKS") or "").split(",") if n.strip()),
         )
         options.signer()  # a malformed key fails at start, not at the first sweep

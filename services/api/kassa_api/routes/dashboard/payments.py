@@ -13,6 +13,7 @@ from kassa_api.routes.dashboard.common import (NO_PAYMENT, current_owner, get_pa
 from kassa_api.routes.dashboard.sweeps import token_amount
 from kassa_common import payments
 from kassa_common.errors import DomainError
+from kassa_common.payments import sweep_holds
 from kassa_common.owner import Owner
 from kassa_common.paging import page_meta
 from kassa_common.timefmt import utcnow
@@ -66,8 +67,9 @@ def detail(ref: str):
     history = queries.payment_history(db(), payment.id)
     sweepable = {n.name for n in deps().settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory}
     transfers = payments.payment_to_dict(payment)["transfers"]  # with why each does not count
+    held = sweep_holds.listing(db(), payment_ref=str(payment.id)) if payment.settlement_address else []
     return render("payment.html", payment=payment, cancel_refusal=payments.cancel_refusal(db(), payment),
-                  amount=token_amount, sweepable=sweepable, transfers=transfers, **history._asdict())
+                  amount=token_amount, sweepable=sweepable, transfers=transfers, held=held, **history._asdict())
 
 
 @bp.post("/payments/<ref>/cancel")
