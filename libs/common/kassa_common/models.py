@@ -118,6 +118,12 @@ class Payment(Base):
     # The height the network's watcher had scanned to at creation: no transfer to this
     # address can be older, so a late address is backfilled from here (None: test mode, no watcher yet).
     created_block: Mapped[int | None] = mapped_column(sa.BigInteger)
+    # Where every watcher stood (its cursor's height, by network name) when the payment was
+    # created: an EVM address is watched on the other EVM networks too (wrong network), and
+    # each of their watchers backfills it from its own height here, never from another
+    # network's. Empty in test mode; a network missing here had no watcher running yet.
+    watch_points: Mapped[dict[str, int]] = mapped_column(JSONB, nullable=False, default=dict,
+                                                         server_default="{}")
     customer_email: Mapped[str | None] = mapped_column(sa.String(320))
     customer_name: Mapped[str | None] = mapped_column(sa.String(200))
     redirect_url: Mapped[str | None] = mapped_column(sa.Text)

@@ -6,8 +6,10 @@ One ``tick``:
    (and each new block's parent must be the stored head). If not, walk back through
    the stored recent blocks to the highest one still on the best chain (the fork
    point), report the transfers of the blocks above it as orphaned, forget them.
-2. Addresses that arrived since the last tick are backfilled from the height their
-   payment was created at (``Payment.created_block``; the stored blocks if unknown):
+2. Addresses that arrived since the last tick are backfilled from the height this
+   network's watcher stood at when their payment was created (``Payment.created_block`` on
+   the payment's own network, its ``watch_points`` entry on another one that watches the
+   address for funds sent on the wrong network; the stored blocks if unknown):
    ``Chain.history`` finds their transfers; those in blocks already past the confirmed
    line are reported confirmed at once, the others join their stored block.
 3. Up to ``batch_blocks`` new blocks are read and stored with their matching transfers

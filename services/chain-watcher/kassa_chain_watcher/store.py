@@ -62,9 +62,14 @@ class Store:
         return State(cursor.block_number, cursor.confirmed_through, blocks, cursor.scanned_at)
 
     def created_blocks(self, addresses: Collection[str]) -> dict[str, int | None]:
-        """The height each address's payment was created at (``Payment.created_block``)."""
+        """Where this network's watcher stood when each address's payment was created: the
+        payment's ``created_block`` on its own network, its ``watch_points`` entry for this one
+        on another (an EVM address watched for funds sent on the wrong network). Another
+        network's height means nothing here; None: no watcher of this network ran then."""
+        here = sa.case((Payment.network == self.network, Payment.created_block),
+                       else_=Payment.watch_points[self.network].as_integer())
         with self.sessions() as s:
-            rows = s.execute(sa.select(sa.func.lower(Payment.address), Payment.created_block)
+            rows = s.execute(sa.select(sa.func.lower(Payment.address), here)
                              .where(sa.func.lower(Payment.address).in_([a.lower() for a in addresses]))).all()
         return dict(rows)
 

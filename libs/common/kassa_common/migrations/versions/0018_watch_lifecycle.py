@@ -1,0 +1,26 @@
+"""Watching a payment's whole life: backfill heights per network, expiry after settlement.
+
+- ``payments.watch_points``: where every network's watcher stood (its cursor's height, by
+  network name) when the payment was created. An EVM address is watched on the other EVM
+  networks too (wrong network); each of those watchers backfills it from its own height,
+  never from the payment's own network's height.
+
+Revision ID: 0018
+Revises: 0016
+"""
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import postgresql
+
+revision = "0018"
+down_revision = "0016"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.add_column("payments", sa.Column("watch_points", postgresql.JSONB(), server_default="{}", nullable=False))
+
+
+def downgrade() -> None:
+    op.drop_column("payments", "watch_points")
