@@ -318,3 +318,15 @@ def test_a_mempool_transfer_mined_in_a_block_not_read_yet_is_not_reported_droppe
         pass
     kinds = [(m.routing_key.rsplit(".", 1)[1], m.body["tx_hash"]) for m in bus.messages]
     assert ("orphaned", "0xt") not in kinds and kinds[0] == ("seen", "0xt") and ("seen", "0xt") in kinds[1:]
+
+
+def test_a_transaction_back_in_the_mempool_after_it_was_dropped_is_reported_again_under_new_ids(world):
+    chain, _, bus, scanner = world
+    for _ in range(2):  # in, dropped (two looks without it), back in, dropped again
+        chain.pool = [transfer("0xagain")]
+        scanner.tick()
+        chain.pool = []
+        scanner.tick()
+        scanner.tick()
+    assert bus.kinds() == [("seen", 0), ("orphaned", 0)] * 2
+    assert len({m.message_id for m in bus.messages}) == 4  # none taken for an earlier report

@@ -408,4 +408,7 @@ class ChainMempoolTransfer(Base):
     log_index: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
     transfer: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
     misses: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
+    # this stay in the mempool: a transaction dropped and broadcast again is a new sighting,
+    # whose reports the settler must not take for the earlier one's (``mempool.py``)
+    sighting: Mapped[str] = mapped_column(sa.String(32), nullable=False, server_default="")
     seen_at: Mapped[datetime] = _created()

@@ -26,10 +26,12 @@ One ``tick``:
 
 Reports are ``messages.TransferReport``s; their ids are derived from (network, tx, index,
 block hash, status, confirmations), so a restart or a retry re-publishes only messages the
-settler already recognises.
+settler already recognises. A mempool report's id also holds its sighting's token: the
+same transaction dropped and broadcast again is seen (and maybe dropped) again.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Callable
 
@@ -48,10 +50,15 @@ SEEN, CONFIRMED, ORPHANED = TransferStatus
 SCANNED_AT_EVERY = 1.0  # seconds between cursor writes of an idle, caught-up watcher
 
 
-def report(network: str, status: TransferStatus, f: Found, block: Block | None, confirmations: int) -> Message:
-    return TransferReport(status, network, f.tx_hash, f.index, f.token, f.to, f.amount_units,
-                          block.number if block else None, block.hash if block else None, confirmations,
-                          f.position).to_message()
+def report(network: str, status: TransferStatus, f: Found, block: Block | None, confirmations: int,
+           sighting: str = "") -> Message:
+    """The report's message; ``sighting``: the token of an unconfirmed transfer's stay in the
+    mempool (``mempool.py``), part of its id so that a transaction seen again is news."""
+    r = TransferReport(status, network, f.tx_hash, f.index, f.token, f.to, f.amount_units,
+                       block.number if block else None, block.hash if block else None, confirmations, f.position)
+    if not sighting:
+        return r.to_message()
+    return r.to_message("cw_" + hashlib.sha256(f"{r.default_id()}:{sighting}".encode()).hexdigest()[:40])
 
 
 class Scanner:
@@ -182,8 +189,8 @@ class Scanner:
                     pending.append((key, (kind, confs)))
         pool = self._look_at_mempool(at_tip=st.head >= tip)
         if pool is not None:
-            messages += [report(self.name, SEEN, f, None, 0) for f in pool.seen]
-            messages += [report(self.name, ORPHANED, f, None, 0) for f in pool.gone]
+            messages += [report(self.name, SEEN, p.found, None, 0, p.token) for p in pool.seen]
+            messages += [report(self.name, ORPHANED, p.found, None, 0, p.token) for p in pool.gone]
         if messages:
             self.publish(messages)
             self._published.update(pending)

@@ -22,7 +22,7 @@ from kassa_common.models import ChainBlock, ChainCursor, ChainMempoolTransfer, P
 from kassa_common.timefmt import utcnow
 
 from kassa_chain_watcher.chain import Block, Found
-from kassa_chain_watcher.mempool import Pending
+from kassa_chain_watcher.mempool import Pending, Sighting
 
 
 @dataclass
@@ -134,13 +134,13 @@ class Store:
     def load_mempool(self) -> Pending:
         with self.sessions() as s:
             rows = s.scalars(sa.select(ChainMempoolTransfer).where(ChainMempoolTransfer.network == self.network)).all()
-        return {(r.tx_hash, r.log_index): (Found.from_json(r.transfer), r.misses) for r in rows}
+        return {(r.tx_hash, r.log_index): Sighting(Found.from_json(r.transfer), r.misses, r.sighting) for r in rows}
 
     def save_mempool(self, before: Pending, after: Pending) -> None:
         """Write the difference between two mempool memories (one transaction)."""
         gone = [k for k in before if k not in after]
-        changed = [{"network": self.network, "tx_hash": k[0], "log_index": k[1], "transfer": f.to_json(),
-                    "misses": m} for k, (f, m) in after.items() if before.get(k) != (f, m)]
+        changed = [{"network": self.network, "tx_hash": k[0], "log_index": k[1], "transfer": s.found.to_json(),
+                    "misses": s.misses, "sighting": s.token} for k, s in after.items() if before.get(k) != s]
         if not gone and not changed:
             return
         with unit_of_work(self.sessions) as s:
@@ -151,7 +151,8 @@ class Store:
             if changed:
                 s.execute(pg_insert(ChainMempoolTransfer).values(changed).on_conflict_do_update(
                     index_elements=["network", "tx_hash", "log_index"],
-                    set_={"transfer": sa.text("excluded.transfer"), "misses": sa.text("excluded.misses")}))
+                    set_={"transfer": sa.text("excluded.transfer"), "misses": sa.text("excluded.misses"),
+                          "sighting": sa.text("excluded.sighting")}))
 
     def _cursor(self, s: Session, head: int | None, head_hash: str | None, confirmed: int,
                 scanned_at: datetime | None) -> None:
