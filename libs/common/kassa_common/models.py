@@ -385,6 +385,31 @@ class ChainCursor(Base):
     updated_at: Mapped[datetime] = _created()
 
 
+class ChainReport(Base):
+    """A transfer report a chain watcher published, recorded right after the broker confirmed
+    it: the settler has applied it once its message id is among its processed messages.
+    Rows go once a watermark found them applied (``payments.watermark``)."""
+
+    __tablename__ = "chain_reports"
+    seq: Mapped[int] = mapped_column(sa.BigInteger, sa.Identity(), primary_key=True)
+    network: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    message_id: Mapped[str] = mapped_column(sa.String(100), nullable=False, unique=True)
+    created_at: Mapped[datetime] = _created()
+    __table_args__ = (sa.Index("chain_reports_network", "network", "seq"),)
+
+
+class ChainWatermark(Base):
+    """How far the settler has applied what a network's watcher reported: ``settled_at`` is
+    a time at which the watcher had read the tip with every block up to it reported, and every
+    one of those reports is applied. A live payment expires only once this passed its
+    ``expires_at`` (``payments.watermark``, ``payments.expire``)."""
+
+    __tablename__ = "chain_watermarks"
+    network: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    settled_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False)
+    updated_at: Mapped[datetime] = _created()
+
+
 class ChainBlock(Base):
     """A recently scanned block: its hash and parent (reorg detection) and the transfers to
     watched addresses found in it (so an orphaned block's transfers can be reported)."""

@@ -18,11 +18,16 @@ One ``tick``:
    with its confirmation count while below the network's required confirmations, then
    ``confirmed`` once; the line moves up only after that was published (with
    confirms). A tick that reported everything up to the tip it read records when it read
-   it (``scanned_at``): the expirer expires a payment only once that passed its expiry.
-
+   it (``scanned_at``).
 5. Unconfirmed transfers (the mempool, where the chain has one) are reported ``seen``
    when they appear and ``orphaned`` when they leave it unmined (``mempool.py``); what was
    reported is stored, so a restart misses no dropped or replaced transaction.
+6. Every batch of reports, once the broker confirmed it, is recorded in the reports ledger;
+   a tick that recorded reports or read the tip with everything below it reported ends with
+   a watermark (``messages.ChainWatermark``: the ledger's highest number and, when caught
+   up, the time it read the tip). The settler moves the network's settled line only once
+   every report the watermark covers is applied, and the expirer expires a payment only once
+   that line passed its expiry (``kassa_common.payments.watermark``).
 
 Reports are ``messages.TransferReport``s; their ids are derived from (network, tx, index,
 block hash, status, confirmations), so a restart or a retry re-publishes only messages the
@@ -37,7 +42,7 @@ from typing import Callable
 
 from kassa_common.bus.publisher import Message
 from kassa_common.chains.networks import Network
-from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.messages import ChainWatermark, TransferReport, TransferStatus
 from kassa_common.timefmt import utcnow
 
 from kassa_chain_watcher import mempool
@@ -73,6 +78,8 @@ class Scanner:
         self.state = store.load()
         self._published: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._mempool = store.load_mempool()
+        self._through = store.reports_through()  # the reports ledger's highest number (a watermark's)
+        self._recorded = False  # reports were recorded since the last watermark
 
     def tick(self) -> bool:
         """One step; True when there is more to do right away (catching up, chain moved)."""
@@ -126,7 +133,7 @@ class Scanner:
         dropped = [st.blocks[n] for n in heights if n > fork]
         orphans = [report(self.name, ORPHANED, f, b, 0) for b in reversed(dropped) for f in b.transfers]
         if orphans:
-            self.publish(orphans)
+            self._publish(orphans)
         log.warning("%s: reorg, %d block(s) above %d replaced, %d transfer(s) orphaned",
                     self.name, len(dropped), fork, len(orphans))
         self.store.rewind(st, fork)
@@ -142,7 +149,7 @@ class Scanner:
         try:
             old = self._backfill(new)
             if old:
-                self.publish(old)
+                self._publish(old)
         except Exception:
             self.watchlist.requeue(new)  # tried again next tick
             raise
@@ -192,17 +199,30 @@ class Scanner:
             messages += [report(self.name, SEEN, p.found, None, 0, p.token) for p in pool.seen]
             messages += [report(self.name, ORPHANED, p.found, None, 0, p.token) for p in pool.gone]
         if messages:
-            self.publish(messages)
+            self._publish(messages)
             self._published.update(pending)
         if pool is not None:
             self.store.save_mempool(self._mempool, pool.after)
             self._mempool = pool.after
         line = min(tip - self.required + 1, st.head)
         caught_up = read_at if st.head >= tip else None
-        if line > st.confirmed_through or (caught_up and self._due_scanned_at(caught_up)):
+        scanned = line > st.confirmed_through or (caught_up and self._due_scanned_at(caught_up))
+        if scanned:
             self.store.confirm_through(st, max(line, st.confirmed_through), scanned_at=caught_up)
             done = {st.blocks[n].hash for n in st.blocks if n <= line}
             self._published = {k: v for k, v in self._published.items() if k[0] not in done}
+        if self._recorded or (scanned and caught_up):
+            self.publish([ChainWatermark(self.name, self._through, caught_up).to_message()])
+            self._recorded = False
+
+    def _publish(self, messages: list[Message]) -> None:
+        """Publish reports (confirmed by the broker), then record them in the reports ledger
+        (``kassa_common.payments.watermark``): a watermark covers them from then on."""
+        self.publish(messages)
+        through = self.store.record_reports([m.message_id for m in messages])
+        if through is not None:
+            self._through = max(self._through, through)
+        self._recorded = True
 
     def _due_scanned_at(self, read_at) -> bool:
         """Record an idle watcher's progress now and then, not on every poll."""

@@ -18,7 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainBlock, ChainCursor, ChainMempoolTransfer, Payment
+from kassa_common.models import ChainBlock, ChainCursor, ChainMempoolTransfer, ChainReport, Payment
 from kassa_common.timefmt import utcnow
 
 from kassa_chain_watcher.chain import Block, Found
@@ -129,6 +129,25 @@ class Store:
         for n in [n for n in state.blocks if n > fork]:
             del state.blocks[n]
         state.head, state.confirmed_through = fork, confirmed
+
+    # -- the reports ledger (kassa_common.payments.watermark) ---------------------------
+    def record_reports(self, message_ids: list[str]) -> int | None:
+        """Record reports the broker confirmed; the ledger's highest number for the network
+        among those just written (None: all were there already)."""
+        if not message_ids:
+            return None
+        with unit_of_work(self.sessions) as s:
+            written = s.scalars(pg_insert(ChainReport).values([{"network": self.network, "message_id": m}
+                                                                for m in message_ids])
+                                .on_conflict_do_nothing(index_elements=["message_id"])
+                                .returning(ChainReport.seq)).all()
+        return max(written, default=None)
+
+    def reports_through(self) -> int:
+        """The ledger's highest number for the network (0: none)."""
+        with self.sessions() as s:
+            return s.scalar(sa.select(sa.func.coalesce(sa.func.max(ChainReport.seq), 0))
+                            .where(ChainReport.network == self.network))
 
     # -- unconfirmed transfers reported seen (mempool.py) ---------------------------------
     def load_mempool(self) -> Pending:
