@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainCursor, ChainWatermark, Event, Payment, Transfer
+from kassa_common.models import ChainCursor, SettledWatermark, Event, Payment, Transfer
 from kassa_common.payments import expire_due, payment_to_dict
 from kassa_common.timefmt import iso, utcnow
 from kassa_expirer.jobs import Jobs
@@ -76,12 +76,12 @@ def settled(sessions):
 
     def set_settled(at) -> None:
         with unit_of_work(sessions) as s:
-            s.merge(ChainWatermark(network=NETWORK, settled_at=at))
+            s.merge(SettledWatermark(network=NETWORK, settled_at=at))
 
     yield set_settled
     with unit_of_work(sessions) as s:
         s.execute(sa.delete(ChainCursor).where(ChainCursor.network == NETWORK))
-        s.execute(sa.delete(ChainWatermark).where(ChainWatermark.network == NETWORK))
+        s.execute(sa.delete(SettledWatermark).where(SettledWatermark.network == NETWORK))
 
 
 def test_the_expired_event_carries_the_whole_payment_object_as_the_api_shows_it(client, merchant, sessions):

@@ -78,7 +78,7 @@ def test_0018_starts_each_network_settled_where_its_watcher_had_scanned_and_goes
                                  "VALUES ('BITCOIN', 'ab', 0, '{}')"))
         upgrade(url)
         with engine.begin() as conn:
-            settled = conn.execute(sa.text("SELECT network, settled_at FROM chain_watermarks")).all()
+            settled = conn.execute(sa.text("SELECT network, settled_at FROM settled_watermarks")).all()
             assert settled == [("BASE", datetime(2026, 1, 1, tzinfo=timezone.utc))]
             assert conn.scalar(sa.text("SELECT sighting FROM chain_mempool_transfers")) == ""
         command.downgrade(alembic_config(url), "0016")

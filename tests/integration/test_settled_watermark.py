@@ -54,7 +54,7 @@ def gate(monkeypatch):
 
 
 def settled_at(sessions):
-    from kassa_common.models import ChainWatermark as Row
+    from kassa_common.models import SettledWatermark as Row
 
     with sessions() as s:
         return s.scalar(sa.select(Row.settled_at).where(Row.network == NETWORK))

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from kassa_common.bus.consumer import Consumer
 from kassa_common.bus.publisher import Publisher
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainBlock, ChainCursor, ChainReport, ChainWatermark, Event, Payment, Transfer
+from kassa_common.models import ChainBlock, ChainCursor, ChainReport, SettledWatermark, Event, Payment, Transfer
 from kassa_common.outbox import relay_pending
 from kassa_api.workers.settler import transfer_handler
 from kassa_chain_watcher.main import NetworkWatcher, Options, make_watchlist
@@ -27,7 +27,7 @@ def reset_watcher_state(sessions, network: str) -> None:
     """Each test follows its chain from where it stands now (anvil is reverted between tests),
     with a reports ledger and a settled line of its own (the last test's bus is gone)."""
     with unit_of_work(sessions) as s:
-        for table in (ChainBlock, ChainCursor, ChainReport, ChainWatermark):
+        for table in (ChainBlock, ChainCursor, ChainReport, SettledWatermark):
             s.execute(sa.delete(table).where(table.network == network))
 
 
@@ -108,10 +108,10 @@ class Harness:
             self.settler = self._settler_thread = None
 
     def settled_at(self, network: str | None = None):
-        """The network's settled line (``ChainWatermark.settled_at``), None before the first."""
+        """The network's settled line (``SettledWatermark.settled_at``), None before the first."""
         with self.sessions() as s:
-            return s.scalar(sa.select(ChainWatermark.settled_at)
-                            .where(ChainWatermark.network == (network or self.network)))
+            return s.scalar(sa.select(SettledWatermark.settled_at)
+                            .where(SettledWatermark.network == (network or self.network)))
 
     def stop_watchers(self) -> None:
         for w in self.watchers:

@@ -398,13 +398,13 @@ class ChainReport(Base):
     __table_args__ = (sa.Index("chain_reports_network", "network", "seq"),)
 
 
-class ChainWatermark(Base):
+class SettledWatermark(Base):
     """How far the settler has applied what a network's watcher reported: ``settled_at`` is
     a time at which the watcher had read the tip with every block up to it reported, and every
     one of those reports is applied. A live payment expires only once this passed its
     ``expires_at`` (``payments.watermark``, ``payments.expire``)."""
 
-    __tablename__ = "chain_watermarks"
+    __tablename__ = "settled_watermarks"
     network: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     settled_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False)
     updated_at: Mapped[datetime] = _created()

@@ -8,7 +8,7 @@ seen-but-unconfirmed is held open. Each gets its ``payment.expired`` event, the 
 payment object as after the change, in one streamed COPY of the same transaction.
 
 A live payment expires only once its network's settled line passed its ``expires_at``
-(``ChainWatermark.settled_at``, written by the settler: the watcher had read the tip at
+(``SettledWatermark.settled_at``, written by the settler: the watcher had read the tip at
 that time with every block up to it reported, and the settler has applied every one of
 those reports; ``payments.watermark``). A watcher, RPC or settler outage, or a settler
 behind on its queue, never expires a payment paid on time. Test-mode payments have no
@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from kassa_common.messages import TransferStatus
-from kassa_common.models import ChainWatermark, Payment, Transfer
+from kassa_common.models import SettledWatermark, Payment, Transfer
 from kassa_common.payments.events import record_payment_events
 from kassa_common.payments.shape import PAYMENT_COLUMNS, PaymentRow, transfers_of
 from kassa_common.payments.transitions import TRANSITIONS, Trigger
@@ -36,8 +36,8 @@ def expire_due(session: Session, *, now: datetime | None = None, limit: int = 10
     transition = TRANSITIONS[Trigger.EXPIRE]
     pending_transfer = sa.exists().where(Transfer.payment_id == Payment.id, Transfer.status == TransferStatus.SEEN,
                                          Transfer.counted)
-    settled_past = sa.exists().where(ChainWatermark.network == Payment.network,
-                                     ChainWatermark.settled_at >= Payment.expires_at)
+    settled_past = sa.exists().where(SettledWatermark.network == Payment.network,
+                                     SettledWatermark.settled_at >= Payment.expires_at)
     due = (sa.select(Payment.id)
            .where(Payment.status.in_(transition.sources), Payment.expires_at <= now, ~pending_transfer,
                   sa.or_(Payment.test_mode, settled_past))

@@ -6,7 +6,7 @@ report waits in the queue while the settler is down or behind, turns EXPIRED and
 late payment. The watcher's own progress (``chain_cursors.scanned_at``: it read the tip
 with every block up to it *published*) says nothing about what the settler has *applied*.
 So the watermark is written by the settler, after it checked that the reports before it
-are applied, and the expirer reads only that (``ChainWatermark.settled_at``).
+are applied, and the expirer reads only that (``SettledWatermark.settled_at``).
 
 Why not simply "the settler applies a watermark message after the reports before it": the
 settler runs several consumers that take batches from the queue side by side, a failing
@@ -52,8 +52,8 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from kassa_common.messages import ChainWatermark as Watermark
-from kassa_common.models import ChainReport, ChainWatermark
+from kassa_common.messages import ChainWatermark
+from kassa_common.models import ChainReport, SettledWatermark
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.settlement")
@@ -65,7 +65,7 @@ _UNAPPLIED = sa.text("""
 """)
 
 
-def apply_watermark(session: Session, w: Watermark, consumer: str) -> bool:
+def apply_watermark(session: Session, w: ChainWatermark, consumer: str) -> bool:
     """Apply ``w`` if every report it covers was applied by ``consumer`` (the settler
     queue's name, under which its processed messages are recorded); True if applied."""
     waiting = session.scalar(_UNAPPLIED, {"network": w.network, "through": w.through, "consumer": consumer})
@@ -75,8 +75,8 @@ def apply_watermark(session: Session, w: Watermark, consumer: str) -> bool:
     session.execute(sa.delete(ChainReport).where(ChainReport.network == w.network, ChainReport.seq <= w.through))
     if w.scanned_at is not None:
         now = utcnow()
-        session.execute(pg_insert(ChainWatermark).values(network=w.network, settled_at=w.scanned_at, updated_at=now)
+        session.execute(pg_insert(SettledWatermark).values(network=w.network, settled_at=w.scanned_at, updated_at=now)
                         .on_conflict_do_update(index_elements=["network"], set_={
-                            "settled_at": sa.func.greatest(ChainWatermark.settled_at, w.scanned_at),
+                            "settled_at": sa.func.greatest(SettledWatermark.settled_at, w.scanned_at),
                             "updated_at": now}))
     return True

@@ -4,7 +4,7 @@
   network name) when the payment was created. An EVM address is watched on the other EVM
   networks too (wrong network); each of those watchers backfills it from its own height,
   never from the payment's own network's height.
-- ``chain_reports`` and ``chain_watermarks``: the reports a watcher published, numbered per
+- ``chain_reports`` and ``settled_watermarks``: the reports a watcher published, numbered per
   network, until a watermark found them applied by the settler; and per network the time up
   to which the settler has applied everything the watcher reported (``settled_at``). Live
   payments expire once that passed their ``expires_at`` (``payments.watermark``). Each
@@ -37,17 +37,17 @@ def upgrade() -> None:
     )
     op.create_index("chain_reports_network", "chain_reports", ["network", "seq"])
     op.create_table(
-        "chain_watermarks",
+        "settled_watermarks",
         sa.Column("network", sa.String(32), primary_key=True),
         sa.Column("settled_at", sa.DateTime(timezone=True), nullable=False),
         sa.Column("updated_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
     )
-    op.execute("INSERT INTO chain_watermarks (network, settled_at) "
+    op.execute("INSERT INTO settled_watermarks (network, settled_at) "
                "SELECT network, scanned_at FROM chain_cursors WHERE scanned_at IS NOT NULL")
 
 
 def downgrade() -> None:
-    op.drop_table("chain_watermarks")
+    op.drop_table("settled_watermarks")
     op.drop_index("chain_reports_network", table_name="chain_reports")
     op.drop_table("chain_reports")
     op.drop_column("chain_mempool_transfers", "sighting")
