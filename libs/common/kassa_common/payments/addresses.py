@@ -89,7 +89,9 @@ def _ensure_sequence(engine: Engine, name: str, chain: str, xpub: str, test_mode
             if conn.scalar(sa.text("SELECT to_regclass(:n)"), {"n": name}) is None:
                 start = _first_unused_index(conn, chain, xpub, first_index(test_mode))
                 try:
-                    conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 START WITH {start}")
+                    last = TEST_INDEX_BASE - 1 if not test_mode else 2**31 - 1  # live never reaches test's range
+                    conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 MAXVALUE {last} "
+                                         f"START WITH {start}")
                 except DBAPIError as exc:  # a concurrent creator won the race: the sequence exists
                     if "already exists" not in str(exc.orig) and "duplicate key" not in str(exc.orig):
                         raise
