@@ -177,8 +177,9 @@ class TransferReport:
 class ChainWatermark:
     """A chain watcher's progress on ``network``: every report it published is recorded in
     ``chain_reports`` up to ``through``, and (``scanned_at``) it had read the chain's tip at
-    that time with every block up to it reported; None while it is still catching up. The
-    settler applies it only once all those reports are applied (``payments.watermark``)."""
+    that time with every block up to it reported (None: a claim about the ledger only; the
+    watcher sends none while catching up). The settler applies it only once all those reports
+    are applied (``payments.watermark``)."""
 
     ROUTING_KEY = RoutingKey.CHAIN_WATERMARK
 

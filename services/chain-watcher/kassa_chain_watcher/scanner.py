@@ -23,11 +23,11 @@ One ``tick``:
    when they appear and ``orphaned`` when they leave it unmined (``mempool.py``); what was
    reported is stored, so a restart misses no dropped or replaced transaction.
 6. Every batch of reports, once the broker confirmed it, is recorded in the reports ledger;
-   a tick that recorded reports or read the tip with everything below it reported ends with
-   a watermark (``messages.ChainWatermark``: the ledger's highest number and, when caught
-   up, the time it read the tip). The settler moves the network's settled line only once
-   every report the watermark covers is applied, and the expirer expires a payment only once
-   that line passed its expiry (``kassa_common.payments.watermark``).
+   a tick that read the tip with everything below it reported, and recorded reports or
+   recorded ``scanned_at``, ends with a watermark (``messages.ChainWatermark``: the ledger's
+   highest number and the time it read the tip). The settler moves the network's settled
+   line only once every report the watermark covers is applied, and the expirer expires a
+   payment only once that line passed its expiry (``kassa_common.payments.watermark``).
 
 Reports are ``messages.TransferReport``s; their ids are derived from (network, tx, index,
 block hash, status, confirmations), so a restart or a retry re-publishes only messages the
@@ -211,7 +211,7 @@ class Scanner:
             self.store.confirm_through(st, max(line, st.confirmed_through), scanned_at=caught_up)
             done = {st.blocks[n].hash for n in st.blocks if n <= line}
             self._published = {k: v for k, v in self._published.items() if k[0] not in done}
-        if self._recorded or (scanned and caught_up):
+        if caught_up and (scanned or self._recorded):
             self.publish([ChainWatermark(self.name, self._through, caught_up).to_message()])
             self._recorded = False
 

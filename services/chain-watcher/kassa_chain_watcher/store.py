@@ -25,6 +25,18 @@ from kassa_chain_watcher.chain import Block, Found
 from kassa_chain_watcher.mempool import Pending, Sighting
 
 
+# One statement whatever the batch's size (compiled once, the ids as one array).
+RECORD_REPORTS = sa.text("""
+    WITH written AS (
+        INSERT INTO chain_reports (network, message_id)
+        SELECT :network, unnest(CAST(:ids AS text[]))
+        ON CONFLICT (message_id) DO NOTHING
+        RETURNING seq
+    )
+    SELECT max(seq) FROM written
+""")
+
+
 @dataclass
 class State:
     head: int | None = None  # last scanned height (None: never scanned)
@@ -137,11 +149,7 @@ class Store:
         if not message_ids:
             return None
         with unit_of_work(self.sessions) as s:
-            written = s.scalars(pg_insert(ChainReport).values([{"network": self.network, "message_id": m}
-                                                                for m in message_ids])
-                                .on_conflict_do_nothing(index_elements=["message_id"])
-                                .returning(ChainReport.seq)).all()
-        return max(written, default=None)
+            return s.scalar(RECORD_REPORTS, {"network": self.network, "ids": message_ids})
 
     def reports_through(self) -> int:
         """The ledger's highest number for the network (0: none)."""

@@ -16,9 +16,10 @@ on the database, which records what was published and what was applied:
 
 1. The watcher, right after the broker confirmed a batch of reports, records their message
    ids in ``chain_reports`` (a numbered ledger per network; ``Store.record_reports``).
-2. At the end of a tick that published reports or read the tip with everything below it
-   reported, it publishes a ``ChainWatermark``: the ledger's highest number for the network
-   (``through``) and, when caught up, the time it read the tip (``scanned_at``).
+2. At the end of a tick that read the chain's tip with every block up to it reported (and
+   published reports, or at least once a second), it publishes a ``ChainWatermark``: the
+   ledger's highest number for the network (``through``) and the time it read the tip
+   (``scanned_at``). While catching up it sends none: the ledger waits.
 3. The settler applies a watermark (``apply_watermark``, in its batch's transaction) only
    if every ledger row of the network up to ``through`` is among the settler queue's
    processed messages (``processed_messages``, written in the transaction that applied
@@ -34,8 +35,9 @@ the same batch as the watermark count as applied only if the whole batch commits
 the watcher publishes again (a restart re-publishes what lies above its confirmed line) keeps
 its id: processed already, it does not hold the watermark back.
 
-What it costs: one multi-row insert per published batch (the watcher), one indexed check
-per watermark (the settler); the ledger holds only what awaits a watermark.
+What it costs: one insert statement per published batch (the watcher), one indexed check
+per watermark (the settler); the ledger holds only what awaits a watermark (a catch-up's
+reports until the watcher is at the tip again).
 
 A report in the dead-letter queue holds its network's watermark (and expiries) back until
 it is redriven and applied: expiring a payment whose transfer is parked there would be
