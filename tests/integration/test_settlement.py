@@ -146,7 +146,8 @@ def test_a_seen_transfer_never_counts_toward_completion(client, sessions, live_m
     """Half the amount seen (unconfirmed), the other half confirmed: partly paid with the
     confirmed half only. The seen half may still be dropped or reorged out."""
     seen, confirmed = tx(), tx()
-    settle(sessions, report(live, SEEN, 6_170_000, 1, tx=seen), report(live, CONFIRMED, 6_170_000, REQUIRED, tx=confirmed))
+    settle(sessions, report(live, SEEN, 6_170_000, 1, tx=seen),
+           report(live, CONFIRMED, 6_170_000, REQUIRED, tx=confirmed))
     got = get(client, live_merchant, live)
     assert (got["status"], got["amount_received"], got["completed_at"]) == ("PARTIALLY_PAID", "6.17", None)
     assert "payment.completed" not in events(sessions, live)

@@ -5,9 +5,9 @@ python-bitcoinlib transactions under real headers (prev hash, merkle root, bits 
 BIP34 coinbases with a segwit commitment, and wallet payments that are signed P2WPKH spends.
 
 Node RPCs: getblockchaininfo getblockcount getbestblockhash getblockhash getblockheader getblock (verbosity
-0-2) getrawmempool getrawtransaction sendrawtransaction generatetoaddress invalidateblock reconsiderblock. Wallet RPCs (one
-deterministic wallet): getnewaddress getbalance sendtoaddress bumpfee. Not Core: x_dropfrommempool(txid) evicts a
-mempool tx plus its descendants and returns their txids.
+0-2) getrawmempool getrawtransaction sendrawtransaction generatetoaddress invalidateblock reconsiderblock.
+Wallet RPCs (one deterministic wallet): getnewaddress getbalance sendtoaddress bumpfee. Not Core:
+x_dropfrommempool(txid) evicts a mempool tx plus its descendants and returns their txids.
 
 Differences from a real node: it starts at genesis and enforces coinbase maturity for wallet spends (mine
 101 blocks to a getnewaddress() address first; bitcoin_rpc.bitcoin_node() does). It acts as if -txindex=1.
