@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from kassa_common.bus.publisher import Publisher
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainBlock, ChainCursor
+from kassa_common.models import ChainBlock, ChainCursor, ChainReport
 from kassa_chain_watcher.evm import EvmChain, normalize
 from kassa_chain_watcher.main import keep_blocks
 from kassa_chain_watcher.scanner import Scanner
@@ -75,6 +75,7 @@ def catch_up(b: Bench, sessions, publisher: Publisher, watched: int, blocks: int
     with unit_of_work(sessions) as s:  # a fresh cursor: catch up from the start
         s.execute(sa.delete(ChainBlock).where(ChainBlock.network == network.name))
         s.execute(sa.delete(ChainCursor).where(ChainCursor.network == network.name))
+        s.execute(sa.delete(ChainReport).where(ChainReport.network == network.name))
     watchlist = Watchlist(normalize, addresses)
     reports = 0
 

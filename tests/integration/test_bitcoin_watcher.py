@@ -8,6 +8,7 @@ import pytest
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import load_registry
+from kassa_common.outbox import relay_pending
 from tests.support.api import set_live_wallet
 from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
 from tests.support.wait import until
@@ -117,3 +118,46 @@ def test_a_fee_bumped_replacement_is_counted_once_and_the_replaced_transaction_n
     paid = h.payment(p["id"])
     assert paid.transaction_hash == second and paid.amount_received_units == paid.crypto_amount_units
     assert {t.tx_hash: t.status for t in h.transfers(p["id"])} == {first: "ORPHANED", second: "CONFIRMED"}
+
+
+def detected(h, pid) -> int:
+    return h.events(pid).count("payment.detected")
+
+
+def test_a_transaction_dropped_and_broadcast_again_is_seen_again_each_time(h):
+    if not h.node.is_double:
+        pytest.skip("only the double can drop a transaction and take the same one back")
+    p = h.create(amount=60, token="BTC")
+    txid = h.node.send(p["address"], btc(p))
+    raw = h.node.raw(txid)
+    until(lambda: h.payment(p["id"]).transaction_hash == txid, message="seen in the mempool")
+    for round_ in (1, 2):
+        h.node.drop_tx(txid)
+        until(lambda: [t.status for t in h.transfers(p["id"])] == ["ORPHANED"], message=f"dropped ({round_})")
+        assert h.payment(p["id"]).transaction_hash is None
+        assert h.node.broadcast(raw) == txid  # the very same transaction, broadcast again
+        until(lambda: [t.status for t in h.transfers(p["id"])] == ["SEEN"], message=f"seen again ({round_})")
+        assert h.payment(p["id"]).transaction_hash == txid and detected(h, p["id"]) == round_ + 1
+        assert cancel(h, p["id"]).status_code == 409  # held open again
+    h.node.mine(2)
+    h.wait_status(p["id"], "COMPLETED")
+    assert [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"]
+
+
+def test_an_address_that_reaches_the_watcher_after_its_transaction_entered_the_mempool_is_matched(h):
+    known = h.create(amount=60, token="BTC")
+    r = h.client.post("/v1/api/payments", json={"amount": 60, "token": "BTC", "network": NETWORK},
+                      headers=h.merchant.headers("live"))
+    assert r.status_code == 201
+    late = r.get_json()["data"]  # its payment.created is not relayed yet: the watcher does not know it
+    first = h.node.send(late["address"], btc(late))
+    second = h.node.send(known["address"], btc(known))
+    # the watcher has read the mempool with both transactions in it
+    until(lambda: h.payment(known["id"]).transaction_hash == second, message="the known payment seen")
+
+    relay_pending(h.sessions, h.publisher)  # now the late address reaches the watcher
+
+    until(lambda: h.payment(late["id"]).transaction_hash == first, message="the late payment seen in the mempool")
+    assert [t.status for t in h.transfers(late["id"])] == ["SEEN"] and h.status(late["id"]) == "PENDING"
+    h.node.mine(2)
+    h.wait_status(late["id"], "COMPLETED")

@@ -181,11 +181,11 @@ def test_a_payment_paid_on_time_while_its_watcher_is_down_does_not_expire(h, cha
     assert "payment.expired" not in h.events(p["id"]) and "payment.late_payment" not in h.events(p["id"])
 
 
-def test_once_the_watcher_scanned_past_the_expiry_an_unpaid_payment_expires(h, chain, sessions):
+def test_once_everything_reported_past_the_expiry_is_settled_an_unpaid_payment_expires(h, chain, sessions):
     import sqlalchemy as sa
 
     from kassa_common.db import unit_of_work
-    from kassa_common.models import ChainCursor, Payment
+    from kassa_common.models import Payment
 
     watcher = h.start_watcher()
     until(watcher.active.is_set, message="watcher active")
@@ -195,11 +195,59 @@ def test_once_the_watcher_scanned_past_the_expiry_an_unpaid_payment_expires(h, c
     with sessions() as s:
         expiry = s.scalar(sa.select(Payment.expires_at).where(Payment.address == p["address"]))
 
-    def scanned_past():
-        with sessions() as s:
-            at = s.scalar(sa.select(ChainCursor.scanned_at).where(ChainCursor.network == "LOCAL_EVM"))
-        return at is not None and at >= expiry
-
-    until(scanned_past, message="watcher scanned past the expiry")
+    until(lambda: (h.settled_at() or expiry) > expiry, message="the settled line past the expiry")
     expire_all(sessions)
     assert h.status(p["id"]) == "EXPIRED"
+
+
+def test_a_payment_paid_on_time_while_the_settler_is_down_completes_and_never_expires(h, chain, sessions):
+    """The transfer is confirmed on chain and reported before ``expires_at``, but the settler
+    is stopped across it while the expirer runs: the report waits in the queue, and so does
+    the settled line; once the settler is back the payment completes."""
+    import threading
+
+    import sqlalchemy as sa
+
+    from kassa_common.db import unit_of_work
+    from kassa_common.models import ChainCursor, Payment
+
+    watcher = h.start_watcher()
+    until(watcher.active.is_set, message="watcher active")
+    p = h.create(amount=5)
+    at_tip(watcher, chain)
+    h.stop_settler()
+    pay_usdc(chain, p, 5_000_000)  # paid on time ...
+    chain.mine(CONFIRMATIONS)
+    at_tip(watcher, chain)  # ... and reported confirmed, while no settler runs
+    with unit_of_work(sessions) as s:  # then the payment's time is up
+        s.execute(sa.update(Payment).where(Payment.address == p["address"]).values(expires_at=sa.func.now()))
+        expiry = s.scalar(sa.select(Payment.expires_at).where(Payment.address == p["address"]))
+
+    stop = threading.Event()
+
+    def run_expirer() -> None:
+        while not stop.wait(0.05):
+            expire_all(sessions)
+
+    expirer = threading.Thread(target=run_expirer, daemon=True)
+    expirer.start()  # the expirer runs the whole time
+    try:
+        def scanned_past():
+            with sessions() as s:
+                at = s.scalar(sa.select(ChainCursor.scanned_at).where(ChainCursor.network == "LOCAL_EVM"))
+            return at is not None and at > expiry
+
+        until(scanned_past, message="the watcher scanned past the expiry")
+        chain.mine(1)
+        at_tip(watcher, chain)  # and went on reading blocks, while the expirer ran
+        assert h.status(p["id"]) == "PENDING"
+        assert h.settled_at() is None or h.settled_at() < expiry
+
+        h.start_settler()
+        h.wait_status(p["id"], "COMPLETED", timeout=20)
+        until(lambda: (h.settled_at() or expiry) > expiry, message="the settled line past the expiry")
+    finally:
+        stop.set()
+        expirer.join(10)
+    assert h.status(p["id"]) == "COMPLETED"
+    assert "payment.expired" not in h.events(p["id"]) and "payment.late_payment" not in h.events(p["id"])

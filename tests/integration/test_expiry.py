@@ -14,13 +14,13 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainCursor, Event, Payment, Transfer
+from kassa_common.models import ChainCursor, SettledWatermark, Event, Payment, Transfer
 from kassa_common.payments import expire_due, payment_to_dict
 from kassa_common.timefmt import iso, utcnow
 from kassa_expirer.jobs import Jobs
 from tests.support.api import API
 
-NETWORK = "ARBITRUM"  # live payments here: no other suite runs a watcher (a chain cursor) for it
+NETWORK = "ARBITRUM"  # live payments here: no other suite runs a watcher (or a settler's watermark) for it
 
 
 def overdue(sessions, merchant_id, *, minutes_ago: float = 1, **fields) -> uuid.UUID:
@@ -67,15 +67,21 @@ def expired_events(sessions, pid) -> list[Event]:
 
 
 @pytest.fixture
-def cursor(sessions):
-    """The chain cursor of ``NETWORK``: ``set(scanned_at)``; removed afterwards."""
-    def set_scanned(at) -> None:
-        with unit_of_work(sessions) as s:
-            s.merge(ChainCursor(network=NETWORK, block_number=1, confirmed_through=1, scanned_at=at))
+def settled(sessions):
+    """``NETWORK``'s settled line as the settler writes it: ``settled(at)``; removed afterwards.
+    The watcher's own scan (its cursor) is set far ahead: it alone expires nothing."""
+    with unit_of_work(sessions) as s:
+        s.merge(ChainCursor(network=NETWORK, block_number=1, confirmed_through=1,
+                            scanned_at=utcnow() + timedelta(days=1)))
 
-    yield set_scanned
+    def set_settled(at) -> None:
+        with unit_of_work(sessions) as s:
+            s.merge(SettledWatermark(network=NETWORK, settled_at=at))
+
+    yield set_settled
     with unit_of_work(sessions) as s:
         s.execute(sa.delete(ChainCursor).where(ChainCursor.network == NETWORK))
+        s.execute(sa.delete(SettledWatermark).where(SettledWatermark.network == NETWORK))
 
 
 def test_the_expired_event_carries_the_whole_payment_object_as_the_api_shows_it(client, merchant, sessions):
@@ -147,14 +153,15 @@ def test_a_counted_transfer_seen_but_unconfirmed_holds_the_payment_open(merchant
     assert (status_of(sessions, held), status_of(sessions, dropped)) == ("PENDING", "EXPIRED")
 
 
-def test_a_live_payment_expires_only_once_its_watcher_scanned_past_its_expiry(merchant, sessions, cursor):
+def test_a_live_payment_expires_only_once_everything_reported_past_its_expiry_is_settled(merchant, sessions,
+                                                                                         settled):
     pid = overdue(sessions, merchant.id, test_mode=False, network=NETWORK, token="USDC", minutes_ago=5)
     expire_all(sessions)
-    assert status_of(sessions, pid) == "PENDING"  # no watcher has reported on the network yet
-    cursor(utcnow() - timedelta(minutes=6))
+    assert status_of(sessions, pid) == "PENDING"  # scanned past, but nothing settled on the network yet
+    settled(utcnow() - timedelta(minutes=6))
     expire_all(sessions)
-    assert status_of(sessions, pid) == "PENDING"  # the watcher's last full scan was before expires_at
-    cursor(utcnow())
+    assert status_of(sessions, pid) == "PENDING"  # settled only up to before expires_at
+    settled(utcnow())
     expire_all(sessions)
     assert status_of(sessions, pid) == "EXPIRED"
     assert [e.test_mode for e in expired_events(sessions, pid)] == [False]

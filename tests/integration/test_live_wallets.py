@@ -21,6 +21,7 @@ from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
 from kassa_common.models import Wallet
 from kassa_common.payments import addresses
+from kassa_common.payments.addresses import TEST_INDEX_BASE
 from kassa_dev import procfile
 from tests.integration.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, LIVE_PAYMENT, assert_error, set_live_wallet
@@ -181,7 +182,7 @@ def test_a_test_key_entered_as_tpub_then_xpub_continues_its_index_sequence(clien
         accounts.set_wallet(s, merchant.id, "test", "evm", encoded(key, "xpub"))
     second = client.post(f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"},
                          headers=merchant.headers()).get_json()["data"]["address"]
-    assert [first, second] == [derive_address("evm", key, i) for i in (0, 1)]
+    assert [first, second] == [derive_address("evm", key, TEST_INDEX_BASE + i) for i in (0, 1)]
 
 
 def test_a_key_whose_sequence_is_gone_never_hands_out_an_address_a_payment_holds(client, merchant, sessions, engine):
@@ -199,11 +200,11 @@ def test_a_key_whose_sequence_is_gone_never_hands_out_an_address_a_payment_holds
         return r.get_json()["data"]["address"]
 
     held = [address() for _ in range(3)]
-    name = addresses.sequence_name("evm", key)
+    name = addresses.sequence_name("evm", key, True)
     with engine.begin() as conn:
         conn.exec_driver_sql(f"DROP SEQUENCE {name}")
     addresses._known.clear()  # as a process that has not used the key yet
-    assert held + [address()] == [derive_address("evm", key, i) for i in range(4)]
+    assert held + [address()] == [derive_address("evm", key, TEST_INDEX_BASE + i) for i in range(4)]
 
 
 # ---- live rates ----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import hashlib
 import os
 import secrets
 import uuid
+from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
@@ -52,6 +53,36 @@ def test_0005_continues_every_keys_index_sequence_whatever_encoding_it_was_enter
             assert next_index("evm", TEST_XPUBS["evm"]) == 11
             index = conn.scalar(sa.text("SELECT indexdef FROM pg_indexes WHERE indexname = 'payments_address_key'"))
             assert "UNIQUE" in index and "lower((address)::text)" in index
+    finally:
+        engine.dispose()
+        admin = sa.create_engine(sqlalchemy_url(ADMIN_URL), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def test_0018_starts_each_network_settled_where_its_watcher_had_scanned_and_goes_back_down():
+    from alembic import command
+
+    from kassa_common.migrate import alembic_config
+
+    name = f"kassa_test_mig{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{secrets.token_hex(4)}"
+    url = ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    upgrade(url, "0016")
+    engine = sa.create_engine(sqlalchemy_url(url))
+    try:
+        with engine.begin() as conn:
+            conn.execute(sa.text("INSERT INTO chain_cursors (network, block_number, confirmed_through, scanned_at) "
+                                 "VALUES ('BASE', 10, 8, '2026-01-01T00:00:00Z'), ('BITCOIN', 5, 4, NULL)"))
+            conn.execute(sa.text("INSERT INTO chain_mempool_transfers (network, tx_hash, log_index, transfer) "
+                                 "VALUES ('BITCOIN', 'ab', 0, '{}')"))
+        upgrade(url)
+        with engine.begin() as conn:
+            settled = conn.execute(sa.text("SELECT network, settled_at FROM settled_watermarks")).all()
+            assert settled == [("BASE", datetime(2026, 1, 1, tzinfo=timezone.utc))]
+            assert conn.scalar(sa.text("SELECT sighting FROM chain_mempool_transfers")) == ""
+        command.downgrade(alembic_config(url), "0016")
+        upgrade(url)
     finally:
         engine.dispose()
         admin = sa.create_engine(sqlalchemy_url(ADMIN_URL), isolation_level="AUTOCOMMIT")

@@ -11,6 +11,7 @@ from kassa_common import accounts
 from kassa_common.chains.hd import derive_address
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, IdempotencyKey, Payment
+from kassa_common.payments.addresses import TEST_INDEX_BASE
 from tests.support.api import API, PAYMENT
 from tests.support.keys import fresh_key
 
@@ -66,9 +67,9 @@ def test_a_payment_after_the_merchant_changes_its_key_derives_from_the_new_key(c
     with unit_of_work(sessions) as s:  # and back: the old key lost no index meanwhile
         accounts.set_wallet(s, merchant.id, "test", "evm", old)
     back = create(client, merchant).json["data"]["address"]
-    assert before == [derive_address("evm", old, i) for i in range(2)]
-    assert after == [derive_address("evm", new, i) for i in range(2)]
-    assert back == derive_address("evm", old, 2)
+    assert before == [derive_address("evm", old, TEST_INDEX_BASE + i) for i in range(2)]  # test mode's range
+    assert after == [derive_address("evm", new, TEST_INDEX_BASE + i) for i in range(2)]
+    assert back == derive_address("evm", old, TEST_INDEX_BASE + 2)
 
 
 def test_a_request_the_key_was_used_for_is_replayed_after_its_product_was_deactivated(client, merchant, create_product):

@@ -142,6 +142,20 @@ def test_a_transfer_back_in_a_block_after_its_orphaning_is_detected_again(client
     assert get(client, live_merchant, live)["status"] == "COMPLETED"
 
 
+def test_a_seen_transfer_never_counts_toward_completion(client, sessions, live_merchant, live):
+    """Half the amount seen (unconfirmed), the other half confirmed: partly paid with the
+    confirmed half only. The seen half may still be dropped or reorged out."""
+    seen, confirmed = tx(), tx()
+    settle(sessions, report(live, SEEN, 6_170_000, 1, tx=seen),
+           report(live, CONFIRMED, 6_170_000, REQUIRED, tx=confirmed))
+    got = get(client, live_merchant, live)
+    assert (got["status"], got["amount_received"], got["completed_at"]) == ("PARTIALLY_PAID", "6.17", None)
+    assert "payment.completed" not in events(sessions, live)
+    settle(sessions, report(live, CONFIRMED, 6_170_000, REQUIRED, tx=seen))  # now it confirms
+    got = get(client, live_merchant, live)
+    assert (got["status"], got["amount_received"]) == ("COMPLETED", "12.34")
+
+
 def test_the_settlers_address_lookup_is_an_index_scan(engine, sessions, live):
     """With sequential scans priced out, a query no index can serve still plans a Seq Scan:
     so the plan below proves an index answers it, whatever the table's size."""

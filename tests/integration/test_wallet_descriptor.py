@@ -17,6 +17,7 @@ from kassa_common import accounts, cli
 from kassa_common.chains.descriptor import checksum_valid, wallet_descriptors
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment, Transfer
+from kassa_common.payments.addresses import TEST_INDEX_BASE as B
 from kassa_common.payments.gap import bitcoin_watch_only
 from tests.integration.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API
@@ -41,11 +42,12 @@ def create_btc_payments(client, api_key: str, count: int) -> list[dict]:
 
 
 def fund(sessions, merchant_id: uuid.UUID, indexes, *, transfer: str | None = None) -> None:
-    """Mark the payments at these indexes paid (``amount_received``), or give them a transfer
-    with status ``transfer`` instead (SEEN counts, ORPHANED does not)."""
+    """Mark the test payments at these indexes (counted from test mode's first, ``B``) paid
+    (``amount_received``), or give them a transfer with status ``transfer`` instead (SEEN
+    counts, ORPHANED does not)."""
     with unit_of_work(sessions) as s:
         rows = s.scalars(sa.select(Payment).where(Payment.merchant_id == merchant_id,
-                                                  Payment.derivation_index.in_(list(indexes)))).all()
+                                                  Payment.derivation_index.in_([B + i for i in indexes]))).all()
         assert len(rows) == len(list(indexes))
         for p in rows:
             if transfer is None:
@@ -72,7 +74,7 @@ def watch_of(sessions, settings, merchant_id, mode="test"):
 # ---- the gap over payments ------------------------------------------------------------------------
 
 def test_gap_over_paid_and_unpaid_payments(make_merchant, sessions, client, settings):
-    m, key = btc_merchant(make_merchant, sessions, client, payments=30)  # indexes 0..29
+    m, key = btc_merchant(make_merchant, sessions, client, payments=30)  # indexes B+0..B+29
     fund(sessions, m.id, [0, 3])
     fund(sessions, m.id, [27], transfer="SEEN")  # seen in the mempool: the wallet sees it too
     fund(sessions, m.id, [10], transfer="ORPHANED")  # taken back by a reorg: unused
@@ -81,12 +83,13 @@ def test_gap_over_paid_and_unpaid_payments(make_merchant, sessions, client, sett
 
     watch = watch_of(sessions, settings, m.id)
     gap = watch.gap
-    assert (gap.handed_out, gap.funded, gap.longest_run, gap.run_from, gap.run_to) == (30, 3, 23, 4, 26)
-    assert gap.over_default and gap.gap_limit == 43 and gap.range_end == 29 + 43
+    assert (gap.handed_out, gap.funded, gap.longest_run, gap.run_from, gap.run_to) == (30, 3, 23, B + 4, B + 26)
+    assert gap.over_default and gap.gap_limit == 43 and gap.range_end == B + 29 + 43
+    assert f"(indexes {B + 4}-{B + 26})" in gap.summary()
     assert "at least 43" in gap.warning()
     assert watch.descriptors == wallet_descriptors(key)
     request = watch.import_request()
-    assert [r["internal"] for r in request] == [False, True] and request[0]["range"] == [0, 72]
+    assert [r["internal"] for r in request] == [False, True] and request[0]["range"] == [B, B + 72]
     assert isinstance(request[0]["timestamp"], int)
 
     with sessions() as s:  # the other merchant: its own key, every address paid
@@ -98,20 +101,20 @@ def test_trailing_unpaid_addresses_count_and_a_new_key_starts_clean(make_merchan
     m, _ = btc_merchant(make_merchant, sessions, client, payments=4)
     fund(sessions, m.id, [1])
     gap = watch_of(sessions, settings, m.id).gap
-    assert (gap.longest_run, gap.run_from, gap.run_to, gap.over_default) == (2, 2, 3, False)
+    assert (gap.longest_run, gap.run_from, gap.run_to, gap.over_default) == (2, B + 2, B + 3, False)
     assert gap.gap_limit == 22  # the run and the margin: 20 would find these, not 20 more unpaid
 
 
 def test_a_replaced_key_does_not_hide_the_new_keys_gap(make_merchant, sessions, client, settings):
-    m, old = btc_merchant(make_merchant, sessions, client, payments=12)  # the old key: indexes 0..11
+    m, old = btc_merchant(make_merchant, sessions, client, payments=12)  # the old key: indexes B+0..B+11
     fund(sessions, m.id, [8])
     new = fresh_key("zpub")
     set_bitcoin_key(sessions, m.id, new)
-    create_btc_payments(client, m.test_key, 25)  # the new key: indexes 0..24 again
-    with unit_of_work(sessions) as s:  # pay the new key's index 0 only
+    create_btc_payments(client, m.test_key, 25)  # the new key: indexes B+0..B+24 again
+    with unit_of_work(sessions) as s:  # pay the new key's first index only
         s.execute(sa.text("UPDATE payments SET amount_received_units = 1 WHERE merchant_id = :m "
-                          "AND derivation_index = 0 AND created_at = (SELECT max(created_at) FROM payments "
-                          "WHERE merchant_id = :m AND derivation_index = 0)"), {"m": m.id})
+                          "AND derivation_index = :b AND created_at = (SELECT max(created_at) FROM payments "
+                          "WHERE merchant_id = :m AND derivation_index = :b)"), {"m": m.id, "b": B})
     watch = watch_of(sessions, settings, m.id)
     # The old key's paid index 8 would split the run 1..24 in two; it is not the new key's.
     assert (watch.gap.handed_out, watch.gap.funded, watch.gap.longest_run) == (25, 1, 24)
@@ -142,7 +145,7 @@ def test_cli_prints_descriptors_and_the_gap(make_merchant, sessions, client, dat
     assert (data["receive"], data["change"], data["key_origin"]) == (expected.receive, expected.change, None)
     assert data["receive"].startswith("wpkh(xpub") and "/0/*)#" in data["receive"] and checksum_valid(data["receive"])
     assert data["gap"]["longest_run"] == 25 and data["gap"]["gap_limit"] == 45 and data["gap"]["over_default"]
-    assert data["importdescriptors"][0]["range"] == [0, 25 + 45]
+    assert data["importdescriptors"][0]["range"] == [B, B + 25 + 45]
     assert "warning" in done.stderr and "at least 45" in done.stderr
 
     text = subprocess.run(run, env=env, capture_output=True, text=True, timeout=60)
@@ -209,5 +212,5 @@ def test_wallets_page_shows_descriptors_and_the_gap_warning(dash, sessions, make
     page = dash.get("/dashboard/wallets").get_data(as_text=True)
     assert 'id="gap-warning"' in page and "22 unused addresses in a row" in page
     assert "at least <strong>42</strong>" in page and "wallet.change_gap_limit(42)" in page
-    assert "&#34;range&#34;: [0, 64]" in page or '"range": [0, 64]' in page
+    assert f"&#34;range&#34;: [{B}, {B + 64}]" in page or f'"range": [{B}, {B + 64}]' in page
     assert wallet_descriptors(other_key).receive not in page and encoded(other_key, "xpub") not in page

@@ -92,14 +92,16 @@ class AnvilChain:
 
 
 def start_chain(*, block_time: float | None = None, attempts: int = 3,
-                chain_id: int = devchain.CHAIN_ID) -> AnvilChain:
+                chain_id: int = devchain.CHAIN_ID, genesis: int | None = None) -> AnvilChain:
     """Start anvil on a free port, deploy the dev tokens, return the handle (``chain_id``
-    ``devchain.CHAIN_ID_2`` for a LOCAL_EVM_2 chain)."""
+    ``devchain.CHAIN_ID_2`` for a LOCAL_EVM_2 chain; ``genesis``: the genesis block's number,
+    for a chain far higher than the other, like a real network beside a young one)."""
     last_error: Exception | None = None
     for _ in range(attempts):  # a free port can be taken between probe and bind
         port = free_port()
         try:
-            proc = devchain.start_anvil(port, block_time=block_time, chain_id=chain_id)
+            proc = devchain.start_anvil(port, block_time=block_time, chain_id=chain_id,
+                                        extra_args=("--number", str(genesis)) if genesis else ())
         except devchain.DevChainError as exc:
             last_error = exc
             continue

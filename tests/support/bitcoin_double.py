@@ -5,9 +5,9 @@ python-bitcoinlib transactions under real headers (prev hash, merkle root, bits 
 BIP34 coinbases with a segwit commitment, and wallet payments that are signed P2WPKH spends.
 
 Node RPCs: getblockchaininfo getblockcount getbestblockhash getblockhash getblockheader getblock (verbosity
-0-2) getrawmempool getrawtransaction generatetoaddress invalidateblock reconsiderblock. Wallet RPCs (one
-deterministic wallet): getnewaddress getbalance sendtoaddress bumpfee. Not Core: x_dropfrommempool(txid) evicts a
-mempool tx plus its descendants and returns their txids.
+0-2) getrawmempool getrawtransaction sendrawtransaction generatetoaddress invalidateblock reconsiderblock.
+Wallet RPCs (one deterministic wallet): getnewaddress getbalance sendtoaddress bumpfee. Not Core:
+x_dropfrommempool(txid) evicts a mempool tx plus its descendants and returns their txids.
 
 Differences from a real node: it starts at genesis and enforces coinbase maturity for wallet spends (mine
 101 blocks to a getnewaddress() address first; bitcoin_rpc.bitcoin_node() does). It acts as if -txindex=1.
@@ -486,6 +486,26 @@ class RegtestChain:
         self._rebuild_mempool([(t, item) for t, item in self.mempool.items() if t != key]
                               + [(tx.GetTxid(), (tx, int(time.time())))])
         return {"txid": b2lx(tx.GetTxid()), "origfee": btc(self._fee(old)), "fee": btc(self._fee(tx)), "errors": []}
+
+    def rpc_sendrawtransaction(self, hexstring, maxfeerate=None):
+        """Core's broadcast of a signed transaction (here: one this node has signed before, such as
+        a wallet payment dropped from the mempool and re-broadcast); returns its txid."""
+        try:
+            tx = CTransaction.deserialize(bytes.fromhex(hexstring))
+        except (ValueError, TypeError) as exc:
+            raise RPCError(-22, f"TX decode failed: {exc}") from None
+        txid = tx.GetTxid()
+        if txid in self._view()[1]:
+            raise RPCError(-27, "Transaction already in block chain")
+        if txid in self.mempool:
+            return b2lx(txid)
+        if any(i.prevout.hash not in self.txs for i in tx.vin):
+            raise RPCError(-25, "bad-txns-inputs-missingorspent")
+        self.txs[txid] = tx
+        self._rebuild_mempool(list(self.mempool.items()) + [(txid, (tx, int(time.time())))])
+        if txid not in self.mempool:
+            raise RPCError(-26, "txn-mempool-conflict")
+        return b2lx(txid)
 
     def rpc_x_dropfrommempool(self, txid):
         """Not a Core RPC: evict txid and its mempool descendants; returns the evicted txids."""

@@ -129,6 +129,14 @@ class RegtestNode:
         assert signed["complete"], signed
         return self.rpc.sendrawtransaction(signed["hex"])
 
+    def raw(self, txid: str) -> str:
+        """The signed bytes of a known transaction (hex), to broadcast it again later."""
+        return self.rpc.getrawtransaction(txid, False)
+
+    def broadcast(self, raw_hex: str) -> str:
+        """Broadcast signed bytes (``sendrawtransaction``); returns the txid."""
+        return self.rpc.sendrawtransaction(raw_hex)
+
     def bump_fee(self, txid: str) -> str:
         """Replace wallet tx ``txid`` in the mempool by a higher-fee version paying the same (BIP125
         ``bumpfee``, on both backends); returns the replacement's txid."""

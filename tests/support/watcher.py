@@ -12,9 +12,9 @@ import sqlalchemy as sa
 from kassa_common.bus.consumer import Consumer
 from kassa_common.bus.publisher import Publisher
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainBlock, ChainCursor, Event, Payment, Transfer
+from kassa_common.models import ChainBlock, ChainCursor, ChainReport, SettledWatermark, Event, Payment, Transfer
 from kassa_common.outbox import relay_pending
-from kassa_api.workers.settler import handle_transfer
+from kassa_api.workers.settler import transfer_handler
 from kassa_chain_watcher.main import NetworkWatcher, Options, make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist
 from tests.support.bus import private_topology
@@ -24,10 +24,11 @@ FAST = Options(poll_seconds=0.05, reload_seconds=60.0, standby_seconds=0.2)
 
 
 def reset_watcher_state(sessions, network: str) -> None:
-    """Each test follows its chain from where it stands now (anvil is reverted between tests)."""
+    """Each test follows its chain from where it stands now (anvil is reverted between tests),
+    with a reports ledger and a settled line of its own (the last test's bus is gone)."""
     with unit_of_work(sessions) as s:
-        s.execute(sa.delete(ChainBlock).where(ChainBlock.network == network))
-        s.execute(sa.delete(ChainCursor).where(ChainCursor.network == network))
+        for table in (ChainBlock, ChainCursor, ChainReport, SettledWatermark):
+            s.execute(sa.delete(table).where(table.network == network))
 
 
 @dataclass
@@ -44,6 +45,8 @@ class Harness:
     feed: PaymentFeed | None = None
     watchlist: Watchlist | None = None  # the harness network's
     watchlists: dict = field(default_factory=dict)  # network name -> its watchers' watchlist
+    settler: Consumer | None = None
+    _settler_thread: threading.Thread | None = None
 
     # -- payments -------------------------------------------------------------------------
     def create(self, amount=12.34, token="USDC") -> dict:
@@ -91,6 +94,25 @@ class Harness:
         self._threads.append(thread)
         return watcher
 
+    # -- the settler --------------------------------------------------------------------
+    def start_settler(self) -> None:
+        self.settler = Consumer(self.settings.rabbitmq_url, self.topo, self.topo.settler,
+                                transfer_handler(self.topo.settler.name), self.sessions, name="test-settler")
+        self._settler_thread = threading.Thread(target=self.settler.run, daemon=True)
+        self._settler_thread.start()
+
+    def stop_settler(self) -> None:
+        if self.settler is not None:
+            self.settler.stop()
+            self._settler_thread.join(10)
+            self.settler = self._settler_thread = None
+
+    def settled_at(self, network: str | None = None):
+        """The network's settled line (``SettledWatermark.settled_at``), None before the first."""
+        with self.sessions() as s:
+            return s.scalar(sa.select(SettledWatermark.settled_at)
+                            .where(SettledWatermark.network == (network or self.network)))
+
     def stop_watchers(self) -> None:
         for w in self.watchers:
             w.stop()
@@ -110,17 +132,14 @@ def harness(settings, engine, sessions, merchant, network: str, *, also: tuple[s
     with private_topology(settings.rabbitmq_url) as (prefix, topo):
         settings = settings.with_(bus_prefix=prefix)
         publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
-        settler = Consumer(settings.rabbitmq_url, topo, topo.settler, handle_transfer, sessions, name="test-settler")
-        settler_thread = threading.Thread(target=settler.run, daemon=True)
-        settler_thread.start()
         client = create_app(settings, engine=engine).test_client()
         h = Harness(settings, sessions, client, merchant, publisher, topo, network)
+        h.start_settler()
         try:
             yield h
         finally:
             h.stop_watchers()
-            settler.stop()
-            settler_thread.join(10)
+            h.stop_settler()
             publisher.close()
 
 

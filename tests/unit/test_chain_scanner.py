@@ -63,6 +63,7 @@ class MemoryStore:
         self.keep, self.saved = keep, State()
         self.created: dict[str, int] = {}  # address -> Payment.created_block
         self.mempool = {}
+        self.ledger: list[str] = []  # the reports ledger (chain_reports), in order
 
     def load(self) -> State:
         return copy.deepcopy(self.saved)
@@ -88,6 +89,13 @@ class MemoryStore:
         state.blocks[block.number] = block
         self._save(state)
 
+    def record_reports(self, message_ids):
+        self.ledger += [m for m in message_ids if m not in self.ledger]
+        return len(self.ledger) if message_ids else None
+
+    def reports_through(self):
+        return len(self.ledger)
+
     def load_mempool(self):
         return dict(self.mempool)
 
@@ -102,13 +110,16 @@ class MemoryStore:
 
 
 class Bus:
+    """The transfer reports published (``messages``) and, apart, the watermarks."""
+
     def __init__(self) -> None:
-        self.messages, self.fail = [], False
+        self.messages, self.watermarks, self.fail = [], [], False
 
     def __call__(self, messages):
         if self.fail:
             raise RuntimeError("broker down")
-        self.messages.extend(messages)
+        for m in messages:
+            (self.watermarks if m.routing_key == "chain.watermark" else self.messages).append(m)
 
     def kinds(self):
         return [(m.routing_key.rsplit(".", 1)[1], m.body["confirmations"]) for m in self.messages]
@@ -407,3 +418,34 @@ def test_a_transfer_a_backfill_confirmed_is_reported_reorged_too_when_a_deep_reo
     while scanner.tick():
         pass
     assert [(m.routing_key, m.body["tx_hash"]) for m in bus.messages][-1] == ("chain.transfer.reorged", "0xlate")
+
+
+def test_a_transaction_back_in_the_mempool_after_it_was_dropped_is_reported_again_under_new_ids(world):
+    chain, _, bus, scanner = world
+    for _ in range(2):  # in, dropped (two looks without it), back in, dropped again
+        chain.pool = [transfer("0xagain")]
+        scanner.tick()
+        chain.pool = []
+        scanner.tick()
+        scanner.tick()
+    assert bus.kinds() == [("seen", 0), ("orphaned", 0)] * 2
+    assert len({m.message_id for m in bus.messages}) == 4  # none taken for an earlier report
+
+
+def test_every_report_is_recorded_once_published_and_a_watermark_follows_covering_it(world):
+    chain, store, bus, scanner = world
+    chain.extend(1, [transfer()])
+    scanner.tick()
+    assert store.ledger == [m.message_id for m in bus.messages]  # recorded after publishing
+    last = bus.watermarks[-1].body
+    assert last["through"] == len(store.ledger) and last["scanned_at"] is not None  # caught up: the time too
+
+
+def test_a_watermark_never_claims_a_report_the_broker_did_not_confirm(world):
+    chain, store, bus, scanner = world
+    marks = len(bus.watermarks)
+    chain.extend(1, [transfer()])
+    bus.fail = True
+    with pytest.raises(RuntimeError):
+        scanner.tick()
+    assert store.ledger == [] and len(bus.watermarks) == marks

@@ -82,12 +82,12 @@ def cmd_wallet_set(args, settings: Settings) -> None:
     if args.address is not None:
         _set_settlement_address(args, settings)
         return
-    from kassa_common.chains.hd import derive_address
+    from kassa_common.payments.addresses import first_address
 
     with unit_of_work_for(settings) as s:
         m = accounts.merchant_by_email(s, args.email)
         saved = accounts.set_wallet(s, m.id, args.mode, args.chain, args.xpub, allow_test_keys=settings.development)
-    first = derive_address(args.chain, saved.xpub, 0, bech32_hrp="bc" if args.chain == "bitcoin" else None)
+    first = first_address(args.chain, saved.xpub, args.mode == "test")
     data = {"email": args.email, "mode": args.mode, "chain": args.chain, "first_address": first,
             "warning": saved.warning}
     if saved.warning:

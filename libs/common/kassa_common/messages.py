@@ -12,6 +12,7 @@ routing key                 message                 producers → consumers
 ``chain.transfer.reorged``
 ``payment.<event>``         ``PaymentEvent``        the payment package (outbox) → webhook-sender
 ``payment.created``         ``AddressFeed``         (the same event) → chain-watcher's watchlist
+``chain.watermark``         ``ChainWatermark``      chain-watcher → settler (``payments.watermark``)
 ==========================  ======================  ======================================
 
 Statuses are ``StrEnum``s whose values are exactly what the database stores and the API
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Mapping
 
@@ -94,6 +96,8 @@ class RoutingKey(StrEnum):
     TRANSFER_REORGED = "chain.transfer.reorged"
     # test mode's simulated transfers: the same reports, in a queue of their own
     TEST_TRANSFER_CONFIRMED = "test.transfer.confirmed"
+    # a watcher's progress, applied by the settler once every report before it was (expiry)
+    CHAIN_WATERMARK = "chain.watermark"
     # binding patterns of the consuming queues (bus.topology)
     ALL_TRANSFERS = "chain.transfer.*"
     ALL_TEST_TRANSFERS = "test.transfer.*"
@@ -173,6 +177,38 @@ class TransferReport:
             block_hash=body.get("block_hash"), confirmations=int(body.get("confirmations") or 0),
             position=int(body["position"]) if body.get("position") is not None else None,
         )
+
+
+@dataclass(frozen=True)
+class ChainWatermark:
+    """A chain watcher's progress on ``network``: every report it published is recorded in
+    ``chain_reports`` up to ``through``, and (``scanned_at``) it had read the chain's tip at
+    that time with every block up to it reported (None: a claim about the ledger only; the
+    watcher sends none while catching up). The settler applies it only once all those reports
+    are applied (``payments.watermark``)."""
+
+    ROUTING_KEY = RoutingKey.CHAIN_WATERMARK
+
+    network: str
+    through: int
+    scanned_at: datetime | None = None
+
+    def to_message(self) -> Message:
+        at = self.scanned_at.isoformat() if self.scanned_at else None
+        raw = f"{self.network}:{self.through}:{at}"
+        return Message("wm_" + hashlib.sha256(raw.encode()).hexdigest()[:40], self.ROUTING_KEY,
+                       {"network": self.network, "through": self.through, "scanned_at": at})
+
+    @classmethod
+    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "ChainWatermark":
+        """Raises KeyError, ValueError or TypeError for anything that is not a watermark."""
+        if routing_key != cls.ROUTING_KEY:
+            raise ValueError(f"not a {cls.ROUTING_KEY} message")
+        at = body.get("scanned_at")
+        scanned_at = datetime.fromisoformat(at) if at else None
+        if scanned_at is not None and scanned_at.tzinfo is None:
+            raise ValueError("scanned_at has no time zone")
+        return cls(str(body["network"]).upper(), int(body["through"]), scanned_at)
 
 
 @dataclass(frozen=True)

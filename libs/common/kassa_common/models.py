@@ -118,6 +118,12 @@ class Payment(Base):
     # The height the network's watcher had scanned to at creation: no transfer to this
     # address can be older, so a late address is backfilled from here (None: test mode, no watcher yet).
     created_block: Mapped[int | None] = mapped_column(sa.BigInteger)
+    # Where every watcher stood (its cursor's height, by network name) when the payment was
+    # created: an EVM address is watched on the other EVM networks too (wrong network), and
+    # each of their watchers backfills it from its own height here, never from another
+    # network's. Empty in test mode; a network missing here had no watcher running yet.
+    watch_points: Mapped[dict[str, int]] = mapped_column(JSONB, nullable=False, default=dict,
+                                                         server_default="{}")
     customer_email: Mapped[str | None] = mapped_column(sa.String(320))
     customer_name: Mapped[str | None] = mapped_column(sa.String(200))
     redirect_url: Mapped[str | None] = mapped_column(sa.Text)
@@ -406,6 +412,31 @@ class ChainCursor(Base):
     updated_at: Mapped[datetime] = _created()
 
 
+class ChainReport(Base):
+    """A transfer report a chain watcher published, recorded right after the broker confirmed
+    it: the settler has applied it once its message id is among its processed messages.
+    Rows go once a watermark found them applied (``payments.watermark``)."""
+
+    __tablename__ = "chain_reports"
+    seq: Mapped[int] = mapped_column(sa.BigInteger, sa.Identity(), primary_key=True)
+    network: Mapped[str] = mapped_column(sa.String(32), nullable=False)
+    message_id: Mapped[str] = mapped_column(sa.String(100), nullable=False, unique=True)
+    created_at: Mapped[datetime] = _created()
+    __table_args__ = (sa.Index("chain_reports_network", "network", "seq"),)
+
+
+class SettledWatermark(Base):
+    """How far the settler has applied what a network's watcher reported: ``settled_at`` is
+    a time at which the watcher had read the tip with every block up to it reported, and every
+    one of those reports is applied. A live payment expires only once this passed its
+    ``expires_at`` (``payments.watermark``, ``payments.expire``)."""
+
+    __tablename__ = "settled_watermarks"
+    network: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
+    settled_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False)
+    updated_at: Mapped[datetime] = _created()
+
+
 class ChainBlock(Base):
     """A recently scanned block: its hash and parent (reorg detection) and the transfers to
     watched addresses found in it (so an orphaned block's transfers can be reported)."""
@@ -429,4 +460,7 @@ class ChainMempoolTransfer(Base):
     log_index: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
     transfer: Mapped[dict[str, Any]] = mapped_column(JSONB, nullable=False)
     misses: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
+    # this stay in the mempool: a transaction dropped and broadcast again is a new sighting,
+    # whose reports the settler must not take for the earlier one's (``mempool.py``)
+    sighting: Mapped[str] = mapped_column(sa.String(32), nullable=False, server_default="")
     seen_at: Mapped[datetime] = _created()

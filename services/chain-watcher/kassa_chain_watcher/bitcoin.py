@@ -2,9 +2,20 @@
 ``getblock`` (verbosity 2) in batched requests, ``getrawmempool`` for seen-not-confirmed.
 
 A transfer is a transaction output paying a watched address; its index is the vout.
+
+Each mempool transaction is read once (``getrawtransaction``) and its outputs are matched
+against the watched addresses at every look, not only those watched when it was read: a
+payment's address may reach the watcher after the customer's transaction reached the
+node (the bus was slow, the address came with the periodic reload). Every output is kept
+for ``REMATCH_SECONDS`` after the transaction was read, then only those paying a watched
+address (a whole mempool's outputs would not fit in memory). No transaction can pay an
+address before its payment exists, and an address reaches the watcher within the reload
+period of its payment's creation (30 s by default) or when the watcher (re)starts, which
+reads the whole mempool again.
 """
 from __future__ import annotations
 
+import time
 from decimal import Decimal
 from typing import Any, Collection
 
@@ -14,6 +25,7 @@ from kassa_chain_watcher.chain import Block, ChainMoved, Found
 from kassa_chain_watcher.rpc import JsonRpc, RpcError, RpcUnavailable
 
 SATS = Decimal(100_000_000)
+REMATCH_SECONDS = 600.0  # every output of a transaction is kept this long after it was read
 
 
 def normalize(address: str) -> str:
@@ -21,11 +33,16 @@ def normalize(address: str) -> str:
 
 
 class BitcoinChain:
-    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 50) -> None:
+    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 50,
+                 rematch_seconds: float = REMATCH_SECONDS) -> None:
         self.network, self.rpc, self.batch = network, rpc, batch
         self.symbol = network.tokens[0].symbol if network.tokens else "BTC"
-        # txid -> its outputs to addresses watched when it was first fetched (a tx is read once)
-        self._mempool_cache: dict[str, list[Found]] = {}
+        self.rematch_seconds = rematch_seconds
+        # The mempool's transactions as read (each once): recently read ones with every output
+        # (txid -> (when read, outputs), in reading order), older ones with their outputs to
+        # addresses watched by the time they stopped being recent.
+        self._recent: dict[str, tuple[float, list[Found]]] = {}
+        self._older: dict[str, list[Found]] = {}
 
     def tip(self) -> int:
         return int(self.rpc.call("getblockcount"))
@@ -60,11 +77,12 @@ class BitcoinChain:
             blocks.append(Block(n, b["hash"], parent, found))
         return blocks
 
-    def _outputs(self, tx: dict[str, Any], watched: Collection[str]) -> list[Found]:
+    def _outputs(self, tx: dict[str, Any], watched: Collection[str] | None) -> list[Found]:
+        """The outputs of ``tx`` paying ``watched`` addresses (None: paying any address)."""
         found = []
         for out in tx.get("vout", []):
             address = (out.get("scriptPubKey") or {}).get("address")
-            if address and address.lower() in watched:
+            if address and (watched is None or address.lower() in watched):
                 sats = int(Decimal(str(out["value"])) * SATS)
                 found.append(Found(tx["txid"], int(out["n"]), self.symbol, address.lower(), sats))
         return found
@@ -72,9 +90,11 @@ class BitcoinChain:
     def mempool(self, watched: Collection[str]) -> list[Found]:
         txids = self.rpc.call("getrawmempool")
         current = set(txids)
-        for gone in set(self._mempool_cache) - current:
-            del self._mempool_cache[gone]
-        new = [t for t in txids if t not in self._mempool_cache]
+        for pool in (self._recent, self._older):
+            for gone in [t for t in pool if t not in current]:
+                del pool[gone]
+        now = time.monotonic()
+        new = [t for t in txids if t not in self._recent and t not in self._older]
         if new:
             try:
                 txs = self.rpc.batch([("getrawtransaction", [t, True]) for t in new], chunk=200)
@@ -82,10 +102,16 @@ class BitcoinChain:
                 raise
             except RpcError:  # a tx left the mempool meanwhile: take the others next time
                 txs = []
-                new = []
             for txid, tx in zip(new, txs):
-                self._mempool_cache[txid] = self._outputs(tx, watched)
-        return [f for outs in self._mempool_cache.values() for f in outs if f.to in watched]
+                self._recent[txid] = (now, self._outputs(tx, None))
+        for txid in list(self._recent):  # in reading order: the oldest first
+            read_at, outputs = self._recent[txid]
+            if now - read_at < self.rematch_seconds:
+                break
+            self._older[txid] = [f for f in outputs if f.to in watched]
+            del self._recent[txid]
+        return [f for outputs in (*(o for _, o in self._recent.values()), *self._older.values())
+                for f in outputs if f.to in watched]
 
     def history(self, start: int, end: int, addresses: Collection[str], native: Collection[str] = ()) -> list[Block]:
         """Backfill for newly watched addresses: no address index here, so whole blocks."""

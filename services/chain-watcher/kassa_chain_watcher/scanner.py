@@ -6,8 +6,10 @@ One ``tick``:
    (and each new block's parent must be the stored head). If not, walk back through
    the stored recent blocks to the highest one still on the best chain (the fork
    point), report the transfers of the blocks above it as orphaned, forget them.
-2. Addresses that arrived since the last tick are backfilled from the height their
-   payment was created at (``Payment.created_block``; the stored blocks if unknown):
+2. Addresses that arrived since the last tick are backfilled from the height this
+   network's watcher stood at when their payment was created (``Payment.created_block`` on
+   the payment's own network, its ``watch_points`` entry on another one that watches the
+   address for funds sent on the wrong network; the stored blocks if unknown):
    ``Chain.history`` finds their transfers; those in blocks already past the confirmed
    line are reported confirmed at once, the others join their stored block.
 3. Up to ``batch_blocks`` new blocks are read and stored with their matching transfers
@@ -16,13 +18,18 @@ One ``tick``:
    with its confirmation count while below the network's required confirmations, then
    ``confirmed`` once; the line moves up only after that was published (with
    confirms). A tick that reported everything up to the tip it read records when it read
-   it (``scanned_at``): the expirer expires a payment only once that passed its expiry.
-   With an RPC quorum (``quorum.py``) the line moves only as far as enough nodes agree
-   on the block there and on the transfers below it; until then they stay ``seen``.
-
+   it (``scanned_at``). With an RPC quorum (``quorum.py``) the line moves only as far as
+   enough nodes agree on the block there and on the transfers below it; until then they
+   stay ``seen``.
 5. Unconfirmed transfers (the mempool, where the chain has one) are reported ``seen``
    when they appear and ``orphaned`` when they leave it unmined (``mempool.py``); what was
    reported is stored, so a restart misses no dropped or replaced transaction.
+6. Every batch of reports, once the broker confirmed it, is recorded in the reports ledger;
+   a tick that read the tip with everything below it reported, and recorded reports or
+   recorded ``scanned_at``, ends with a watermark (``messages.ChainWatermark``: the ledger's
+   highest number and the time it read the tip). The settler moves the network's settled
+   line only once every report the watermark covers is applied, and the expirer expires a
+   payment only once that line passed its expiry (``kassa_common.payments.watermark``).
 
 A reorg that reaches below the confirmed line (deeper than the required confirmations)
 cannot take back what was confirmed, and is never kept silent: each confirmed transfer
@@ -32,16 +39,18 @@ If the transaction is mined again it is found and confirmed again like any trans
 
 Reports are ``messages.TransferReport``s; their ids are derived from (network, tx, index,
 block hash, status, confirmations), so a restart or a retry re-publishes only messages the
-settler already recognises.
+settler already recognises. A mempool report's id also holds its sighting's token: the
+same transaction dropped and broadcast again is seen (and maybe dropped) again.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Callable
 
 from kassa_common.bus.publisher import Message
 from kassa_common.chains.networks import Network
-from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.messages import ChainWatermark, TransferReport, TransferStatus
 from kassa_common.timefmt import utcnow
 
 from kassa_chain_watcher import mempool, metrics
@@ -54,10 +63,15 @@ SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 SCANNED_AT_EVERY = 1.0  # seconds between cursor writes of an idle, caught-up watcher
 
 
-def report(network: str, status: TransferStatus, f: Found, block: Block | None, confirmations: int) -> Message:
-    return TransferReport(status, network, f.tx_hash, f.index, f.token, f.to, f.amount_units,
-                          block.number if block else None, block.hash if block else None, confirmations,
-                          f.position).to_message()
+def report(network: str, status: TransferStatus, f: Found, block: Block | None, confirmations: int,
+           sighting: str = "") -> Message:
+    """The report's message; ``sighting``: the token of an unconfirmed transfer's stay in the
+    mempool (``mempool.py``), part of its id so that a transaction seen again is news."""
+    r = TransferReport(status, network, f.tx_hash, f.index, f.token, f.to, f.amount_units,
+                       block.number if block else None, block.hash if block else None, confirmations, f.position)
+    if not sighting:
+        return r.to_message()
+    return r.to_message("cw_" + hashlib.sha256(f"{r.default_id()}:{sighting}".encode()).hexdigest()[:40])
 
 
 class Scanner:
@@ -73,6 +87,8 @@ class Scanner:
         self.state = store.load()
         self._published: dict[tuple[str, str, int], tuple[str, int]] = {}
         self._mempool = store.load_mempool()
+        self._through = store.reports_through()  # the reports ledger's highest number (a watermark's)
+        self._recorded = False  # reports were recorded since the last watermark
 
     def tick(self) -> bool:
         """One step; True when there is more to do right away (catching up, chain moved)."""
@@ -126,7 +142,7 @@ class Scanner:
         if fork < st.confirmed_through:
             self._deep_reorg(fork, [b for b in dropped if b.number <= st.confirmed_through])
         if orphans:
-            self.publish(orphans)
+            self._publish(orphans)
         log.warning("%s: reorg, %d block(s) above %d replaced, %d transfer(s) orphaned",
                     self.name, len(dropped), fork, len(orphans))
         self.store.rewind(st, fork)
@@ -151,7 +167,7 @@ class Scanner:
         try:
             old = self._backfill(new)
             if old:
-                self.publish(old)
+                self._publish(old)
         except Exception:
             self.watchlist.requeue(new)  # tried again next tick
             raise
@@ -204,19 +220,32 @@ class Scanner:
                     pending.append((key, (kind, confs)))
         pool = self._look_at_mempool(at_tip=st.head >= tip)
         if pool is not None:
-            messages += [report(self.name, SEEN, f, None, 0) for f in pool.seen]
-            messages += [report(self.name, ORPHANED, f, None, 0) for f in pool.gone]
+            messages += [report(self.name, SEEN, p.found, None, 0, p.token) for p in pool.seen]
+            messages += [report(self.name, ORPHANED, p.found, None, 0, p.token) for p in pool.gone]
         if messages:
-            self.publish(messages)
+            self._publish(messages)
             self._published.update(pending)
         if pool is not None:
             self.store.save_mempool(self._mempool, pool.after)
             self._mempool = pool.after
         caught_up = read_at if st.head >= tip else None
-        if line > st.confirmed_through or (caught_up and self._due_scanned_at(caught_up)):
+        scanned = line > st.confirmed_through or (caught_up and self._due_scanned_at(caught_up))
+        if scanned:
             self.store.confirm_through(st, max(line, st.confirmed_through), scanned_at=caught_up)
             done = {st.blocks[n].hash for n in st.blocks if n <= line}
             self._published = {k: v for k, v in self._published.items() if k[0] not in done}
+        if caught_up and (scanned or self._recorded):
+            self.publish([ChainWatermark(self.name, self._through, caught_up).to_message()])
+            self._recorded = False
+
+    def _publish(self, messages: list[Message]) -> None:
+        """Publish reports (confirmed by the broker), then record them in the reports ledger
+        (``kassa_common.payments.watermark``): a watermark covers them from then on."""
+        self.publish(messages)
+        through = self.store.record_reports([m.message_id for m in messages])
+        if through is not None:
+            self._through = max(self._through, through)
+        self._recorded = True
 
     def _due_scanned_at(self, read_at) -> bool:
         """Record an idle watcher's progress now and then, not on every poll."""

@@ -18,11 +18,23 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainBlock, ChainCursor, ChainMempoolTransfer, Payment
+from kassa_common.models import ChainBlock, ChainCursor, ChainMempoolTransfer, ChainReport, Payment
 from kassa_common.timefmt import utcnow
 
 from kassa_chain_watcher.chain import Block, Found
-from kassa_chain_watcher.mempool import Pending
+from kassa_chain_watcher.mempool import Pending, Sighting
+
+
+# One statement whatever the batch's size (compiled once, the ids as one array).
+RECORD_REPORTS = sa.text("""
+    WITH written AS (
+        INSERT INTO chain_reports (network, message_id)
+        SELECT :network, unnest(CAST(:ids AS text[]))
+        ON CONFLICT (message_id) DO NOTHING
+        RETURNING seq
+    )
+    SELECT max(seq) FROM written
+""")
 
 
 @dataclass
@@ -62,9 +74,14 @@ class Store:
         return State(cursor.block_number, cursor.confirmed_through, blocks, cursor.scanned_at)
 
     def created_blocks(self, addresses: Collection[str]) -> dict[str, int | None]:
-        """The height each address's payment was created at (``Payment.created_block``)."""
+        """Where this network's watcher stood when each address's payment was created: the
+        payment's ``created_block`` on its own network, its ``watch_points`` entry for this one
+        on another (an EVM address watched for funds sent on the wrong network). Another
+        network's height means nothing here; None: no watcher of this network ran then."""
+        here = sa.case((Payment.network == self.network, Payment.created_block),
+                       else_=Payment.watch_points[self.network].as_integer())
         with self.sessions() as s:
-            rows = s.execute(sa.select(sa.func.lower(Payment.address), Payment.created_block)
+            rows = s.execute(sa.select(sa.func.lower(Payment.address), here)
                              .where(sa.func.lower(Payment.address).in_([a.lower() for a in addresses]))).all()
         return dict(rows)
 
@@ -125,17 +142,32 @@ class Store:
             del state.blocks[n]
         state.head, state.confirmed_through = fork, confirmed
 
+    # -- the reports ledger (kassa_common.payments.watermark) ---------------------------
+    def record_reports(self, message_ids: list[str]) -> int | None:
+        """Record reports the broker confirmed; the ledger's highest number for the network
+        among those just written (None: all were there already)."""
+        if not message_ids:
+            return None
+        with unit_of_work(self.sessions) as s:
+            return s.scalar(RECORD_REPORTS, {"network": self.network, "ids": message_ids})
+
+    def reports_through(self) -> int:
+        """The ledger's highest number for the network (0: none)."""
+        with self.sessions() as s:
+            return s.scalar(sa.select(sa.func.coalesce(sa.func.max(ChainReport.seq), 0))
+                            .where(ChainReport.network == self.network))
+
     # -- unconfirmed transfers reported seen (mempool.py) ---------------------------------
     def load_mempool(self) -> Pending:
         with self.sessions() as s:
             rows = s.scalars(sa.select(ChainMempoolTransfer).where(ChainMempoolTransfer.network == self.network)).all()
-        return {(r.tx_hash, r.log_index): (Found.from_json(r.transfer), r.misses) for r in rows}
+        return {(r.tx_hash, r.log_index): Sighting(Found.from_json(r.transfer), r.misses, r.sighting) for r in rows}
 
     def save_mempool(self, before: Pending, after: Pending) -> None:
         """Write the difference between two mempool memories (one transaction)."""
         gone = [k for k in before if k not in after]
-        changed = [{"network": self.network, "tx_hash": k[0], "log_index": k[1], "transfer": f.to_json(),
-                    "misses": m} for k, (f, m) in after.items() if before.get(k) != (f, m)]
+        changed = [{"network": self.network, "tx_hash": k[0], "log_index": k[1], "transfer": s.found.to_json(),
+                    "misses": s.misses, "sighting": s.token} for k, s in after.items() if before.get(k) != s]
         if not gone and not changed:
             return
         with unit_of_work(self.sessions) as s:
@@ -146,7 +178,8 @@ class Store:
             if changed:
                 s.execute(pg_insert(ChainMempoolTransfer).values(changed).on_conflict_do_update(
                     index_elements=["network", "tx_hash", "log_index"],
-                    set_={"transfer": sa.text("excluded.transfer"), "misses": sa.text("excluded.misses")}))
+                    set_={"transfer": sa.text("excluded.transfer"), "misses": sa.text("excluded.misses"),
+                          "sighting": sa.text("excluded.sighting")}))
 
     def _cursor(self, s: Session, head: int | None, head_hash: str | None, confirmed: int,
                 scanned_at: datetime | None) -> None:

@@ -30,7 +30,7 @@ class QueueSpec:
         return f"{self.name}.dlq"
 
 
-SETTLER = QueueSpec("settler.transfers", (RoutingKey.ALL_TRANSFERS,))
+SETTLER = QueueSpec("settler.transfers", (RoutingKey.ALL_TRANSFERS, RoutingKey.CHAIN_WATERMARK))
 # test mode's simulated transfers: a tester's burst never queues ahead of the chain's reports
 SETTLER_TEST = QueueSpec("settler.test-transfers", (RoutingKey.ALL_TEST_TRANSFERS,))
 WEBHOOK_INTAKE = QueueSpec("webhook-sender.events", (RoutingKey.ALL_PAYMENT_EVENTS,))

@@ -61,6 +61,7 @@ _PRIVATE_VERSIONS = frozenset(
 )
 BECH32_HRPS = ("bc", "tb", "bcrt")  # every address prefix a Bitcoin key can be asked for
 _MAINNET_HRPS = frozenset({"bc"})
+_TESTNET_HRPS = {"bc": "tb"}  # a network's addresses in test mode: its test network's form (BIP 173)
 _HRPS = frozenset(BECH32_HRPS)
 _CHAINS = ("evm", "bitcoin")
 _HARDENED = 0x80000000
@@ -208,6 +209,13 @@ def _hash160(data: bytes) -> bytes:
         from bitcoin.core.contrib.ripemd160 import ripemd160
 
         return ripemd160(sha)
+
+
+def mode_hrp(hrp: str | None, test_mode: bool) -> str | None:
+    """The address prefix a network with prefix ``hrp`` shows in a mode: in test mode, its test
+    network's (``tb`` for Bitcoin's ``bc``; regtest's ``bcrt`` is a test network already), so
+    no test payment ever shows an address that takes real coins."""
+    return _TESTNET_HRPS.get(hrp, hrp) if test_mode and hrp else hrp
 
 
 def derive_address(chain: str, xpub: str, index: int, *, bech32_hrp: str | None = None) -> str:

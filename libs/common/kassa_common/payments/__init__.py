@@ -7,6 +7,8 @@ Where to look:
 - ``create``: a new payment (pricing, idempotency claim, receiving address, row, event).
 - ``settle``: what a chain watcher's (or test mode's) transfer report does.
 - ``expire``: the expirer's batch of overdue payments.
+- ``watermark``: the settled line per network (what the settler has applied of what the
+  watcher reported), which live payments wait for before they expire.
 - ``cancel``: by the merchant or the customer.
 - ``testmode``: simulated transfers for test payments.
 - ``addresses``: the next address of the merchant's extended public key, or the

@@ -1,15 +1,26 @@
 """Receiving addresses: the next child of the merchant's own extended public key, or, when
 the merchant settles to one address (EVM forwarder mode), the payment's own deposit.
 
-Child indexes come from one PostgreSQL sequence per (chain, key): ``nextval`` hands each
-index out once, takes no row lock and never waits for other transactions, so concurrent
-payments neither share an address nor queue behind each other's commits. An index is
-skipped only when the transaction that took it rolls back. The sequence is named after
-the key material, not the text the merchant pasted: the same key entered again as a zpub
-instead of an xpub continues where it was (migration 0005 carried the older, per-text
+Child indexes come from one PostgreSQL sequence per (chain, key, mode): ``nextval`` hands
+each index out once, takes no row lock and never waits for other transactions, so
+concurrent payments neither share an address nor queue behind each other's commits. An
+index is skipped only when the transaction that took it rolls back. The sequence is named
+after the key material, not the text the merchant pasted: the same key entered again as a
+zpub instead of an xpub continues where it was (migration 0005 carried the older, per-text
 sequences over). A sequence created for a key that payments already used (its old
 sequence was not carried over, or a restore left it out) starts after the last address
 they hold: a key never hands out an address twice.
+
+Modes: the same key set for test and for live mode must not have test payments use up the
+live wallet's addresses (a Bitcoin wallet stops looking after a run of unused ones, its gap
+limit). So each mode has its own sequence and its own range of the key's receive branch:
+live payments take ``.../0/0``, ``.../0/1``, … (the addresses the merchant's wallet shows),
+test payments ``.../0/1000000000`` and up (``TEST_INDEX_BASE``), which no wallet looks at and
+no live payment reaches. Test payments also show the test network's address form
+(``hd.mode_hrp``: ``tb1…`` on BITCOIN, ``bcrt1…`` on BITCOIN_REGTEST), never one that takes
+real coins. A key's live sequence keeps the name its one sequence had before modes were
+told apart (it continues after every index that sequence handed out, to either mode), and
+its test sequence starts at the base: no address is handed out twice.
 
 A live payment re-checks its key (``live_keys``): a key stored before the rules, or
 under ``KASSA_ENV=development``, never takes real money outside development.
@@ -37,7 +48,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from kassa_common.chains.forwarder import deposit_address, payment_salt
-from kassa_common.chains.hd import BECH32_HRPS, TEST_XPUBS, InvalidXpub, derive_address, key_material
+from kassa_common.chains.hd import BECH32_HRPS, TEST_XPUBS, InvalidXpub, derive_address, key_material, mode_hrp
 from kassa_common.chains.live_keys import live_key_warning
 from kassa_common.chains.networks import Network
 from kassa_common.db import autocommit
@@ -50,15 +61,24 @@ _lock = threading.Lock()
 _last_keys: dict[tuple[Engine, uuid.UUID, bool, str], str] = {}  # (engine, merchant, test mode, chain) -> key
 
 
+TEST_INDEX_BASE = 1_000_000_000  # test mode's first index of a key; live mode's is 0
+
+
+def first_index(test_mode: bool) -> int:
+    """The first index of a key a payment of this mode takes."""
+    return TEST_INDEX_BASE if test_mode else 0
+
+
 @lru_cache(maxsize=1024)
-def sequence_name(chain: str, xpub: str) -> str:
-    """One sequence per key, whatever its encoding."""
-    return "kassa_idx_" + hashlib.sha256(chain.encode() + b":" + key_material(chain, xpub)).hexdigest()[:32]
+def sequence_name(chain: str, xpub: str, test_mode: bool = False) -> str:
+    """One sequence per key and mode, whatever the key's encoding."""
+    mode = b":test" if test_mode else b""  # live keeps the name of the key's one former sequence
+    return "kassa_idx_" + hashlib.sha256(chain.encode() + mode + b":" + key_material(chain, xpub)).hexdigest()[:32]
 
 
-def _ensure_sequence(engine: Engine, name: str, chain: str, xpub: str) -> None:
-    """Create the key's sequence once per engine, that is per database (on a connection of its
-    own, outside the caller's transaction, so it survives it)."""
+def _ensure_sequence(engine: Engine, name: str, chain: str, xpub: str, test_mode: bool) -> None:
+    """Create the key's sequence of a mode once per engine, that is per database (on a
+    connection of its own, outside the caller's transaction, so it survives it)."""
     known = (engine, name)
     if known in _known:
         return
@@ -67,27 +87,30 @@ def _ensure_sequence(engine: Engine, name: str, chain: str, xpub: str) -> None:
             return
         with autocommit(engine) as conn:
             if conn.scalar(sa.text("SELECT to_regclass(:n)"), {"n": name}) is None:
-                start = _first_unused_index(conn, chain, xpub)
+                start = _first_unused_index(conn, chain, xpub, first_index(test_mode))
                 try:
-                    conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 START WITH {start}")
+                    last = TEST_INDEX_BASE - 1 if not test_mode else 2**31 - 1  # live never reaches test's range
+                    conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 MAXVALUE {last} "
+                                         f"START WITH {start}")
                 except DBAPIError as exc:  # a concurrent creator won the race: the sequence exists
                     if "already exists" not in str(exc.orig) and "duplicate key" not in str(exc.orig):
                         raise
         _known.add(known)
 
 
-def _first_unused_index(conn, chain: str, xpub: str, window: int = 100) -> int:
-    """The index after the last one whose address a payment holds (0 for a key never used)."""
+def _first_unused_index(conn, chain: str, xpub: str, base: int, window: int = 100) -> int:
+    """The index after the last one from ``base`` on whose address a payment holds (``base``
+    for a key never used there)."""
     hrps = (None,) if chain == "evm" else BECH32_HRPS  # a Bitcoin key's address differs per network
 
     def last_held(start: int) -> int | None:
-        wanted = {derive_address(chain, xpub, i, bech32_hrp=hrp).lower(): i
+        wanted = {derive_address(chain, xpub, base + i, bech32_hrp=hrp).lower(): i
                   for i in range(start, start + window) for hrp in hrps}
         held = conn.scalars(sa.select(sa.func.lower(Payment.address))
                             .where(sa.func.lower(Payment.address).in_(list(wanted)))).all()
         return max((wanted[a] for a in held), default=None)
 
-    return first_unused(last_held, window)
+    return base + first_unused(last_held, window)
 
 
 def first_unused(last_held: Callable[[int], int | None], window: int) -> int:
@@ -138,12 +161,24 @@ def xpub_or_test_key(xpub: str | None, test_mode: bool, chain: str, *, allow_tes
     )
 
 
-def next_address(conn: Connection, network: Network, xpub: str) -> tuple[str, int]:
-    """The next unused address of ``xpub`` for this network's chain, and its index."""
-    name = sequence_name(network.kind, xpub)
-    _ensure_sequence(conn.engine, name, network.kind, xpub)
+def payment_address(network: Network, xpub: str, index: int, test_mode: bool) -> str:
+    """The address of child ``index`` of ``xpub`` as a payment of this mode shows it on ``network``."""
+    return derive_address(network.kind, xpub, index, bech32_hrp=mode_hrp(network.bech32_hrp, test_mode))
+
+
+def first_address(chain: str, xpub: str, test_mode: bool) -> str:
+    """The first address a payment of this mode gets from ``xpub`` (shown when a key is set, to
+    check it against the wallet): on Bitcoin in the form of the BITCOIN network's mode."""
+    return derive_address(chain, xpub, first_index(test_mode),
+                          bech32_hrp=mode_hrp("bc", test_mode) if chain == "bitcoin" else None)
+
+
+def next_address(conn: Connection, network: Network, xpub: str, test_mode: bool) -> tuple[str, int]:
+    """The next unused address of ``xpub`` in this mode for this network's chain, and its index."""
+    name = sequence_name(network.kind, xpub, test_mode)
+    _ensure_sequence(conn.engine, name, network.kind, xpub, test_mode)
     index = conn.exec_driver_sql(f"SELECT nextval('{name}')").scalar_one()
-    return derive_address(network.kind, xpub, index, bech32_hrp=network.bech32_hrp), index
+    return payment_address(network, xpub, index, test_mode), index
 
 
 def forwarder_deposit(network: Network, settlement: str, payment_id: uuid.UUID) -> Receiving:
@@ -171,10 +206,10 @@ def index_hint(engine: Engine, owner: Owner, chain: str) -> IndexHint:
     key = _last_keys.get((engine, owner.merchant_id, owner.test_mode, chain))
     if key is None and owner.test_mode:
         key = TEST_XPUBS[chain]
-        _ensure_sequence(engine, sequence_name(chain, key), chain, key)
-    if key is None or (engine, sequence_name(chain, key)) not in _known:
+        _ensure_sequence(engine, sequence_name(chain, key, True), chain, key, True)
+    if key is None or (engine, sequence_name(chain, key, owner.test_mode)) not in _known:
         return IndexHint()
-    return IndexHint(key, sequence_name(chain, key))
+    return IndexHint(key, sequence_name(chain, key, owner.test_mode))
 
 
 def receiving_address(conn: Connection, owner: Owner, network: Network, wallet: tuple[str | None, str | None],
@@ -190,9 +225,9 @@ def receiving_address(conn: Connection, owner: Owner, network: Network, wallet: 
         return forwarder_deposit(network, settlement, payment_id)
     key = xpub_or_test_key(xpub, owner.test_mode, network.kind, allow_test_keys=allow_test_keys)
     if index is not None and key == hint.key:
-        address = derive_address(network.kind, key, index, bech32_hrp=network.bech32_hrp)
+        address = payment_address(network, key, index, owner.test_mode)
     else:
-        address, index = next_address(conn, network, key)
+        address, index = next_address(conn, network, key, owner.test_mode)
         if len(_last_keys) > 10_000:
             _last_keys.clear()
         _last_keys[(conn.engine, owner.merchant_id, owner.test_mode, network.kind)] = key

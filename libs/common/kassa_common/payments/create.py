@@ -77,6 +77,8 @@ WHERE merchant_id = %(merchant_id)s AND test_mode = %(test_mode)s AND key = %(ke
 # the key. ``created_block``: where the network's watcher stands (NULL before it
 # first ran; none in test mode): no transfer to a new address can be in a block it had already
 # scanned, so a late address is backfilled from there (``kassa_chain_watcher.scanner``).
+# ``watch_points``: where every network's watcher stands, for those that watch the address on
+# other networks (wrong network) and backfill it from their own height.
 INSERT_PAYMENT = Prepared("kassa_create_write", """
 WITH claim AS (
     INSERT INTO idempotency_keys AS k (merchant_id, test_mode, key, request_hash, response_status, payment_id,
@@ -93,13 +95,15 @@ WITH claim AS (
                           derivation_index, settlement_address, deposit_salt, checkout_url, crypto_amount_units,
                           amount_received_units, exchange_rate, confirmations, required_confirmations,
                           customer_email, customer_name, redirect_url, cancel_url, product_id, metadata,
-                          expires_at, created_at, updated_at, created_block)
+                          expires_at, created_at, updated_at, created_block, watch_points)
     SELECT %(id)s, %(short_id)s, %(merchant_id)s, %(test_mode)s, %(status)s, %(amount)s, %(token)s, %(network)s,
            %(decimals)s, %(address)s, %(derivation_index)s, %(settlement_address)s, %(deposit_salt)s,
            %(checkout_url)s, %(crypto_amount_units)s, 0, %(exchange_rate)s, 0, %(required_confirmations)s,
            %(customer_email)s, %(customer_name)s, %(redirect_url)s, %(cancel_url)s, %(product_id)s, %(metadata)s,
            %(expires_at)s, %(created_at)s, %(created_at)s,
-           CASE WHEN NOT %(test_mode)s THEN (SELECT block_number FROM chain_cursors WHERE network = %(network)s) END
+           CASE WHEN NOT %(test_mode)s THEN (SELECT block_number FROM chain_cursors WHERE network = %(network)s) END,
+           coalesce(CASE WHEN NOT %(test_mode)s THEN (SELECT jsonb_object_agg(network, block_number)
+                                                      FROM chain_cursors) END, '{}')
     WHERE %(key)s IS NULL OR EXISTS (SELECT FROM claim)
     RETURNING id
 )

@@ -7,10 +7,12 @@ them to EXPIRED and returns them as plain rows; a payment with a counted transfe
 seen-but-unconfirmed is held open. Each gets its ``payment.expired`` event, the whole
 payment object as after the change, in one streamed COPY of the same transaction.
 
-A live payment expires only once the watcher of its network has scanned past its
-``expires_at`` (``ChainCursor.scanned_at``: when it last read the tip with every block up
-to it reported): a watcher or RPC outage never expires a payment paid on time. Test-mode
-payments have no chain and expire on time.
+A live payment expires only once its network's settled line passed its ``expires_at``
+(``SettledWatermark.settled_at``, written by the settler: the watcher had read the tip at
+that time with every block up to it reported, and the settler has applied every one of
+those reports; ``payments.watermark``). A watcher, RPC or settler outage, or a settler
+behind on its queue, never expires a payment paid on time. Test-mode payments have no
+chain and expire on time.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
 from kassa_common.messages import TransferStatus
-from kassa_common.models import ChainCursor, Payment, Transfer
+from kassa_common.models import SettledWatermark, Payment, Transfer
 from kassa_common.payments.events import record_payment_events
 from kassa_common.payments.shape import PAYMENT_COLUMNS, PaymentRow, transfers_of
 from kassa_common.payments.transitions import TRANSITIONS, Trigger
@@ -34,10 +36,11 @@ def expire_due(session: Session, *, now: datetime | None = None, limit: int = 10
     transition = TRANSITIONS[Trigger.EXPIRE]
     pending_transfer = sa.exists().where(Transfer.payment_id == Payment.id, Transfer.status == TransferStatus.SEEN,
                                          Transfer.counted)
-    watched_past = sa.exists().where(ChainCursor.network == Payment.network, ChainCursor.scanned_at >= Payment.expires_at)
+    settled_past = sa.exists().where(SettledWatermark.network == Payment.network,
+                                     SettledWatermark.settled_at >= Payment.expires_at)
     due = (sa.select(Payment.id)
            .where(Payment.status.in_(transition.sources), Payment.expires_at <= now, ~pending_transfer,
-                  sa.or_(Payment.test_mode, watched_past))
+                  sa.or_(Payment.test_mode, settled_past))
            .order_by(Payment.expires_at).limit(limit)
            .with_for_update(skip_locked=True, of=Payment))
     has_transfers = sa.exists().where(Transfer.payment_id == Payment.id)  # most have none: no query for them

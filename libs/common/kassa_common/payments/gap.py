@@ -11,7 +11,9 @@ common support question. The monitor finds the longest such run and says what ga
 The run counts indexes, not payments: every index from 0 to the highest one handed out
 that no funds reached is unused to the wallet, whether its payment expired, was canceled,
 is still pending, or the index was never attached to a payment of this mode at all (a
-rolled-back transaction, or a test-mode payment on the same key). So the longest run is the
+rolled-back transaction, or, before each mode had its own sequence, a test-mode payment on
+the same key). Each mode counts its own range of the key: live payments from index 0, test
+payments from ``addresses.TEST_INDEX_BASE``; test payments never take a live index. So the longest run is the
 longest stretch between consecutive funded indexes, the stretch before the first one, or the
 one after the last (the next payment's address lies beyond it). One window-function query
 over the merchant's funded payments finds it; the highest index is the larger of the
@@ -34,7 +36,7 @@ key's payments.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Iterable
 
@@ -42,9 +44,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.descriptor import Descriptors, wallet_descriptors
-from kassa_common.chains.hd import derive_address
+from kassa_common.chains.hd import derive_address, mode_hrp
 from kassa_common.models import Payment, Wallet
-from kassa_common.payments.addresses import sequence_name
+from kassa_common.payments.addresses import first_index, sequence_name
 
 DEFAULT_GAP_LIMIT = 20  # Electrum's and Sparrow's default, and BIP 44's
 GAP_MARGIN = 20  # room for the abandoned checkouts still to come
@@ -60,6 +62,7 @@ class Gap:
     run_from: int | None  # its first index
     run_to: int | None  # its last index
     first_payment_at: datetime | None  # for a rescan's start (Bitcoin Core's "timestamp")
+    first: int = 0  # the mode's first index of the key (``addresses.first_index``): counts start there
 
     @property
     def gap_limit(self) -> int:
@@ -74,7 +77,12 @@ class Gap:
     @property
     def range_end(self) -> int:
         """The last index a Bitcoin Core import should cover: the highest one and the gap."""
-        return max(self.handed_out - 1, 0) + self.gap_limit
+        return self.highest + self.gap_limit
+
+    @property
+    def highest(self) -> int:
+        """The highest index handed out (the first one when none was)."""
+        return self.first + max(self.handed_out - 1, 0)
 
     def summary(self) -> str:
         if not self.handed_out:
@@ -95,14 +103,14 @@ class Gap:
         return [f"set the gap limit to at least {n}",
                 f"Electrum: in its console (View → Show Console), `wallet.change_gap_limit({n})`",
                 f"Sparrow: Settings → Advanced → Gap limit: {n}",
-                f"Bitcoin Core: importdescriptors with \"range\": [0, {self.range_end}] (the highest index, "
-                f"{max(self.handed_out - 1, 0)}, plus {n})"]
+                f"Bitcoin Core: importdescriptors with \"range\": [{self.first}, {self.range_end}] (the highest "
+                f"index, {self.highest}, plus {n})"]
 
     def to_json(self) -> dict:
         return {"handed_out": self.handed_out, "funded": self.funded, "longest_run": self.longest_run,
                 "run_from": self.run_from, "run_to": self.run_to, "gap_limit": self.gap_limit,
                 "default_gap_limit": DEFAULT_GAP_LIMIT, "over_default": self.over_default,
-                "range": [0, self.range_end], "warning": self.warning(),
+                "range": [self.first, self.range_end], "warning": self.warning(),
                 "first_payment_at": self.first_payment_at.isoformat() if self.first_payment_at else None}
 
 
@@ -115,14 +123,14 @@ def bitcoin_wallet(session: Session, merchant_id: uuid.UUID, mode: str) -> Walle
 _FUNDED = """(p.amount_received_units > 0 OR EXISTS (
     SELECT 1 FROM transfers t WHERE t.payment_id = p.id AND t.status <> 'ORPHANED'))"""
 _CANDIDATES = """p.merchant_id = :merchant AND p.test_mode = :test_mode AND p.network = ANY(:networks)
-      AND p.derivation_index IS NOT NULL AND p.created_at >= :since"""
+      AND p.derivation_index >= :first AND p.created_at >= :since"""
 
 # One row: the highest index handed out, the funded count, the last funded index, the
 # longest run before a funded index (and that index), the first payment's time, and which
 # payments to check against the key. ``lag`` pairs each funded index with the one before it.
 _GAP_SQL = sa.text(f"""
 WITH c AS (
-    SELECT p.derivation_index AS i, p.created_at, {_FUNDED} AS funded
+    SELECT p.derivation_index - :first AS i, p.created_at, {_FUNDED} AS funded
     FROM payments p WHERE {_CANDIDATES}
 ), f AS (
     SELECT i, i - coalesce(lag(i) OVER (ORDER BY i), -1) - 1 AS run_before
@@ -142,22 +150,25 @@ LEFT JOIN LATERAL (SELECT i, run_before FROM f ORDER BY run_before DESC, i LIMIT
 """)
 
 
-def _sequence_highest(session: Session, xpub: str) -> int | None:
-    """The highest index the key's sequence handed out (rolled-back payments included), or
-    None if it handed none out (or does not exist yet).
+def _sequence_highest(session: Session, xpub: str, test_mode: bool) -> int | None:
+    """The highest index the key's sequence of this mode handed out (rolled-back payments
+    included), counted from the mode's first index, or None if it handed none out (or does
+    not exist yet).
 
     Read from ``pg_sequences`` (NULL ``last_value`` until the first ``nextval``), not by
     looking the name up (``to_regclass``, ``FROM name``): a name lookup that fails leaves a
     negative entry in the pooled connection's catalog cache, and a payment transaction that
     later runs on that connection would not see the sequence ``addresses`` creates meanwhile.
     """
-    return session.scalar(sa.text("SELECT last_value FROM pg_sequences WHERE sequencename = :n "
+    last = session.scalar(sa.text("SELECT last_value FROM pg_sequences WHERE sequencename = :n "
                                   "AND schemaname = ANY(current_schemas(false))"),
-                          {"n": sequence_name("bitcoin", xpub)})
+                          {"n": sequence_name("bitcoin", xpub, test_mode)})
+    return None if last is None else last - first_index(test_mode)
 
 
-def _hrps(networks: Iterable) -> tuple[str, ...]:
-    return tuple({n.bech32_hrp for n in networks if n.bech32_hrp})
+def _hrps(networks: Iterable, test_mode: bool) -> tuple[str, ...]:
+    """The address prefixes this mode's payments show on ``networks``."""
+    return tuple({mode_hrp(n.bech32_hrp, test_mode) for n in networks if n.bech32_hrp})
 
 
 def _belongs(xpub: str, index: int, address: str, hrps: tuple[str, ...]) -> bool:
@@ -170,14 +181,28 @@ def address_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, netwo
                 xpub: str, since: datetime) -> Gap:
     """The gap of key ``xpub`` over the merchant's payments of this mode on the Bitcoin
     ``networks`` (``Network`` objects of kind bitcoin) created since ``since``."""
+    return _from(first_index(test_mode), _relative_gap(session, merchant_id, test_mode, networks, xpub, since))
+
+
+def _from(first: int, gap: Gap) -> Gap:
+    """``gap``, counted from index 0, as the indexes of a mode whose first index is ``first``."""
+    def at(i: int | None) -> int | None:
+        return None if i is None else first + i
+    return replace(gap, first=first, run_from=at(gap.run_from), run_to=at(gap.run_to))
+
+
+def _relative_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable, xpub: str,
+                  since: datetime) -> Gap:
+    """The gap with the mode's indexes counted from its first one."""
     networks = [n for n in networks if n.kind == "bitcoin"]
     params = {"merchant": merchant_id, "test_mode": test_mode, "networks": [n.name for n in networks],
-              "since": since}
-    hrps = _hrps(networks)
+              "since": since, "first": first_index(test_mode)}
+    hrps = _hrps(networks, test_mode)
     row = session.execute(_GAP_SQL, params).one()
+    sequence_highest = _sequence_highest(session, xpub, test_mode)
     if row.probe and not _probes_belong(session, params, row, xpub, hrps):
-        return _gap_checked(session, params, xpub, hrps, _sequence_highest(session, xpub), row.first_at)
-    highest = max((h for h in (row.highest, _sequence_highest(session, xpub)) if h is not None), default=None)
+        return _gap_checked(session, params, xpub, hrps, sequence_highest, row.first_at)
+    highest = max((h for h in (row.highest, sequence_highest) if h is not None), default=None)
     if highest is None:
         return Gap(0, 0, 0, None, None, None)
     inner = row.run_before or 0
@@ -199,7 +224,8 @@ def _probes_belong(session: Session, params: dict, row, xpub: str, hrps: tuple[s
     rows = session.execute(
         sa.select(Payment.derivation_index, Payment.address).where(
             Payment.merchant_id == params["merchant"], Payment.test_mode == params["test_mode"],
-            Payment.network.in_(params["networks"]), Payment.derivation_index.in_(sorted(wanted)),
+            Payment.network.in_(params["networks"]),
+            Payment.derivation_index.in_(sorted(params["first"] + i for i in wanted)),
             Payment.created_at >= params["since"])).all()
     return all(_belongs(xpub, r.derivation_index, r.address, hrps) for r in rows)
 
@@ -208,9 +234,9 @@ def _gap_checked(session: Session, params: dict, xpub: str, hrps: tuple[str, ...
                  first_at: datetime | None) -> Gap:
     """The same answer with every payment checked against the key (after a key change)."""
     rows = session.execute(sa.text(f"""
-        SELECT p.derivation_index AS i, p.address, {_FUNDED} AS funded FROM payments p
+        SELECT p.derivation_index - :first AS i, p.address, {_FUNDED} AS funded FROM payments p
         WHERE {_CANDIDATES}"""), params).all()
-    mine = [r for r in rows if _belongs(xpub, r.i, r.address, hrps)]
+    mine = [r for r in rows if _belongs(xpub, params["first"] + r.i, r.address, hrps)]
     return gap_of(sorted({r.i for r in mine if r.funded}),
                   max([r.i for r in mine] + ([sequence_highest] if sequence_highest is not None else []), default=None),
                   first_at)
@@ -241,7 +267,7 @@ class WatchOnly:
         """Bitcoin Core's ``importdescriptors`` argument: both branches, active, over the range
         the gap needs, rescanning from the first payment (or from now for a new key)."""
         start = int(self.gap.first_payment_at.timestamp()) if self.gap.first_payment_at else "now"
-        return [{"desc": desc, "range": [0, self.gap.range_end], "timestamp": start, "active": True,
+        return [{"desc": desc, "range": [self.gap.first, self.gap.range_end], "timestamp": start, "active": True,
                  "internal": internal}
                 for desc, internal in ((self.descriptors.receive, False), (self.descriptors.change, True))]
 

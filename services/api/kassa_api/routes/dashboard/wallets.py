@@ -20,16 +20,11 @@ from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common import accounts
 from kassa_common.chains.forwarder import factory_address
-from kassa_common.chains.hd import derive_address
 from kassa_common.errors import DomainError
+from kassa_common.payments.addresses import first_address, first_index
 from kassa_common.payments.gap import bitcoin_watch_only
 
 bp = Blueprint("wallets", __name__)
-
-
-def first_address(chain: str, xpub: str, test_mode: bool) -> str:
-    hrp = None if chain == "evm" else ("tb" if test_mode else "bc")
-    return derive_address(chain, xpub, 0, bech32_hrp=hrp)
 
 
 def _page(status: int = 200, /, **context):
@@ -44,6 +39,7 @@ def _page(status: int = 200, /, **context):
         chains.append({"chain": chain, "xpub": xpub,
                        "settlement_address": wallet.settlement_address if wallet else None,
                        "first_address": first_address(chain, xpub, owner.test_mode) if xpub else None,
+                       "first_index": first_index(owner.test_mode),
                        "watch": watch})
     return render("wallets.html", status, chains=chains, factory=factory_address(), **context)
 
