@@ -14,7 +14,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0020"
-down_revision = "0016"
+down_revision = "0018"
 branch_labels = None
 depends_on = None
 
