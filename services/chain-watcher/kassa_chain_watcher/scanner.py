@@ -23,8 +23,9 @@ One ``tick``:
    reported is stored, so a restart misses no dropped or replaced transaction.
 
 Reports are ``messages.TransferReport``s; their ids are derived from (network, tx, index,
-block hash, status, confirmations), so a restart or a retry re-publishes only messages the
-settler already recognises.
+recipient, place, block hash, status, confirmations), so a restart or a retry re-publishes
+only messages the settler already recognises, and the transfers of one transaction to
+several payments (a batch payout) are as many messages.
 """
 from __future__ import annotations
 
@@ -62,7 +63,7 @@ class Scanner:
         self.batch_blocks = batch_blocks
         self.start_back = start_back if start_back is not None else self.required + 1
         self.state = store.load()
-        self._published: dict[tuple[str, str, int], tuple[str, int]] = {}
+        self._published: dict[tuple[str, str, str, int], tuple[str, int]] = {}  # (block, *identity) -> report
         self._mempool = store.load_mempool()
 
     def tick(self) -> bool:
@@ -156,8 +157,8 @@ class Scanner:
             if b.number <= st.confirmed_through:
                 old += [report(self.name, CONFIRMED, f, b, self.required) for f in b.transfers]
             elif stored is not None:
-                known = {f.key for f in stored.transfers}
-                added = [f for f in b.transfers if f.key not in known]
+                known = {f.identity for f in stored.transfers}
+                added = [f for f in b.transfers if f.identity not in known]
                 if added:
                     self.store.set_transfers(st, Block(b.number, b.hash, stored.parent_hash, stored.transfers + added))
         return old
@@ -166,7 +167,7 @@ class Scanner:
     def _report(self, tip: int, read_at) -> None:
         st = self.state
         messages: list[Message] = []
-        pending: list[tuple[tuple[str, str, int], tuple[str, int]]] = []
+        pending: list[tuple[tuple[str, str, str, int], tuple[str, int]]] = []
         for n in sorted(st.blocks):
             if n <= st.confirmed_through:
                 continue
@@ -174,7 +175,7 @@ class Scanner:
             confs = tip - n + 1
             kind, confs = (CONFIRMED, self.required) if confs >= self.required else (SEEN, confs)
             for f in block.transfers:
-                key = (block.hash, f.tx_hash, f.index)
+                key = (block.hash, *f.identity)
                 if self._published.get(key) != (kind, confs):
                     messages.append(report(self.name, kind, f, block, confs))
                     pending.append((key, (kind, confs)))
