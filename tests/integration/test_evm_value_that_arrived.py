@@ -29,6 +29,7 @@ from kassa_dev import chain as devchain
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.contracts import deploy
 from tests.support.forwarder import ensure_factory, fresh_address
+from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
 from tests.support.watcher import live_evm
 
@@ -48,6 +49,19 @@ def h(settings, chain, engine, sessions, make_merchant):
         h.watcher = h.start_watcher()
         until(h.watcher.active.is_set, message="watcher active")
         yield h
+
+
+@pytest.fixture
+def geth_like(settings, chain, engine, sessions, make_merchant):
+    """The harness reading the chain through a node without ``trace_block``: the watcher
+    falls back to ``debug_traceBlockByNumber`` with the call tracer (nested frames)."""
+    with RpcProxy(chain.url) as proxy:
+        proxy.unsupported = {"trace_block"}
+        with live_evm(settings, engine, sessions, make_merchant, proxy.url(), CONFIRMATIONS) as h:
+            h.watcher = h.start_watcher()
+            until(h.watcher.active.is_set, message="watcher active")
+            h.proxy = proxy
+            yield h
 
 
 @pytest.fixture
@@ -113,6 +127,20 @@ def test_value_moved_inside_a_reverted_frame_credits_nothing(h, chain, payer, fa
     settled_up_to_here(h, chain)
     assert h.status(p["id"]) == "PARTIALLY_PAID" and received(h, p["id"]) == 1
     assert [int(t.amount_units) for t in h.transfers(p["id"])] == [1]
+
+
+@pytest.mark.parametrize("fail_depth,send_depth", [(1, 0), (2, 1)])
+def test_value_moved_inside_a_reverted_frame_credits_nothing_with_the_call_tracer(geth_like, chain, payer,
+                                                                                   fail_depth, send_depth):
+    h = geth_like
+    p = eth_payment(h)
+    tx = payer.functions.payThenFake(p["address"], 1, WEI, fail_depth, send_depth).transact(
+        {"from": sender(chain), "value": WEI + 1})
+    assert mined(chain, tx).status == 1
+    settled_up_to_here(h, chain)
+    assert h.proxy.counts["unsupported"] >= 1  # trace_block was asked for, and refused
+    assert h.status(p["id"]) == "PARTIALLY_PAID" and received(h, p["id"]) == 1
+    assert [(t.tx_hash, int(t.amount_units)) for t in h.transfers(p["id"])] == [(tx.to_0x_hex(), 1)]
 
 
 def test_a_reverted_transaction_to_a_deployed_forwarder_credits_nothing(h, chain, deposits):
