@@ -156,6 +156,27 @@ def test_a_reverted_transaction_to_a_deployed_forwarder_credits_nothing(h, chain
     assert tx.to_0x_hex() not in {t.tx_hash for t in h.transfers(p["id"])}
 
 
+def test_a_reverted_transaction_before_the_address_reached_the_watcher_credits_nothing(h, chain, deposits):
+    p = eth_payment(h)
+    address = p["address"].lower()
+    deploy_deposit(chain, deposits, p)
+    # as if the address had not reached the watcher (bus lost, reload not due): backfilled later
+    h.watchlist.replace([a for a in h.watchlist._all if a != address], native=())
+    h.watchlist.take_new()
+    devchain.pay(chain.w3, to=p["address"], amount_base_units=WEI // 2, token_contract=None)
+    tx = chain.w3.eth.send_transaction({"from": sender(chain), "to": p["address"], "value": WEI // 2,
+                                        "data": "0xdeadbeef", "gas": 100_000})
+    assert mined(chain, tx).status == 0
+    chain.mine(CONFIRMATIONS + 30)  # confirmed, and out of the blocks the watcher keeps
+    until(lambda: h.watcher.scanner.state.confirmed_through >= chain.block_number - CONFIRMATIONS + 1,
+          message="watcher past the transactions")
+    h.watchlist.add(address, native=True)  # arrives late
+    h.wait_status(p["id"], "PARTIALLY_PAID", timeout=TIMEOUT)
+    settled_up_to_here(h, chain)
+    assert h.status(p["id"]) == "PARTIALLY_PAID" and received(h, p["id"]) == WEI // 2
+    assert tx.to_0x_hex() not in {t.tx_hash for t in h.transfers(p["id"])}
+
+
 def test_credits_never_exceed_the_balance_rise_they_explain(h, chain, payer, deposits):
     p = eth_payment(h)
     deploy_deposit(chain, deposits, p)
