@@ -8,7 +8,9 @@ hosted URL carries its key there: tests give it a fake one), except:
 - ``refuse(n, retry_after)``: the next ``n`` requests are answered 429;
 - ``max_log_range = k``: an ``eth_getLogs`` over more than ``k`` blocks is answered with
   the error above (single requests; batches are forwarded as they are);
-- ``down()`` / ``up()``: the port stops listening (connections refused), then listens again.
+- ``down()`` / ``up()``: the port stops listening (connections refused), then listens again;
+- ``unsupported``: methods answered "method not found" (-32601), as a node without them
+  (geth has no ``trace_block``);
 - ``rewrite_hashes = True``: every block hash in its answers (a block's ``hash`` and
   ``parentHash``, any ``blockHash``) is replaced by another, consistently: a node on
   another fork, or a lying one;
@@ -40,6 +42,7 @@ class RpcProxy:
         self.target = target_url
         self.port = free_port("127.0.0.1")
         self.max_log_range: int | None = None
+        self.unsupported: set[str] = set()
         self.counts: Counter[str] = Counter()  # rate_limited, too_large, forwarded
         self.log_ranges: list[tuple[int, int]] = []  # (fromBlock, toBlock) of each forwarded eth_getLogs
         self._refuse, self._retry_after = 0, 1
@@ -107,6 +110,10 @@ class RpcProxy:
             request = json.loads(body)
         except ValueError:
             request = None
+        if isinstance(request, dict) and request.get("method") in self.unsupported:
+            self.counts["unsupported"] += 1
+            error = {"code": -32601, "message": f"the method {request['method']} does not exist/is not available"}
+            return 200, {}, json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": error}).encode()
         span = self._log_span(request)
         if span is not None:
             if self.max_log_range is not None and span[1] - span[0] + 1 > self.max_log_range:

@@ -148,6 +148,19 @@ def test_a_transfer_is_seen_with_each_confirmation_then_confirmed_once(world):
     assert len({m.message_id for m in bus.messages}) == 3
 
 
+def test_one_transaction_paying_several_addresses_reports_each(world):
+    """A batch payout's internal credits share their transaction and ``log_index`` -2: each
+    recipient's is a transfer of its own, reported once per status, with its own id."""
+    chain, _, bus, scanner = world
+    scanner.watchlist.add("0xb0b")
+    chain.extend(1, [Found("0xbatch", -2, "ETH", ALICE, 1), Found("0xbatch", -2, "ETH", "0xb0b", 2)])
+    chain.extend(2)
+    scanner.tick()
+    scanner.tick()
+    assert sorted((m.body["to"], m.body["log_index"]) for m in bus.messages) == [("0xa11ce", -2), ("0xb0b", -2)]
+    assert len({m.message_id for m in bus.messages}) == 2
+
+
 def test_transfers_to_unwatched_addresses_are_ignored(world):
     chain, _, bus, scanner = world
     chain.extend(1, [Found("0xt2", 0, "USDC", "0xb0b", 1)])

@@ -22,6 +22,17 @@ def test_message_ids_are_deterministic_and_fit_the_consumer_table():
     assert len(a) <= 100
 
 
+def test_the_transfers_of_one_transaction_to_several_addresses_are_several_messages():
+    """A batch payout's internal credits: same transaction, same ``log_index`` -2, one per
+    recipient; and a second credit to the same recipient ranks -3."""
+    def native(to, index=-2):
+        return TransferReport(TransferStatus.CONFIRMED, "BASE", "0xt1", index, "ETH", to, 5, 7, "0xblock", 3)
+
+    ids = {native("0xa11ce").default_id(), native("0xb0b").default_id(), native("0xa11ce", -3).default_id()}
+    assert len(ids) == 3
+    assert native("0xA11CE").default_id() == native("0xa11ce").default_id()  # the same address in either case
+
+
 @pytest.mark.parametrize("status, key", [(TransferStatus.SEEN, "chain.transfer.seen"),
                                          (TransferStatus.CONFIRMED, "chain.transfer.confirmed"),
                                          (TransferStatus.ORPHANED, "chain.transfer.orphaned")])

@@ -122,8 +122,10 @@ class TransferReport:
     Bitcoin. ``position`` is the transfer's place inside its transaction, which a reorg
     moving the transaction to another block cannot change (for an ERC-20 log, its rank
     among the transaction's transfer logs to the same address); it defaults to
-    ``log_index`` (a vout, -1 and test mode's 0 are places already). The transfer is
-    (network, tx_hash, position, to). Amounts are exact integers in the token's base units
+    ``log_index`` (a vout, -1 and test mode's 0 are places already; a native coin's internal
+    credits rank -2, -3, … per recipient in their transaction). The transfer is (network,
+    tx_hash, position, to), and so is the message id: one transaction paying several
+    payments (a batch payout) is as many transfers and messages. Amounts are exact integers in the token's base units
     (a string on the wire). ``simulated``: test mode's, routed apart from the chain's.
     """
 
@@ -150,7 +152,7 @@ class TransferReport:
 
     def default_id(self) -> str:
         """The watcher's message id: the same report is the same message, however often sent."""
-        raw = (f"{self.network}:{self.tx_hash}:{self.log_index}:{self.block_hash}:"
+        raw = (f"{self.network}:{self.tx_hash}:{self.log_index}:{self.to.lower()}:{self.place}:{self.block_hash}:"
                f"{self.status.lower()}:{self.confirmations}")
         return "cw_" + hashlib.sha256(raw.encode()).hexdigest()[:40]
 

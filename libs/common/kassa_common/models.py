@@ -222,7 +222,8 @@ class Transfer(Base):
     tx_hash: Mapped[str] = mapped_column(sa.String(100), nullable=False)
     log_index: Mapped[int] = mapped_column(sa.Integer, nullable=False)  # log index (EVM) or vout (Bitcoin); -1 native EVM
     # Its place inside its transaction (what a reorg cannot change): the rank of an ERC-20 log
-    # among the transaction's logs to this address, -1 native EVM, the vout for Bitcoin.
+    # among the transaction's logs to this address, -1 native EVM, -2, -3, … the transaction's
+    # internal native credits to this address, the vout for Bitcoin.
     position: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     token: Mapped[str] = mapped_column(sa.String(16), nullable=False)
     amount_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False)
@@ -239,6 +240,8 @@ class Transfer(Base):
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _created()
     __table_args__ = (
+        # the payment stands for the recipient (one address each): one transaction paying
+        # several payments is one row for each
         sa.UniqueConstraint("network", "tx_hash", "payment_id", "position", name="transfers_identity"),
         sa.Index("transfers_payment", "payment_id"),
         sa.Index("transfers_sweep_due", "network", "created_at",

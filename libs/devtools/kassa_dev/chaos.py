@@ -633,7 +633,7 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
         violations.append(("queues", f"messages left in queues: {left}"))
 
     # transfers: none recorded twice, none counted twice
-    keys = collections.Counter((t.network, t.tx_hash, t.log_index) for t in transfers)
+    keys = collections.Counter((t.network, t.tx_hash, t.payment_id, t.log_index) for t in transfers)
     recorded_twice = [k for k, n in keys.items() if n > 1]
     if recorded_twice:
         violations.append(("transfers", f"{len(recorded_twice)} transfers recorded twice: {recorded_twice[:3]}"))

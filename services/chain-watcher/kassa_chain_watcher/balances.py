@@ -13,9 +13,16 @@ watched address):
 - that rise is narrowed to its block by bisection (balances in the middle of the range,
   pinned to block hashes, EIP-1898), then to its transactions by the node's call traces
   (``trace_block``, else ``debug_traceBlockByNumber`` with the call tracer);
-- each such credit is a transfer identified by what it is: its transaction and its rank
-  among that transaction's internal credits to the address (``log_index`` -2, -3, …), so a
-  reorg that moves it to another block counts it once. A node with neither trace method
+- only value that really arrived is credited. A call frame that reverted moved nothing,
+  nor did anything below it, at any depth: parity traces mark only the frame that failed
+  (its children look successful), so every call under a failed ``traceAddress`` is pruned
+  (``calls_from_parity``); the call tracer nests calls, and a failed frame's subtree is
+  skipped (``calls_from_call_tracer``). And the credits found for an address in a block are
+  capped by its balance rise there (``capped``): traces never explain more than arrived;
+- each such credit is a transfer identified by what it is: its transaction, its recipient
+  and its rank among that transaction's internal credits to the recipient (``log_index``
+  -2, -3, …), so a reorg that moves it to another block counts it once, and a transaction
+  paying several payments (a batch payout) credits each. A node with neither trace method
   gives a transfer identified by its block instead (``tx_hash`` the block hash, amount the
   unexplained rise): still counted once per block, but a deep reorg that moves it could
   count it again; use a node with traces for such payments.
@@ -25,14 +32,17 @@ forwarder deposit): an outflow in the same range hides as much credit.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
-from typing import Any, Collection
+from typing import Any, Collection, Iterable
 
-from kassa_chain_watcher.chain import Block, Found
+from kassa_chain_watcher.chain import Block, ChainMoved, Found
 from kassa_chain_watcher.rpc import JsonRpc, RpcError, RpcUnavailable
 
 log = logging.getLogger("kassa.chain_watcher")
+TOP_LEVEL = -1  # log_index of a transaction's own value to the address (evm.NATIVE)
 INTERNAL = -2  # log_index of a transaction's first internal credit to an address; the next is -3, …
+Call = tuple[str, str, int]  # (tx hash, recipient, value) of a call that moved native coin
 
 
 class InternalCredits:
@@ -60,7 +70,7 @@ class InternalCredits:
         after = {a: got[(a, last.hash)] for a in wanted}
         if follow:
             self._last = {a: (last.hash, bal) for a, bal in after.items()}
-        top = {a: [sum(f.amount_units for f in b.transfers if f.to == a and f.index == -1) for b in blocks]
+        top = {a: [sum(f.amount_units for f in b.transfers if f.to == a and f.index == TOP_LEVEL) for b in blocks]
                for a in wanted}
         traces: dict[str, list[tuple[str, str, int]]] = {}
         for a in wanted:
@@ -84,17 +94,17 @@ class InternalCredits:
     def _credit(self, block: Block, address: str, unexplained: int, traces: dict) -> None:
         if block.hash not in traces:
             traces[block.hash] = self._internal_calls(block)
-        found, ranks = [], {}
-        for tx, to, value in traces[block.hash]:
-            if to == address and value > 0:
-                rank = ranks[tx] = ranks.get(tx, -1) + 1
-                found.append(Found(tx, INTERNAL - rank, self.symbol, address, value))
+        traced = credits_to(traces[block.hash], address, self.symbol)
+        found = capped(traced, unexplained)
+        if found != traced:
+            log.warning("native coin from a contract: traces of block %d claim %d for %s, its balance rose by %d: "
+                        "capped", block.number, sum(f.amount_units for f in traced), address, unexplained)
         if not found:  # no traces on this node: the block's unexplained rise, identified by the block
             found = [Found(block.hash, INTERNAL, self.symbol, address, unexplained)]
         log.info("native coin from a contract: %s in block %d: %s", address, block.number,
                  ", ".join(f"{f.tx_hash} ({f.amount_units})" for f in found))
-        known = {f.key for f in block.transfers}
-        block.transfers.extend(f for f in found if f.key not in known)
+        known = {f.identity for f in block.transfers}
+        block.transfers.extend(f for f in found if f.identity not in known)
 
     # -- node calls -----------------------------------------------------------------------
     def _balances(self, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -102,18 +112,18 @@ class InternalCredits:
         results = self.rpc.batch([("eth_getBalance", [a, {"blockHash": h}]) for a, h in wanted], chunk=self.chunk)
         return {w: int(r, 16) for w, r in zip(wanted, results)}
 
-    def _internal_calls(self, block: Block) -> list[tuple[str, str, int]]:
-        """(tx hash, recipient, value) of every value-moving call below a transaction's top
-        level in ``block``, in execution order; [] when the node traces nothing."""
+    def _internal_calls(self, block: Block) -> list[Call]:
+        """Every call below a transaction's top level in ``block`` that moved native coin and
+        was not undone, in execution order; [] when the node traces nothing."""
         while self._tracers:
             method = self._tracers[0]
             try:
                 if method == "trace_block":
-                    return _from_parity(self.rpc.call("trace_block", hex(block.number)), block.hash)
+                    return calls_from_parity(self.rpc.call("trace_block", hex(block.number)), block.hash)
                 frames = self.rpc.call("debug_traceBlockByNumber", hex(block.number), {"tracer": "callTracer"})
                 if any(not f.get("txHash") for f in frames or []):  # older nodes: hashes in block order
                     frames = [{**f, "txHash": tx} for f, tx in zip(frames, self._tx_hashes(block))]
-                return _from_call_tracer(frames)
+                return calls_from_call_tracer(frames)
             except RpcError as exc:
                 if not _unsupported(exc):
                     raise
@@ -135,11 +145,47 @@ def _unsupported(exc: RpcError) -> bool:
                                    "not available", "-32601", "method not allowed"))
 
 
-def _from_parity(traces: list[dict[str, Any]] | None, block_hash: str) -> list[tuple[str, str, int]]:
+def credits_to(calls: Iterable[Call], address: str, symbol: str) -> list[Found]:
+    """The credits of ``calls`` (execution order) to ``address``: one per call, its
+    ``log_index`` ranking it among its transaction's calls to ``address`` (-2, -3, …)."""
+    found, ranks = [], {}
+    for tx, to, value in calls:
+        if to == address and value > 0:
+            rank = ranks[tx] = ranks.get(tx, -1) + 1
+            found.append(Found(tx, INTERNAL - rank, symbol, address, value))
+    return found
+
+
+def capped(found: list[Found], rise: int) -> list[Found]:
+    """``found`` (one address's credits in one block, in execution order) within ``rise``, the
+    balance rise they are to explain: each credit keeps as much as the rise still explains,
+    those past it are dropped. Traces that claim more than arrived (a frame they do not mark
+    as undone, value that left again in the same block) never credit more than arrived."""
+    out, left = [], max(0, rise)
+    for f in found:
+        if left <= 0:
+            break
+        amount = min(f.amount_units, left)
+        out.append(f if amount == f.amount_units else dataclasses.replace(f, amount_units=amount))
+        left -= amount
+    return out
+
+
+def calls_from_parity(traces: list[dict[str, Any]] | None, block_hash: str) -> list[Call]:
+    """The value-moving calls of ``trace_block``'s answer, below each transaction's top level.
+
+    Only the frame that failed carries ``error``; the calls it made succeeded as far as their
+    own traces say, and were undone with it. So a call counts only if no frame on its path
+    (its ``traceAddress`` prefixes, down from the transaction's own call) failed."""
+    traces = traces or []
+    if any(t.get("blockHash") not in (None, block_hash) for t in traces):
+        raise ChainMoved(f"traces of another block than {block_hash}")
+    failed = {(t.get("transactionHash"), tuple(t.get("traceAddress") or ())) for t in traces if t.get("error")}
     out = []
-    for t in traces or []:
-        if t.get("blockHash") not in (None, block_hash) or t.get("error") or not t.get("traceAddress"):
-            continue  # another fork's block, a reverted call, or the top-level call itself
+    for t in traces:
+        tx, at = t.get("transactionHash"), tuple(t.get("traceAddress") or ())
+        if not at or any((tx, at[:depth]) in failed for depth in range(len(at) + 1)):
+            continue  # the top-level call itself, or undone with a frame that failed (at any depth)
         action = t.get("action") or {}
         if t.get("type") == "call" and action.get("callType") in (None, "call"):
             to, value = action.get("to"), action.get("value")
@@ -148,14 +194,17 @@ def _from_parity(traces: list[dict[str, Any]] | None, block_hash: str) -> list[t
         elif t.get("type") == "suicide":
             to, value = action.get("refundAddress"), action.get("balance")
         else:
-            continue  # delegatecall, staticcall: no value moves
-        if to and value:
-            out.append((t["transactionHash"], to.lower(), int(value, 16)))
+            continue  # delegatecall, staticcall, callcode: no value moves to another address
+        wei = int(value, 16) if value else 0
+        if tx and to and wei:
+            out.append((tx, to.lower(), wei))
     return out
 
 
-def _from_call_tracer(results: list[dict[str, Any]] | None) -> list[tuple[str, str, int]]:
-    out: list[tuple[str, str, int]] = []
+def calls_from_call_tracer(results: list[dict[str, Any]] | None) -> list[Call]:
+    """The value-moving calls of geth's call tracer (``debug_traceBlockByNumber``), below each
+    transaction's top level: a frame with ``error`` is skipped with every call nested in it."""
+    out: list[Call] = []
 
     def walk(tx: str, frame: dict[str, Any]) -> None:
         for call in frame.get("calls") or []:
@@ -168,6 +217,6 @@ def _from_call_tracer(results: list[dict[str, Any]] | None) -> list[tuple[str, s
 
     for r in results or []:
         tx, frame = r.get("txHash"), r.get("result") or {}
-        if tx and not frame.get("error"):
+        if tx and not frame.get("error") and not r.get("error"):
             walk(tx, frame)
     return out

@@ -27,7 +27,15 @@ class Found:
 
     @property
     def key(self) -> tuple[str, int]:
+        """Where the node lists it: its transaction and index (Bitcoin's mempool memory)."""
         return (self.tx_hash, self.index)
+
+    @property
+    def identity(self) -> tuple[str, str, int]:
+        """What it is, wherever a reorg puts it: its transaction, recipient and place there.
+        One transaction may pay several addresses (a batch payout: native internal calls
+        to each rank -2, -3, … per address), so the recipient is part of it."""
+        return (self.tx_hash, self.to, self.place)
 
     @property
     def place(self) -> int:

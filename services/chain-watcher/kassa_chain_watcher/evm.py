@@ -2,12 +2,16 @@
 block range, native transfers from full blocks fetched in batched JSON-RPC requests.
 
 Matching is a set lookup per log and per transaction, so the cost grows with the
-number of transfers, not with the number of watched addresses. Native coin moved by a
-contract's internal call (no top-level transaction to the address) is found through the
-balances of open native-coin payments' addresses (``balances.py``).
+number of transfers, not with the number of watched addresses. A transaction carrying
+native coin to a watched address counts only if it succeeded: the receipts of those
+transactions alone (a batched ``eth_getTransactionReceipt``) are read, and one that
+reverted moved nothing. Native coin moved by a contract's internal call (no top-level
+transaction to the address) is found through the balances of open native-coin payments'
+addresses (``balances.py``).
 """
 from __future__ import annotations
 
+import logging
 from typing import Any, Collection
 
 from kassa_common.chains.evm import TRANSFER_TOPIC
@@ -18,6 +22,8 @@ from kassa_chain_watcher.chain import Block, ChainMoved, Found
 from kassa_chain_watcher.rpc import JsonRpc, RangeTooLarge
 
 
+log = logging.getLogger("kassa.chain_watcher")
+NATIVE = -1  # index of a native transfer by a transaction to the address itself
 ADDRESS_CHUNK = 100  # recipients per eth_getLogs topic filter
 HISTORY_RANGE = 2000  # blocks per eth_getLogs call of a backfill
 # The eth_getLogs window: providers cap a query's block range or result count (Infura 10,000
@@ -62,6 +68,8 @@ class EvmChain:
             if blocks and b["parentHash"] != blocks[-1].hash:
                 raise ChainMoved(f"block {n} does not follow block {n - 1}")
             blocks.append(Block(n, b["hash"], b["parentHash"], self._native(b, watched) if full else []))
+        if full:
+            self._drop_reverted(blocks)
         if self.tokens:
             self._add_token_transfers(blocks, watched)
         if full:
@@ -75,8 +83,27 @@ class EvmChain:
             if to and to.lower() in watched:
                 value = int(tx["value"], 16)
                 if value > 0:
-                    found.append(Found(tx["hash"], -1, self.native, to.lower(), value))
+                    found.append(Found(tx["hash"], NATIVE, self.native, to.lower(), value))
         return found
+
+    def _drop_reverted(self, blocks: list[Block]) -> None:
+        """Take out of ``blocks`` the native transfers of transactions that reverted (their
+        value never left the sender), from the receipts of those transactions only."""
+        native = [(b, f) for b in blocks for f in b.transfers if f.index == NATIVE]
+        if not native:
+            return
+        receipts = self.rpc.batch([("eth_getTransactionReceipt", [f.tx_hash]) for _, f in native], chunk=self.batch)
+        reverted = set()
+        for (block, f), receipt in zip(native, receipts):
+            if not receipt or str(receipt.get("blockHash", "")).lower() != block.hash.lower():
+                raise ChainMoved(f"transaction {f.tx_hash} is no longer in block {block.number}")
+            if not _succeeded(receipt):
+                log.info("%s: transaction %s to %s reverted: its %d wei credit nothing",
+                         self.network.name, f.tx_hash, f.to, f.amount_units)
+                reverted.add(f.identity)
+        if reverted:
+            for block in blocks:
+                block.transfers = [f for f in block.transfers if f.identity not in reverted]
 
     def _add_token_transfers(self, blocks: list[Block], watched: Collection[str]) -> None:
         by_number = {b.number: b for b in blocks}
@@ -158,6 +185,7 @@ class EvmChain:
                     if not b or (read and b["parentHash"] != read[-1].hash):
                         raise ChainMoved(f"block {n} changed during a backfill")
                     read.append(Block(n, b["hash"], b["parentHash"], self._native(b, addresses)))
+            self._drop_reverted(read)
             self.credits.add(read, [a for a in native if a in addresses], follow=False)
             for b in read:
                 if b.transfers:
@@ -166,3 +194,10 @@ class EvmChain:
 
     def close(self) -> None:
         self.rpc.close()
+
+
+def _succeeded(receipt: dict[str, Any]) -> bool:
+    """A receipt's ``status`` (EIP-658): 0x1 succeeded, 0x0 reverted. Receipts of blocks
+    before Byzantium have none (a state root instead): those transactions were not undone."""
+    status = receipt.get("status")
+    return status is None or int(status, 16) == 1

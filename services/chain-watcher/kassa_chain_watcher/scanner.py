@@ -38,9 +38,11 @@ payment and fires ``payment.reorged``), with an ERROR log and ``kassa_chain_deep
 If the transaction is mined again it is found and confirmed again like any transfer.
 
 Reports are ``messages.TransferReport``s; their ids are derived from (network, tx, index,
-block hash, status, confirmations), so a restart or a retry re-publishes only messages the
-settler already recognises. A mempool report's id also holds its sighting's token: the
-same transaction dropped and broadcast again is seen (and maybe dropped) again.
+recipient, place, block hash, status, confirmations), so a restart or a retry re-publishes
+only messages the settler already recognises, and the transfers of one transaction to
+several payments (a batch payout) are as many messages. A mempool report's id also holds
+its sighting's token: the same transaction dropped and broadcast again is seen (and maybe
+dropped) again.
 """
 from __future__ import annotations
 
@@ -85,7 +87,7 @@ class Scanner:
         self.start_back = start_back if start_back is not None else self.required + 1
         self.quorum = quorum  # quorum.Quorum: other nodes must agree before a transfer is confirmed
         self.state = store.load()
-        self._published: dict[tuple[str, str, int], tuple[str, int]] = {}
+        self._published: dict[tuple[str, str, str, int], tuple[str, int]] = {}  # (block, *identity) -> report
         self._mempool = store.load_mempool()
         self._through = store.reports_through()  # the reports ledger's highest number (a watermark's)
         self._recorded = False  # reports were recorded since the last watermark
@@ -193,8 +195,8 @@ class Scanner:
         for b in found:
             stored = st.blocks.get(b.number)
             if stored is not None:  # kept (a deep reorg of it must know its transfers too), or above the line
-                known = {f.key for f in stored.transfers}
-                added = [f for f in b.transfers if f.key not in known]
+                known = {f.identity for f in stored.transfers}
+                added = [f for f in b.transfers if f.identity not in known]
                 if added:
                     self.store.set_transfers(st, Block(b.number, b.hash, stored.parent_hash, stored.transfers + added))
         return [report(self.name, CONFIRMED, f, b, self.required) for b in confirmed for f in b.transfers]
@@ -203,7 +205,7 @@ class Scanner:
     def _report(self, tip: int, read_at) -> None:
         st = self.state
         messages: list[Message] = []
-        pending: list[tuple[tuple[str, str, int], tuple[str, int]]] = []
+        pending: list[tuple[tuple[str, str, str, int], tuple[str, int]]] = []
         line = min(tip - self.required + 1, st.head)
         if self.quorum is not None and line > st.confirmed_through:
             line = self.quorum.line(tip, line, st.confirmed_through, st.blocks)
@@ -214,7 +216,7 @@ class Scanner:
             confs = tip - n + 1
             kind, confs = (CONFIRMED, self.required) if n <= line else (SEEN, min(confs, self.required - 1))
             for f in block.transfers:
-                key = (block.hash, f.tx_hash, f.index)
+                key = (block.hash, *f.identity)
                 if self._published.get(key) != (kind, confs):
                     messages.append(report(self.name, kind, f, block, confs))
                     pending.append((key, (kind, confs)))
