@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import secrets
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-
 from kassa_client import (
     AuthenticationError,
     BadRequestError,
@@ -22,6 +21,7 @@ from kassa_client import (
     UnprocessableError,
     ValidationError,
 )
+
 from tests.conftest import make_key
 from tests.support.wait import until
 
@@ -46,7 +46,7 @@ def test_create_gives_a_typed_payment_with_exact_amounts(kassa):
     assert p.amount == Decimal("25.1") and p.crypto_amount == Decimal("25.1") and p.amount_received == 0
     assert (p.token, p.network, p.customer_email, p.metadata) == ("USDC", "BASE", email, {"order_id": "1001"})
     assert p.checkout_url.endswith(f"/pay/{p.short_id}")
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     assert p.created_at.tzinfo is not None and abs(p.created_at - now) < timedelta(minutes=5)
     assert p.expires_at > p.created_at
     assert kassa.payments.get(p.short_id) == kassa.payments.get(p.id)
@@ -169,7 +169,7 @@ def test_events_of_a_payment_are_typed_and_match_their_get(kassa):
     assert kassa.events.get(completed.id) == completed
     created = kassa.events.list(payment_id=p.id, type="payment.created")
     assert [e.type for e in created] == ["payment.created"]
-    later = kassa.events.list(payment_id=p.id, created_gte=datetime.now(timezone.utc) + timedelta(hours=1))
+    later = kassa.events.list(payment_id=p.id, created_gte=datetime.now(UTC) + timedelta(hours=1))
     assert later.total == 0 and list(later) == []
 
 

@@ -9,8 +9,6 @@ import threading
 import uuid
 
 import pytest
-from werkzeug.serving import make_server
-
 from kassa_client import (
     APIConnectionError,
     Kassa,
@@ -21,6 +19,8 @@ from kassa_client import (
 )
 from kassa_client.resources import Payments
 from kassa_client.transport import Transport
+from werkzeug.serving import make_server
+
 from tests.support.http_faults import FORWARD_THEN_HANG_UP, HANG_UP, Answer, FaultyProxy
 from tests.support.stack import free_port
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-
 from kassa_client import (
     Delivery,
     Kassa,
@@ -17,6 +16,7 @@ from kassa_client import (
     construct_event,
     verify_signature,
 )
+
 from tests.support.wait import until
 
 TIMEOUT = 30

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-
 from kassa_client import Event, Network, Page, Payment, Product, Refund, ResponseFormatError, Webhook
 from kassa_client.encoding import dumps, format_param, parse_datetime, to_decimal
 
@@ -33,7 +32,7 @@ def test_amounts_are_exact_decimals_and_timestamps_aware_utc():
     p = Payment.from_dict(PAYMENT)
     assert p.amount == Decimal("12.34") and str(p.amount) == "12.34"
     assert p.crypto_amount == Decimal("12.34") and p.amount_received == Decimal("0")
-    assert p.created_at == datetime(2026, 1, 1, tzinfo=timezone.utc) and p.completed_at is None
+    assert p.created_at == datetime(2026, 1, 1, tzinfo=UTC) and p.completed_at is None
     assert p.transfers[0].amount == Decimal("0.000001") and p.transfers[0].log_index == 7
     assert p.wrong_network[0].amount == Decimal("3.000001") and p.wrong_network[0].recovery == "wallet"
     assert p.metadata == {"order_id": "1001", "n": 1.5}  # metadata stays JSON
@@ -94,10 +93,10 @@ def test_other_objects():
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("2026-01-01T00:00:00.000Z", datetime(2026, 1, 1, tzinfo=timezone.utc)),
-    ("2026-01-01T00:00:00.1Z", datetime(2026, 1, 1, 0, 0, 0, 100000, tzinfo=timezone.utc)),
-    ("2026-01-01T00:00:00.123456789+00:00", datetime(2026, 1, 1, 0, 0, 0, 123456, tzinfo=timezone.utc)),
-    ("2026-01-01T00:00:00", datetime(2026, 1, 1, tzinfo=timezone.utc)),
+    ("2026-01-01T00:00:00.000Z", datetime(2026, 1, 1, tzinfo=UTC)),
+    ("2026-01-01T00:00:00.1Z", datetime(2026, 1, 1, 0, 0, 0, 100000, tzinfo=UTC)),
+    ("2026-01-01T00:00:00.123456789+00:00", datetime(2026, 1, 1, 0, 0, 0, 123456, tzinfo=UTC)),
+    ("2026-01-01T00:00:00", datetime(2026, 1, 1, tzinfo=UTC)),
 ])
 def test_timestamps(text, expected):
     assert parse_datetime(text) == expected

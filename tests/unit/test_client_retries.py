@@ -1,11 +1,10 @@
 """kassa-client's retry rules (pure): what is retried, and how long it waits first."""
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
-from datetime import datetime, timedelta, timezone
 
 import pytest
-
 from kassa_client import retries
 
 
@@ -29,7 +28,7 @@ def test_retry_after_in_seconds(header, seconds):
 
 
 def test_retry_after_as_an_http_date():
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     header = format_datetime(now + timedelta(seconds=42), usegmt=True)
     assert retries.parse_retry_after(header, now=now.timestamp()) == 42.0
     past = format_datetime(now - timedelta(seconds=42), usegmt=True)

@@ -3,13 +3,18 @@ and a verified body read as a typed event."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
-
-from kassa_client import Payment, ResponseFormatError, SignatureVerificationError, construct_event, signature_header
-from kassa_client import verify_signature
+from kassa_client import (
+    Payment,
+    ResponseFormatError,
+    SignatureVerificationError,
+    construct_event,
+    signature_header,
+    verify_signature,
+)
 from kassa_common import signing as sender
 
 SECRET = "whsec_client_test"
@@ -91,7 +96,7 @@ def test_a_parsed_body_is_not_accepted_in_place_of_the_raw_bytes():
 def test_construct_event_gives_a_typed_payment():
     event = construct_event(BODY, sender.sign(SECRET, T, BODY), SECRET, now=T)
     assert event.id == "evt_1" and event.type == "payment.completed" and event.test_mode is True
-    assert event.timestamp == datetime(2026, 1, 1, 0, 0, 5, 123000, tzinfo=timezone.utc)
+    assert event.timestamp == datetime(2026, 1, 1, 0, 0, 5, 123000, tzinfo=UTC)
     assert isinstance(event.data, Payment) and event.payment is event.data and event.refund is None
     assert event.data.amount == Decimal("25.1") and event.data.amount_received == Decimal("25.100001")
     assert event.data.payment_id == event.data.id and event.data.metadata == {"order_id": "1001"}

@@ -60,8 +60,15 @@ class Kassa:
     def base_url(self) -> str:
         return self._transport.base_url
 
-    def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None,
-                idempotency_key: str | None = None) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Any:
         """Call an endpoint this client has no method for yet, with the same key, retries
         and errors; returns the answer's ``data`` as decoded JSON. ``path`` is relative
         to ``base_url`` (``"/payments"``)."""
@@ -77,8 +84,9 @@ class Kassa:
     def __enter__(self) -> Kassa:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:

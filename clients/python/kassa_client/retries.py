@@ -32,7 +32,7 @@ def backoff(attempt: int, rand: float, *, base: float = BASE_DELAY, cap: float =
     """Seconds to wait before retry number ``attempt + 1`` (``attempt`` counts from 0):
     ``d = min(cap, base * 2**attempt)``, then a value in ``[d/2, d]`` picked by ``rand``
     (a number in ``[0, 1)``)."""
-    delay = min(cap, base * (2 ** max(attempt, 0)))
+    delay = min(cap, base * 2.0 ** min(max(attempt, 0), 32))
     return delay / 2 + delay / 2 * min(max(rand, 0.0), 1.0)
 
 
@@ -74,8 +74,9 @@ def connection_error_retryable(request_sent: bool, method: str, has_idempotency_
     return not request_sent or safe_to_repeat(method, has_idempotency_key)
 
 
-def retry_delay(attempt: int, retry_after: float | None, rand: float,
-                max_retry_after: float = MAX_RETRY_AFTER) -> float | None:
+def retry_delay(
+    attempt: int, retry_after: float | None, rand: float, max_retry_after: float = MAX_RETRY_AFTER
+) -> float | None:
     """Seconds to wait before the next attempt, or None when the API asked for a wait
     longer than ``max_retry_after`` (then the error is raised instead)."""
     if retry_after is not None and retry_after > max_retry_after:

@@ -56,8 +56,9 @@ def compute_signature(secret: str | bytes, timestamp: int, raw_body: bytes | str
     return hmac.new(_bytes(secret, "secret"), message, hashlib.sha256).hexdigest()
 
 
-def signature_header(secret: str | bytes | Sequence[str | bytes], raw_body: bytes | str,
-                     timestamp: int | None = None) -> str:
+def signature_header(
+    secret: str | bytes | Sequence[str | bytes], raw_body: bytes | str, timestamp: int | None = None
+) -> str:
     """An ``X-Kassa-Signature`` value for ``raw_body`` (for a receiver's own tests): one
     ``v1=`` per secret given."""
     when = int(time.time()) if timestamp is None else int(timestamp)
@@ -89,8 +90,14 @@ def parse_signature_header(header: str | None) -> tuple[int, list[str]]:
     return timestamp, signatures
 
 
-def verify_signature(secret: str | bytes, header: str | None, raw_body: bytes | str,
-                     tolerance: float | None = DEFAULT_TOLERANCE, *, now: float | None = None) -> bool:
+def verify_signature(
+    secret: str | bytes,
+    header: str | None,
+    raw_body: bytes | str,
+    tolerance: float | None = DEFAULT_TOLERANCE,
+    *,
+    now: float | None = None,
+) -> bool:
     """True when ``header`` signs ``raw_body`` under ``secret`` with a timestamp within
     ``tolerance`` seconds of ``now`` (None: no age check); otherwise raise
     ``SignatureVerificationError`` saying why. Comparisons are constant-time."""
@@ -109,8 +116,14 @@ def verify_signature(secret: str | bytes, header: str | None, raw_body: bytes | 
     return True
 
 
-def construct_event(raw_body: bytes | str, header: str | None, secret: str | bytes,
-                    tolerance: float | None = DEFAULT_TOLERANCE, *, now: float | None = None) -> Event:
+def construct_event(
+    raw_body: bytes | str,
+    header: str | None,
+    secret: str | bytes,
+    tolerance: float | None = DEFAULT_TOLERANCE,
+    *,
+    now: float | None = None,
+) -> Event:
     """Verify a delivery (``verify_signature``), then read it as an ``Event``: ``event.type``
     is its name, ``event.data`` a ``Payment`` for ``payment.*`` events (a ``Refund`` for
     ``refund.*``, the JSON object otherwise). A body that verifies but is not an event

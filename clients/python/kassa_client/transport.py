@@ -99,8 +99,9 @@ class Transport:
         attempt = 0
         while True:
             try:
-                raw = self.session.request(method, url, params=query, data=data, headers=headers,
-                                           timeout=self.timeout, allow_redirects=False)
+                raw = self.session.request(
+                    method, url, params=query, data=data, headers=headers, timeout=self.timeout, allow_redirects=False
+                )
             except requests.RequestException as exc:
                 sent = _request_sent(exc)
                 if attempt < self.max_retries and retries.connection_error_retryable(sent, method, keyed):
@@ -154,8 +155,13 @@ def _answer(raw: requests.Response) -> Response:
     headers = raw.headers
     if 200 <= raw.status_code < 300:
         if raw.content and body is None:
-            raise APIError(f"the answer is not JSON: {raw.text[:200]!r}", status=raw.status_code,
-                           request_id=headers.get("X-Request-Id"), headers=headers, body=raw.text)
+            raise APIError(
+                f"the answer is not JSON: {raw.text[:200]!r}",
+                status=raw.status_code,
+                request_id=headers.get("X-Request-Id"),
+                headers=headers,
+                body=raw.text,
+            )
         return Response(raw.status_code, headers, body)
     raise _api_error(raw.status_code, headers, body, raw.text)
 
@@ -169,8 +175,15 @@ def _api_error(status: int, headers: Mapping[str, str], body: Any, text: str) ->
     details = shape.get("details") if isinstance(shape.get("details"), list) else []
     request_id = headers.get("X-Request-Id") or shape.get("request_id")
     cls = error_class(status, code)
-    error = cls(message or f"HTTP {status}: {text[:200]}", status=status, code=code, details=details,
-                request_id=request_id, headers=headers, body=body if body is not None else text)
+    error = cls(
+        message or f"HTTP {status}: {text[:200]}",
+        status=status,
+        code=code,
+        details=details,
+        request_id=request_id,
+        headers=headers,
+        body=body if body is not None else text,
+    )
     if isinstance(error, (RateLimitError, ServiceUnavailableError)):
         error.retry_after = retries.parse_retry_after(headers.get("Retry-After"))
     return error

@@ -20,7 +20,6 @@ import typing
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from functools import lru_cache
 from typing import Any, TypeVar, Union
 
 from kassa_client.encoding import parse_datetime, to_decimal
@@ -66,10 +65,16 @@ class KassaObject:
         return copy.deepcopy(self._raw)
 
 
-@lru_cache(maxsize=None)
+_FIELDS: dict[type, tuple[tuple[dataclasses.Field[Any], Any], ...]] = {}
+
+
 def _fields(cls: type) -> tuple[tuple[dataclasses.Field[Any], Any], ...]:
-    hints = typing.get_type_hints(cls)
-    return tuple((f, hints[f.name]) for f in dataclasses.fields(cls) if f.name not in _INTERNAL)
+    """The fields read from JSON, with their resolved annotations (worked out once per class)."""
+    found = _FIELDS.get(cls)
+    if found is None:
+        hints = typing.get_type_hints(cls)
+        found = _FIELDS[cls] = tuple((f, hints[f.name]) for f in dataclasses.fields(cls) if f.name not in _INTERNAL)
+    return found
 
 
 def convert(hint: Any, value: Any) -> Any:

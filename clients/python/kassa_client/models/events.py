@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Union
+from typing import Any
 
 from kassa_client.models.base import KassaObject
 from kassa_client.models.payments import Payment
 from kassa_client.models.refunds import Refund
 
-EventData = Union[Payment, Refund, dict[str, Any]]
+EventData = Payment | Refund | dict[str, Any]
 
 
 def parse_data(value: Any, event: Mapping[str, Any]) -> EventData:

@@ -68,8 +68,15 @@ class Resource:
     def __init__(self, transport: Transport) -> None:
         self._transport = transport
 
-    def _data(self, method: str, path: str, *, params: Mapping[str, Any] | None = None, body: Any = None,
-              idempotency_key: str | None = None) -> Any:
+    def _data(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        idempotency_key: str | None = None,
+    ) -> Any:
         response = self._transport.request(method, path, params=params, body=body, idempotency_key=idempotency_key)
         return envelope_data(response.body)
 

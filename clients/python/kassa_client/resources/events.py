@@ -14,7 +14,7 @@ class Events(Resource):
     def list(
         self,
         *,
-        type: str | None = None,
+        type: str | None = None,  # noqa: A002 - the API's name for the filter
         payment_id: str | None = None,
         created_gte: datetime | str | None = None,
         created_lte: datetime | str | None = None,
@@ -29,15 +29,16 @@ class Events(Resource):
     def iterate(
         self,
         *,
-        type: str | None = None,
+        type: str | None = None,  # noqa: A002 - the API's name for the filter
         payment_id: str | None = None,
         created_gte: datetime | str | None = None,
         created_lte: datetime | str | None = None,
         page_size: int = ITERATE_PAGE_SIZE,
     ) -> Iterator[Event]:
         """Every event matching the filters, newest first, fetching pages as needed."""
-        return self.list(type=type, payment_id=payment_id, created_gte=created_gte, created_lte=created_lte,
-                         page_size=page_size).auto_paging_iter()
+        return self.list(
+            type=type, payment_id=payment_id, created_gte=created_gte, created_lte=created_lte, page_size=page_size
+        ).auto_paging_iter()
 
     def get(self, event_id: str) -> Event:
         return self._object(Event, "GET", f"/events/{segment(event_id)}")

@@ -58,21 +58,24 @@ class Payments(Resource):
             **extra,
         }
         key = idempotency_key if idempotency_key is not None else new_idempotency_key()
-        return self._object(Payment, "POST", "/payments", body={k: v for k, v in body.items() if v is not None},
-                            idempotency_key=key)
+        return self._object(
+            Payment, "POST", "/payments", body={k: v for k, v in body.items() if v is not None}, idempotency_key=key
+        )
 
     def get(self, payment_id: str) -> Payment:
         """A payment by its id or its short id."""
         return self._object(Payment, "GET", f"/payments/{segment(payment_id)}")
 
-    def list(self, *, status: str | None = None, search: str | None = None, page: int = 1,
-             page_size: int = DEFAULT_PAGE_SIZE) -> Page[Payment]:
+    def list(
+        self, *, status: str | None = None, search: str | None = None, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> Page[Payment]:
         """One page of payments, newest first; ``search`` matches the customer's email and
         name (case-insensitive substring) and ids exactly."""
         return self._page(Payment, "/payments", {"status": status, "search": search}, page, page_size)
 
-    def iterate(self, *, status: str | None = None, search: str | None = None,
-                page_size: int = ITERATE_PAGE_SIZE) -> Iterator[Payment]:
+    def iterate(
+        self, *, status: str | None = None, search: str | None = None, page_size: int = ITERATE_PAGE_SIZE
+    ) -> Iterator[Payment]:
         """Every payment matching the filters, newest first, fetching pages as needed."""
         return self.list(status=status, search=search, page_size=page_size).auto_paging_iter()
 

@@ -36,8 +36,16 @@ class Products(Resource):
     ) -> Product:
         """Create a product: ``price`` in USD for ``FIAT``, in token units for ``CRYPTO``
         (then ``token`` and ``network`` are required)."""
-        body = {"name": name, "price": to_decimal(price), "currency_type": currency_type,
-                "description": description, "token": token, "network": network, "active": active, **extra}
+        body = {
+            "name": name,
+            "price": to_decimal(price),
+            "currency_type": currency_type,
+            "description": description,
+            "token": token,
+            "network": network,
+            "active": active,
+            **extra,
+        }
         return self._object(Product, "POST", "/products", body={k: v for k, v in body.items() if v is not None})
 
     def get(self, product_id: str) -> Product:
@@ -65,8 +73,16 @@ class Products(Resource):
         **extra: Any,
     ) -> Product:
         """Change only the fields given (``description=None`` clears the description)."""
-        body = given(name=name, price=price if price is UNSET else to_decimal(price), currency_type=currency_type,
-                     description=description, token=token, network=network, active=active, **extra)
+        body = given(
+            name=name,
+            price=price if price is UNSET else to_decimal(price),
+            currency_type=currency_type,
+            description=description,
+            token=token,
+            network=network,
+            active=active,
+            **extra,
+        )
         return self._object(Product, "PATCH", f"/products/{segment(product_id)}", body=body)
 
     def delete(self, product_id: str) -> bool:
