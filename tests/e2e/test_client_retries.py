@@ -11,6 +11,7 @@ import uuid
 import pytest
 from kassa_client import (
     APIConnectionError,
+    APIError,
     Kassa,
     RateLimitError,
     ServerError,
@@ -147,6 +148,31 @@ def test_a_cancel_hung_up_on_is_not_retried_by_the_transport(proxy, merchant):
     with pytest.raises(APIConnectionError):
         Payments(transport).cancel("7KQ2M9XR4T")
     assert waits == [] and len(proxy.requests_seen()) == 1
+
+
+def test_a_redirect_is_not_followed_so_the_key_goes_nowhere_else(kassa, proxy, receiver):
+    proxy.script(Answer(307, {"Location": receiver.url}))
+    with pytest.raises(APIError) as caught:
+        kassa.payments.create(amount=1, token="USDC", network="BASE")
+    assert caught.value.status == 307 and receiver.url in caught.value.message
+    assert len(creates(proxy)) == 1 and receiver.count() == 0
+
+
+def test_one_client_serves_many_threads(kassa):
+    email = f"t-{secrets.token_hex(4)}@example.com"
+    made: list[str] = []
+
+    def create() -> None:
+        for _ in range(5):
+            made.append(kassa.payments.create(amount=1, token="USDC", network="BASE", customer_email=email).id)
+
+    threads = [threading.Thread(target=create) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert len(set(made)) == 30
+    assert {p.id for p in kassa.payments.iterate(search=email)} == set(made)
 
 
 @pytest.fixture

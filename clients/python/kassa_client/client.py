@@ -29,8 +29,10 @@ class Kassa:
     (else a local development stack). ``timeout``: seconds to connect and to wait for each
     read (or a ``(connect, read)`` pair). ``max_retries``: how many times a request is
     sent again after a 429 or 503 answer or a dropped connection (see ``retries``); 0 turns
-    retries off. ``session``: a ``requests.Session`` of yours (proxies, certificates);
-    the client closes only a session it made. A client may be shared between threads.
+    retries off. ``session``: a ``requests.Session`` of yours (proxies, certificates); the
+    client closes only sessions it made. A client may be shared between threads: without
+    a session of yours, each thread gets its own connection pool. Redirects are not
+    followed (the key would follow them): a redirect raises, naming where it pointed.
     """
 
     def __init__(

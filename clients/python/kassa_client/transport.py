@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import platform
 import random
+import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,14 +65,32 @@ class Transport:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.max_retries = max_retries
-        self.session = session or requests.Session()
-        self._owns_session = session is None
+        self._given_session = session
+        # A session of our own per thread (a connection pool is not shared between threads);
+        # held weakly here, so a finished thread's session goes with it.
+        self._local = threading.local()
+        self._sessions: weakref.WeakSet[requests.Session] = weakref.WeakSet()
+        self._lock = threading.Lock()
         self._sleep = sleep
         self._rand = rand
 
     def close(self) -> None:
-        if self._owns_session:
-            self.session.close()
+        with self._lock:
+            sessions, self._sessions = list(self._sessions), weakref.WeakSet()
+            self._local = threading.local()
+        for session in sessions:
+            session.close()
+
+    def session(self) -> requests.Session:
+        """The caller's session, or this thread's own."""
+        if self._given_session is not None:
+            return self._given_session
+        session: requests.Session | None = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+            with self._lock:
+                self._sessions.add(session)
+        return session
 
     def request(
         self,
@@ -99,7 +119,7 @@ class Transport:
         attempt = 0
         while True:
             try:
-                raw = self.session.request(
+                raw = self.session().request(
                     method, url, params=query, data=data, headers=headers, timeout=self.timeout, allow_redirects=False
                 )
             except requests.RequestException as exc:
@@ -174,6 +194,9 @@ def _api_error(status: int, headers: Mapping[str, str], body: Any, text: str) ->
     message = shape.get("message") if isinstance(shape.get("message"), str) else None
     details = shape.get("details") if isinstance(shape.get("details"), list) else []
     request_id = headers.get("X-Request-Id") or shape.get("request_id")
+    if 300 <= status < 400:
+        # Not followed: requests would carry X-Api-Key to wherever the redirect points.
+        message = f"the API redirected to {headers.get('Location')!r}: set base_url to that address"
     cls = error_class(status, code)
     error = cls(
         message or f"HTTP {status}: {text[:200]}",
