@@ -123,8 +123,9 @@ def test_another_merchants_payment_is_not_found(stack, kassa, make_merchant):
         with pytest.raises(NotFoundError) as caught:
             other.payments.get(theirs.id)
     assert caught.value.status == 404 and caught.value.code == "NOT_FOUND"
-    with pytest.raises(NotFoundError):
-        kassa.payments.get("../products")  # one path segment: it cannot reach another route
+    for ref in ("../products", "..", "."):  # one path segment each: never another route
+        with pytest.raises(NotFoundError):
+            kassa.payments.get(ref)
 
 
 def test_invalid_fields_are_a_validation_error_naming_each(kassa):

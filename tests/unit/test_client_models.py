@@ -10,6 +10,7 @@ from decimal import Decimal
 import pytest
 from kassa_client import Event, Network, Page, Payment, Product, Refund, ResponseFormatError, Webhook
 from kassa_client.encoding import dumps, format_param, parse_datetime, to_decimal
+from kassa_client.resources.base import segment
 
 PAYMENT = {
     "id": "p1", "short_id": "7KQ2M9XR4T", "status": "PENDING", "amount": 12.34, "token": "USDC", "network": "BASE",
@@ -167,3 +168,15 @@ def test_a_walk_ends_on_an_empty_page_even_if_meta_promised_more():
     first = _pages([["a", "b"], []], fetched)(1)
     first = dataclasses.replace(first, pages=10)
     assert [p.id for p in first.auto_paging_iter()] == ["a", "b"] and fetched == [1, 2]
+
+
+@pytest.mark.parametrize("value, expected", [("7KQ2M9XR4T", "7KQ2M9XR4T"), ("a/b", "a%2Fb"), ("../x", "..%2Fx"),
+                                             ("..", "%2E%2E"), (".", "%2E"), ("a b?c#d", "a%20b%3Fc%23d")])
+def test_an_id_is_one_path_segment(value, expected):
+    assert segment(value) == expected
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_id_is_refused_before_it_becomes_the_list_route(value):
+    with pytest.raises(ValueError):
+        segment(value)

@@ -41,7 +41,7 @@ UNSET: Any = _Unset()
 
 
 def given(**fields: Any) -> dict[str, Any]:
-    """The fields a caller gave (neither ``UNSET`` nor, for creates, None)."""
+    """The fields a caller gave (those not left ``UNSET``)."""
     return {k: v for k, v in fields.items() if v is not UNSET}
 
 
@@ -50,6 +50,8 @@ def segment(value: str) -> str:
     text = str(value)
     if not text.strip():
         raise ValueError("an id must not be empty")
+    if text in (".", ".."):  # a URL's dot segments would be resolved away before sending
+        return text.replace(".", "%2E")
     return quote(text, safe="")
 
 
