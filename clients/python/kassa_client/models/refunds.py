@@ -1,0 +1,32 @@
+"""A refund: a claim the merchant pays from their own wallet (DESIGN §8)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from kassa_client.models.base import KassaObject
+
+REFUND_STATUSES = ("AWAITING_ADDRESS", "AWAITING_PAYMENT", "COMPLETED", "CANCELED", "EXPIRED")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Refund(KassaObject):
+    """``amount`` in token units of the payment's token; ``claim_url`` is the page where
+    the customer gives the address (``address`` stays None until then)."""
+
+    id: str
+    payment_id: str
+    status: str
+    amount: Decimal
+    token: str
+    network: str
+    reason: str | None = None
+    claim_url: str | None = None
+    address: str | None = None
+    transaction_hash: str | None = None
+    created_at: datetime
+    claimed_at: datetime | None = None
+    completed_at: datetime | None = None
+    expires_at: datetime | None = None
