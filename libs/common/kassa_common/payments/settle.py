@@ -44,7 +44,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import shipped
-from kassa_common.chains.rates import units_text
+from kassa_common.pricing.amounts import units_text
 from kassa_common.messages import TransferReport, TransferStatus
 from kassa_common.models import Merchant, Payment, Transfer
 from kassa_common.payments.shape import oldest_first, transfers_of
