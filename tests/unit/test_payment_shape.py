@@ -80,7 +80,7 @@ def payment(**fields) -> Payment:
 def transfer(**fields) -> TransferRow:
     base = dict(payment_id=None, network="BASE", token="USDC", tx_hash="0x" + "cd" * 32, log_index=3,
                 amount_units=Decimal(4_000_000), confirmations=5, status="CONFIRMED", counted=True, late=False,
-                created_at=T0 + timedelta(seconds=5))
+                created_at=T0 + timedelta(seconds=5), exchange_rate=None)
     return TransferRow(**{**base, **fields})
 
 

@@ -116,7 +116,7 @@ def remaining_units(payment: Payment) -> int:
 
 TRANSFER_COLUMNS = (Transfer.payment_id, Transfer.network, Transfer.token, Transfer.tx_hash, Transfer.log_index,
                     Transfer.amount_units, Transfer.confirmations, Transfer.status, Transfer.counted, Transfer.late,
-                    Transfer.created_at)
+                    Transfer.created_at, Transfer.exchange_rate)
 
 
 # What ``payment_to_dict`` reads of a payment, and its merchant: a batch can be read (or
