@@ -21,7 +21,7 @@ from kassa_dev import chain, procfile
 
 DEV_DEFAULTS = {
     "KASSA_ENV": "development",  # the built-in SECRET_KEY and, with a warning, published test keys in live mode
-    "FIXED_RATES_ALLOW_LIVE": "true",  # live ETH on the local chain, priced by the fixed rates
+    "FIXED_RATES_ALLOW_LIVE": "true",  # live payments on the local chain priced by FIXED_RATES (coins and EUR, GBP…)
     "WEBHOOK_ALLOW_PRIVATE_URLS": "true",  # the development stack delivers to local receivers
     "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
     "SWEEPER_PRIVATE_KEY": chain.SWEEPER_PRIVATE_KEY,  # anvil's last default account pays the sweeps' gas
