@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from kassa_common.messages import TransferStatus
 from kassa_common.pricing.fixed import RateUnavailable
 from kassa_common.pricing.service import RateService
-from kassa_common.pricing.terms import with_spread
+from kassa_common.pricing.terms import stored, with_spread
 
 log = logging.getLogger("kassa.rates")
 
@@ -37,7 +37,7 @@ def rate_at_arrival(rates: RateService | None, payment: Any, now: datetime) -> D
         log.warning("payment %s: funds arrived after the rate lock and no rate is available (%s); valued at the "
                     "locked rate", payment.id, exc)
         return None
-    return with_spread(market, payment.rate_spread_pct or Decimal(0))
+    return stored(with_spread(market, payment.rate_spread_pct or Decimal(0)))
 
 
 def valued_units(payment: Any, transfers: Iterable[Any]) -> int:

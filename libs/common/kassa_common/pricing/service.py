@@ -225,10 +225,12 @@ class RateService:
 
 
 def _rate(price: Decimal, per: Decimal) -> Decimal:
+    """``price / per`` to 40 significant digits: amounts are computed from it, and it is rounded
+    to ``RATE_PLACES`` only where it is stored (``terms.Priced.rate``)."""
     with localcontext() as ctx:
-        ctx.prec = 60
-        rate = (price / per).quantize(RATE_PLACES)
-    if rate <= 0:
+        ctx.prec = 40
+        rate = price / per
+    if rate.quantize(RATE_PLACES) <= 0:
         raise RateUnavailable("the rate is too small to store")
     return rate
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any, NamedTuple
 
 from kassa_common.errors import DomainError
@@ -24,6 +24,7 @@ from kassa_common.pricing.service import RATE_PLACES
 MAX_SPREAD = Decimal(10)
 SPREAD_STEP = Decimal("0.01")
 MIN_LOCK, MAX_LOCK = 1, 2880  # minutes
+NOISE = Decimal("1e-24")  # token amounts are computed to this, then rounded up to the token's places
 
 
 class TermsError(DomainError):
@@ -92,20 +93,30 @@ def with_spread(market_rate: Decimal, spread_pct: Decimal) -> Decimal:
     if not spread_pct:
         return market_rate
     with localcontext() as ctx:
-        ctx.prec = 60
-        return (market_rate / (1 + spread_pct / 100)).quantize(RATE_PLACES, ROUND_HALF_UP)
+        ctx.prec = 40
+        return market_rate / (1 + spread_pct / 100)
+
+
+def stored(rate: Decimal) -> Decimal:
+    """A rate as payments and transfers store it (18 places)."""
+    return rate.quantize(RATE_PLACES, ROUND_HALF_UP)
 
 
 def price_amount(amount: Decimal, currency: str, market_rate: Decimal, decimals: int, spread_pct: Decimal) -> Priced:
-    """An amount in the currency: the crypto amount to ask for (rounded up), spread included."""
+    """An amount in the currency: the crypto amount to ask for (rounded up from the exact
+    rate), spread included."""
     rate = with_spread(market_rate, spread_pct)
-    return Priced(amount, to_base_units(crypto_amount(amount, rate, decimals), decimals), rate, spread_pct)
+    with localcontext() as ctx:
+        ctx.prec = 60  # the last digits of a division are noise far below any token's smallest unit
+        tokens = (amount / rate).quantize(NOISE, ROUND_HALF_EVEN)
+    return Priced(amount, to_base_units(crypto_amount(tokens, Decimal(1), decimals), decimals), stored(rate),
+                  spread_pct)
 
 
 def price_units(units_decimal: Decimal, currency: str, market_rate: Decimal, decimals: int) -> Priced:
     """A price in token units (a CRYPTO product): what it is worth in the currency; no spread."""
     amount = currencies.rounded(units_decimal * market_rate, currency)
-    return Priced(amount, to_base_units(units_decimal, decimals), market_rate, Decimal(0))
+    return Priced(amount, to_base_units(units_decimal, decimals), stored(market_rate), Decimal(0))
 
 
 def lock_until(now: datetime, lifetime_minutes: int, lock_minutes: int | None) -> datetime:
