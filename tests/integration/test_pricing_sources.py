@@ -22,6 +22,7 @@ from kassa_common.payments.settle import settle
 from kassa_common.pricing.service import make_rates
 from kassa_common.timefmt import utcnow
 from tests.integration.test_dashboard import csrf_of, merchant_with_password
+from tests.integration.test_dashboard_overview import shop  # noqa: F401 - fixture
 from tests.support.api import API, assert_error, set_live_wallet
 from tests.support.rate_doubles import settings_for, start_all
 from tests.support.transfers import report
@@ -291,3 +292,25 @@ def test_funds_within_the_lock_keep_the_quoted_rate(api, live, sessions, doubles
         settle(s, report(p, TransferStatus.CONFIRMED, 10**16, 1), make_rates(settings.with_(**settings_for(doubles))))
     shown = api.get(f"{API}/payments/{p['id']}", headers=live.headers("live")).get_json()["data"]
     assert shown["status"] == "COMPLETED" and shown["arrival_exchange_rate"] is None
+
+
+def test_the_dashboard_shows_the_currency_and_both_rates(shop, sessions, settings):
+    key = {"X-Api-Key": shop.keys["test"]}
+    p = created(shop.post(f"{API}/payments", json={"amount": 27, "currency": "EUR", "token": "ETH", "network": "BASE"},
+                          headers=key))
+    with unit_of_work(sessions) as s:
+        s.execute(sa.update(Payment).where(Payment.id == p["id"])
+                  .values(rate_locked_until=utcnow() - timedelta(minutes=1)))
+    later = make_rates(settings.with_(fixed_rates="ETH=2000,EUR=1.08"))  # the market moved (test mode: fixed)
+    with unit_of_work(sessions) as s:
+        settle(s, report(p, TransferStatus.CONFIRMED, 10**16, 1), later)
+    page = shop.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)
+    assert "€27.00 in ETH on BASE" in page
+    assert "1 ETH = 2777.777777777777777778 EUR" in page and 'id="arrival-rate"' in page
+    assert "1 ETH = 1851.851851851851851852 EUR" in page
+    shown = shop.get(f"{API}/payments/{p['id']}", headers=key).get_json()["data"]
+    assert shown["status"] == "PARTIALLY_PAID" and shown["arrival_exchange_rate"] == "1851.851851851851851852"
+    assert "€27.00" in shop.get("/dashboard/payments").get_data(as_text=True)
+    csv = shop.get("/dashboard/payments/export.csv").get_data(as_text=True)
+    header, *rows = csv.splitlines()
+    assert {"currency", "rate_source", "rate_locked_until", "arrival_exchange_rate"} <= set(header.split(","))
