@@ -88,12 +88,15 @@ def _upper(value: Any) -> Any:
 
 Amount = Annotated[Decimal, BeforeValidator(_number),
                    Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=2),
-                   WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9,
+                   WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9, "multipleOf": 0.01,
                                    "description": "in `currency`, at most its minor units (2 for USD/EUR, 0 for JPY)"})]
 CurrencyCode = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8),
                          AfterValidator(_currency),
                          WithJsonSchema({"type": "string", "pattern": "^[A-Za-z]{3}$", "default": "USD",
-                                         "description": "ISO 4217 code, e.g. EUR (upper case on output)"})]
+                                         "x-kassa-values": "currencies",
+                                         "description": "ISO 4217 code, e.g. EUR (any case; upper case on output). "
+                                                        "Listed: those this server always prices; live mode also "
+                                                        "takes others its market sources price"})]
 Price = Annotated[Decimal, BeforeValidator(_number),
                   Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=18),
                   WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9,

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import Network, Registry, Token
-from kassa_common.pricing import RatesDown, RateService, Unpriced, currencies, terms
+from kassa_common.pricing import RateService, RateUnavailable, Unpriced, currencies, terms
 from kassa_common.pricing.service import Quote
 from kassa_common.db import Prepared
 from kassa_common.errors import (DomainError, IdempotencyConflict, InvalidCurrency, ProductUnavailable,
@@ -200,8 +200,8 @@ def quote(rates: RateService, symbol: str, currency: str, test_mode: bool) -> Qu
     except Unpriced as exc:
         raise InvalidCurrency(f"{currency} is not priced by this server's rate sources ({exc})",
                               [{"field": "currency", "message": "no rate for this currency"}]) from None
-    except RatesDown as exc:
-        raise RateNotAvailable(str(exc), retry_after=exc.retry_after) from exc
+    except RateUnavailable as exc:  # too few sources, or none for this token: never a guess
+        raise RateNotAvailable(str(exc), retry_after=getattr(exc, "retry_after", 30)) from exc
 
 
 def price(cmd: NewPayment, product: Any, token: Token, q: Quote, currency: str, spread_pct: Decimal) -> terms.Priced:

@@ -42,6 +42,14 @@ def normalise(code: str | None) -> str:
     return value
 
 
+def priced(fixed_rates: str) -> list[str]:
+    """The currencies a server prices whatever its market sources say: USD and those of
+    ``FIXED_RATES`` (the API document lists them)."""
+    from kassa_common.pricing.fixed import parse_fixed_rates
+
+    return sorted(CURRENCIES & ({DEFAULT} | set(parse_fixed_rates(fixed_rates))))
+
+
 def minor_units(code: str) -> int:
     return 0 if code in ZERO_DECIMALS else 2
 
