@@ -40,6 +40,11 @@ def test_money_as_people_read_it(amount, code, text):
     assert currencies.money(amount, code) == text
 
 
+def test_money_grouped_by_thousands():
+    assert currencies.money(D("3086.5"), "USD", True) == "$3,086.50"
+    assert currencies.money(D("1234567"), "JPY", True) == "¥1,234,567"
+
+
 def test_the_median_of_sources_that_agree():
     c = combine({"coinbase": D(3000), "kraken": D(3010), "coingecko": D(2990)}, min_sources=2,
                 max_deviation_pct=D(1))

@@ -73,9 +73,10 @@ def amount_text(amount: Decimal | float | int | str, code: str | None) -> str:
     return str(Decimal(str(amount)).quantize(quantum(code or DEFAULT), ROUND_HALF_UP))
 
 
-def money(amount: Decimal | float | int | str, code: str | None) -> str:
-    """An amount as a person reads it: ``$12.50``, ``€12.50``, ``¥400``, ``12.50 CHF``."""
+def money(amount: Decimal | float | int | str, code: str | None, grouped: bool = False) -> str:
+    """An amount as a person reads it: ``$12.50``, ``€12.50``, ``¥400``, ``12.50 CHF``
+    (``grouped``: thousands separated, ``$3,086.59``)."""
     code = code or DEFAULT
-    text = amount_text(amount, code)
+    text = f"{Decimal(amount_text(amount, code)):,}" if grouped else amount_text(amount, code)
     symbol = SYMBOLS.get(code)
     return f"{symbol}{text}" if symbol else f"{text} {code}"
