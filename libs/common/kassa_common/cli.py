@@ -1,4 +1,4 @@
-"""``kassa``: the operator command line (see the README).
+"""``kassa``: the operator command line (docs/operations.md).
 
 Other installed packages add commands through the ``kassa.cli`` entry-point group: each
 entry point names a callable that takes the top-level subparsers and adds its own group
@@ -146,7 +146,7 @@ def cmd_bus_status(args, settings: Settings) -> None:
     rows += [f"{d.name:<40} {d.role:<6} {d.messages:>9} {d.consumers:>9}" for d in depths]
     parked = sum(d.messages for d in depths if d.role == "dlq")
     if parked:
-        rows.append(f"{parked} message(s) dead-lettered: see the README (operations) before `kassa bus redrive QUEUE`")
+        rows.append(f"{parked} message(s) dead-lettered: see docs/operations.md before `kassa bus redrive QUEUE`")
     _out(args, {"queues": [vars(d) for d in depths], "dead_lettered": parked}, "\n".join(rows))
 
 
