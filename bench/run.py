@@ -1,15 +1,16 @@
 """`make bench`: Kassa's speed as ratios and percentiles, each against a reference measured in
 the same run, on this machine.
 
-    python -m bench.run                 # every scenario (~10 min); README table updated
+    python -m bench.run                 # every scenario (~10 min); the tables in docs/performance.md and README.md updated
     python -m bench.run --smoke         # seconds-long, tiny sizes: checks the harness works
     python -m bench.run --only NAME     # one scenario (repeatable): api, confirm, webhooks, watcher, settle, expiry
 
 Needs PostgreSQL (``BENCH_ADMIN_URL``, an admin URL: a fresh database is created and dropped)
 and RabbitMQ (``RABBITMQ_URL``); installs wrk when missing (root with apt), starts its own
 anvil. Writes ``bench/results/latest.json`` (``--out`` elsewhere) with the git revision, the
-core count and load, and every scenario's numbers; a full run also rewrites the README's
-table between ``<!-- bench:start -->`` and ``<!-- bench:end -->``.
+core count and load, and every scenario's numbers; a full run also rewrites the full table
+in ``docs/performance.md`` and the compact one in ``README.md``, each between
+``<!-- bench:start -->`` and ``<!-- bench:end -->``.
 """
 from __future__ import annotations
 
@@ -17,18 +18,16 @@ import argparse
 import importlib
 import json
 import os
-import re
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from bench.common import ROOT, Result, bench_database
+from bench.tables import fmt, table, write_tables
 
 ADMIN_URL = os.environ.get("BENCH_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 SCENARIOS = ["api", "confirm", "webhooks", "watcher", "settle", "expiry"]
-README = ROOT / "README.md"
-START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 
 
 def git_revision() -> str:
@@ -41,40 +40,12 @@ def git_revision() -> str:
         return "unknown"
 
 
-def fmt(x: float | None) -> str:
-    if x is None:
-        return "—"
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:,.2f}" if abs(x) >= 1 else f"{x:.3f}"
-
-
-def table(results: list[dict]) -> str:
-    lines = ["| scenario | measured | reference (same run) | ratio | target | met |", "|---|---|---|---|---|---|"]
-    for r in results:
-        ref = f"{fmt(r['reference'])} {r['unit']} ({r['reference_title']})" if r.get("reference") is not None else "—"
-        ratio = f"{r['ratio']:.2f}×" if r.get("ratio") is not None else "—"
-        met = "yes" if r["met"] else "**no**"
-        lines.append(f"| {r['title']} | {fmt(r['value'])} {r['unit']} | {ref} | {ratio} | {r['target']} | {met} |")
-    return "\n".join(lines)
-
-
-def write_readme(report: dict) -> None:
-    text = README.read_text()
-    if START not in text or END not in text:
-        print(f"README.md has no {START} … {END} markers: table not written there", file=sys.stderr)
-        return
-    load = report["load_average"]
-    body = (f"{START}\n{table(report['results'])}\n\nMeasured {report['at']} at `{report['revision'][:12]}` on "
-            f"{report['cpus']} cores (load average before the run {load[0]:.1f}, after {report['load_after'][0]:.1f}); "
-            f"`make bench` writes it.\n{END}")
-    README.write_text(re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: body, text, flags=re.S))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make bench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--smoke", action="store_true", help="seconds-long run with tiny sizes (harness check)")
     parser.add_argument("--only", action="append", choices=SCENARIOS, help="run only this scenario (repeatable)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "latest.json")
-    parser.add_argument("--no-readme", action="store_true", help="leave the README table as it is")
+    parser.add_argument("--no-readme", action="store_true", help="leave the tables of README.md and docs/performance.md as they are")
     args = parser.parse_args(argv)
     chosen = args.only or SCENARIOS
     load_before = os.getloadavg()
@@ -113,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table(report["results"]))
     print(f"\n{len(results)} results in {report['seconds']} s → {args.out}")
     if not args.smoke and not args.only and not args.no_readme:
-        write_readme(report)
+        write_tables(report)
     for name, err in errors.items():
         print(f"scenario {name} failed: {err}", file=sys.stderr)
     return 1 if errors else 0

@@ -18,6 +18,10 @@ from kassa_common.migrate import upgrade
 
 ADMIN_URL = os.environ.get("TEST_DATABASE_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 ALL_SCOPES = list(accounts.SCOPES)
+# The kassa command reads .env from its working directory (make run writes one in the
+# checkout): the tests give it their settings in the environment alone, whatever a
+# developer's make run left there. Tests of the .env file itself unset this.
+os.environ["KASSA_ENV_FILE"] = ""
 
 
 @contextmanager

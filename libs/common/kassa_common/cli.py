@@ -1,4 +1,4 @@
-"""``kassa``: the operator command line (see the README).
+"""``kassa``: the operator command line (docs/operations.md).
 
 Other installed packages add commands through the ``kassa.cli`` entry-point group: each
 entry point names a callable that takes the top-level subparsers and adds its own group
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from contextlib import contextmanager
 from importlib.metadata import entry_points
@@ -19,7 +20,7 @@ from pika.exceptions import AMQPError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kassa_common import accounts
+from kassa_common import accounts, envfile
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
@@ -151,7 +152,7 @@ def cmd_bus_status(args, settings: Settings) -> None:
     rows += [f"{d.name:<40} {d.role:<6} {d.messages:>9} {d.consumers:>9}" for d in depths]
     parked = sum(d.messages for d in depths if d.role == "dlq")
     if parked:
-        rows.append(f"{parked} message(s) dead-lettered: see the README (operations) before `kassa bus redrive QUEUE`")
+        rows.append(f"{parked} message(s) dead-lettered: see docs/operations.md before `kassa bus redrive QUEUE`")
     _out(args, {"queues": [vars(d) for d in depths], "dead_lettered": parked}, "\n".join(rows))
 
 
@@ -278,6 +279,7 @@ def add_plugins(sub: argparse._SubParsersAction) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        load_env_file()
         settings = Settings.from_env()
         args.run(args, settings)
     except (DomainError, ValueError) as exc:
@@ -287,6 +289,15 @@ def main(argv: list[str] | None = None) -> int:
     except (AMQPError, OSError) as exc:
         return _fail(args, f"broker error: {exc!r}")
     return 0
+
+
+def load_env_file(environ=None) -> dict[str, str]:
+    """Add the settings of ``.env`` in the working directory (``KASSA_ENV_FILE`` names another
+    file; empty: none) that the environment does not set: in a second terminal beside
+    ``make run``, every command sees the stack's settings. Returns those added."""
+    environ = os.environ if environ is None else environ
+    path = environ.get("KASSA_ENV_FILE", envfile.DEFAULT_PATH)
+    return envfile.load(path, environ) if path else {}
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:

@@ -1,7 +1,7 @@
 """Settings, read once from the environment by each entrypoint and passed down.
 
 Nothing below an entrypoint reads ``os.environ``: ``Settings.from_env()`` is the only
-place, and every value has a documented default (see the README's settings table).
+place, and every value has a documented default (docs/settings.md).
 """
 from __future__ import annotations
 

@@ -1,9 +1,11 @@
 """``make run``: migrate, start the local EVM chain if none answers (with the dev tokens and
-the forwarder factory), then every process of the Procfile in the foreground (Ctrl-C
+the forwarder factory), write the development settings to ``.env`` (so ``kassa`` in a
+second terminal sees them), then every process of the Procfile in the foreground (Ctrl-C
 stops them all)."""
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from pathlib import Path
@@ -15,6 +17,7 @@ from web3 import Web3
 
 from kassa_chain_watcher.sweeper.deploy import deploy_factory
 from kassa_chain_watcher.sweeper.txs import Signer
+from kassa_common import envfile
 from kassa_common.config import Settings
 from kassa_common.migrate import upgrade
 from kassa_dev import chain, procfile
@@ -28,6 +31,27 @@ DEV_DEFAULTS = {
     "SWEEP_INTERVAL_SECONDS": "2",
     "PYTHONUNBUFFERED": "1",
 }
+
+# The variables of the environment that are Kassa settings (docs/settings.md), written to
+# .env beside DEV_DEFAULTS; process plumbing (PATH, BIND, METRICS_PORT, …) is not.
+SETTING = re.compile(
+    r"^(DATABASE_URL|RABBITMQ_URL|REDIS_URL|PUBLIC_API_URL|CHECKOUT_URL|DASHBOARD_URL|SECRET_KEY|KASSA_ENV"
+    r"|PAYMENT_LIFETIME_MINUTES|RATE_LIMIT_PER_MINUTE|PUBLIC_CREATE_PER_MINUTE|TRUSTED_PROXIES"
+    r"|IDEMPOTENCY_TTL_HOURS|TEST_MODE_COMPLETE_SECONDS|WEBHOOK_\w+|FIXED_RATES\w*|RATES_\w+|STABLECOIN_\w+|DB_POOL_SIZE"
+    r"|SETTLER_CONSUMERS|LOG_LEVEL|BUS_PREFIX|SMTP_\w+|SWEEP\w+|CHAIN_WATCHER_\w+"
+    r"|\w+_RPC_URLS?|\w+_RPC_QUORUM|\w+_CONFIRMATIONS)$")
+ENV_FILE_HEADER = """The development settings of `make run`, rewritten at each start (do not edit: set a
+variable in the environment instead). The kassa command reads this file from the working
+directory, the environment winning, so it sees the stack's settings in a second terminal."""
+
+
+def dev_settings(env: dict[str, str], settings: Settings) -> dict[str, str]:
+    """What ``make run`` writes to ``.env``: its development defaults and every Kassa setting
+    of the environment (the environment's value winning), the database and broker resolved."""
+    values = {k: env[k] for k in DEV_DEFAULTS if k != "PYTHONUNBUFFERED"}
+    values.update({"DATABASE_URL": settings.database_url, "RABBITMQ_URL": settings.rabbitmq_url})
+    values.update({k: v for k, v in sorted(env.items()) if SETTING.match(k)})
+    return values
 
 
 def start_local_chain(env: dict[str, str], root: Path):
@@ -66,6 +90,8 @@ def main() -> int:
     settings = Settings.from_env(env)
     upgrade(settings.database_url)
     print("kassa: database migrated", flush=True)
+    envfile.write(Path.cwd() / envfile.DEFAULT_PATH, dev_settings(env, settings), ENV_FILE_HEADER)
+    print(f"kassa: development settings written to {envfile.DEFAULT_PATH} (for kassa in another terminal)", flush=True)
     anvil = start_local_chain(env, root) if env.get("KASSA_NO_CHAIN") != "1" else None
     env = procfile.with_this_python(env)
     manager = Manager(Printer(sys.stdout))
