@@ -299,7 +299,8 @@ def create_payment(
     event = payment_event(payment, EventType.PAYMENT_CREATED, now, [])
     written = INSERT_PAYMENT(conn, {
         **payment._asdict(), "metadata": json.dumps(payment.metadata_), "status": str(payment.status),
-        "derivation_index": receiving.derivation_index, "rate_spread_pct": pricing.spread_pct, "deposit_salt": receiving.deposit_salt,
+        "derivation_index": receiving.derivation_index, "deposit_salt": receiving.deposit_salt,
+        "rate_spread_pct": pricing.spread_pct,
         "key": key, "request_hash": digest, "fresh_after": fresh_after,
         "event_id": event.id, "event_type": str(event.event), "payload": json.dumps(event.body())})
     if not written:  # a concurrent request with the same key came first

@@ -7,7 +7,8 @@ MAX_PLACES = 8  # quoted amounts never carry more than 8 decimal places
 
 
 def crypto_amount(usd: Decimal, rate: Decimal, decimals: int) -> Decimal:
-    """``usd / rate`` (an amount in any currency over the price of one token in it) rounded up to ``min(decimals, 8)`` places.
+    """``usd / rate`` (an amount in any currency over the price of one token in it), rounded
+    up to ``min(decimals, 8)`` places.
 
     Rounding up means a customer never underpays because of rounding.
     """

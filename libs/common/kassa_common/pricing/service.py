@@ -250,7 +250,8 @@ def make_sources(settings) -> list[Source]:
 
 
 def make_rates(settings) -> RateService:
-    """The rate service the settings describe (``kassa_common.config.Settings``). Every process that prices uses this."""
+    """The rate service the settings describe (``kassa_common.config.Settings``); every
+    process that prices uses this."""
     return RateService(
         FixedRates(parse_fixed_rates(settings.fixed_rates)), make_sources(settings),
         fixed_live=settings.fixed_rates_allow_live, min_sources=settings.rates_min_sources,
