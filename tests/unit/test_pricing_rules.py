@@ -145,3 +145,12 @@ def test_rate_settings_are_read_and_checked():
                       ({"FIXED_RATES": "EUR=0"}, "FIXED_RATES")]:
         with pytest.raises(ValueError, match=name):
             Settings.from_env(env)
+
+
+def test_the_sweeper_values_at_the_fixed_rates_when_no_market_source_is_configured():
+    from kassa_common.pricing import make_rates
+
+    rates = make_rates(Settings(rates_providers=(), fixed_rates="ETH=2500"))
+    assert rates.usd_rate("eth") == D(2500) and not rates.live
+    with pytest.raises(Exception, match="RATES_PROVIDERS"):
+        rates.quote("ETH", "USD", live=True)  # a live payment is never priced on them

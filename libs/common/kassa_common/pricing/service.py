@@ -120,7 +120,10 @@ class RateService:
         return Quote(_rate(coin.usd, fiat.usd), f"{symbol}/USD {coin.source}; {currency}/USD {fiat.source}")
 
     def usd_rate(self, symbol: str) -> Decimal:
-        """USD price of one ``symbol`` for live use (the sweeper's thresholds and budget)."""
+        """USD price of one ``symbol`` for live use (the sweeper's thresholds and budget): the
+        market's, or with no market source configured the fixed rates, as it always had."""
+        if not self.sources:
+            return self.fixed.usd_rate(symbol.strip().upper())
         return self.quote(symbol, "USD", live=True).rate
 
     def depegs(self) -> list[Peg]:
