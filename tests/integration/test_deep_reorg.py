@@ -19,7 +19,7 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client import REGISTRY
 
-from kassa_common.chains.rates import to_base_units
+from kassa_common.pricing.amounts import to_base_units
 from kassa_common.models import Event
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import load_registry
-from kassa_common.chains.rates import to_base_units
+from kassa_common.pricing.amounts import to_base_units
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment
 from kassa_dev.chain import pay

@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.chains.rates import to_base_units
+from kassa_common.pricing.amounts import to_base_units
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.wait import until

@@ -68,9 +68,10 @@ def app_client(settings, engine, **overrides):
 
 @pytest.fixture
 def production(settings, engine):
-    """The API and pages as production runs them (its own secret, fixed rates not for live)."""
+    """The API and pages as production runs them (its own secret, fixed rates not for live, no
+    market source configured)."""
     return app_client(settings, engine, kassa_env="production", secret_key=secrets.token_urlsafe(32),
-                      fixed_rates_allow_live=False)
+                      fixed_rates_allow_live=False, rates_providers=())
 
 
 # ---- mainnet keys only ------------------------------------------------------------------
@@ -215,7 +216,7 @@ def test_fixed_rates_price_live_coin_payments_only_when_allowed(production, clie
     eth = {"amount": 30, "token": "ETH", "network": "LOCAL_EVM"}
     error = assert_error(production.post(f"{API}/payments", json=eth, headers=m.headers("live")), 503,
                          "SERVICE_UNAVAILABLE")
-    assert "RATES_URL" in error["message"] and "FIXED_RATES_ALLOW_LIVE" in error["message"]
+    assert "RATES_PROVIDERS" in error["message"] and "FIXED_RATES_ALLOW_LIVE" in error["message"]
     assert production.post(f"{API}/payments", json=LIVE_PAYMENT, headers=m.headers("live")).status_code == 201  # USDC
     test_eth = {**eth, "network": "BASE"}
     assert production.post(f"{API}/payments", json=test_eth, headers=m.headers("test")).status_code == 201

@@ -126,11 +126,12 @@ def test_a_slightly_short_payment_completes_within_the_merchants_tolerance(dash,
 def test_cli_prints_the_settings_and_sets_them_as_json(kassa, merchant, sessions, settings):
     shown = json.loads(kassa("--json", "merchant", "settings", merchant.email).stdout)
     assert shown == {"email": merchant.email, "payment_lifetime_minutes": settings.payment_lifetime_minutes,
-                     "payment_lifetime_default": True, "underpayment_tolerance_percent": "0"}
+                     "payment_lifetime_default": True, "underpayment_tolerance_percent": "0",
+                     "rate_spread_pct": "0", "rate_lock_minutes": None}
     changed = json.loads(kassa("merchant", "settings", merchant.email, "--payment-lifetime", "120",
                                "--underpayment-tolerance", "0.25", "--json").stdout)
     assert changed == {"email": merchant.email, "payment_lifetime_minutes": 120, "payment_lifetime_default": False,
-                       "underpayment_tolerance_percent": "0.25"}
+                       "underpayment_tolerance_percent": "0.25", "rate_spread_pct": "0", "rate_lock_minutes": None}
     assert stored(sessions, merchant.email) == (120, Decimal("0.00250"))
 
 
@@ -138,7 +139,8 @@ def test_cli_changes_only_what_is_given_and_prints_text(kassa_main, merchant, se
     code, out, _ = kassa_main("merchant", "settings", merchant.email, "--payment-lifetime", "45",
                               "--underpayment-tolerance", "2%")
     assert code == 0
-    assert out.strip() == f"merchant {merchant.email}: payment lifetime 45 minutes, underpayment tolerance 2%"
+    assert out.strip() == (f"merchant {merchant.email}: payment lifetime 45 minutes, underpayment tolerance 2%, "
+                           f"rate spread 0%, rate lock the payment lifetime")
     assert kassa_main("merchant", "settings", merchant.email, "--underpayment-tolerance", "0.5")[0] == 0
     assert stored(sessions, merchant.email) == (45, Decimal("0.00500"))
     code, out, _ = kassa_main("merchant", "settings", merchant.email, "--payment-lifetime", "default")
@@ -164,3 +166,29 @@ def test_cli_refuses_bad_values_exiting_1_with_the_reason(kassa_main, merchant, 
 def test_cli_settings_of_an_unknown_merchant_exit_1(kassa_main):
     code, _, err = kassa_main("merchant", "settings", "nobody@example.com", "--payment-lifetime", "30")
     assert code == 1 and "no merchant with email nobody@example.com" in err
+
+
+def test_cli_sets_the_rate_spread_and_lock(kassa_main, merchant, sessions):
+    code, out, _ = kassa_main("merchant", "settings", merchant.email, "--rate-spread", "1.5", "--rate-lock", "20")
+    assert code == 0 and out.strip().endswith("rate spread 1.5%, rate lock 20 minutes")
+    with sessions() as s:
+        m = accounts.merchant_by_email(s, merchant.email)
+        assert (m.rate_spread_pct, m.rate_lock_minutes) == (Decimal("1.50"), 20)
+    code, _, err = kassa_main("merchant", "settings", merchant.email, "--rate-spread", "11", "--rate-lock", "5")
+    assert code == 1 and "rate spread must be a percentage from 0 to 10" in err
+    code, out, _ = kassa_main("merchant", "settings", merchant.email, "--rate-lock", "default")
+    assert code == 0 and "rate spread 1.5%, rate lock the payment lifetime" in out
+
+
+def test_the_dashboard_sets_the_rate_spread_and_lock(dash, sessions):
+    r = post(dash, "/dashboard/settings", payment_lifetime="", underpayment_tolerance="0", rate_spread_pct="2.5",
+             rate_lock_minutes="10")
+    page = r.get_data(as_text=True)
+    assert r.status_code == 200 and "<strong>2.5%</strong>" in page and "<strong>10 minutes</strong>" in page
+    assert 'name="rate_spread_pct"' in page and 'value="2.5"' in page
+    bad = post(dash, "/dashboard/settings", payment_lifetime="", underpayment_tolerance="0", rate_spread_pct="12",
+               rate_lock_minutes="10")
+    assert bad.status_code == 400 and "rate spread must be a percentage from 0 to 10" in bad.get_data(as_text=True)
+    with sessions() as s:
+        m = accounts.merchant_by_email(s, dash.email)
+        assert (m.rate_spread_pct, m.rate_lock_minutes) == (Decimal("2.50"), 10)

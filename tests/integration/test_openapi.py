@@ -98,6 +98,9 @@ def test_create_payment_body_documents_the_rules(document, settings):
     assert set(body["required"]) == {"token", "network"} and body["additionalProperties"] is False
     amount = next(b for b in body["properties"]["amount"]["anyOf"] if b.get("type") == "number")
     assert amount["minimum"] == 0.01 and amount["multipleOf"] == 0.01
+    assert "minor units" in amount["description"]  # 0 places for JPY
+    currency = next(b for b in body["properties"]["currency"]["anyOf"] if b.get("type") == "string")
+    assert currency["pattern"] == "^[A-Za-z]{3}$" and currency["default"] == "USD"
     assert set(body["properties"]["network"]["enum"]) == {n.name for n in settings.networks}
     assert {"USDC", "USDT", "ETH", "BTC"} <= set(body["properties"]["token"]["enum"])
     assert body["oneOf"] == [{"required": ["amount"], "properties": {"amount": {"type": "number"}}},

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.api import API, assert_error, detail_fields
 
-PRODUCT_FIELDS = {"id", "name", "description", "price", "currency_type", "token", "network", "active", "share_link",
+PRODUCT_FIELDS = {"id", "name", "description", "price", "currency_type", "currency", "token", "network", "active", "share_link",
                   "test_mode", "created_at", "updated_at"}
 
 

@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 
 from kassa_common import cli
 from kassa_common.chains.networks import load_registry
-from kassa_common.chains.rates import to_base_units
+from kassa_common.pricing.amounts import to_base_units
 from kassa_dev import chain as devchain
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated, start_chain  # noqa: F401  (fixtures)

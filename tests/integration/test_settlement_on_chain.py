@@ -10,7 +10,7 @@ import pytest
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import load_registry
-from kassa_common.chains.rates import to_base_units
+from kassa_common.pricing.amounts import to_base_units
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import API, assert_error, set_live_wallet

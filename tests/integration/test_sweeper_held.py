@@ -42,6 +42,7 @@ def kassa(database_url, monkeypatch, capsys, chain):
     for name, value in {"DATABASE_URL": database_url, "LOCAL_EVM_RPC_URL": chain.url,
                         "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
                         "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000",
+                        "RATES_PROVIDERS": "none",  # no market source: the fixed rates value the gas
                         "LOCAL_EVM_CONFIRMATIONS": "1"}.items():  # automine: no other block comes
         monkeypatch.setenv(name, value)
 

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from kassa_common import accounts
 from kassa_common.bus.publisher import Publisher
 from kassa_common.chains.networks import load_registry
-from kassa_common.chains.rates import FixedRates, parse_fixed_rates
+from kassa_common.pricing.fixed import FixedRates, parse_fixed_rates
 from kassa_common.db import unit_of_work
 from kassa_common.messages import SweepStatus, TransferReport, TransferStatus
 from kassa_common.models import Event, Payment, Sweep, Transfer

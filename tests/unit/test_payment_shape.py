@@ -36,10 +36,14 @@ def validated(p, transfers) -> dict:
             created_at=iso(t.created_at)).model_dump()
 
     return PaymentOut(
-        id=str(p.id), short_id=p.short_id, status=p.status, amount=shape.usd(p.amount), token=p.token,
+        id=str(p.id), short_id=p.short_id, status=p.status, amount=shape.usd(p.amount), currency=p.currency,
+        token=p.token,
         network=p.network, address=p.address, crypto_amount=shape.units_text(p.crypto_amount_units, p.decimals),
         amount_received=shape.units_text(p.amount_received_units, p.decimals),
-        exchange_rate=shape.plain(p.exchange_rate), confirmations=p.confirmations,
+        exchange_rate=shape.plain(p.exchange_rate), rate_source=p.rate_source,
+        rate_locked_until=iso(p.rate_locked_until or p.expires_at),
+        arrival_exchange_rate=shape.plain(p.arrival_exchange_rate) if p.arrival_exchange_rate is not None else None,
+        confirmations=p.confirmations,
         required_confirmations=p.required_confirmations, transaction_hash=p.transaction_hash,
         checkout_url=p.checkout_url, customer_email=p.customer_email, customer_name=p.customer_name,
         redirect_url=p.redirect_url, cancel_url=p.cancel_url,
@@ -68,14 +72,15 @@ def payment(**fields) -> Payment:
         required_confirmations=2, transaction_hash=None, customer_email=None, customer_name=None,
         redirect_url=None, cancel_url=None, product_id=None, metadata_={}, expires_at=T0 + timedelta(minutes=30),
         created_at=T0, updated_at=T0, completed_at=None, settlement_address=None, sweep_tx_hash=None,
-        swept_at=None, wrong_network=[])
+        swept_at=None, wrong_network=[], currency="USD", rate_source="fixed", rate_locked_until=None,
+        arrival_exchange_rate=None)
     return Payment(**{**base, **fields})
 
 
 def transfer(**fields) -> TransferRow:
     base = dict(payment_id=None, network="BASE", token="USDC", tx_hash="0x" + "cd" * 32, log_index=3,
                 amount_units=Decimal(4_000_000), confirmations=5, status="CONFIRMED", counted=True, late=False,
-                created_at=T0 + timedelta(seconds=5))
+                created_at=T0 + timedelta(seconds=5), exchange_rate=None)
     return TransferRow(**{**base, **fields})
 
 
@@ -86,7 +91,9 @@ WRONG = {  # as JSONB gives it back: keys by length, then bytes
 CASES = {
     "a new test payment": (payment(), []),
     "every optional field set, an enum status, nested metadata": (payment(
-        status=PaymentStatus.COMPLETED, test_mode=False, amount=Decimal("1234.5"), token="ETH", network="ETHEREUM",
+        status=PaymentStatus.COMPLETED, test_mode=False, amount=Decimal("1234.5"), currency="EUR", token="ETH",
+        network="ETHEREUM", rate_source="ETH/USD median of coinbase, kraken; EUR/USD median of coinbase, kraken",
+        rate_locked_until=T0 + timedelta(minutes=15), arrival_exchange_rate=Decimal("2950.100000000000000000"),
         decimals=18, crypto_amount_units=Decimal(411_500_000_000_000_000),
         amount_received_units=Decimal(411_500_000_000_000_001), exchange_rate=Decimal("3000.000000000000000000"),
         confirmations=12, required_confirmations=12, transaction_hash="0x" + "12" * 32,

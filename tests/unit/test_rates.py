@@ -3,21 +3,15 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.chains.rates import (
-    DEFAULT_FIXED_RATES,
-    FixedRates,
-    RateProvider,
-    RateUnavailable,
-    crypto_amount,
-    from_base_units,
-    parse_fixed_rates,
-    to_base_units,
-)
+from kassa_common.pricing.amounts import crypto_amount, from_base_units, to_base_units
+from kassa_common.pricing.fixed import DEFAULT_FIXED_RATES, FixedRates, RateProvider, RateUnavailable, parse_fixed_rates
 
 
 def test_parse_default_rates():
     assert parse_fixed_rates(DEFAULT_FIXED_RATES) == {
-        "ETH": Decimal(3000), "BTC": Decimal(60000), "POL": Decimal("0.50"), "BNB": Decimal(600)}
+        "ETH": Decimal(3000), "BTC": Decimal(60000), "POL": Decimal("0.50"), "BNB": Decimal(600),
+        "EUR": Decimal("1.08"), "GBP": Decimal("1.27"), "CHF": Decimal("1.13"), "CAD": Decimal("0.73"),
+        "AUD": Decimal("0.66"), "JPY": Decimal("0.0067")}
 
 
 def test_parse_is_lenient_about_spacing_and_case():

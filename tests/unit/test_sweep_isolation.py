@@ -11,7 +11,7 @@ from requests.exceptions import ConnectionError as RequestsConnectionError
 from web3.exceptions import ContractLogicError, Web3RPCError
 
 from kassa_common.chains.networks import load_registry
-from kassa_common.chains.rates import FixedRates, RateUnavailable
+from kassa_common.pricing.fixed import FixedRates, RateUnavailable
 from kassa_chain_watcher.sweeper.budget import Spending, spending
 from kassa_chain_watcher.sweeper.isolation import call_failure, culprits, refused_reason
 

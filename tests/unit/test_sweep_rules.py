@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 from kassa_common.chains.networks import load_registry
-from kassa_common.chains.rates import FixedRates
+from kassa_common.pricing.fixed import FixedRates
 from kassa_common.payments.sweeps import SweepPolicy, usd_value
 from kassa_chain_watcher.sweeper.options import SweepOptions
 from kassa_chain_watcher.sweeper.txs import Fees, Signer

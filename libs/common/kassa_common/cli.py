@@ -24,6 +24,7 @@ from kassa_common import accounts, envfile
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
+from kassa_common.pricing import terms
 
 PLUGIN_GROUP = "kassa.cli"
 
@@ -62,13 +63,18 @@ def cmd_merchant_settings(args, settings: Settings) -> None:
         m = accounts.merchant_by_email(s, args.email)
         accounts.set_merchant_settings(m, payment_lifetime=args.payment_lifetime,
                                        underpayment_tolerance=args.underpayment_tolerance)
+        terms.set_terms(m, spread=args.rate_spread, lock=args.rate_lock)
         now, address = accounts.merchant_settings(m, settings.payment_lifetime_minutes), m.email
+        pricing = terms.terms_of(m)
     data = {"email": address, "payment_lifetime_minutes": now.payment_lifetime_minutes,
             "payment_lifetime_default": now.lifetime_is_default,
-            "underpayment_tolerance_percent": now.tolerance_percent}
+            "underpayment_tolerance_percent": now.tolerance_percent,
+            "rate_spread_pct": pricing.spread_text, "rate_lock_minutes": pricing.lock_minutes}
     default = " (the default, PAYMENT_LIFETIME_MINUTES)" if now.lifetime_is_default else ""
+    lock = f"{pricing.lock_minutes} minutes" if pricing.lock_minutes else "the payment lifetime"
     _out(args, data, f"merchant {address}: payment lifetime {now.payment_lifetime_minutes} minutes{default}, "
-                     f"underpayment tolerance {now.tolerance_percent}%")
+                     f"underpayment tolerance {now.tolerance_percent}%, rate spread {pricing.spread_text}%, "
+                     f"rate lock {lock}")
 
 
 def cmd_key_create(args, settings: Settings) -> None:
@@ -214,6 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("--underpayment-tolerance", metavar="PCT",
                     help="percent a confirmed total may fall short and still complete, "
                          f"0-{accounts.MAX_TOLERANCE_PERCENT}")
+    st.add_argument("--rate-spread", metavar="PCT",
+                    help=f"percent added to what customers pay, 0-{terms.MAX_SPREAD}")
+    st.add_argument("--rate-lock", metavar="MIN",
+                    help=f"minutes a quoted crypto amount holds, {terms.MIN_LOCK}-{terms.MAX_LOCK} "
+                         "(\"default\": the payment lifetime)")
     st.set_defaults(run=cmd_merchant_settings)
 
     key = group("key")

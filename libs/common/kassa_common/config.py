@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
 from kassa_common.chains.networks import Registry, load_registry
-from kassa_common.chains.rates import DEFAULT_FIXED_RATES
+from kassa_common.pricing import coinbase, coingecko, kraken
+from kassa_common.pricing.fixed import DEFAULT_FIXED_RATES, parse_fixed_rates
+from kassa_common.pricing.service import PROVIDERS
 
 DEFAULT_SECRET_KEY = "dev-insecure-secret-change-me"
 DEFAULT_SMTP_FROM = "Kassa <no-reply@localhost>"
@@ -73,6 +76,40 @@ def _smtp_url(value: str) -> str:
     return value.strip()
 
 
+def _providers(value: str) -> tuple[str, ...]:
+    names = tuple(n.strip().lower() for n in value.split(",") if n.strip())
+    if names == ("none",):
+        return ()
+    unknown = [n for n in names if n not in PROVIDERS]
+    if unknown or len(set(names)) != len(names):
+        raise ValueError(f"must be a comma-separated list of {', '.join(PROVIDERS)} (or none): {value!r}")
+    return names
+
+
+def _pct(low: str, high: str) -> Callable[[str], Decimal]:
+    def parse(value: str) -> Decimal:
+        try:
+            pct = Decimal(value.strip())
+        except InvalidOperation:
+            raise ValueError(f"not a number: {value!r}") from None
+        if not pct.is_finite() or not Decimal(low) <= pct <= Decimal(high):
+            raise ValueError(f"must be a percentage from {low} to {high}: {value!r}")
+        return pct
+    return parse
+
+
+def _positive_seconds(value: str) -> float:
+    seconds = float(value)
+    if not seconds > 0 or seconds == float("inf"):
+        raise ValueError(f"must be a positive number of seconds: {value!r}")
+    return seconds
+
+
+def _fixed_rates(value: str) -> str:
+    parse_fixed_rates(value)  # refuses a malformed list at start, naming the entry
+    return value
+
+
 def _maybe(env: Mapping[str, str], name: str, coerce: Callable[[str], Any], default: Any) -> Any:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -104,8 +141,20 @@ class Settings:
     webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
     fixed_rates: str = DEFAULT_FIXED_RATES
     fixed_rates_allow_live: bool = False  # fixed rates price live coin payments too (development only)
-    rates_url: str | None = None  # an HTTP spot-price source replaces the fixed rates
+    rates_url: str | None = None  # an operator's own price feed, one more source (pricing.custom)
     rates_json_path: str = "data.amount"
+    # Market rates for live payments (kassa_common.pricing, docs/pricing.md)
+    rates_providers: tuple[str, ...] = PROVIDERS
+    rates_coinbase_url: str = coinbase.DEFAULT_URL
+    rates_kraken_url: str = kraken.DEFAULT_URL
+    rates_coingecko_url: str = coingecko.DEFAULT_URL
+    rates_coingecko_api_key: str | None = field(default=None, repr=False)
+    rates_min_sources: int = 2
+    rates_max_deviation_pct: Decimal = Decimal(1)
+    rates_cache_seconds: float = 30.0
+    rates_stale_seconds: float = 300.0
+    rates_timeout_seconds: float = 3.0
+    stablecoin_peg_tolerance_pct: Decimal = Decimal(1)
     db_pool_size: int = 10
     settler_consumers: int = 2  # consumers (threads, each its own broker connection) per settler process
     log_level: str = "INFO"
@@ -138,10 +187,23 @@ class Settings:
             webhook_allow_private_urls=_maybe(env, "WEBHOOK_ALLOW_PRIVATE_URLS", _bool, d.webhook_allow_private_urls),
             webhook_timeout_seconds=_maybe(env, "WEBHOOK_TIMEOUT_SECONDS", float, d.webhook_timeout_seconds),
             webhook_retry_schedule=_maybe(env, "WEBHOOK_RETRY_SCHEDULE", _seconds_list, None),
-            fixed_rates=_maybe(env, "FIXED_RATES", str, d.fixed_rates),
+            fixed_rates=_maybe(env, "FIXED_RATES", _fixed_rates, d.fixed_rates),
             fixed_rates_allow_live=_maybe(env, "FIXED_RATES_ALLOW_LIVE", _bool, d.fixed_rates_allow_live),
             rates_url=_maybe(env, "RATES_URL", str, None),
             rates_json_path=_maybe(env, "RATES_JSON_PATH", str, d.rates_json_path),
+            rates_providers=_maybe(env, "RATES_PROVIDERS", _providers, d.rates_providers),
+            rates_coinbase_url=_maybe(env, "RATES_COINBASE_URL", str, d.rates_coinbase_url).rstrip("/"),
+            rates_kraken_url=_maybe(env, "RATES_KRAKEN_URL", str, d.rates_kraken_url).rstrip("/"),
+            rates_coingecko_url=_maybe(env, "RATES_COINGECKO_URL", str, d.rates_coingecko_url).rstrip("/"),
+            rates_coingecko_api_key=_maybe(env, "RATES_COINGECKO_API_KEY", str, None),
+            rates_min_sources=_maybe(env, "RATES_MIN_SOURCES", _positive_int, d.rates_min_sources),
+            rates_max_deviation_pct=_maybe(env, "RATES_MAX_DEVIATION_PCT", _pct("0", "100"),
+                                           d.rates_max_deviation_pct),
+            rates_cache_seconds=_maybe(env, "RATES_CACHE_SECONDS", _positive_seconds, d.rates_cache_seconds),
+            rates_stale_seconds=_maybe(env, "RATES_STALE_SECONDS", _positive_seconds, d.rates_stale_seconds),
+            rates_timeout_seconds=_maybe(env, "RATES_TIMEOUT_SECONDS", _positive_seconds, d.rates_timeout_seconds),
+            stablecoin_peg_tolerance_pct=_maybe(env, "STABLECOIN_PEG_TOLERANCE_PCT", _pct("0", "50"),
+                                                d.stablecoin_peg_tolerance_pct),
             db_pool_size=_maybe(env, "DB_POOL_SIZE", _positive_int, d.db_pool_size),
             settler_consumers=_maybe(env, "SETTLER_CONSUMERS", _positive_int, d.settler_consumers),
             log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),
@@ -151,6 +213,14 @@ class Settings:
             smtp_from=_maybe(env, "SMTP_FROM", str, d.smtp_from),
             networks=load_registry(env),
         )
+
+    def __post_init__(self) -> None:
+        sources = len(self.rates_providers) + (1 if self.rates_url else 0)
+        if sources and self.rates_min_sources > sources:
+            raise ValueError(f"setting RATES_MIN_SOURCES: {self.rates_min_sources} sources needed but only {sources} "
+                             f"configured (RATES_PROVIDERS, RATES_URL)")
+        if self.rates_stale_seconds < self.rates_cache_seconds:
+            raise ValueError("setting RATES_STALE_SECONDS: must be at least RATES_CACHE_SECONDS")
 
     def with_(self, **overrides: Any) -> "Settings":
         return replace(self, **overrides)

@@ -45,4 +45,14 @@ class ProductUnavailable(Unprocessable):
 
 
 class RateNotAvailable(DomainError):
+    """No trustworthy rate right now: 503 with ``Retry-After: retry_after``."""
+
     code = "SERVICE_UNAVAILABLE"
+
+    def __init__(self, message: str, details: list[dict] | None = None, *, retry_after: int = 30) -> None:
+        super().__init__(message, details)
+        self.retry_after = retry_after
+
+
+class InvalidCurrency(DomainError):
+    code = "VALIDATION_ERROR"

@@ -39,6 +39,10 @@ class Merchant(Base):
     underpayment_tolerance: Mapped[Decimal] = mapped_column(sa.Numeric(6, 5), nullable=False, server_default="0")
     # email the merchant about completed, partially paid and late payments (the notifier)
     notify_email: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.true())
+    # pricing (kassa_common.pricing.terms): percent added to what customers pay, and how long a
+    # quoted crypto amount holds (None: the payment's lifetime)
+    rate_spread_pct: Mapped[Decimal] = mapped_column(sa.Numeric(4, 2), nullable=False, server_default="0")
+    rate_lock_minutes: Mapped[int | None] = mapped_column(sa.Integer)
     created_at: Mapped[datetime] = _created()
 
     __table_args__ = (sa.Index("merchants_email_key", sa.func.lower(email), unique=True),)
@@ -86,6 +90,7 @@ class Product(Base):
     description: Mapped[str | None] = mapped_column(sa.Text)
     price: Mapped[Decimal] = mapped_column(sa.Numeric(36, 18), nullable=False)
     currency_type: Mapped[str] = mapped_column(sa.String(6), nullable=False)  # FIAT | CRYPTO
+    currency: Mapped[str] = mapped_column(sa.String(3), nullable=False, server_default="USD")  # of a FIAT price
     token: Mapped[str | None] = mapped_column(sa.String(16))
     network: Mapped[str | None] = mapped_column(sa.String(32))
     active: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.true())
@@ -111,7 +116,15 @@ class Payment(Base):
     derivation_index: Mapped[int | None] = mapped_column(sa.BigInteger)  # None: a forwarder deposit
     crypto_amount_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False)
     amount_received_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False, server_default="0")
-    exchange_rate: Mapped[Decimal] = mapped_column(sa.Numeric(36, 18), nullable=False)
+    exchange_rate: Mapped[Decimal] = mapped_column(sa.Numeric(36, 18), nullable=False)  # one token in ``currency``
+    # Pricing (kassa_common.pricing): ``amount`` is in ``currency``; where the rate came from,
+    # until when it holds (None on payments older than the lock: their lifetime), the spread
+    # it includes, and the rate funds arriving after the lock were last valued at.
+    currency: Mapped[str] = mapped_column(sa.String(3), nullable=False, server_default="USD")
+    rate_source: Mapped[str | None] = mapped_column(sa.Text)
+    rate_locked_until: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    rate_spread_pct: Mapped[Decimal] = mapped_column(sa.Numeric(4, 2), nullable=False, server_default="0")
+    arrival_exchange_rate: Mapped[Decimal | None] = mapped_column(sa.Numeric(36, 18))
     confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
     required_confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     transaction_hash: Mapped[str | None] = mapped_column(sa.String(100))
@@ -230,6 +243,9 @@ class Transfer(Base):
     status: Mapped[str] = mapped_column(sa.String(10), nullable=False)  # SEEN | CONFIRMED | ORPHANED | REORGED
     counted: Mapped[bool] = mapped_column(sa.Boolean, nullable=False)  # the payment's own token
     late: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
+    # the rate of its arrival (one token in the payment's currency) when it arrived after the
+    # payment's rate lock: it is valued at that rate for the completion check
+    exchange_rate: Mapped[Decimal | None] = mapped_column(sa.Numeric(36, 18))
     block_number: Mapped[int | None] = mapped_column(sa.BigInteger)
     block_hash: Mapped[str | None] = mapped_column(sa.String(100))
     confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kassa_common.chains.rates import plain
+from kassa_common.pricing.amounts import plain
 from kassa_common.models import Product, WebhookEndpoint
 from kassa_common.timefmt import iso
 
@@ -15,6 +15,7 @@ def product_to_dict(p: Product, share_link: str) -> dict[str, Any]:
         "description": p.description,
         "price": float(p.price) if p.currency_type == "FIAT" else plain(p.price),
         "currency_type": p.currency_type,
+        "currency": p.currency if p.currency_type == "FIAT" else None,
         "token": p.token,
         "network": p.network,
         "active": p.active,

@@ -12,7 +12,7 @@ import argparse
 import json
 from decimal import Decimal, InvalidOperation
 
-from kassa_common.chains.rates import from_base_units, to_base_units
+from kassa_common.pricing.amounts import from_base_units, to_base_units
 from kassa_common.cli import unit_of_work_for
 from kassa_common.config import Settings
 from kassa_common.models import Payment

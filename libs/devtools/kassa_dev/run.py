@@ -24,7 +24,7 @@ from kassa_dev import chain, procfile
 
 DEV_DEFAULTS = {
     "KASSA_ENV": "development",  # the built-in SECRET_KEY and, with a warning, published test keys in live mode
-    "FIXED_RATES_ALLOW_LIVE": "true",  # live ETH on the local chain, priced by the fixed rates
+    "FIXED_RATES_ALLOW_LIVE": "true",  # live payments on the local chain priced by FIXED_RATES (coins and EUR, GBP…)
     "WEBHOOK_ALLOW_PRIVATE_URLS": "true",  # the development stack delivers to local receivers
     "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
     "SWEEPER_PRIVATE_KEY": chain.SWEEPER_PRIVATE_KEY,  # anvil's last default account pays the sweeps' gas
@@ -37,7 +37,8 @@ DEV_DEFAULTS = {
 SETTING = re.compile(
     r"^(DATABASE_URL|RABBITMQ_URL|REDIS_URL|PUBLIC_API_URL|CHECKOUT_URL|DASHBOARD_URL|SECRET_KEY|KASSA_ENV"
     r"|PAYMENT_LIFETIME_MINUTES|RATE_LIMIT_PER_MINUTE|PUBLIC_CREATE_PER_MINUTE|TRUSTED_PROXIES"
-    r"|IDEMPOTENCY_TTL_HOURS|TEST_MODE_COMPLETE_SECONDS|WEBHOOK_\w+|FIXED_RATES\w*|RATES_\w+|DB_POOL_SIZE"
+    r"|IDEMPOTENCY_TTL_HOURS|TEST_MODE_COMPLETE_SECONDS|WEBHOOK_\w+|FIXED_RATES\w*|RATES_\w+|STABLECOIN_\w+"
+    r"|DB_POOL_SIZE"
     r"|SETTLER_CONSUMERS|LOG_LEVEL|BUS_PREFIX|SMTP_\w+|SWEEP\w+|CHAIN_WATCHER_\w+"
     r"|\w+_RPC_URLS?|\w+_RPC_QUORUM|\w+_CONFIRMATIONS)$")
 ENV_FILE_HEADER = """The development settings of `make run`, rewritten at each start (do not edit: set a

@@ -8,7 +8,9 @@ from flask import Flask, g, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from kassa_common.chains.rates_http import make_rates
+from kassa_common.pricing import currencies
+from kassa_common.pricing.amounts import plain
+from kassa_common.pricing.service import make_rates
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory
 from kassa_api import deps as deps_module
@@ -58,6 +60,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies,  # type: ignore[method-assign]
                                 x_proto=settings.trusted_proxies, x_host=settings.trusted_proxies)
     errors.init_app(app)
+    app.jinja_env.filters.update(money=currencies.money, amount_text=currencies.amount_text, plain=plain)
     _register_blueprints(app)
 
     @app.before_request

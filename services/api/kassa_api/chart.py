@@ -71,15 +71,15 @@ def nice_top(peak: Decimal) -> Decimal:
     return step * TICKS
 
 
-def short_usd(value: Decimal) -> str:
-    """An axis label: $0, $2.5, $250, $1.25k, $2M."""
+def short_usd(value: Decimal, symbol: str = "$") -> str:
+    """An axis label: $0, $2.5, $250, $1.25k, $2M (``symbol``: the currency's, e.g. €)."""
     for limit, suffix in ((Decimal(1_000_000), "M"), (Decimal(1_000), "k")):
         if value >= limit:
-            return f"${value / limit:.2f}".rstrip("0").rstrip(".") + suffix
-    return f"${value:.2f}".rstrip("0").rstrip(".")
+            return f"{symbol}{value / limit:.2f}".rstrip("0").rstrip(".") + suffix
+    return f"{symbol}{value:.2f}".rstrip("0").rstrip(".")
 
 
-def bar_chart(days: Sequence[tuple[date, Decimal, int]]) -> BarChart:
+def bar_chart(days: Sequence[tuple[date, Decimal, int]], symbol: str = "$") -> BarChart:
     """Bars for ``days`` (day, USD amount, count), oldest first, left to right.
 
     Every day has its column; an amount above zero is at least one unit tall so that a
@@ -101,7 +101,7 @@ def bar_chart(days: Sequence[tuple[date, Decimal, int]]) -> BarChart:
                         count=count))
         if (len(days) - 1 - i) % LABEL_EVERY == 0:
             labels.append(DayLabel(x=round(slot_x + slot / 2, 2), label=f"{day:%b} {day.day}"))
-    ticks = [Tick(y=round(baseline - plot_height * k / TICKS, 2), label=short_usd(top * k / TICKS))
+    ticks = [Tick(y=round(baseline - plot_height * k / TICKS, 2), label=short_usd(top * k / TICKS, symbol))
              for k in range(TICKS + 1)]
     return BarChart(width=WIDTH, height=HEIGHT, left=LEFT, right=WIDTH - RIGHT, top=TOP, baseline=baseline, bars=bars,
                     ticks=ticks, labels=labels)

@@ -9,7 +9,7 @@ from flask import Flask, current_app, g
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_common.chains.rates import RateProvider
+from kassa_common.pricing.service import RateService
 from kassa_common.config import Settings
 from kassa_common.db import autocommit_connection, release_autocommit
 from kassa_common.owner import Owner
@@ -22,7 +22,7 @@ class Deps:
     engine: Engine
     sessions: sessionmaker[Session]
     limiter: RateLimiter  # per API key
-    rates: RateProvider
+    rates: RateService
     public_limiter: RateLimiter  # payments started from product pages, per client address
     login_failures: RateLimiter  # failed dashboard logins, per client address and email
 

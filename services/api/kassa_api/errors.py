@@ -84,7 +84,9 @@ def init_app(app: Flask) -> None:
     @app.errorhandler(DomainError)
     def _domain_error(exc: DomainError):
         status = CODE_STATUS.get(exc.code, 400)
-        return _respond(status, exc.code, exc.message, exc.details)
+        retry_after = getattr(exc, "retry_after", None)
+        return _respond(status, exc.code, exc.message, exc.details,
+                        {"Retry-After": str(retry_after)} if retry_after else None)
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):

@@ -12,6 +12,7 @@ from pydantic.json_schema import models_json_schema
 
 from kassa_api.endpoint import EndpointSpec
 from kassa_common.chains.networks import Registry
+from kassa_common.pricing import currencies
 from kassa_api.schemas import PageMeta
 
 REF = "#/components/schemas/{model}"
@@ -118,7 +119,14 @@ def _no_nul(node: Any) -> None:
             _no_nul(child)
 
 
-def _cross_field_rules(schemas: dict[str, Any], networks: list) -> None:
+def _whole(field: str, codes: list[str]) -> list[dict[str, Any]]:
+    """Currencies without minor units (JPY) take whole amounts only."""
+    zero = [c for c in codes if currencies.minor_units(c) == 0]
+    return [{"if": {"properties": {"currency": {"enum": zero}}, "required": ["currency"]},
+             "then": {"properties": {field: {"multipleOf": 1}}}}] if zero else []
+
+
+def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]) -> None:
     """State in the document the rules the server checks across fields, so a request valid
     by the document is never refused for them: exactly one of amount or product_id; each
     network's own tokens; CRYPTO products need a token and network (priced in the token's
@@ -138,7 +146,7 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list) -> None:
     if payment is not None:
         payment["oneOf"] = [{"required": ["amount"], "properties": {"amount": {"type": "number"}}},
                             {"required": ["product_id"], "properties": {"product_id": {"type": "string"}}}]
-        payment["allOf"] = [rule for n in networks for rule in token_of(n, nullable=False)]
+        payment["allOf"] = [rule for n in networks for rule in token_of(n, nullable=False)] + _whole("amount", codes)
     product = schemas.get("CreateProduct")
     if product is not None:
         product["allOf"] = [{
@@ -147,7 +155,10 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list) -> None:
                      "properties": {"token": {"type": "string"}, "network": {"type": "string"}},
                      "allOf": [rule for n in networks for rule in precision(n)]},
             "else": {"properties": {"token": {"type": "null"}, "network": {"type": "null"},
-                                    "price": {"multipleOf": 0.01}}},
+                                    "price": {"multipleOf": 0.01}}, "allOf": _whole("price", codes)},
+        }, {  # a CRYPTO price is in its token: no currency but the default
+            "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
+            "then": {"properties": {"currency": {"enum": [currencies.DEFAULT, None]}}},
         }] + [rule for n in networks for rule in token_of(n, nullable=True)]
 
 
@@ -158,7 +169,7 @@ def _operation_ids(endpoints: list[str]) -> dict[str, str]:
     return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(endpoints, names)}
 
 
-def build(app: Flask, server_url: str, registry: Registry | None = None) -> dict:
+def build(app: Flask, server_url: str, registry: Registry | None = None, codes: list[str] | None = None) -> dict:
     specs: list[tuple[str, str, list[str], EndpointSpec, str]] = []
     for rule in app.url_map.iter_rules():
         spec = getattr(app.view_functions[rule.endpoint], "endpoint_spec", None)
@@ -173,10 +184,11 @@ def build(app: Flask, server_url: str, registry: Registry | None = None) -> dict
     _, defs = models_json_schema([(m, "validation") for m in models.values()], ref_template=REF)
     schemas = defs.get("$defs", {})
     networks = list(registry or [])
+    codes = codes or [currencies.DEFAULT]
     _registry_values(schemas, {"networks": [n.name for n in networks],
-                               "tokens": sorted({t.symbol for n in networks for t in n.tokens})})
+                               "tokens": sorted({t.symbol for n in networks for t in n.tokens}), "currencies": codes})
     _no_nul(schemas)
-    _cross_field_rules(schemas, networks)
+    _cross_field_rules(schemas, networks, codes)
     schemas["Error"] = ERROR_SCHEMA
 
     paths: dict[str, dict] = {}

@@ -92,9 +92,10 @@ class DayVolume(NamedTuple):
 
 
 def daily_volume(session: Session, merchant_id: uuid.UUID, test_mode: bool, today: date,
-                 days: int = 30) -> list[DayVolume]:
-    """The USD amount and count of completed payments per UTC day of completion, for the
-    ``days`` days up to and including ``today``, oldest first; a day with none is a zero row.
+                 days: int = 30, currency: str = "USD") -> list[DayVolume]:
+    """The amount (in ``currency``: payments in other currencies are not added in) and count
+    of completed payments per UTC day of completion, for the ``days`` days up to and including
+    ``today``, oldest first; a day with none is a zero row.
 
     One query: the calendar (``generate_series``) left-joined to the payments completed in
     the window, grouped by day, so PostgreSQL sums and the zero days need no filling in.
@@ -106,13 +107,21 @@ def daily_volume(session: Session, merchant_id: uuid.UUID, test_mode: bool, toda
                          .label("day")).cte("calendar")
     done = sa.select(sa.cast(sa.func.timezone("UTC", Payment.completed_at), sa.Date).label("day"),
                      Payment.amount).where(Payment.merchant_id == merchant_id, Payment.test_mode == test_mode,
-                                           Payment.status == PaymentStatus.COMPLETED,
+                                           Payment.status == PaymentStatus.COMPLETED, Payment.currency == currency,
                                            Payment.completed_at >= since, Payment.completed_at < until).cte("done")
     rows = session.execute(
         sa.select(calendar.c.day, sa.func.coalesce(sa.func.sum(done.c.amount), 0), sa.func.count(done.c.amount))
         .select_from(calendar.outerjoin(done, done.c.day == calendar.c.day))
         .group_by(calendar.c.day).order_by(calendar.c.day))
     return [DayVolume(day, Decimal(amount), count) for day, amount, count in rows]
+
+
+def volume_currencies(session: Session, merchant_id: uuid.UUID, test_mode: bool, since: datetime) -> list[str]:
+    """The currencies of the merchant's payments completed since ``since``, most used first."""
+    return list(session.scalars(
+        sa.select(Payment.currency).where(Payment.merchant_id == merchant_id, Payment.test_mode == test_mode,
+                                          Payment.status == PaymentStatus.COMPLETED, Payment.completed_at >= since)
+        .group_by(Payment.currency).order_by(sa.func.count().desc(), Payment.currency)))
 
 
 def status_counts(session: Session, merchant_id: uuid.UUID, test_mode: bool) -> dict[str, int]:

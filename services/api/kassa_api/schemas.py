@@ -22,6 +22,7 @@ from pydantic import (
 )
 
 from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.pricing import currencies
 from kassa_common.payments.shape import PaymentOut, StatusName  # PaymentOut: the payment object, defined once
 
 EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
@@ -74,17 +75,32 @@ def _meta_value(value: Any, handler: Any) -> Any:
     return result
 
 
+def _currency(value: str) -> str:
+    try:
+        return currencies.normalise(value)
+    except currencies.UnknownCurrency as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _upper(value: Any) -> Any:
     return value.strip().upper() if isinstance(value, str) else value
 
 
-UsdAmount = Annotated[Decimal, BeforeValidator(_number),
-                      Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=2),
-                      WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9, "multipleOf": 0.01})]
+Amount = Annotated[Decimal, BeforeValidator(_number),
+                   Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=2),
+                   WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9, "multipleOf": 0.01,
+                                   "description": "in `currency`, at most its minor units (2 for USD/EUR, 0 for JPY)"})]
+CurrencyCode = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8),
+                         AfterValidator(_currency),
+                         WithJsonSchema({"type": "string", "pattern": "^[A-Za-z]{3}$", "default": "USD",
+                                         "x-kassa-values": "currencies",
+                                         "description": "ISO 4217 code, e.g. EUR (any case; upper case on output). "
+                                                        "Listed: those this server always prices; live mode also "
+                                                        "takes others its market sources price"})]
 Price = Annotated[Decimal, BeforeValidator(_number),
                   Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=18),
                   WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9,
-                                  "description": "USD (2 decimals) for FIAT; token units for CRYPTO"})]
+                                  "description": "in `currency` (its minor units) for FIAT; token units for CRYPTO"})]
 Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=320), AfterValidator(_email),
                   WithJsonSchema({"type": "string", "format": "email", "maxLength": 320})]
 HttpUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_http_url),
@@ -111,7 +127,9 @@ class Strict(BaseModel):
 class CreatePayment(Strict):
     # The document states "exactly one of amount or product_id" (kassa_api.openapi).
 
-    amount: Optional[UsdAmount] = Field(None, description="USD amount; required unless product_id is given")
+    amount: Optional[Amount] = Field(None, description="amount in `currency`; required unless product_id is given")
+    currency: Optional[CurrencyCode] = Field(None, description="ISO 4217 code of `amount`, USD by default (a FIAT "
+                                                               "product's payment is in the product's currency)")
     product_id: Optional[str] = Field(None, min_length=1, max_length=64,
                                       description="charge for this product instead of an amount")
     token: TokenCode = Field(description="token symbol, e.g. USDC (see GET /networks)")
@@ -126,6 +144,9 @@ class CreatePayment(Strict):
     def _amount_or_product(self) -> "CreatePayment":
         if (self.amount is None) == (self.product_id is None):
             raise FieldsError("give exactly one of amount or product_id", ["amount", "product_id"])
+        if self.amount is not None and self.currency and not currencies.fits(self.amount, self.currency):
+            places = currencies.minor_units(self.currency)
+            raise FieldsError(f"an amount in {self.currency} has at most {places} decimal places", ["amount"])
         return self
 
 
@@ -155,6 +176,7 @@ class ProductFields(Strict):
     description: Optional[Annotated[str, StringConstraints(max_length=2000)]] = None
     price: Optional[Price] = None
     currency_type: Optional[Literal["FIAT", "CRYPTO"]] = None
+    currency: Optional[CurrencyCode] = Field(None, description="ISO 4217 code of a FIAT price, USD by default")
     token: Optional[TokenCode] = None
     network: Optional[NetworkCode] = None
     active: Optional[StrictBool] = None
@@ -185,6 +207,7 @@ class ProductOut(BaseModel):
     description: Optional[str]
     price: Union[float, str]
     currency_type: Literal["FIAT", "CRYPTO"]
+    currency: Optional[str] = Field(description="ISO 4217 code of a FIAT price; null for CRYPTO")
     token: Optional[str]
     network: Optional[str]
     active: bool

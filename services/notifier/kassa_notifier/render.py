@@ -15,6 +15,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping
 
 from kassa_common.messages import EventType, PaymentEvent
+from kassa_common.pricing import currencies
 
 MERCHANT, RECEIPT = "merchant", "receipt"  # the kinds of notification, one of each per event at most
 TEST_PREFIX = "[TEST] "
@@ -88,7 +89,9 @@ def _sum(amounts: list[str]) -> str:
 
 
 def _usd(data: Mapping[str, Any]) -> str:
-    return f"{Decimal(str(data['amount'])).quantize(Decimal('0.01'))} USD"
+    """The payment's amount in its currency ("12.50 EUR", "400 JPY"; USD for events from before currencies)."""
+    code = data.get("currency") or "USD"
+    return f"{currencies.amount_text(data['amount'], code)} {code}"
 
 
 def _customer(data: Mapping[str, Any]) -> str | None:

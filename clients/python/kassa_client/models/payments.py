@@ -86,5 +86,6 @@ class Payment(KassaObject):
     currency: str | None = None
     rate_source: str | None = None
     rate_locked_until: datetime | None = None
+    arrival_exchange_rate: Decimal | None = None  # funds after the lock were valued at it
     refunded_amount: Decimal | None = None
     refundable_amount: Decimal | None = None

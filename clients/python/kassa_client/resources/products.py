@@ -28,18 +28,20 @@ class Products(Resource):
         name: str,
         price: Price,
         currency_type: str = "FIAT",
+        currency: str | None = None,
         description: str | None = None,
         token: str | None = None,
         network: str | None = None,
         active: bool | None = None,
         **extra: Any,
     ) -> Product:
-        """Create a product: ``price`` in USD for ``FIAT``, in token units for ``CRYPTO``
-        (then ``token`` and ``network`` are required)."""
+        """Create a product: ``price`` in ``currency`` (USD by default) for ``FIAT``, in token
+        units for ``CRYPTO`` (then ``token`` and ``network`` are required)."""
         body = {
             "name": name,
             "price": to_decimal(price),
             "currency_type": currency_type,
+            "currency": currency,
             "description": description,
             "token": token,
             "network": network,
@@ -66,6 +68,7 @@ class Products(Resource):
         name: str = UNSET,
         price: Price = UNSET,
         currency_type: str = UNSET,
+        currency: str = UNSET,
         description: str | None = UNSET,
         token: str | None = UNSET,
         network: str | None = UNSET,
@@ -77,6 +80,7 @@ class Products(Resource):
             name=name,
             price=price if price is UNSET else to_decimal(price),
             currency_type=currency_type,
+            currency=currency,
             description=description,
             token=token,
             network=network,

@@ -22,7 +22,7 @@ import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import Decimal
 from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Connection
@@ -30,9 +30,11 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import Network, Registry, Token
-from kassa_common.chains.rates import STABLECOINS, RateProvider, RateUnavailable, crypto_amount, to_base_units
+from kassa_common.pricing import RateService, RateUnavailable, Unpriced, currencies, terms
+from kassa_common.pricing.service import Quote
 from kassa_common.db import Prepared
-from kassa_common.errors import DomainError, IdempotencyConflict, ProductUnavailable, RateNotAvailable, UnsupportedPair
+from kassa_common.errors import (DomainError, IdempotencyConflict, InvalidCurrency, ProductUnavailable,
+                                  RateNotAvailable, UnsupportedPair)
 from kassa_common.ids import new_short_id, parse_uuid
 from kassa_common.messages import EventType, PaymentStatus
 from kassa_common.models import Payment
@@ -42,25 +44,25 @@ from kassa_common.payments.events import payment_event
 from kassa_common.payments.shape import PaymentRow, payment_to_dict, transfers_of
 from kassa_common.timefmt import utcnow
 
-CENT = Decimal("0.01")
-
 # The statements below are written for psycopg2 (its parameter style) and go to it as they
 # are; those of every create are prepared once per connection.
 
 PRODUCT = """
-SELECT id, merchant_id, test_mode, deleted_at, active, currency_type, token, network, price
+SELECT id, merchant_id, test_mode, deleted_at, active, currency_type, currency, token, network, price
 FROM products WHERE id = %(id)s
 """
 
-# What a create reads, in one statement: the merchant's wallet for the chain, an unexpired
-# earlier request with this key and, when the wallet's key is the one expected (``index_hint``)
+# What a create reads, in one statement: the merchant's wallet for the chain and pricing
+# terms, an unexpired earlier request with this key and, when the wallet's key is the one expected (``index_hint``)
 # and no earlier request holds the key, the key's next index.
 WALLET_AND_KEY = Prepared("kassa_create_read", """
 SELECT w.xpub, w.settlement_address, k.request_hash, k.payment_id,
        CASE WHEN k.key IS NULL AND w.settlement_address IS NULL
                  AND coalesce(w.xpub, %(default_key)s) = %(expected_key)s
-            THEN nextval(%(sequence)s::regclass) END AS derivation_index
+            THEN nextval(%(sequence)s::regclass) END AS derivation_index,
+       m.rate_spread_pct, m.rate_lock_minutes
 FROM (VALUES (1)) AS one
+JOIN merchants m ON m.id = %(merchant_id)s
 LEFT JOIN wallets w ON w.merchant_id = %(merchant_id)s AND w.mode = %(mode)s AND w.chain = %(chain)s
 LEFT JOIN idempotency_keys k ON k.merchant_id = %(merchant_id)s AND k.test_mode = %(test_mode)s
                             AND k.key = %(key)s AND k.created_at >= %(fresh_after)s
@@ -95,7 +97,8 @@ WITH claim AS (
                           derivation_index, settlement_address, deposit_salt, checkout_url, crypto_amount_units,
                           amount_received_units, exchange_rate, confirmations, required_confirmations,
                           customer_email, customer_name, redirect_url, cancel_url, product_id, metadata,
-                          expires_at, created_at, updated_at, created_block, watch_points)
+                          expires_at, created_at, updated_at, created_block, watch_points, currency, rate_source,
+                          rate_locked_until, rate_spread_pct)
     SELECT %(id)s, %(short_id)s, %(merchant_id)s, %(test_mode)s, %(status)s, %(amount)s, %(token)s, %(network)s,
            %(decimals)s, %(address)s, %(derivation_index)s, %(settlement_address)s, %(deposit_salt)s,
            %(checkout_url)s, %(crypto_amount_units)s, 0, %(exchange_rate)s, 0, %(required_confirmations)s,
@@ -103,7 +106,8 @@ WITH claim AS (
            %(expires_at)s, %(created_at)s, %(created_at)s,
            CASE WHEN NOT %(test_mode)s THEN (SELECT block_number FROM chain_cursors WHERE network = %(network)s) END,
            coalesce(CASE WHEN NOT %(test_mode)s THEN (SELECT jsonb_object_agg(network, block_number)
-                                                      FROM chain_cursors) END, '{}')
+                                                      FROM chain_cursors) END, '{}'),
+           %(currency)s, %(rate_source)s, %(rate_locked_until)s, %(rate_spread_pct)s
     WHERE %(key)s IS NULL OR EXISTS (SELECT FROM claim)
     RETURNING id
 )
@@ -117,7 +121,8 @@ RETURNING true
       "exchange_rate": "numeric", "required_confirmations": "integer", "customer_email": "text",
       "customer_name": "text", "redirect_url": "text", "cancel_url": "text", "product_id": "uuid",
       "metadata": "jsonb", "expires_at": "timestamptz", "created_at": "timestamptz", "event_id": "text",
-      "event_type": "text", "payload": "jsonb"})
+      "event_type": "text", "payload": "jsonb", "currency": "text", "rate_source": "text",
+      "rate_locked_until": "timestamptz", "rate_spread_pct": "numeric"})
 
 
 class ReadForCreate(NamedTuple):
@@ -128,6 +133,8 @@ class ReadForCreate(NamedTuple):
     request_hash: str | None  # of an earlier request with the key
     payment_id: uuid.UUID | None  # the earlier request's payment
     derivation_index: int | None  # taken from the expected key's sequence
+    rate_spread_pct: Decimal  # the merchant's pricing terms (pricing.terms)
+    rate_lock_minutes: int | None
 
 
 @dataclass(frozen=True)
@@ -135,19 +142,13 @@ class NewPayment:
     token: str
     network: str
     amount: Decimal | None = None
+    currency: str | None = None  # ISO 4217; None: USD, or a FIAT product's own
     product_id: str | None = None
     customer_email: str | None = None
     customer_name: str | None = None
     redirect_url: str | None = None
     cancel_url: str | None = None
     metadata: dict | None = None
-
-
-@dataclass(frozen=True)
-class Pricing:
-    usd: Decimal
-    units: int
-    rate: Decimal
 
 
 @dataclass(frozen=True)
@@ -173,28 +174,43 @@ def resolve_pair(registry: Registry, network_name: str, token_symbol: str, test_
     return network, token
 
 
-def usd_rate(rates: RateProvider, symbol: str, test_mode: bool) -> Decimal:
-    if symbol in STABLECOINS:
-        return Decimal(1)
-    if not test_mode and not rates.live:
-        raise RateNotAvailable(f"live {symbol} payments need a market rate and this server has fixed rates only: "
-                               f"the operator sets RATES_URL (FIXED_RATES_ALLOW_LIVE=true is for development)")
+def payment_currency(cmd: NewPayment, product: Any) -> str:
+    """The payment's currency: a FIAT product's own (a request naming another is refused), else
+    the request's, USD by default."""
     try:
-        return rates.usd_rate(symbol)
-    except RateUnavailable as exc:
-        raise RateNotAvailable(f"no fresh {symbol}/USD rate is available right now; try again shortly") from exc
+        asked = currencies.normalise(cmd.currency) if cmd.currency is not None else None
+    except currencies.UnknownCurrency as exc:
+        raise InvalidCurrency(str(exc), [{"field": "currency", "message": str(exc)}]) from None
+    if product is not None and product.currency_type == "FIAT":
+        if asked is not None and asked != product.currency:
+            raise InvalidCurrency(f"this product is priced in {product.currency}",
+                                  [{"field": "currency", "message": f"the product's currency is {product.currency}"}])
+        return product.currency
+    if cmd.amount is not None and asked is not None and not currencies.fits(cmd.amount, asked):
+        places = currencies.minor_units(asked)
+        raise InvalidCurrency(f"an amount in {asked} has at most {places} decimal places",
+                              [{"field": "amount", "message": f"at most {places} decimal places in {asked}"}])
+    return asked or currencies.DEFAULT
 
 
-def price(cmd: NewPayment, product: Any, token: Token, rates: RateProvider, test_mode: bool) -> Pricing:
+def quote(rates: RateService, symbol: str, currency: str, test_mode: bool) -> Quote:
+    """The market (or, in test mode, fixed) price of one token in the currency; 503 rather than a guess."""
+    try:
+        return rates.quote(symbol, currency, live=not test_mode)
+    except Unpriced as exc:
+        raise InvalidCurrency(f"{currency} is not priced by this server's rate sources ({exc})",
+                              [{"field": "currency", "message": "no rate for this currency"}]) from None
+    except RateUnavailable as exc:  # too few sources, or none for this token: never a guess
+        raise RateNotAvailable(str(exc), retry_after=getattr(exc, "retry_after", 30)) from exc
+
+
+def price(cmd: NewPayment, product: Any, token: Token, q: Quote, currency: str, spread_pct: Decimal) -> terms.Priced:
     """``product``: a row of ``PRODUCT``, or None for a payment of ``cmd.amount``."""
-    rate = usd_rate(rates, token.symbol, test_mode)
     if product is not None and product.currency_type == "CRYPTO":
-        units_decimal = product.price
-        usd = (units_decimal * rate).quantize(CENT, ROUND_HALF_UP)
-        return Pricing(max(usd, CENT), to_base_units(units_decimal, token.decimals), rate)
-    usd = product.price.quantize(CENT, ROUND_HALF_UP) if product is not None else cmd.amount
-    assert usd is not None
-    return Pricing(usd, to_base_units(crypto_amount(usd, rate, token.decimals), token.decimals), rate)
+        return terms.price_units(product.price, currency, q.rate, token.decimals)
+    amount = currencies.rounded(product.price, currency) if product is not None else cmd.amount
+    assert amount is not None
+    return terms.price_amount(amount, currency, q.rate, token.decimals, spread_pct)
 
 
 def chargeable_product(conn: Connection, owner: Owner, product_id: str, network: str, token: str) -> Any:
@@ -225,7 +241,7 @@ def create_payment(
     cmd: NewPayment,
     *,
     registry: Registry,
-    rates: RateProvider,
+    rates: RateService,
     checkout_base: str,
     idempotency_key: str | None = None,
     idempotency_ttl: timedelta = timedelta(hours=24),
@@ -247,7 +263,8 @@ def create_payment(
         network, token = resolve_pair(registry, cmd.network, cmd.token, owner.test_mode)
         product = (chargeable_product(conn, owner, cmd.product_id, network.name, token.symbol)
                    if cmd.product_id is not None else None)
-        pricing = price(cmd, product, token, rates, owner.test_mode)
+        currency = payment_currency(cmd, product)
+        market = quote(rates, token.symbol, currency, owner.test_mode)
     except DomainError:
         # a request the key was already used for is answered as it was, whatever holds now
         if key is not None and (earlier := _earlier(conn, owner, key, digest, fresh_after)) is not None:
@@ -260,13 +277,14 @@ def create_payment(
         "expected_key": hint.key, "sequence": hint.sequence})[0])
     if found.request_hash is not None:
         return _replay(conn, found.request_hash, found.payment_id, digest)
+    pricing = price(cmd, product, token, market, currency, found.rate_spread_pct or Decimal(0))
     payment_id = uuid.uuid4()
     receiving = receiving_address(conn, owner, network, (found.xpub, found.settlement_address), payment_id,
                                   hint=hint, index=found.derivation_index, allow_test_keys=allow_test_keys)
     short_id = new_short_id()
     payment = PaymentRow(
         id=payment_id, merchant_id=owner.merchant_id, short_id=short_id, status=PaymentStatus.PENDING,
-        amount=pricing.usd, token=token.symbol, network=network.name, decimals=token.decimals,
+        amount=pricing.amount, token=token.symbol, network=network.name, decimals=token.decimals,
         address=receiving.address, crypto_amount_units=pricing.units, amount_received_units=0,
         exchange_rate=pricing.rate, confirmations=0, required_confirmations=network.required_confirmations,
         transaction_hash=None, checkout_url=f"{checkout_base}/pay/{short_id}", customer_email=cmd.customer_email,
@@ -274,11 +292,15 @@ def create_payment(
         product_id=product.id if product else None, metadata_=cmd.metadata or {}, test_mode=owner.test_mode,
         expires_at=now + timedelta(minutes=owner.lifetime_minutes), created_at=now, updated_at=now,
         completed_at=None, settlement_address=receiving.settlement_address, sweep_tx_hash=None, swept_at=None,
-        wrong_network=[])
+        wrong_network=[], currency=currency,
+        rate_source=market.source + (f"; spread {pricing.spread_pct}%" if pricing.spread_pct else ""),
+        rate_locked_until=terms.lock_until(now, owner.lifetime_minutes, found.rate_lock_minutes),
+        arrival_exchange_rate=None)
     event = payment_event(payment, EventType.PAYMENT_CREATED, now, [])
     written = INSERT_PAYMENT(conn, {
         **payment._asdict(), "metadata": json.dumps(payment.metadata_), "status": str(payment.status),
         "derivation_index": receiving.derivation_index, "deposit_salt": receiving.deposit_salt,
+        "rate_spread_pct": pricing.spread_pct,
         "key": key, "request_hash": digest, "fresh_after": fresh_after,
         "event_id": event.id, "event_type": str(event.event), "payload": json.dumps(event.body())})
     if not written:  # a concurrent request with the same key came first

@@ -44,11 +44,13 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import shipped
-from kassa_common.chains.rates import units_text
+from kassa_common.pricing.amounts import units_text
 from kassa_common.messages import TransferReport, TransferStatus
 from kassa_common.models import Merchant, Payment, Transfer
 from kassa_common.payments.shape import oldest_first, transfers_of
 from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger
+from kassa_common.pricing import arrival
+from kassa_common.pricing.service import RateService
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.settlement")
@@ -195,8 +197,9 @@ def confirmed_total(transfers: list) -> int:
     return sum(int(t.amount_units) for t in transfers if t.counted and t.status == CONFIRMED)
 
 
-def settle(session: Session, r: TransferReport) -> Payment | None:
-    """Apply one transfer report to its payment. Idempotent for the same report."""
+def settle(session: Session, r: TransferReport, rates: RateService | None = None) -> Payment | None:
+    """Apply one transfer report to its payment. Idempotent for the same report. ``rates``:
+    values funds arriving after the payment's rate lock (``pricing.arrival``)."""
     if r.amount_units <= 0:
         log.info("zero-value transfer %s:%s to %s ignored", r.tx_hash, r.log_index, r.to)
         return None
@@ -205,6 +208,8 @@ def settle(session: Session, r: TransferReport) -> Payment | None:
         log.info("transfer %s:%s to %s matches no payment", r.tx_hash, r.log_index, r.to)
         return None
     transfer, before = _upsert_transfer(session, payment, r)
+    if before is None and transfer.counted and payment.status in OPEN:
+        transfer.exchange_rate = arrival.rate_at_arrival(rates, payment, transfer.created_at)
     if r.status == REORGED and before == CONFIRMED and transfer.status == REORGED:
         return _record_reorg(session, payment, transfer)
     if transfer.status != r.status:
@@ -274,8 +279,11 @@ def _still_standing(session: Session, payment_id) -> Transfer | None:
 def _count_confirmed(session: Session, payment: Payment, transfer: Transfer, tolerance: Decimal) -> Payment:
     transfers = _transfers(session, payment)  # the total, and the event's payload
     received = confirmed_total(transfers)
-    trigger = settlement_trigger(payment.status, received, int(payment.crypto_amount_units), tolerance)
+    valued = arrival.valued_units(payment, transfers)  # funds after the rate lock at their arrival's rate
+    trigger = settlement_trigger(payment.status, valued, int(payment.crypto_amount_units), tolerance)
+    repriced = arrival.latest_arrival_rate(transfers)
+    shown = {"arrival_exchange_rate": repriced} if repriced is not None else {}  # beside the locked rate
     if trigger == Trigger.RECORD_OVERPAYMENT:  # paid again after completion: show the surplus
-        return apply(session, payment, trigger, transfers=transfers, amount_received_units=received)
+        return apply(session, payment, trigger, transfers=transfers, amount_received_units=received, **shown)
     return apply(session, payment, trigger, transfers=transfers, amount_received_units=received,
-                 confirmations=transfer.confirmations, transaction_hash=transfer.tx_hash)
+                 confirmations=transfer.confirmations, transaction_hash=transfer.tx_hash, **shown)

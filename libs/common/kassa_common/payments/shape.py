@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.orm import Session, object_session
 
 from kassa_common.chains.networks import shipped
-from kassa_common.chains.rates import plain, units_text
+from kassa_common.pricing.amounts import plain, units_text
 from kassa_common.messages import PaymentStatus, TransferStatus
 from kassa_common.models import Payment, Transfer
 from kassa_common.timefmt import iso
@@ -66,13 +66,19 @@ class PaymentOut(BaseModel):
     id: str
     short_id: str
     status: StatusName
-    amount: float
+    amount: float = Field(description="in ``currency``, at its minor units")
+    currency: str = Field(description="ISO 4217 code of ``amount``")
     token: str
     network: str
     address: str
     crypto_amount: str
     amount_received: str
-    exchange_rate: str
+    exchange_rate: str = Field(description="price of one token in ``currency`` (the merchant's spread included)")
+    rate_source: Optional[str] = Field(description="where the rate came from and how the sources were combined")
+    rate_locked_until: str = Field(description="the quoted crypto amount holds until then; funds arriving later "
+                                               "are valued at the rate of their arrival")
+    arrival_exchange_rate: Optional[str] = Field(description="the rate funds arriving after the lock were valued "
+                                                             "at (the latest); null when none did")
     confirmations: int
     required_confirmations: int
     transaction_hash: Optional[str]
@@ -110,7 +116,7 @@ def remaining_units(payment: Payment) -> int:
 
 TRANSFER_COLUMNS = (Transfer.payment_id, Transfer.network, Transfer.token, Transfer.tx_hash, Transfer.log_index,
                     Transfer.amount_units, Transfer.confirmations, Transfer.status, Transfer.counted, Transfer.late,
-                    Transfer.created_at)
+                    Transfer.created_at, Transfer.exchange_rate)
 
 
 # What ``payment_to_dict`` reads of a payment, and its merchant: a batch can be read (or
@@ -118,7 +124,8 @@ TRANSFER_COLUMNS = (Transfer.payment_id, Transfer.network, Transfer.token, Trans
 PAYMENT_COLUMNS = (
     Payment.id, Payment.merchant_id, Payment.short_id, Payment.status, Payment.amount, Payment.token,
     Payment.network, Payment.decimals, Payment.address, Payment.crypto_amount_units, Payment.amount_received_units,
-    Payment.exchange_rate, Payment.confirmations, Payment.required_confirmations, Payment.transaction_hash,
+    Payment.exchange_rate, Payment.currency, Payment.rate_source, Payment.rate_locked_until,
+    Payment.arrival_exchange_rate, Payment.confirmations, Payment.required_confirmations, Payment.transaction_hash,
     Payment.checkout_url, Payment.customer_email, Payment.customer_name, Payment.redirect_url, Payment.cancel_url,
     Payment.product_id, Payment.metadata_, Payment.test_mode, Payment.expires_at, Payment.created_at,
     Payment.updated_at, Payment.completed_at, Payment.settlement_address, Payment.sweep_tx_hash, Payment.swept_at,
@@ -219,10 +226,13 @@ def payment_to_dict(p: Any, transfers: list[Any] | None = None) -> dict[str, Any
     decimals = p.decimals
     return {
         "id": str(p.id), "short_id": p.short_id, "status": str(p.status), "amount": usd(p.amount),
-        "token": p.token, "network": p.network, "address": p.address,
+        "currency": p.currency, "token": p.token, "network": p.network, "address": p.address,
         "crypto_amount": _units_text(int(p.crypto_amount_units), decimals),
         "amount_received": _units_text(int(p.amount_received_units), decimals),
-        "exchange_rate": plain(p.exchange_rate), "confirmations": p.confirmations,
+        "exchange_rate": plain(p.exchange_rate), "rate_source": p.rate_source,
+        "rate_locked_until": iso(p.rate_locked_until or p.expires_at),
+        "arrival_exchange_rate": plain(p.arrival_exchange_rate) if p.arrival_exchange_rate is not None else None,
+        "confirmations": p.confirmations,
         "required_confirmations": p.required_confirmations, "transaction_hash": p.transaction_hash,
         "checkout_url": p.checkout_url, "customer_email": p.customer_email, "customer_name": p.customer_name,
         "redirect_url": p.redirect_url, "cancel_url": p.cancel_url,
@@ -242,6 +252,7 @@ def public_view(p: Payment, *, cancelable: bool) -> dict[str, Any]:
     return {
         "status": p.status,
         "amount": usd(p.amount),
+        "currency": p.currency,
         "token": p.token,
         "network": p.network,
         "crypto_amount": units_text(p.crypto_amount_units, p.decimals),

@@ -24,7 +24,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Network
-from kassa_common.chains.rates import RateProvider, RateUnavailable, from_base_units
+from kassa_common.pricing.amounts import from_base_units
+from kassa_common.pricing.fixed import RateProvider, RateUnavailable
 from kassa_common.messages import TransferStatus
 from kassa_common.models import Payment, SweepItem, Transfer
 from kassa_common.payments import sweep_holds

@@ -5,7 +5,7 @@ from __future__ import annotations
 import segno
 
 from kassa_common.chains.networks import Network, Registry
-from kassa_common.chains.rates import units_text
+from kassa_common.pricing.amounts import units_text
 from kassa_common.messages import PaymentStatus
 from kassa_common.models import Payment
 from kassa_common.payments import remaining_units

@@ -12,6 +12,7 @@ from kassa_common.errors import DomainError
 from kassa_common.models import Product
 from kassa_common.owner import Owner
 from kassa_common.payments import resolve_pair
+from kassa_common.pricing import currencies
 from kassa_common.timefmt import utcnow
 from kassa_api.handlers.common import owned
 
@@ -21,15 +22,22 @@ class InvalidProduct(DomainError):
 
 
 def _check(fields: dict[str, Any], registry: Registry, test_mode: bool) -> None:
-    """Rules that span fields: FIAT is priced in USD cents; CRYPTO in units of its token."""
+    """Rules that span fields: FIAT is priced in its currency's minor units; CRYPTO in units of its token."""
     price: Decimal = fields["price"]
     if fields["currency_type"] == "FIAT":
         if fields.get("token") or fields.get("network"):
             raise InvalidProduct("FIAT products take no token or network: the customer chooses at checkout",
                                  [{"field": "token", "message": "not allowed for FIAT"}])
-        if price != price.quantize(Decimal("0.01")):
-            raise InvalidProduct("a FIAT price has at most 2 decimal places", [{"field": "price", "message": "at most 2 decimals"}])
+        currency = fields["currency"] = fields.get("currency") or currencies.DEFAULT
+        if not currencies.fits(price, currency):
+            places = currencies.minor_units(currency)
+            raise InvalidProduct(f"a FIAT price in {currency} has at most {places} decimal places",
+                                 [{"field": "price", "message": f"at most {places} decimals in {currency}"}])
         return
+    if fields.get("currency") not in (None, currencies.DEFAULT) and fields.get("currency_type") == "CRYPTO":
+        raise InvalidProduct("CRYPTO products are priced in their token, not a currency",
+                             [{"field": "currency", "message": "not allowed for CRYPTO"}])
+    fields["currency"] = currencies.DEFAULT
     missing = [f for f in ("token", "network") if not fields.get(f)]
     if missing:
         raise InvalidProduct("CRYPTO products need token and network",
@@ -57,13 +65,16 @@ def create_product(session: Session, owner: Owner, fields: dict[str, Any],
 def update_product(session: Session, owner: Owner, ref: str, changes: dict[str, Any],
                    registry: Registry) -> Product:
     product = owned(session, Product, ref, owner, what="product", lock=True)
-    merged = {f: getattr(product, f) for f in ("name", "description", "price", "currency_type", "token", "network")}
+    merged = {f: getattr(product, f)
+              for f in ("name", "description", "price", "currency_type", "currency", "token", "network")}
     merged.update(changes)
     cleared = [f for f in ("name", "price", "currency_type", "active") if f in changes and changes[f] is None]
     if cleared:
         raise InvalidProduct("these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared])
     if changes.get("currency_type") == "FIAT" and "token" not in changes and "network" not in changes:
         merged["token"] = merged["network"] = None
+    if changes.get("currency_type") == "CRYPTO" and "currency" not in changes:
+        merged["currency"] = None
     _check(merged, registry, owner.test_mode)
     for field, value in merged.items():
         setattr(product, field, value)

@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
 from kassa_common.bus import admin, topology
+from kassa_common.pricing import currencies
 from kassa_api import openapi
 from kassa_api.deps import db, deps
 from kassa_api.endpoint import endpoint
@@ -32,7 +33,8 @@ def networks():
 def openapi_document():
     cache = current_app.extensions.setdefault("kassa_openapi", {})
     if "doc" not in cache:
-        cache["doc"] = openapi.build(current_app, deps().settings.public_api_url, deps().settings.networks)
+        cache["doc"] = openapi.build(current_app, deps().settings.public_api_url, deps().settings.networks,
+                                     currencies.priced(deps().settings.fixed_rates))
     return cache["doc"]
 
 

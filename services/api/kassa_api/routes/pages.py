@@ -9,7 +9,7 @@ from kassa_api.deps import db, deps, make_owner, transaction
 from kassa_api.handlers import checkout as h
 from kassa_api.web import error_page, http_error_page, page, secure
 from kassa_common import payments
-from kassa_common.errors import DomainError, InvalidTransition
+from kassa_common.errors import DomainError, InvalidTransition, RateNotAvailable
 from kassa_common.ids import parse_uuid
 from kassa_common.models import Merchant, Product
 
@@ -137,6 +137,10 @@ def buy(product_id: str):
         with transaction() as session:
             created = payments.create_payment(session, owner, cmd, registry=s.networks, rates=deps().rates,
                                               checkout_base=s.checkout_url, allow_test_keys=s.development)
+    except RateNotAvailable as exc:  # no trustworthy rate: say so, never price on a guess
+        response = _product_page(product, merchant, 503, exc.message)
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
     except DomainError as exc:
         return _product_page(product, merchant, 422, exc.message)
     return redirect(created.payment["checkout_url"], 303)

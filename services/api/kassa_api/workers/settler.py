@@ -28,6 +28,7 @@ from kassa_common.outbox import Relay
 from kassa_common.payments import settle
 from kassa_common.payments.settle import lock_for_reports
 from kassa_common.payments.watermark import apply_watermark
+from kassa_common.pricing.service import RateService, make_rates
 from kassa_common.worker import bootstrap, run_together
 
 BATCH = 10  # reports per transaction: ~10 commits saved per 10, ~30 ms of waiting at most
@@ -45,9 +46,11 @@ def lock_reported(session: Session, msgs: list[Delivered]) -> None:
     lock_for_reports(session, reports)
 
 
-def handle_transfer(session: Session, msg: Delivered, *, consumer: str = bus_topology.SETTLER.name) -> None:
+def handle_transfer(session: Session, msg: Delivered, *, consumer: str = bus_topology.SETTLER.name,
+                    rates: RateService | None = None) -> None:
     """A transfer report, or a watcher's watermark; ``consumer``: the queue this runs for (its
-    processed messages are those a watermark checks)."""
+    processed messages are those a watermark checks); ``rates``: values funds arriving after a
+    payment's rate lock."""
     if msg.routing_key == RoutingKey.CHAIN_WATERMARK:
         try:
             watermark = ChainWatermark.from_message(msg.routing_key, msg.body)
@@ -59,21 +62,21 @@ def handle_transfer(session: Session, msg: Delivered, *, consumer: str = bus_top
         report = TransferReport.from_message(msg.routing_key, msg.body)
     except (KeyError, ValueError, TypeError) as exc:
         raise Reject(f"malformed transfer report: {exc!r}") from None
-    settle(session, report)
+    settle(session, report, rates)
     SETTLED.labels(report.status).inc()
 
 
-def transfer_handler(queue_name: str):
+def transfer_handler(queue_name: str, rates: RateService | None = None):
     """``handle_transfer`` for the consumers of queue ``queue_name``."""
-    return partial(handle_transfer, consumer=queue_name)
+    return partial(handle_transfer, consumer=queue_name, rates=rates)
 
 
-def settler_consumers(make, topology: Topology, n: int, **hooks) -> list[Consumer]:
+def settler_consumers(make, topology: Topology, n: int, rates: RateService | None = None, **hooks) -> list[Consumer]:
     """``n`` consumers of the chain's reports and one of test mode's simulated ones, which
     wait in a queue of their own: a tester completing a thousand payments at once never
     holds up a live confirmation. ``make`` builds a consumer (``Worker.consumer``)."""
     queues = [topology.settler] * n + [topology.settler_test]
-    return [make(q, transfer_handler(q.name), batch=BATCH, prefetch=2 * BATCH, prepare=lock_reported, **hooks)
+    return [make(q, transfer_handler(q.name, rates), batch=BATCH, prefetch=2 * BATCH, prepare=lock_reported, **hooks)
             for q in queues]
 
 
@@ -82,7 +85,7 @@ def main() -> None:
     n = settings.settler_consumers
     worker = bootstrap(settings, "settler", pool_size=n + 2)
     relay = Relay(worker.sessions, worker.publisher("relay")).start()
-    consumers = settler_consumers(worker.consumer, worker.topology, n, after_commit=relay.wake)
+    consumers = settler_consumers(worker.consumer, worker.topology, n, make_rates(settings), after_commit=relay.wake)
     worker.run(lambda: run_together(c.run for c in consumers), lambda: [c.stop() for c in consumers],
                drain=relay.stop)
 

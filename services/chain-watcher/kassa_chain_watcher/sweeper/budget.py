@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Network
-from kassa_common.chains.rates import RateProvider, RateUnavailable
+from kassa_common.pricing.fixed import RateProvider, RateUnavailable
 from kassa_common.messages import SweepStatus
 from kassa_common.models import Sweep
 

@@ -28,8 +28,8 @@ from typing import Any
 
 from kassa_common import accounts
 from kassa_common.chains.networks import Network
-from kassa_common.chains.rates import units_text
-from kassa_common.chains.rates_http import make_rates
+from kassa_common.pricing.amounts import units_text
+from kassa_common.pricing.service import make_rates
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.models import Sweep

@@ -35,7 +35,7 @@ from web3.exceptions import TransactionNotFound, Web3Exception
 
 from kassa_common.chains import forwarder
 from kassa_common.chains.networks import Network
-from kassa_common.chains.rates import RateProvider
+from kassa_common.pricing.fixed import RateProvider
 from kassa_common.db import unit_of_work
 from kassa_common.messages import SweepStatus
 from kassa_common.models import Sweep

@@ -10,7 +10,7 @@ import logging
 from datetime import timedelta
 from typing import Callable
 
-from kassa_common.chains.rates_http import make_rates
+from kassa_common.pricing.service import make_rates
 from kassa_common.config import Settings
 from kassa_common.worker import Worker, bootstrap
 from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for

@@ -1,5 +1,7 @@
 """The overview, where a merchant lands after logging in: the last 30 days' completed volume
-as a bar chart, how many payments are in each status, and the latest payments.
+as a bar chart (per currency: the most used one, the others a link away), how many payments
+are in each status, the latest payments, and a warning while a stablecoin is off its peg
+(the rate service prices it at market then: ``kassa_common.pricing.service``).
 
 Everything is for the mode the dashboard is switched to. The numbers are summed by
 PostgreSQL (``queries``); the chart is SVG laid out on the server (``kassa_api.chart``),
@@ -7,13 +9,16 @@ so the page runs no script.
 """
 from __future__ import annotations
 
-from flask import Blueprint
+from datetime import datetime, time, timedelta, timezone
+
+from flask import Blueprint, request
 
 from kassa_api import queries
 from kassa_api.chart import bar_chart
-from kassa_api.deps import db
+from kassa_api.deps import db, deps
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common import payments
+from kassa_common.pricing import currencies
 from kassa_common.timefmt import utcnow
 
 bp = Blueprint("overview", __name__)
@@ -25,8 +30,14 @@ RECENT = 10
 @login_required
 def index():
     owner = current_owner()
-    days = queries.daily_volume(db(), owner.merchant_id, owner.test_mode, utcnow().date(), DAYS)
+    today = utcnow().date()
+    since = datetime.combine(today - timedelta(days=DAYS - 1), time(), timezone.utc)
+    used = queries.volume_currencies(db(), owner.merchant_id, owner.test_mode, since)
+    asked = request.args.get("currency", "")[:3].upper()
+    currency = asked if asked in used else (used[0] if used else "USD")
+    days = queries.daily_volume(db(), owner.merchant_id, owner.test_mode, today, DAYS, currency)
     counts = queries.status_counts(db(), owner.merchant_id, owner.test_mode)
     recent, _ = payments.list_payments(db(), owner, page=1, page_size=RECENT, status=None, search=None)
-    return render("overview.html", days=days, chart=bar_chart(days), total=sum(d.amount for d in days),
-                  count=sum(d.count for d in days), counts=counts, recent=recent)
+    return render("overview.html", days=days, chart=bar_chart(days, currencies.SYMBOLS.get(currency, f"{currency} ")), total=sum(d.amount for d in days),
+                  count=sum(d.count for d in days), counts=counts, recent=recent, currency=currency,
+                  currencies=used, depegs=deps().rates.depegs())

@@ -26,6 +26,8 @@ def share_link(product: Product) -> str:
 def new_product_form() -> dict:
     fields = {"name": form_text("name") or "", "description": form_text("description"),
               "price": form_decimal("price"), "currency_type": request.form.get("currency_type", "FIAT")}
+    if fields["currency_type"] == "FIAT" and form_text("currency"):
+        fields["currency"] = form_text("currency")
     if fields["currency_type"] == "CRYPTO":
         fields.update(token=form_text("token"), network=form_text("network"))
     return fields

@@ -11,7 +11,7 @@ from kassa_api.deps import db, deps
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common.chains import forwarder
 from kassa_common.chains.networks import shipped
-from kassa_common.chains.rates import units_text
+from kassa_common.pricing.amounts import units_text
 from kassa_common.payments import sweep_holds
 
 bp = Blueprint("sweeps", __name__)

@@ -1,0 +1,263 @@
+"""The rate service: one interface to every price Kassa needs.
+
+``quote(symbol, currency, live=...)`` is the price of one ``symbol`` (a token) in
+``currency`` (a fiat currency) and a note of where it came from (``Quote.source``, shown on
+the payment as ``rate_source``). Where prices come from:
+
+- test-mode payments (``live=False``) and, with ``FIXED_RATES_ALLOW_LIVE`` (the development
+  stack), live ones too: the fixed rates (``fixed.FixedRates``);
+- live payments otherwise: the market sources of ``RATES_PROVIDERS`` (``coinbase``,
+  ``kraken``, ``coingecko``, and ``url`` when ``RATES_URL`` is set), asked in parallel, each
+  within ``RATES_TIMEOUT_SECONDS``. Each symbol's USD price is the median of the sources that
+  agree (``combine``); a cross (ETH in EUR) is the coin's USD price over the currency's.
+
+A combined price is kept ``RATES_CACHE_SECONDS``; when a refresh finds too few sources (or
+too few that agree) the last price is served until it is ``RATES_STALE_SECONDS`` old, then
+``RatesDown`` (the API's 503 with ``Retry-After``). Stablecoins (USDC, USDT) count as 1 USD
+while their market price stays within ``STABLECOIN_PEG_TOLERANCE_PCT`` of it; beyond that
+they are priced at market and ``depegs()`` names them (the merchant's overview shows it).
+With no market source configured, live stablecoin payments in USD are taken at par and
+every other live price is refused.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from typing import Callable, Sequence
+
+from kassa_common.pricing import metrics
+from kassa_common.pricing.coinbase import Coinbase
+from kassa_common.pricing.coingecko import CoinGecko
+from kassa_common.pricing.combine import NoConsensus, combine
+from kassa_common.pricing.custom import UrlTemplate
+from kassa_common.pricing.fixed import STABLECOINS, FixedRates, RateUnavailable, parse_fixed_rates
+from kassa_common.pricing.kraken import Kraken
+from kassa_common.pricing.source import Source, SourceDown
+
+log = logging.getLogger("kassa.rates")
+PROVIDERS = ("coinbase", "kraken", "coingecko")
+RATE_PLACES = Decimal("1e-18")  # as payments store it
+
+
+class RatesDown(RateUnavailable):
+    """No trustworthy price right now; ``retry_after``: seconds worth waiting before asking again."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class LiveRatesNeeded(RatesDown):
+    """A live price was asked of a server that has fixed rates only."""
+
+
+class Unpriced(RateUnavailable):
+    """The sources answered, and none of them prices this symbol (an unsupported currency)."""
+
+
+@dataclass(frozen=True)
+class Quote:
+    rate: Decimal  # price of one token in the currency
+    source: str  # where it came from, for people
+
+
+@dataclass(frozen=True)
+class Peg:
+    symbol: str
+    price: Decimal  # market price in USD
+    depegged: bool
+
+
+@dataclass(frozen=True)
+class _Price:
+    usd: Decimal
+    source: str
+    at: float
+
+
+class RateService:
+    def __init__(self, fixed: FixedRates, sources: Sequence[Source] = (), *, fixed_live: bool = False,
+                 min_sources: int = 2, max_deviation_pct: Decimal = Decimal(1), cache_seconds: float = 30.0,
+                 stale_seconds: float = 300.0, timeout: float = 3.0, peg_tolerance_pct: Decimal = Decimal(1),
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.fixed, self.sources, self.fixed_live = fixed, list(sources), fixed_live
+        self.min_sources = min_sources
+        self.max_deviation_pct, self.peg_tolerance_pct = Decimal(max_deviation_pct), Decimal(peg_tolerance_pct)
+        self.cache_seconds, self.stale_seconds, self.timeout, self.clock = cache_seconds, stale_seconds, timeout, clock
+        self.retry_after = max(1, min(60, math.ceil(cache_seconds)))
+        self._cache: dict[str, _Price] = {}
+        self._pegs: dict[str, Peg] = {}
+        self._lock = threading.Lock()  # one refresh at a time; the others then find its prices
+        self._pool = ThreadPoolExecutor(max_workers=max(1, 2 * len(self.sources)), thread_name_prefix="rates")
+
+    @property
+    def live(self) -> bool:
+        """Whether live coin payments can be priced at all (market sources, or fixed rates allowed)."""
+        return bool(self.sources) or self.fixed_live
+
+    # ---- the interface ----------------------------------------------------------------------
+
+    def quote(self, symbol: str, currency: str = "USD", *, live: bool = True) -> Quote:
+        symbol, currency = symbol.strip().upper(), currency.strip().upper()
+        if not live or self.fixed_live:
+            return self._fixed(symbol, currency)
+        if not self.sources:
+            if symbol in STABLECOINS and currency == "USD":
+                return Quote(Decimal(1), "par (no market source configured)")
+            raise LiveRatesNeeded(f"live {symbol} payments in {currency} need a market rate and this server has "
+                                  f"fixed rates only: the operator sets RATES_PROVIDERS "
+                                  f"(FIXED_RATES_ALLOW_LIVE=true is for development)", self.retry_after)
+        prices = self._usd_prices({symbol, currency} - {"USD"})
+        coin = self._pegged(symbol, prices[symbol]) if symbol in STABLECOINS else prices[symbol]
+        if currency == "USD":
+            return Quote(_rate(coin.usd, Decimal(1)), f"{symbol}/USD {coin.source}")
+        fiat = prices[currency]
+        return Quote(_rate(coin.usd, fiat.usd), f"{symbol}/USD {coin.source}; {currency}/USD {fiat.source}")
+
+    def usd_rate(self, symbol: str) -> Decimal:
+        """USD price of one ``symbol`` for live use (the sweeper's thresholds and budget): the
+        market's, or with no market source configured the fixed rates, as it always had."""
+        if not self.sources:
+            return self.fixed.usd_rate(symbol.strip().upper())
+        return self.quote(symbol, "USD", live=True).rate
+
+    def depegs(self) -> list[Peg]:
+        """Stablecoins the market prices outside the tolerance now (none without market sources)."""
+        if self.fixed_live or not self.sources:
+            return []
+        for symbol in STABLECOINS:
+            try:
+                self._pegged(symbol, self._usd_prices({symbol})[symbol])
+            except RateUnavailable:
+                pass
+        return [p for p in self._pegs.values() if p.depegged]
+
+    # ---- fixed ------------------------------------------------------------------------------
+
+    def _fixed(self, symbol: str, currency: str) -> Quote:
+        if not self.fixed.knows(currency):
+            raise Unpriced(f"FIXED_RATES has no rate for {currency}")
+        return Quote(_rate(self.fixed.usd_rate(symbol), self.fixed.usd_rate(currency)), "fixed")
+
+    # ---- market -----------------------------------------------------------------------------
+
+    def _pegged(self, symbol: str, price: _Price) -> _Price:
+        off = abs(price.usd - 1) * 100
+        peg = Peg(symbol, price.usd, off > self.peg_tolerance_pct)
+        if self._pegs.get(symbol) != peg:
+            (log.warning if peg.depegged else log.info)(
+                "%s at %s USD: %s", symbol, price.usd, "depegged, priced at market" if peg.depegged else "at par")
+        self._pegs[symbol] = peg
+        metrics.STABLECOIN.labels(symbol).set(float(price.usd))
+        if peg.depegged:
+            return _Price(price.usd, f"at market, depegged ({price.source})", price.at)
+        return _Price(Decimal(1), f"at par (market {price.usd}: {price.source})", price.at)
+
+    def _usd_prices(self, symbols: set[str]) -> dict[str, _Price]:
+        found = self._fresh(symbols)
+        if len(found) == len(symbols):
+            return found
+        with self._lock:
+            found = self._fresh(symbols)
+            missing = symbols - set(found)
+            if missing:
+                found.update(self._refresh(missing))
+        return found
+
+    def _fresh(self, symbols: set[str]) -> dict[str, _Price]:
+        now = self.clock()
+        return {s: p for s in symbols if (p := self._cache.get(s)) is not None and now - p.at < self.cache_seconds}
+
+    def _refresh(self, symbols: set[str]) -> dict[str, _Price]:
+        answers = self._ask(symbols)
+        out: dict[str, _Price] = {}
+        for symbol in sorted(symbols):
+            by_source = {name: prices[symbol] for name, prices in answers.items() if symbol in prices}
+            try:
+                if not by_source and len(answers) >= self.min_sources:
+                    raise Unpriced(f"none of the rate sources prices {symbol}")
+                combined = combine(by_source, min_sources=self.min_sources, max_deviation_pct=self.max_deviation_pct)
+            except NoConsensus as exc:
+                out[symbol] = self._stale(symbol, str(exc))
+                continue
+            for name, pct in combined.deviation_pct.items():
+                metrics.DEVIATION.labels(name, symbol).set(float(pct))
+            for name in combined.excluded:
+                metrics.EXCLUDED.labels(name).inc()
+                log.warning("rate source %s excluded for %s: %s is %.2f%% from the median", name, symbol,
+                            by_source[name], combined.deviation_pct[name])
+            out[symbol] = self._cache[symbol] = _Price(combined.price, combined.describe(), self.clock())
+        return out
+
+    def _stale(self, symbol: str, why: str) -> _Price:
+        cached = self._cache.get(symbol)
+        if cached is not None and (age := self.clock() - cached.at) < self.stale_seconds:
+            metrics.STALE.inc()
+            log.warning("no fresh %s/USD rate (%s); serving the one from %.0f s ago", symbol, why, age)
+            return _Price(cached.usd, f"{cached.source}, {age:.0f} s old", cached.at)
+        metrics.UNAVAILABLE.inc()
+        log.error("no %s/USD rate: %s", symbol, why)
+        raise RatesDown(f"no trustworthy {symbol}/USD rate right now ({why}); retry shortly", self.retry_after)
+
+    def _ask(self, symbols: set[str]) -> dict[str, dict[str, Decimal]]:
+        """Every source's answer for ``symbols``, asked in parallel; those that fail or run out
+        of time are left out (and counted)."""
+        futures = {self._pool.submit(source.prices, set(symbols)): source.name for source in self.sources}
+        done, _ = wait(futures, timeout=self.timeout + 0.5)
+        answers: dict[str, dict[str, Decimal]] = {}
+        for future, name in futures.items():
+            if future not in done:
+                metrics.ERRORS.labels(name).inc()
+                log.warning("rate source %s: no answer within %.1f s", name, self.timeout)
+                continue
+            try:
+                answers[name] = future.result()
+                metrics.ANSWERS.labels(name).inc()
+            except SourceDown as exc:
+                metrics.ERRORS.labels(name).inc()
+                log.warning("rate source down: %s", exc)
+            except Exception:  # a source's bug must not take pricing down with it
+                metrics.ERRORS.labels(name).inc()
+                log.exception("rate source %s failed", name)
+        return answers
+
+
+def _rate(price: Decimal, per: Decimal) -> Decimal:
+    """``price / per`` to 40 significant digits: amounts are computed from it, and it is rounded
+    to ``RATE_PLACES`` only where it is stored (``terms.Priced.rate``)."""
+    with localcontext() as ctx:
+        ctx.prec = 40
+        rate = price / per
+    if rate.quantize(RATE_PLACES) <= 0:
+        raise RateUnavailable("the rate is too small to store")
+    return rate
+
+
+def make_sources(settings) -> list[Source]:
+    """The market sources the settings name (``RATES_PROVIDERS``, then ``RATES_URL``)."""
+    kw = {"timeout": settings.rates_timeout_seconds}
+    built: dict[str, Callable[[], Source]] = {
+        "coinbase": lambda: Coinbase(settings.rates_coinbase_url, **kw),
+        "kraken": lambda: Kraken(settings.rates_kraken_url, **kw),
+        "coingecko": lambda: CoinGecko(settings.rates_coingecko_url, api_key=settings.rates_coingecko_api_key, **kw),
+    }
+    sources = [built[name]() for name in settings.rates_providers]
+    if settings.rates_url:
+        sources.append(UrlTemplate(settings.rates_url, path=settings.rates_json_path, **kw))
+    return sources
+
+
+def make_rates(settings) -> RateService:
+    """The rate service the settings describe (``kassa_common.config.Settings``); every
+    process that prices uses this."""
+    return RateService(
+        FixedRates(parse_fixed_rates(settings.fixed_rates)), make_sources(settings),
+        fixed_live=settings.fixed_rates_allow_live, min_sources=settings.rates_min_sources,
+        max_deviation_pct=settings.rates_max_deviation_pct, cache_seconds=settings.rates_cache_seconds,
+        stale_seconds=settings.rates_stale_seconds, timeout=settings.rates_timeout_seconds,
+        peg_tolerance_pct=settings.stablecoin_peg_tolerance_pct)

@@ -1,0 +1,155 @@
+"""Local doubles of the market rate sources, over real HTTP, answering in each provider's
+real request and response format (Coinbase ``/v2/exchange-rates``, Kraken
+``/0/public/Ticker``, CoinGecko ``/simple/price`` and ``/exchange_rates``).
+
+Each double prices what its ``prices`` holds (USD per unit, coins and fiat alike); a test
+changes them, or sets ``down`` (HTTP 503) or ``hang`` (answers after the client's timeout),
+between requests. ``hits`` counts the requests it answered."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from decimal import Decimal
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+KRAKEN_NAMES = {"BTC": "XBT"}  # Kraken's asset codes
+KRAKEN_PAIRS = {"ETH": "XETHZUSD", "XBT": "XXBTZUSD", "EUR": "ZEURZUSD", "GBP": "ZGBPZUSD", "USDC": "USDCUSD",
+                "USDT": "USDTZUSD", "AUD": "ZAUDZUSD"}  # the key Kraken answers under, by base
+KRAKEN_USD_BASED = {"JPY": "ZUSDZJPY", "CAD": "ZUSDZCAD", "CHF": "USDCHF"}
+GECKO_IDS = {"bitcoin": "BTC", "ethereum": "ETH", "usd-coin": "USDC", "tether": "USDT", "binancecoin": "BNB",
+             "polygon-ecosystem-token": "POL"}
+FIAT = {"EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "USD"}
+
+
+class RateDouble:
+    name = "double"
+
+    def __init__(self, prices: dict[str, str]) -> None:
+        self.prices = {k: Decimal(v) for k, v in prices.items()}
+        self.down = False
+        self.hang = 0.0
+        self.hits = 0
+        double = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                double.hits += 1
+                if double.hang:
+                    time.sleep(double.hang)
+                if double.down:
+                    return self._send(503, {"message": "service unavailable"})
+                url = urlsplit(self.path)
+                status, body = double.answer(url.path, {k: v[0] for k, v in parse_qs(url.query).items()})
+                self._send(status, body)
+
+            def _send(self, status, body):
+                data = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_port}"
+
+    def set(self, **prices: str) -> None:
+        self.prices.update({k: Decimal(v) for k, v in prices.items()})
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def answer(self, path: str, query: dict[str, str]) -> tuple[int, object]:
+        raise NotImplementedError
+
+
+class CoinbaseDouble(RateDouble):
+    """``GET /v2/exchange-rates?currency=ETH`` → ``{"data": {"currency": "ETH", "rates": {"USD": "…", …}}}``."""
+
+    name = "coinbase"
+
+    def answer(self, path, query):
+        base = query.get("currency", "USD").upper()
+        if path != "/v2/exchange-rates" or (base != "USD" and base not in self.prices):
+            return 400, {"errors": [{"id": "invalid_request", "message": "Invalid currency"}]}
+        usd = self.prices.get(base, Decimal(1))
+        rates = {code: str(usd / price) for code, price in {**self.prices, "USD": Decimal(1)}.items()}
+        rates["USD"] = str(usd)
+        return 200, {"data": {"currency": base, "rates": rates}}
+
+
+class KrakenDouble(RateDouble):
+    """``GET /0/public/Ticker?pair=ETHUSD`` → ``{"error": [], "result": {"XETHZUSD": {"c": ["…", "…"], …}}}``."""
+
+    name = "kraken"
+
+    def answer(self, path, query):
+        pair = query.get("pair", "")
+        if path != "/0/public/Ticker":
+            return 404, {"error": ["EGeneral:Unknown method"]}
+        for base, key in KRAKEN_PAIRS.items():
+            symbol = {v: k for k, v in KRAKEN_NAMES.items()}.get(base, base)
+            if pair == f"{base}USD" and symbol in self.prices:
+                return 200, {"error": [], "result": {key: self._ticker(self.prices[symbol])}}
+        for symbol, key in KRAKEN_USD_BASED.items():
+            if pair == f"USD{symbol}" and symbol in self.prices:
+                return 200, {"error": [], "result": {key: self._ticker(Decimal(1) / self.prices[symbol])}}
+        return 200, {"error": ["EQuery:Unknown asset pair"]}
+
+    @staticmethod
+    def _ticker(price: Decimal) -> dict:
+        p = f"{price:.5f}"
+        return {"a": [p, "1", "1.000"], "b": [p, "2", "2.000"], "c": [p, "0.01000000"], "v": ["10", "20"],
+                "p": [p, p], "t": [5, 9], "l": [p, p], "h": [p, p], "o": p}
+
+
+class CoinGeckoDouble(RateDouble):
+    """``GET /simple/price?ids=ethereum&vs_currencies=usd`` → ``{"ethereum": {"usd": 3012.55}}``;
+    ``GET /exchange_rates`` → ``{"rates": {"btc": {"value": 1, …}, "usd": {"value": …, "type": "fiat"}, …}}``."""
+
+    name = "coingecko"
+
+    def answer(self, path, query):
+        if path == "/simple/price":
+            ids = [i for i in query.get("ids", "").split(",") if i]
+            return 200, {i: {"usd": float(self.prices[GECKO_IDS[i]])}
+                         for i in ids if i in GECKO_IDS and GECKO_IDS[i] in self.prices}
+        if path == "/exchange_rates":
+            btc = self.prices.get("BTC", Decimal(60000))
+            rates = {"btc": {"name": "Bitcoin", "unit": "BTC", "value": 1.0, "type": "crypto"},
+                     "usd": {"name": "US Dollar", "unit": "$", "value": float(btc), "type": "fiat"}}
+            for code in FIAT & set(self.prices):
+                rates[code.lower()] = {"name": code, "unit": code, "value": float(btc / self.prices[code]),
+                                       "type": "fiat"}
+            return 200, {"rates": rates}
+        return 404, {"error": "Not found"}
+
+
+MARKET = {"ETH": "3000", "BTC": "60000", "USDC": "1.0001", "USDT": "0.9998", "EUR": "1.08", "GBP": "1.27",
+          "JPY": "0.0067", "CHF": "1.13", "CAD": "0.73", "AUD": "0.66", "POL": "0.5", "BNB": "600"}
+
+
+def start_all(prices: dict[str, str] | None = None) -> dict[str, RateDouble]:
+    prices = prices or MARKET
+    return {"coinbase": CoinbaseDouble(prices), "kraken": KrakenDouble(prices), "coingecko": CoinGeckoDouble(prices)}
+
+
+def settings_for(doubles: dict[str, RateDouble], **overrides) -> dict:
+    """``Settings.with_`` overrides pointing the market sources at the doubles."""
+    return {"rates_providers": tuple(doubles), "rates_coinbase_url": doubles["coinbase"].url,
+            "rates_kraken_url": doubles["kraken"].url, "rates_coingecko_url": doubles["coingecko"].url,
+            "fixed_rates_allow_live": False, **overrides}
