@@ -3,8 +3,8 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := -e libs/common -e libs/devtools -e services/api -e services/chain-watcher -e services/webhook-sender -e services/notifier -e services/expirer -e clients/python
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/*/pyproject.toml services/*/pyproject.toml clients/*/pyproject.toml | sha1sum | cut -c1-12)
+PACKAGES := -e libs/common -e services/api -e services/chain-watcher -e services/webhook-sender -e services/notifier -e services/expirer -e clients/python -e dev
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/*/pyproject.toml services/*/pyproject.toml dev/pyproject.toml clients/*/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_WORKERS ?= 2
 
 .PHONY: run test test-unit test-integration test-e2e test-browser bench chaos deps clean tools-test tools-bench tools-chaos

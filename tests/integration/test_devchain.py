@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 _REPO = Path(__file__).resolve().parents[2]
-try:  # normally provided by installed kassa-common and kassa-devtools and the root conftest
+try:  # normally provided by installed kassa-common and kassa-devtools (dev/) and the root conftest
     import kassa_dev.chain  # noqa: F401
     import tests.support.anvil  # noqa: F401
 except ImportError:
-    for _p in (_REPO, _REPO / "libs" / "common", _REPO / "libs" / "devtools"):
+    for _p in (_REPO, _REPO / "libs" / "common", _REPO / "dev"):
         if str(_p) not in sys.path:
             sys.path.append(str(_p))
 

@@ -4,6 +4,7 @@ imports the development tooling."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +30,7 @@ class Module:
 def modules() -> dict[str, Module]:
     """Every module of the product and the development package, by dotted name."""
     found = {}
-    for top in [*ROOT.glob("libs/*/kassa_*"), *ROOT.glob("services/*/kassa_*")]:
+    for top in [*ROOT.glob("libs/*/kassa_*"), *ROOT.glob("services/*/kassa_*"), *ROOT.glob("dev/kassa_*")]:
         for path in top.rglob("*.py"):
             if "migrations" in path.parts:
                 continue
@@ -150,3 +151,40 @@ def test_no_product_code_imports_the_development_tooling():
     product = {name: m for name, m in MODULES.items() if not name.startswith(DEV)}
     offenders = {name: sorted(i for i in imports(m) if i.startswith(DEV)) for name, m in product.items()}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def dockerfile_stages() -> dict[str, list[str]]:
+    """The Dockerfile's stages by name, each its instructions (continuation lines joined)."""
+    stages: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in (ROOT / "Dockerfile").read_text().replace("\\\n", " ").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.upper().startswith("FROM "):
+            words = line.split()
+            current = stages.setdefault(words[-1] if "AS" in (w.upper() for w in words) else words[1], [])
+            current.append(line)
+            continue
+        current.append(line)
+    return stages
+
+
+def image_instructions(target: str) -> list[str]:
+    """Every instruction that builds ``target``, its base stages' first."""
+    stages = dockerfile_stages()
+    base = stages[target][0].split()[1]
+    return (image_instructions(base) if base in stages else []) + stages[target]
+
+
+# An instruction that brings dev/ (or the whole checkout) into an image, or installs it.
+DEV_IN_IMAGE = re.compile(r"(?:^|\s)\.?/?dev/?(?:\s|$)|kassa_dev|^COPY\s+\.\s")
+
+
+def test_the_production_image_holds_no_dev_code():
+    stages = dockerfile_stages()
+    assert {"production", "development"} <= set(stages)
+    assert list(stages)[-1] == "production"  # a plain `docker build` builds the production image
+    production = image_instructions("production")
+    assert [i for i in production if DEV_IN_IMAGE.search(i)] == []
+    assert [i for i in image_instructions("development") if DEV_IN_IMAGE.search(i)]  # the check can see it
