@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from kassa_api.workers import settler as settler_module
-from kassa_api.workers.settler import settler_consumers
+from kassa_settler import main as settler_module
+from kassa_settler.main import settler_consumers
 from kassa_chain_watcher.store import Store
 from kassa_common.bus.consumer import Consumer
 from kassa_common.bus.publisher import Publisher

@@ -53,7 +53,7 @@ def consuming(consumer):
 def running_settler(settings, topo, sessions, **hooks):
     """The settler's consumers as its process builds them (the chain's reports, test mode's)
     in threads for the block; yields them, the chain's first."""
-    from kassa_api.workers.settler import settler_consumers
+    from kassa_settler.main import settler_consumers
     from kassa_common.bus.consumer import Consumer
 
     def make(queue, handler, **options):

@@ -14,7 +14,7 @@ from kassa_common.bus.publisher import Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.models import ChainBlock, ChainCursor, ChainReport, SettledWatermark, Event, Payment, Transfer
 from kassa_common.outbox import relay_pending
-from kassa_api.workers.settler import transfer_handler
+from kassa_settler.main import transfer_handler
 from kassa_chain_watcher.main import NetworkWatcher, Options, make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist
 from tests.support.bus import private_topology
