@@ -11,7 +11,7 @@ RUN pip install --no-cache-dir -r requirements.txt
 COPY libs ./libs
 COPY services ./services
 COPY Procfile ./
-RUN pip install --no-cache-dir --no-deps -e libs/common -e services/api -e services/relay -e services/settler -e services/chain-watcher \
+RUN pip install --no-cache-dir --no-deps -e libs/common -e services/api -e services/relay -e services/settler -e services/chain-watcher -e services/sweeper \
         -e services/webhook-sender -e services/notifier -e services/expirer \
     && useradd --create-home kassa
 EXPOSE 8000

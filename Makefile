@@ -3,7 +3,7 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := -e libs/common -e services/api -e services/relay -e services/settler -e services/chain-watcher -e services/webhook-sender -e services/notifier -e services/expirer -e clients/python -e dev
+PACKAGES := -e libs/common -e services/api -e services/relay -e services/settler -e services/chain-watcher -e services/sweeper -e services/webhook-sender -e services/notifier -e services/expirer -e clients/python -e dev
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/*/pyproject.toml services/*/pyproject.toml dev/pyproject.toml clients/*/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_WORKERS ?= 2
 

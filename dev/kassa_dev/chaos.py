@@ -368,8 +368,8 @@ def process_env(root: Path, database_url: str, rabbit_url: str, rpc_url: str, po
 
 
 def start_stack(root: Path, log_dir: Path) -> Stack:
-    from kassa_chain_watcher.sweeper.deploy import deploy_factory
-    from kassa_chain_watcher.sweeper.txs import Signer
+    from kassa_sweeper.deploy import deploy_factory
+    from kassa_sweeper.txs import Signer
 
     pg, rabbit, anvil = PrivatePostgres(max_connections=300), PrivateRabbit(), None
     try:

@@ -13,8 +13,8 @@ from honcho.manager import Manager
 from honcho.printer import Printer
 from web3 import Web3
 
-from kassa_chain_watcher.sweeper.deploy import deploy_factory
-from kassa_chain_watcher.sweeper.txs import Signer
+from kassa_sweeper.deploy import deploy_factory
+from kassa_sweeper.txs import Signer
 from kassa_common.config import Settings
 from kassa_common.migrate import upgrade
 from kassa_dev import chain, procfile

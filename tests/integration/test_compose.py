@@ -79,7 +79,7 @@ def test_every_python_module_the_processes_run_exists():
                  for svc in compose_services().values()]
     modules = {m for command in commands for m in re.findall(r"python -m ([\w.]+)", command)}
     assert {"kassa_relay.main", "kassa_settler.main", "kassa_dev.chain",
-            "kassa_chain_watcher.sweeper.main"} <= modules
+            "kassa_sweeper.main"} <= modules
     missing = sorted(m for m in modules if importlib.util.find_spec(m) is None)
     assert missing == []
 

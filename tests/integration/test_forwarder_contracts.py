@@ -77,7 +77,7 @@ def test_the_off_chain_deposit_address_is_the_factory_view(factory):
 
 def test_deploying_the_factory_again_changes_nothing(chain, factory):
     from tests.support.forwarder import SWEEPER
-    from kassa_chain_watcher.sweeper.deploy import deploy_factory
+    from kassa_sweeper.deploy import deploy_factory
 
     nonce = chain.w3.eth.get_transaction_count(SWEEPER.address)
     assert deploy_factory(chain.w3, SWEEPER) == (factory.address, None)

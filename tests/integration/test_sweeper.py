@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.models import SweepItem, Transfer
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.sweeper.engine import Outcome
+from kassa_sweeper.engine import Outcome
 from kassa_dev import chain as devchain
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import API

@@ -15,7 +15,7 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, SweepHold
 from kassa_common.payments import sweep_holds
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.sweeper.engine import Outcome
+from kassa_sweeper.engine import Outcome
 from kassa_dev import chain as devchain
 from tests.support import settlements
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)

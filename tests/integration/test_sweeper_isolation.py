@@ -17,7 +17,7 @@ from kassa_common.chains import forwarder
 from kassa_common.db import unit_of_work
 from kassa_common.models import SweepHold, Transfer
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.sweeper.engine import Outcome
+from kassa_sweeper.engine import Outcome
 from tests.support import settlements
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import API

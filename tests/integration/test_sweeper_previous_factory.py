@@ -20,7 +20,7 @@ from kassa_common.chains.evm import create2_address
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment, SweepHold
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.sweeper.engine import Outcome
+from kassa_sweeper.engine import Outcome
 from tests.support import settlements
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.forwarder import SWEEPER, ensure_factory

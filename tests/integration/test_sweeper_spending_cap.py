@@ -15,8 +15,8 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.models import Sweep
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.sweeper.engine import Outcome
-from kassa_chain_watcher.sweeper.txs import Signer, market_fees
+from kassa_sweeper.engine import Outcome
+from kassa_sweeper.txs import Signer, market_fees
 from kassa_dev import chain as devchain
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.forwarder import ensure_factory

@@ -21,8 +21,8 @@ from kassa_common.models import Event, Payment, Sweep, Transfer
 from kassa_common.outbox import run_relay
 from kassa_common.payments import settle
 from kassa_common.payments.sweeps import SweepPolicy
-from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for
-from kassa_chain_watcher.sweeper.engine import NetworkSweeper
+from kassa_sweeper.chain import DepositChain, web3_for
+from kassa_sweeper.engine import NetworkSweeper
 from kassa_dev import chain as devchain
 from kassa_webhook_sender.main import build as build_sender
 from tests.support.forwarder import SWEEPER, fresh_address

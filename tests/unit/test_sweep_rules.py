@@ -10,8 +10,8 @@ import pytest
 from kassa_common.chains.networks import load_registry
 from kassa_common.chains.rates import FixedRates
 from kassa_common.payments.sweeps import SweepPolicy, usd_value
-from kassa_chain_watcher.sweeper.options import SweepOptions
-from kassa_chain_watcher.sweeper.txs import Fees, Signer
+from kassa_sweeper.options import SweepOptions
+from kassa_sweeper.txs import Fees, Signer
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=timezone.utc)
 POLICY = SweepPolicy(Decimal(10), timedelta(hours=24))

@@ -35,10 +35,10 @@ from kassa_common.transient import Backoff
 from kassa_common.worker import Worker, bootstrap
 
 from kassa_chain_watcher import bitcoin, evm
-from kassa_chain_watcher.lock import NetworkLock
-from kassa_chain_watcher.nodes import NodePool
+from kassa_common.chains.locks import NetworkLock
+from kassa_common.chains.nodes import NodePool
 from kassa_chain_watcher.quorum import Quorum
-from kassa_chain_watcher.rpc import RpcUnavailable
+from kassa_common.chains.rpc import RpcUnavailable
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, address_networks, reload

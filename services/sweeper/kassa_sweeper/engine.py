@@ -42,14 +42,14 @@ from kassa_common.models import Sweep
 from kassa_common.payments import sweeps
 from kassa_common.payments.sweeps import Deposit, SweepPolicy
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.lock import lock_key
-from kassa_chain_watcher.rpc import scrub
-from kassa_chain_watcher.sweeper import budget, metrics
-from kassa_chain_watcher.sweeper.chain import DepositChain
-from kassa_chain_watcher.sweeper.confirming import Confirming
-from kassa_chain_watcher.sweeper.sending import Sending
-from kassa_chain_watcher.sweeper.steps import Outcome, Plan, Step, attempt, planned
-from kassa_chain_watcher.sweeper.txs import Fees, Signer, broadcast, market_fees
+from kassa_common.chains.locks import lock_key
+from kassa_common.chains.rpc import scrub
+from kassa_sweeper import budget, metrics
+from kassa_sweeper.chain import DepositChain
+from kassa_sweeper.confirming import Confirming
+from kassa_sweeper.sending import Sending
+from kassa_sweeper.steps import Outcome, Plan, Step, attempt, planned
+from kassa_sweeper.txs import Fees, Signer, broadcast, market_fees
 
 __all__ = ["NetworkSweeper", "Outcome", "Plan", "Step", "planned"]
 log = logging.getLogger("kassa.sweeper")

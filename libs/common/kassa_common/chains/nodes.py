@@ -20,7 +20,7 @@ A network may list several RPC nodes (``<NETWORK>_RPC_URLS``, in order of prefer
 
 Logs and errors show a node as ``node 2 (https://host:port)``: never its path, query or
 user info (``rpc.redact``), where hosted providers put the key. Each node's state is in
-``metrics`` (``kassa_rpc_node_up``, ``_refused``, ``_failures_total``, ``kassa_rpc_failovers_total``).
+the metrics below (``kassa_rpc_node_up``, ``_refused``, ``_failures_total``, ``kassa_rpc_failovers_total``).
 """
 from __future__ import annotations
 
@@ -30,10 +30,21 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from kassa_common.chains.networks import Network
+from prometheus_client import Counter, Gauge
 
-from kassa_chain_watcher import metrics
-from kassa_chain_watcher.rpc import BadAnswer, JsonRpc, RpcError, RpcUnavailable, redact
+from kassa_common.chains.networks import Network
+from kassa_common.chains.rpc import BadAnswer, JsonRpc, RpcError, RpcUnavailable, redact
+
+# Each node's state, whoever reads through the pool (the chain-watcher, the sweeper).
+NODE = ["network", "node", "url"]
+
+NODE_UP = Gauge("kassa_rpc_node_up", "1 while the node is in service, 0 while it is set aside (failing, rate "
+                "limiting us, or on the wrong chain)", NODE)
+NODE_REFUSED = Gauge("kassa_rpc_node_refused", "1 while the node is refused because it answers another chain "
+                     "id (or Bitcoin chain) than the network's", NODE)
+NODE_FAILURES = Counter("kassa_rpc_node_failures_total", "Requests a node failed (no answer, rate limit, "
+                        "not JSON-RPC), each setting it aside for a while", NODE)
+FAILOVERS = Counter("kassa_rpc_failovers_total", "Times the node a network is read from changed", ["network"])
 
 log = logging.getLogger("kassa.chain_watcher")
 SET_ASIDE_SECONDS = 1.0  # the first wait of a failing node; doubles with each failure in a row
@@ -96,8 +107,8 @@ class NodePool:
         self._check, self._clock, self._jitter = check, clock, jitter
         self.reader: Node | None = None
         for node in self.nodes:
-            metrics.NODE_UP.labels(**node.labels(self.name)).set(1)
-            metrics.NODE_REFUSED.labels(**node.labels(self.name)).set(0)
+            NODE_UP.labels(**node.labels(self.name)).set(1)
+            NODE_REFUSED.labels(**node.labels(self.name)).set(0)
 
     def __repr__(self) -> str:
         return f"NodePool({self.name}: {', '.join(n.rpc.where for n in self.nodes)})"
@@ -162,7 +173,7 @@ class NodePool:
             if node is not self.reader:
                 if self.reader is not None:
                     log.warning("%s: reading from %s now instead of %s", self.name, node.name, self.reader.name)
-                    metrics.FAILOVERS.labels(network=self.name).inc()
+                    FAILOVERS.labels(network=self.name).inc()
                 self.reader = node
             return node
         raise self._none_left()
@@ -184,9 +195,9 @@ class NodePool:
         if node.refused is not None:
             log.warning("%s: %s is on the network's chain again", self.name, node.name)
             node.refused = None
-            metrics.NODE_REFUSED.labels(**node.labels(self.name)).set(0)
+            NODE_REFUSED.labels(**node.labels(self.name)).set(0)
         node.checked = True
-        metrics.NODE_UP.labels(**node.labels(self.name)).set(1)
+        NODE_UP.labels(**node.labels(self.name)).set(1)
         return True
 
     def _healthy(self, node: Node) -> None:
@@ -199,8 +210,8 @@ class NodePool:
         wait = max(self._jitter(ceiling / 2, ceiling), getattr(exc, "retry_after", None) or 0.0)
         node.failures += 1
         node.until, node.checked = self._clock() + wait, False
-        metrics.NODE_UP.labels(**node.labels(self.name)).set(0)
-        metrics.NODE_FAILURES.labels(**node.labels(self.name)).inc()
+        NODE_UP.labels(**node.labels(self.name)).set(0)
+        NODE_FAILURES.labels(**node.labels(self.name)).inc()
         kind = type(exc).__name__
         if node.problem != kind:
             log.warning("%s: %s set aside for %.1f s: %s", self.name, node.name, wait, exc)
@@ -212,8 +223,8 @@ class NodePool:
         if node.refused != why:
             log.error("%s: %s refused: %s (check %s_RPC_URLS)", self.name, node.name, why, self.name)
         node.refused, node.until, node.checked = why, self._clock() + REFUSED_SECONDS, False
-        metrics.NODE_UP.labels(**node.labels(self.name)).set(0)
-        metrics.NODE_REFUSED.labels(**node.labels(self.name)).set(1)
+        NODE_UP.labels(**node.labels(self.name)).set(0)
+        NODE_REFUSED.labels(**node.labels(self.name)).set(1)
 
     def _none_left(self) -> NoNode:
         now = self._clock()

@@ -24,9 +24,9 @@ from kassa_common.models import Sweep
 from kassa_common.payments import sweep_holds, sweeps
 from kassa_common.payments.sweep_holds import HoldStatus
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.sweeper import metrics
-from kassa_chain_watcher.sweeper.isolation import refused_reason
-from kassa_chain_watcher.sweeper.steps import Outcome, Step
+from kassa_sweeper import metrics
+from kassa_sweeper.isolation import refused_reason
+from kassa_sweeper.steps import Outcome, Step
 
 log = logging.getLogger("kassa.sweeper")
 MINED, CONFIRMED, FAILED = SweepStatus.MINED, SweepStatus.CONFIRMED, SweepStatus.FAILED

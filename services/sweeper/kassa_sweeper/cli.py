@@ -34,14 +34,14 @@ from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.models import Sweep
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.rpc import RpcUnavailable
-from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for
-from kassa_chain_watcher.sweeper.deploy import deploy_factory
-from kassa_chain_watcher.sweeper import held
-from kassa_chain_watcher.sweeper.engine import NetworkSweeper, Outcome
-from kassa_chain_watcher.sweeper.isolation import call_failure
-from kassa_chain_watcher.sweeper.options import SweepOptions
-from kassa_chain_watcher.sweeper.txs import Signer, market_fees
+from kassa_common.chains.rpc import RpcUnavailable
+from kassa_sweeper.chain import DepositChain, web3_for
+from kassa_sweeper.deploy import deploy_factory
+from kassa_sweeper import held
+from kassa_sweeper.engine import NetworkSweeper, Outcome
+from kassa_sweeper.isolation import call_failure
+from kassa_sweeper.options import SweepOptions
+from kassa_sweeper.txs import Signer, market_fees
 
 
 def _print(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:

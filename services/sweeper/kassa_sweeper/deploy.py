@@ -10,7 +10,7 @@ from __future__ import annotations
 from web3 import Web3
 
 from kassa_common.chains import forwarder
-from kassa_chain_watcher.sweeper.txs import Signer, transact
+from kassa_sweeper.txs import Signer, transact
 
 
 class DeployError(RuntimeError):

@@ -27,7 +27,7 @@ from typing import Mapping
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
 from kassa_common.payments.sweeps import SweepPolicy
-from kassa_chain_watcher.sweeper.txs import Signer
+from kassa_sweeper.txs import Signer
 
 
 def _positive(name: str, raw: str | None, default, kind):

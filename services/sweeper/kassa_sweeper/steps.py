@@ -8,7 +8,7 @@ from typing import Any
 
 from kassa_common.models import Sweep
 from kassa_common.payments.sweeps import Deposit
-from kassa_chain_watcher.sweeper.txs import Fees
+from kassa_sweeper.txs import Fees
 
 
 class Outcome(StrEnum):

@@ -14,8 +14,8 @@ from web3.providers.base import JSONBaseProvider
 
 from kassa_common.chains import forwarder
 from kassa_common.chains.networks import Network
-from kassa_chain_watcher.nodes import NodePool
-from kassa_chain_watcher.rpc import RpcUnavailable
+from kassa_common.chains.nodes import NodePool
+from kassa_common.chains.rpc import RpcUnavailable
 
 CALLS_PER_BATCH = 100
 

@@ -21,8 +21,8 @@ from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.payments import sweep_holds
 from kassa_common.payments.sweep_holds import Held
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.sweeper import budget
-from kassa_chain_watcher.sweeper.options import SweepOptions
+from kassa_sweeper import budget
+from kassa_sweeper.options import SweepOptions
 
 
 def as_dict(h: Held) -> dict[str, Any]:

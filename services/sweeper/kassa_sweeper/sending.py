@@ -26,11 +26,11 @@ from kassa_common.messages import SweepStatus
 from kassa_common.models import Sweep
 from kassa_common.payments import sweep_holds, sweeps
 from kassa_common.timefmt import utcnow
-from kassa_chain_watcher.sweeper import metrics
-from kassa_chain_watcher.sweeper.budget import Spending
-from kassa_chain_watcher.sweeper.isolation import call_failure, culprits
-from kassa_chain_watcher.sweeper.steps import Outcome, Step, attempt
-from kassa_chain_watcher.sweeper.txs import Fees, market_fees
+from kassa_sweeper import metrics
+from kassa_sweeper.budget import Spending
+from kassa_sweeper.isolation import call_failure, culprits
+from kassa_sweeper.steps import Outcome, Step, attempt
+from kassa_sweeper.txs import Fees, market_fees
 
 log = logging.getLogger("kassa.sweeper")
 # The most gas (with the sweeper's margin) a sweep may need per deposit: a first sweep of a

@@ -13,9 +13,9 @@ from typing import Callable
 from kassa_common.chains.rates_http import make_rates
 from kassa_common.config import Settings
 from kassa_common.worker import Worker, bootstrap
-from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for
-from kassa_chain_watcher.sweeper.engine import NetworkSweeper
-from kassa_chain_watcher.sweeper.options import SweepOptions
+from kassa_sweeper.chain import DepositChain, web3_for
+from kassa_sweeper.engine import NetworkSweeper
+from kassa_sweeper.options import SweepOptions
 
 log = logging.getLogger("kassa.sweeper")
 
