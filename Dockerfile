@@ -8,12 +8,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /app
 COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
+COPY pyproject.toml Procfile ./
 COPY libs ./libs
 COPY services ./services
-COPY Procfile ./
-RUN pip install --no-cache-dir --no-deps -e libs/common -e services/api -e services/relay -e services/settler -e services/chain-watcher -e services/sweeper \
-        -e services/webhook-sender -e services/notifier -e services/expirer \
-    && useradd --create-home kassa
+RUN pip install --no-cache-dir --no-deps -e . && useradd --create-home kassa
 EXPOSE 8000
 CMD ["gunicorn", "-c", "services/api/gunicorn.conf.py", "kassa_api.wsgi:app"]
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -188,3 +189,13 @@ def test_the_production_image_holds_no_dev_code():
     production = image_instructions("production")
     assert [i for i in production if DEV_IN_IMAGE.search(i)] == []
     assert [i for i in image_instructions("development") if DEV_IN_IMAGE.search(i)]  # the check can see it
+
+
+def test_one_pyproject_builds_the_product_from_every_process_folder():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    where = project["tool"]["setuptools"]["packages"]["find"]["where"]
+    folders = sorted(str(p.parent.relative_to(ROOT)) for p in [*ROOT.glob("libs/*/kassa_*"),
+                                                                *ROOT.glob("services/*/kassa_*")])
+    assert sorted(where) == folders
+    assert sorted(str(p.relative_to(ROOT)) for p in [*ROOT.glob("libs/**/pyproject.toml"),
+                                                     *ROOT.glob("services/**/pyproject.toml")]) == []
