@@ -14,10 +14,10 @@ import time
 import pika
 import sqlalchemy as sa
 
-from kassa_common.bus.publisher import Publisher
-from kassa_common.messages import EventType
+from kassa_common.messaging.publisher import Publisher
+from kassa_common.messaging.messages import EventType
 from kassa_common.models import Payment
-from kassa_common.outbox import relay_pending
+from kassa_common.messaging.relay import relay_pending
 from kassa_common.payments.events import record_payment_events
 from kassa_common.timefmt import utcnow
 from kassa_api.app import create_app

@@ -45,7 +45,7 @@ import sqlalchemy as sa
 from web3 import Web3
 
 from kassa_common import accounts
-from kassa_common.bus import admin, topology
+from kassa_common.messaging import admin, topology
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import ensure_database, make_engine, make_session_factory, unit_of_work
 from kassa_common.migrate import upgrade

@@ -8,7 +8,7 @@ import pytest
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import load_registry
-from kassa_common.outbox import relay_pending
+from kassa_common.messaging.relay import relay_pending
 from tests.support.api import set_live_wallet
 from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
 from tests.support.wait import until

@@ -9,7 +9,7 @@ import uuid
 
 import sqlalchemy as sa
 
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle

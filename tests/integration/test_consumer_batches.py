@@ -9,9 +9,9 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.bus.consumer import Consumer, Reject
-from kassa_common.bus.publisher import Message, Publisher
-from kassa_common.bus.topology import MAX_ATTEMPTS
+from kassa_common.messaging.consumer import Consumer, Reject
+from kassa_common.messaging.publisher import Message, Publisher
+from kassa_common.messaging.topology import MAX_ATTEMPTS
 from kassa_common.models import ProcessedMessage
 from tests.support.bus import private_topology, queue_depth
 from tests.support.wait import until

@@ -212,7 +212,7 @@ def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash,
 def test_a_payment_whose_transfer_is_seen_offers_no_cancel_and_refuses_one_with_the_reason(dash, sessions, app):
     from kassa_common import accounts
     from kassa_common.db import unit_of_work
-    from kassa_common.messages import TransferStatus
+    from kassa_common.statuses import TransferStatus
     from kassa_common.models import Merchant
     from tests.support.transfers import report, settle
 

@@ -11,10 +11,10 @@ import uuid
 
 import pytest
 
-from kassa_common.bus import admin
-from kassa_common.bus.consumer import Consumer
-from kassa_common.bus.publisher import Message, Publisher
-from kassa_common.bus.topology import MAX_ATTEMPTS
+from kassa_common.messaging import admin
+from kassa_common.messaging.consumer import Consumer
+from kassa_common.messaging.publisher import Message, Publisher
+from kassa_common.messaging.topology import MAX_ATTEMPTS
 from tests.support.bus import private_topology, queue_depth
 from tests.support.wait import until
 

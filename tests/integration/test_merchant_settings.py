@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from kassa_common import accounts
 from kassa_common.db import unit_of_work
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Merchant, Payment
 from kassa_common.timefmt import iso
 from tests.integration.test_cli import kassa, kassa_main  # noqa: F401 - fixtures

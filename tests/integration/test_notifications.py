@@ -19,11 +19,11 @@ import pytest
 import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 
-from kassa_common.bus.consumer import Delivered
-from kassa_common.bus.publisher import Message, Publisher
+from kassa_common.messaging.consumer import Delivered
+from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Merchant, Notification, Payment, ProcessedMessage
-from kassa_common.outbox import relay_pending
+from kassa_common.messaging.relay import relay_pending
 from kassa_common.payments import testmode
 from kassa_common.retry import RetryPolicy
 from kassa_expirer.jobs import Jobs

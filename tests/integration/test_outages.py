@@ -17,12 +17,12 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common import accounts
-from kassa_common.bus import topology
-from kassa_common.bus.consumer import Consumer
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging import topology
+from kassa_common.messaging.consumer import Consumer
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.config import Settings
 from kassa_common.db import ensure_database, make_engine, make_session_factory, unit_of_work
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.migrate import upgrade
 from kassa_common.models import Event, Payment
 from kassa_dev.instances import PrivatePostgres
@@ -148,7 +148,7 @@ def test_payment_events_arriving_during_a_database_outage_all_become_deliveries(
     publisher = Publisher(rabbit, bus.exchange, name="kassa-test-relay")
     try:
         pg.kill()
-        from kassa_common.bus.publisher import Message
+        from kassa_common.messaging.publisher import Message
         publisher.publish_batch(Message(e.id, e.type, e.payload) for e in events)
         until(intake.paused.is_set, timeout=20, message="the intake to pause")
         time.sleep(OUTAGE_SECONDS)

@@ -9,8 +9,8 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import events as outbox
-from kassa_common.bus.publisher import Message
+from kassa_common.messaging import outbox
+from kassa_common.messaging.publisher import Message
 from kassa_common.db import unit_of_work
 from kassa_common.ids import new_event_id
 from kassa_common.models import Event

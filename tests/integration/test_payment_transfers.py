@@ -8,7 +8,8 @@ import uuid
 
 import sqlalchemy as sa
 
-from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.messaging.messages import TransferReport
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event
 from tests.integration.test_dashboard_manage import dash  # noqa: F401 - the logged-in dashboard fixture
 from tests.support.api import API, LIVE_PAYMENT

@@ -8,11 +8,11 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.db import unit_of_work
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event, Payment, Transfer
-from kassa_common.outbox import Relay, relay_pending
+from kassa_common.messaging.relay import Relay, relay_pending
 from kassa_expirer.jobs import Jobs
 from tests.support.api import LIVE_PAYMENT
 from tests.support.bus import private_topology, queue_depth, running_settler
@@ -79,7 +79,7 @@ def test_test_payment_completes_through_the_settler(client, merchant, sessions, 
 
 def test_redelivered_transfer_changes_nothing(client, merchant, sessions, settler):
     p = new_payment(client, merchant)
-    from kassa_common.bus.consumer import Delivered
+    from kassa_common.messaging.consumer import Delivered
 
     body = {"network": "BASE", "tx_hash": "0x" + "ab" * 32, "log_index": 1, "token": "USDC", "to": p["address"],
             "amount_units": "4000000", "confirmations": 10}
@@ -108,7 +108,7 @@ def test_expirer_expires_overdue_payments_once(client, merchant, sessions):
 
 
 def test_a_seen_transfer_holds_an_overdue_payment_open(client, merchant, sessions, settler):
-    from kassa_common.bus.consumer import Delivered
+    from kassa_common.messaging.consumer import Delivered
 
     p = new_payment(client, merchant)
     body = {"network": "BASE", "tx_hash": "0x" + "cd" * 32, "log_index": 0, "token": "USDC", "to": p["address"],

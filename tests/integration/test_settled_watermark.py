@@ -15,9 +15,10 @@ import sqlalchemy as sa
 from kassa_settler import main as settler_module
 from kassa_settler.main import settler_consumers
 from kassa_chain_watcher.store import Store
-from kassa_common.bus.consumer import Consumer
-from kassa_common.bus.publisher import Publisher
-from kassa_common.messages import ChainWatermark, TransferStatus
+from kassa_common.messaging.consumer import Consumer
+from kassa_common.messaging.publisher import Publisher
+from kassa_common.messaging.messages import ChainWatermark
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import ChainReport, ProcessedMessage
 from kassa_common.timefmt import utcnow
 from tests.support.api import LIVE_PAYMENT

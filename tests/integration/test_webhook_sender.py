@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.bus.consumer import Delivered
+from kassa_common.messaging.consumer import Delivered
 from kassa_common.db import unit_of_work
 from kassa_common.models import DeliveryAttempt, WebhookEndpoint
 from kassa_common.signing import SignatureError, compute, verify_signature

@@ -7,7 +7,7 @@ import uuid
 import pytest
 
 from kassa_api.app import create_app
-from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.models import WebhookEndpoint
 from tests.support.api import API, assert_error, detail_fields
 

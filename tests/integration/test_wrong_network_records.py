@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 from kassa_common import accounts
 from kassa_common.db import unit_of_work
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event, Merchant
 from tests.integration.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, LIVE_PAYMENT, new_key, set_live_wallet

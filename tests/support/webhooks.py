@@ -7,11 +7,11 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.bus.consumer import Delivered
-from kassa_common.bus.publisher import Message, Publisher
+from kassa_common.messaging.consumer import Delivered
+from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.ids import new_event_id, new_webhook_secret
-from kassa_common.messages import PAYMENT_EVENTS, EventType, PaymentEvent
+from kassa_common.messaging.messages import PAYMENT_EVENTS, EventType, PaymentEvent
 from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
 from kassa_common.timefmt import iso, utcnow
 from kassa_webhook_sender.dispatcher import Dispatcher

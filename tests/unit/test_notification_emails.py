@@ -6,7 +6,7 @@ import smtplib
 import pytest
 
 from kassa_common.config import Settings
-from kassa_common.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_notifier import render, smtp
 
 DASHBOARD = "https://pay.example.com/dashboard"

@@ -33,9 +33,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
-from kassa_common.bus import topology as bus_topology
-from kassa_common.bus.consumer import Consumer, Handler
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging import topology as bus_topology
+from kassa_common.messaging.consumer import Consumer, Handler
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory
 

@@ -5,7 +5,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, Field
 
-from kassa_common.messages import DeliveryStatus as _Status
+from kassa_common.statuses import DeliveryStatus as _Status
 from kassa_api.schemas import ListPage
 
 DeliveryStatus = Literal[tuple(s.value for s in _Status)]  # type: ignore[valid-type]

@@ -13,7 +13,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.messages import PaymentStatus
+from kassa_common.statuses import PaymentStatus
 from kassa_common.models import ApiKey, Event, Payment, Sweep, SweepItem, Wallet, WebhookDelivery, WebhookEndpoint
 
 

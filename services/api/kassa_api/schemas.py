@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.payments.shape import PaymentOut, StatusName  # PaymentOut: the payment object, defined once
 
 EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")

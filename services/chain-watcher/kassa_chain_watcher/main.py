@@ -27,8 +27,8 @@ from datetime import timedelta
 from functools import partial
 from typing import Callable
 
-from kassa_common.bus import topology
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging import topology
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
 from kassa_common.transient import Backoff

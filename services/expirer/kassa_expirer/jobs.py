@@ -9,10 +9,10 @@ from datetime import timedelta
 from prometheus_client import Counter
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_common.bus.publisher import PublishFailed, Publisher
+from kassa_common.messaging.publisher import PublishFailed, Publisher
 from kassa_common import retention
 from kassa_common.db import unit_of_work
-from kassa_common.outbox import relay_once
+from kassa_common.messaging.relay import relay_once
 from kassa_common.payments import complete_due_test_payments, expire_due
 
 log = logging.getLogger("kassa.expirer")

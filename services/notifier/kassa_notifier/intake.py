@@ -17,8 +17,9 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from kassa_common.bus.consumer import Delivered, Reject
-from kassa_common.messages import EventType, NotificationStatus, PaymentEvent
+from kassa_common.messaging.consumer import Delivered, Reject
+from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.statuses import NotificationStatus
 from kassa_common.models import Notification
 from kassa_notifier import render
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
-from kassa_common.bus.consumer import Consumer
+from kassa_common.messaging.consumer import Consumer
 from kassa_common.config import Settings
 from kassa_common.retry import RetryPolicy
 from kassa_common.worker import Worker, bootstrap, wire

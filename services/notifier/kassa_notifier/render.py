@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Mapping
 
-from kassa_common.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventType, PaymentEvent
 
 MERCHANT, RECEIPT = "merchant", "receipt"  # the kinds of notification, one of each per event at most
 TEST_PREFIX = "[TEST] "

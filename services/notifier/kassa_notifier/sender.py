@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
 from kassa_common.db import unit_of_work
-from kassa_common.messages import NotificationStatus
+from kassa_common.statuses import NotificationStatus
 from kassa_common.models import Notification
 from kassa_common.retry import DEFAULT_POLICY, RetryPolicy
 from kassa_common.timefmt import utcnow

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from kassa_common.config import Settings
-from kassa_common.outbox import run_relay
+from kassa_common.messaging.relay import run_relay
 from kassa_common.worker import bootstrap
 
 

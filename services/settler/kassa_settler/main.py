@@ -19,12 +19,12 @@ from functools import partial
 from prometheus_client import Counter
 from sqlalchemy.orm import Session
 
-from kassa_common.bus import topology as bus_topology
-from kassa_common.bus.consumer import Consumer, Delivered, Reject
-from kassa_common.bus.topology import Topology
+from kassa_common.messaging import topology as bus_topology
+from kassa_common.messaging.consumer import Consumer, Delivered, Reject
+from kassa_common.messaging.topology import Topology
 from kassa_common.config import Settings
-from kassa_common.messages import ChainWatermark, RoutingKey, TransferReport
-from kassa_common.outbox import Relay
+from kassa_common.messaging.messages import ChainWatermark, RoutingKey, TransferReport
+from kassa_common.messaging.relay import Relay
 from kassa_common.payments import settle
 from kassa_common.payments.settle import lock_for_reports
 from kassa_common.payments.watermark import apply_watermark

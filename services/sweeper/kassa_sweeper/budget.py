@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Network
 from kassa_common.chains.rates import RateProvider, RateUnavailable
-from kassa_common.messages import SweepStatus
+from kassa_common.statuses import SweepStatus
 from kassa_common.models import Sweep
 
 WINDOW = timedelta(hours=1)

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains import forwarder
 from kassa_common.chains.rates import units_text
-from kassa_common.messages import SweepStatus
+from kassa_common.statuses import SweepStatus
 from kassa_common.models import Sweep
 from kassa_common.payments import sweep_holds, sweeps
 from kassa_common.payments.sweep_holds import HoldStatus

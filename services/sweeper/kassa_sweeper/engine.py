@@ -37,7 +37,7 @@ from kassa_common.chains import forwarder
 from kassa_common.chains.networks import Network
 from kassa_common.chains.rates import RateProvider
 from kassa_common.db import unit_of_work
-from kassa_common.messages import SweepStatus
+from kassa_common.statuses import SweepStatus
 from kassa_common.models import Sweep
 from kassa_common.payments import sweeps
 from kassa_common.payments.sweeps import Deposit, SweepPolicy

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Session
 from web3.exceptions import Web3Exception
 
 from kassa_common.chains.rates import units_text
-from kassa_common.messages import SweepStatus
+from kassa_common.statuses import SweepStatus
 from kassa_common.models import Sweep
 from kassa_common.payments import sweep_holds, sweeps
 from kassa_common.timefmt import utcnow

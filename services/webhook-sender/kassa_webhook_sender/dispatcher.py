@@ -27,7 +27,7 @@ from typing import Iterable
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
-from kassa_common.messages import DeliveryStatus
+from kassa_common.statuses import DeliveryStatus
 from kassa_common.signing import sign
 from kassa_common.timefmt import utcnow
 from kassa_webhook_sender import metrics, store

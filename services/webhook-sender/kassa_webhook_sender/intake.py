@@ -21,8 +21,9 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.bus.consumer import Delivered, Reject
-from kassa_common.messages import DeliveryStatus, PaymentEvent
+from kassa_common.messaging.consumer import Delivered, Reject
+from kassa_common.messaging.messages import PaymentEvent
+from kassa_common.statuses import DeliveryStatus
 
 log = logging.getLogger("kassa.webhooks")
 

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.db import unit_of_work
-from kassa_common.messages import DeliveryStatus
+from kassa_common.statuses import DeliveryStatus
 
 CLAIM = """
     WITH due AS (

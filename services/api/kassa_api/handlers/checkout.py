@@ -6,7 +6,7 @@ import segno
 
 from kassa_common.chains.networks import Network, Registry
 from kassa_common.chains.rates import units_text
-from kassa_common.messages import PaymentStatus
+from kassa_common.statuses import PaymentStatus
 from kassa_common.models import Payment
 from kassa_common.payments import remaining_units
 

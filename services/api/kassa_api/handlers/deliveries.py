@@ -12,10 +12,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common import events as outbox
+from kassa_common.messaging import outbox
 from kassa_common.errors import NotFound, Unprocessable
 from kassa_common.ids import new_event_id, parse_uuid
-from kassa_common.messages import DeliveryStatus, EventType, PaymentEvent
+from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.statuses import DeliveryStatus
 from kassa_common.models import DeliveryAttempt, WebhookDelivery, WebhookEndpoint
 from kassa_common.owner import Owner
 from kassa_common.paging import page_of

@@ -13,7 +13,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
-from kassa_common.messages import DeliveryStatus
+from kassa_common.statuses import DeliveryStatus
 from kassa_common.models import Event, WebhookDelivery, WebhookEndpoint
 from kassa_common.owner import Owner
 from kassa_common.paging import page_of

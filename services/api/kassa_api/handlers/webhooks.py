@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.errors import DomainError
 from kassa_common.ids import new_webhook_secret
-from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_common.netguard import host_is_private_literal
 from kassa_common.owner import Owner

@@ -10,7 +10,7 @@ from kassa_api.deps import db, transaction
 from kassa_api.handlers import events as h
 from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
 from kassa_common.errors import DomainError
-from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.paging import page_meta
 
 bp = Blueprint("events", __name__)

@@ -17,7 +17,7 @@ from kassa_api.routes.dashboard.common import (LIST_SIZE, NO_DELIVERY, NO_WEBHOO
 from kassa_api.routes.dashboard.forms import FormError, form_text, validated
 from kassa_api.schemas import CreateWebhook
 from kassa_common.errors import DomainError
-from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_common.owner import Owner
 

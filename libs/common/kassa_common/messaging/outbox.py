@@ -1,7 +1,7 @@
 """The outbox: messages written in the transaction of the change they describe.
 
 A row of ``events`` is written in the same transaction as the change it reports; the relay
-(``kassa_common.outbox``) publishes it after commit. Payment events (``payments.events``)
+(``kassa_common.messaging.relay``) publishes it after commit. Payment events (``payments.events``)
 are the webhook bodies, fixed at the moment of the change; internal messages, such as a
 simulated transfer in test mode, travel the same way.
 """
@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator
 import sqlalchemy.exc as sa_exc
 from sqlalchemy.orm import Session
 
-from kassa_common.bus.publisher import Message
+from kassa_common.messaging.publisher import Message
 from kassa_common.models import Event
 from kassa_common.timefmt import utcnow
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kassa_common.messages import EventType, RoutingKey
+from kassa_common.messaging.messages import EventType, RoutingKey
 
 EXCHANGE = "kassa.events"
 RETRY_DELAY_MS = 5_000

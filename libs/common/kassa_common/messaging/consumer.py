@@ -44,8 +44,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
-from kassa_common.bus import topology
-from kassa_common.bus.publisher import connection_parameters
+from kassa_common.messaging import topology
+from kassa_common.messaging.publisher import connection_parameters
 from kassa_common.db import unit_of_work
 
 log = logging.getLogger("kassa.bus")

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import pika
 
-from kassa_common.bus import topology
-from kassa_common.bus.consumer import ATTEMPT_HEADER
-from kassa_common.bus.publisher import connection_parameters
+from kassa_common.messaging import topology
+from kassa_common.messaging.consumer import ATTEMPT_HEADER
+from kassa_common.messaging.publisher import connection_parameters
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The outbox relay: the only code that publishes domain events.
 
-Rows written by ``events.record_*`` in the transaction of a change are claimed in
+Rows written by ``outbox.record_*`` in the transaction of a change are claimed in
 batches (``FOR UPDATE SKIP LOCKED``, so several relays can run), published with
 batched confirms, and marked published in the same transaction that claimed them.
 If RabbitMQ is down the rows simply wait.
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
-from kassa_common.bus.publisher import Message, PublishFailed, Publisher
+from kassa_common.messaging.publisher import Message, PublishFailed, Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event
 from kassa_common.timefmt import utcnow

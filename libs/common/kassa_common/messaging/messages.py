@@ -1,4 +1,4 @@
-"""Bus contracts: every status Kassa names and every message it sends over RabbitMQ.
+"""Bus contracts: every message Kassa sends over RabbitMQ.
 
 One typed message per routing key, each with ``to_message`` (what a producer publishes
 or writes to the outbox) and ``from_message`` (what a consumer accepts):
@@ -15,8 +15,7 @@ routing key                 message                 producers → consumers
 ``chain.watermark``         ``ChainWatermark``      chain-watcher → settler (``payments.watermark``)
 ==========================  ======================  ======================================
 
-Statuses are ``StrEnum``s whose values are exactly what the database stores and the API
-shows, so they compare equal to the plain strings read back from either.
+The statuses the database stores are in ``kassa_common.statuses``.
 """
 from __future__ import annotations
 
@@ -26,45 +25,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Mapping
 
-from kassa_common.bus.publisher import Message
-
-
-class PaymentStatus(StrEnum):
-    PENDING = "PENDING"
-    COMPLETED = "COMPLETED"
-    PARTIALLY_PAID = "PARTIALLY_PAID"
-    EXPIRED = "EXPIRED"
-    CANCELED = "CANCELED"
-
-
-class TransferStatus(StrEnum):
-    SEEN = "SEEN"
-    CONFIRMED = "CONFIRMED"
-    ORPHANED = "ORPHANED"  # left the chain before it was confirmed: it never counted
-    REORGED = "REORGED"  # confirmed, then lost in a reorg deeper than the required confirmations
-
-
-class SweepStatus(StrEnum):
-    """A sweeper transaction: sent, mined (waiting for confirmations), confirmed, failed."""
-
-    PENDING = "PENDING"
-    MINED = "MINED"
-    CONFIRMED = "CONFIRMED"
-    FAILED = "FAILED"
-
-
-class DeliveryStatus(StrEnum):
-    PENDING = "PENDING"
-    SUCCEEDED = "SUCCEEDED"
-    FAILED = "FAILED"
-
-
-class NotificationStatus(StrEnum):
-    """An email of the notifier: waiting (or between attempts), sent, given up."""
-
-    PENDING = "PENDING"
-    SENT = "SENT"
-    FAILED = "FAILED"
+from kassa_common.messaging.publisher import Message
+from kassa_common.statuses import TransferStatus
 
 
 class EventType(StrEnum):
