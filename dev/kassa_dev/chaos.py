@@ -50,7 +50,7 @@ from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import ensure_database, make_engine, make_session_factory, unit_of_work
 from kassa_common.migrate import upgrade
 from kassa_common.models import Event, Payment, Transfer, WebhookDelivery
-from kassa_common.signing import SignatureError, verify_signature
+from kassa_common.webhooks.signing import SignatureError, verify_signature
 from kassa_dev import chain, procfile
 from kassa_dev.instances import PrivatePostgres, PrivateRabbit, free_port
 

@@ -6,7 +6,7 @@ import json
 import uuid
 
 from kassa_common.models import Event
-from kassa_common.signing import verify_signature
+from kassa_common.webhooks.signing import verify_signature
 from tests.support.api import new_key
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixtures)

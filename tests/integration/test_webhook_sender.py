@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from kassa_common.messaging.consumer import Delivered
 from kassa_common.db import unit_of_work
 from kassa_common.models import DeliveryAttempt, WebhookEndpoint
-from kassa_common.signing import SignatureError, compute, verify_signature
+from kassa_common.webhooks.signing import SignatureError, compute, verify_signature
 from kassa_common.timefmt import utcnow
 from kassa_webhook_sender import store
 from kassa_webhook_sender.dispatcher import Dispatcher

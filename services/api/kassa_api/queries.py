@@ -69,20 +69,6 @@ def wallets(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, Wa
         sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode))}
 
 
-def event_deliveries(session: Session, event_id: str) -> list[tuple[WebhookDelivery, str]]:
-    """Where an event went: its deliveries, oldest first, each with its endpoint's URL."""
-    rows = session.execute(sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
-                           .where(WebhookDelivery.event_id == event_id).order_by(WebhookDelivery.created_at))
-    return [tuple(row) for row in rows]
-
-
-def active_endpoints(session: Session, merchant_id: uuid.UUID, test_mode: bool) -> list[WebhookEndpoint]:
-    """The merchant's webhook endpoints of this mode that take deliveries, newest first."""
-    return list(session.scalars(sa.select(WebhookEndpoint).where(
-        WebhookEndpoint.merchant_id == merchant_id, WebhookEndpoint.test_mode == test_mode,
-        WebhookEndpoint.deleted_at.is_(None), WebhookEndpoint.active).order_by(WebhookEndpoint.created_at.desc())))
-
-
 class DayVolume(NamedTuple):
     """The completed payments of one UTC day: their USD amount and how many."""
 

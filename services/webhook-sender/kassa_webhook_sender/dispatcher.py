@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
 from kassa_common.statuses import DeliveryStatus
-from kassa_common.signing import sign
+from kassa_common.webhooks.signing import sign
 from kassa_common.timefmt import utcnow
 from kassa_webhook_sender import metrics, store
 from kassa_webhook_sender.retry import DEFAULT_POLICY, RetryPolicy

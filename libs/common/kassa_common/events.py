@@ -6,20 +6,21 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Optional
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
+from kassa_common.fields import EventName, ListPage, PageMeta
 from kassa_common.statuses import DeliveryStatus
 from kassa_common.models import Event, WebhookDelivery, WebhookEndpoint
-from kassa_common.owner import Owner
+from kassa_common.owner import Owner, owned
 from kassa_common.paging import page_of
 from kassa_common.timefmt import utcnow
-from kassa_api.handlers import deliveries
-from kassa_api.handlers.common import owned
+from kassa_common.webhooks import deliveries
 
 RETENTION = timedelta(days=30)
 
@@ -81,3 +82,29 @@ def resend(session: Session, owner: Owner, event_id: str, webhook_ref: str) -> W
     delivery_id = session.scalar(sa.select(WebhookDelivery.id).where(WebhookDelivery.event_id == event.id,
                                                                       WebhookDelivery.endpoint_id == hook.id))
     return deliveries.redeliver(session, owner, str(hook.id), str(delivery_id))
+
+
+# ---- API shape -------------------------------------------------------------------------
+
+class ListEvents(ListPage):
+    type: Optional[EventName] = Field(None, description="only events of this type")
+    payment_id: Optional[uuid.UUID] = Field(None, description="only events of this payment (its UUID)")
+    created_gte: Optional[datetime] = Field(None, description="created at or after (ISO 8601; UTC if no offset)")
+    created_lte: Optional[datetime] = Field(None, description="created at or before (ISO 8601; UTC if no offset)")
+
+
+class EventOut(BaseModel):
+    """An event exactly as its webhook carried it."""
+
+    id: str = Field(description="evt_…; the X-Kassa-Event-Id of its webhooks")
+    event: EventName
+    timestamp: str
+    test_mode: bool
+    data: dict[str, Any] = Field(description="the payment object at the time of the event, with payment_id")
+
+
+class EventPage(BaseModel):
+    data: list[EventOut]
+    meta: PageMeta
+
+

@@ -7,21 +7,22 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from typing import Any
+from typing import Any, Literal, Optional
 
 import sqlalchemy as sa
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
 from kassa_common.messaging import outbox
 from kassa_common.errors import NotFound, Unprocessable
+from kassa_common.fields import ListPage
 from kassa_common.ids import new_event_id, parse_uuid
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.statuses import DeliveryStatus
 from kassa_common.models import DeliveryAttempt, WebhookDelivery, WebhookEndpoint
-from kassa_common.owner import Owner
+from kassa_common.owner import Owner, owned
 from kassa_common.paging import page_of
 from kassa_common.timefmt import iso, utcnow
-from kassa_api.handlers.common import owned
 
 TEST_EVENT = EventType.WEBHOOK_TEST
 TEST_MESSAGE = "A test event from Kassa: your endpoint received and can verify this webhook."
@@ -112,3 +113,43 @@ def delivery_view(d: WebhookDelivery, attempts: list[dict[str, Any]]) -> dict[st
 
 def delivery_with_log(session: Session, d: WebhookDelivery) -> dict[str, Any]:
     return delivery_view(d, _attempts(session, [d.id])[d.id])
+
+
+def event_deliveries(session: Session, event_id: str) -> list[tuple[WebhookDelivery, str]]:
+    """Where an event went: its deliveries, oldest first, each with its endpoint's URL."""
+    rows = session.execute(sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
+                           .where(WebhookDelivery.event_id == event_id).order_by(WebhookDelivery.created_at))
+    return [tuple(row) for row in rows]
+
+
+# ---- API shape -------------------------------------------------------------------------
+
+DeliveryStatusName = Literal[tuple(s.value for s in DeliveryStatus)]  # type: ignore[valid-type]
+
+
+class ListDeliveries(ListPage):
+    status: Optional[DeliveryStatusName] = Field(None, description="only deliveries in this status")
+
+
+class AttemptOut(BaseModel):
+    attempt: int
+    status_code: Optional[int] = Field(description="HTTP status, null when no response came")
+    duration_ms: int
+    error: Optional[str]
+    next_retry_at: Optional[str] = Field(description="when the next attempt is due; null after the last")
+    created_at: str
+
+
+class DeliveryOut(BaseModel):
+    id: str
+    webhook_id: str
+    event_id: str
+    event: str = Field(description="event type, e.g. payment.completed or webhook.test")
+    status: DeliveryStatusName
+    attempts: int
+    last_status_code: Optional[int]
+    last_error: Optional[str]
+    next_attempt_at: Optional[str]
+    created_at: str
+    updated_at: str
+    attempts_log: list[AttemptOut]

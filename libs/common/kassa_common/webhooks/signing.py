@@ -4,7 +4,7 @@ where ``<hex>`` is HMAC-SHA256 of ``"<t>." + raw body`` under the endpoint's sec
 The sender signs the exact bytes it sends; a merchant verifies the exact bytes it
 received (never a re-serialised JSON document)::
 
-    from kassa_common.signing import SignatureError, verify_signature
+    from kassa_common.webhooks.signing import SignatureError, verify_signature
 
     try:
         verify_signature(secret, request.headers["X-Kassa-Signature"], request.get_data())

@@ -1,19 +1,22 @@
-"""Products: priced items with a public share link."""
+"""Products: priced items with a public share link. Their commands (create, update), their
+API shape (the request models and ``product_to_dict``) in one place; the web only routes."""
 from __future__ import annotations
 
 import uuid
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any, Literal, Optional, Union
 
+from pydantic import BaseModel, StrictBool, StringConstraints
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Registry
+from kassa_common.chains.rates import plain
 from kassa_common.errors import DomainError
+from kassa_common.fields import Name, NetworkCode, Price, Strict, TokenCode
 from kassa_common.models import Product
-from kassa_common.owner import Owner
+from kassa_common.owner import Owner, owned
 from kassa_common.payments import resolve_pair
-from kassa_common.timefmt import utcnow
-from kassa_api.handlers.common import owned
+from kassa_common.timefmt import iso, utcnow
 
 
 class InvalidProduct(DomainError):
@@ -71,3 +74,61 @@ def update_product(session: Session, owner: Owner, ref: str, changes: dict[str, 
         product.active = changes["active"]
     product.updated_at = utcnow()
     return product
+
+
+# ---- API shape -------------------------------------------------------------------------
+
+class ProductFields(Strict):
+    name: Optional[Name] = None
+    description: Optional[Annotated[str, StringConstraints(max_length=2000)]] = None
+    price: Optional[Price] = None
+    currency_type: Optional[Literal["FIAT", "CRYPTO"]] = None
+    token: Optional[TokenCode] = None
+    network: Optional[NetworkCode] = None
+    active: Optional[StrictBool] = None
+
+
+class CreateProduct(ProductFields):
+    name: Name
+    price: Price
+    currency_type: Literal["FIAT", "CRYPTO"] = "FIAT"
+
+
+class UpdateProduct(ProductFields):
+    # Fields every product has: absent leaves them as they are; null is not a value (400).
+    name: Name = None  # type: ignore[assignment]
+    price: Price = None  # type: ignore[assignment]
+    currency_type: Literal["FIAT", "CRYPTO"] = None  # type: ignore[assignment]
+    active: StrictBool = None  # type: ignore[assignment]
+
+
+class ProductOut(BaseModel):
+    id: str
+    name: str
+    description: Optional[str]
+    price: Union[float, str]
+    currency_type: Literal["FIAT", "CRYPTO"]
+    token: Optional[str]
+    network: Optional[str]
+    active: bool
+    share_link: str
+    test_mode: bool
+    created_at: str
+    updated_at: str
+
+
+def product_to_dict(p: Product, share_link: str) -> dict[str, Any]:
+    return {
+        "id": str(p.id),
+        "name": p.name,
+        "description": p.description,
+        "price": float(p.price) if p.currency_type == "FIAT" else plain(p.price),
+        "currency_type": p.currency_type,
+        "token": p.token,
+        "network": p.network,
+        "active": p.active,
+        "share_link": share_link,
+        "test_mode": p.test_mode,
+        "created_at": iso(p.created_at),
+        "updated_at": iso(p.updated_at),
+    }

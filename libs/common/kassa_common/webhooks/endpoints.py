@@ -3,19 +3,21 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import Annotated, Any, Optional
 from urllib.parse import urlsplit
 
+import sqlalchemy as sa
+from pydantic import BaseModel, Field, StrictBool, StringConstraints
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import DomainError
+from kassa_common.fields import EventName, HttpUrl, Strict
 from kassa_common.ids import new_webhook_secret
 from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_common.netguard import host_is_private_literal
-from kassa_common.owner import Owner
-from kassa_common.timefmt import utcnow
-from kassa_api.handlers.common import owned
+from kassa_common.owner import Owner, owned
+from kassa_common.timefmt import iso, utcnow
 
 
 SECRET_OVERLAP = timedelta(hours=24)
@@ -76,3 +78,58 @@ def rotate_secret(session: Session, owner: Owner, ref: str) -> WebhookEndpoint:
     hook.secret = new_webhook_secret()
     hook.updated_at = now
     return hook
+
+
+def active_endpoints(session: Session, merchant_id: uuid.UUID, test_mode: bool) -> list[WebhookEndpoint]:
+    """The merchant's webhook endpoints of this mode that take deliveries, newest first."""
+    return list(session.scalars(sa.select(WebhookEndpoint).where(
+        WebhookEndpoint.merchant_id == merchant_id, WebhookEndpoint.test_mode == test_mode,
+        WebhookEndpoint.deleted_at.is_(None), WebhookEndpoint.active).order_by(WebhookEndpoint.created_at.desc())))
+
+
+# ---- API shape -------------------------------------------------------------------------
+
+class WebhookFields(Strict):
+    url: Optional[HttpUrl] = None
+    events: Optional[list[EventName]] = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))
+    active: Optional[StrictBool] = None
+    description: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
+
+
+class CreateWebhook(WebhookFields):
+    url: HttpUrl
+
+
+class UpdateWebhook(WebhookFields):
+    # Fields every endpoint has: absent leaves them as they are; null is not a value (400).
+    url: HttpUrl = None  # type: ignore[assignment]
+    events: list[EventName] = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))  # type: ignore[assignment]
+    active: StrictBool = None  # type: ignore[assignment]
+
+
+class WebhookOut(BaseModel):
+    id: str
+    url: str
+    events: list[str]
+    active: bool
+    description: Optional[str]
+    test_mode: bool
+    created_at: str
+    updated_at: str
+
+
+class WebhookWithSecret(WebhookOut):
+    secret: str
+
+
+def webhook_to_dict(w: WebhookEndpoint) -> dict[str, Any]:
+    return {
+        "id": str(w.id),
+        "url": w.url,
+        "events": list(w.events),
+        "active": w.active,
+        "description": w.description,
+        "test_mode": w.test_mode,
+        "created_at": iso(w.created_at),
+        "updated_at": iso(w.updated_at),
+    }
