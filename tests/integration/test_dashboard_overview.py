@@ -11,10 +11,10 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from kassa_api import queries
 from kassa_api.routes.dashboard import overview
 from kassa_common import accounts
 from kassa_common.models import Payment
+from kassa_common.payments import reports
 from kassa_common.timefmt import utcnow
 from tests.integration.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, new_key, set_live_wallet
@@ -80,16 +80,16 @@ def month(shop, sessions, make_merchant):
 def test_daily_volume_sums_completed_payments_per_utc_day_in_one_query(shop, month, sessions):
     with sessions() as s:
         s.execute(sa.text("SET TIME ZONE 'Asia/Tokyo'"))  # the session's zone must not move a day
-        days = queries.daily_volume(s, shop.merchant_id, True, TODAY)
+        days = reports.daily_volume(s, shop.merchant_id, True, TODAY)
     assert [d.day for d in days] == [TODAY - timedelta(days=29 - i) for i in range(30)]
     expected = {TODAY: (Decimal("12.50"), 2), TODAY - timedelta(days=2): (Decimal("6.00"), 1),
                 TODAY - timedelta(days=3): (Decimal("4.00"), 1), TODAY - timedelta(days=29): (Decimal("7.00"), 1)}
     assert {d.day: (d.amount, d.count) for d in days if d.count} == expected
     assert all(d.amount == 0 for d in days if d.day not in expected)
     with sessions() as s:
-        live = queries.daily_volume(s, shop.merchant_id, False, TODAY)
+        live = reports.daily_volume(s, shop.merchant_id, False, TODAY)
         assert [(d.amount, d.count) for d in live if d.count] == [(Decimal("500.00"), 1)]
-        assert queries.status_counts(s, shop.merchant_id, True) == {
+        assert reports.status_counts(s, shop.merchant_id, True) == {
             "PENDING": 3, "COMPLETED": 6, "PARTIALLY_PAID": 1, "EXPIRED": 1, "CANCELED": 1}
 
 

@@ -5,11 +5,11 @@ import uuid
 
 import sqlalchemy as sa
 
-from kassa_api import queries
 from kassa_common import accounts
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment, WebhookDelivery, WebhookEndpoint
+from kassa_common.payments import reports
 from kassa_common.timefmt import utcnow
 from tests.support.api import API, PAYMENT
 
@@ -20,7 +20,7 @@ def test_api_keys_are_the_merchants_own_of_both_modes_newest_first(make_merchant
     with unit_of_work(sessions) as s:
         newest = accounts.create_key(s, mine.id, "test", ["payments:read"], "newest").row
     with sessions() as s:
-        keys = queries.api_keys(s, mine.id)
+        keys = accounts.api_keys(s, mine.id)
     assert keys[0].id == newest.id and len(keys) == 3
     assert {k.mode for k in keys} == {"test", "live"}
     assert {k.merchant_id for k in keys} == {mine.id}
@@ -32,8 +32,8 @@ def test_wallets_are_those_of_the_mode_asked_for(make_merchant, sessions):
     with unit_of_work(sessions) as s:
         accounts.set_wallet(s, m.id, "test", "evm", TEST_XPUBS["evm"])
     with sessions() as s:
-        assert {c: w.xpub for c, w in queries.wallets(s, m.id, "test").items()} == {"evm": TEST_XPUBS["evm"]}
-        assert queries.wallets(s, m.id, "live") == {}
+        assert {c: w.xpub for c, w in accounts.wallets(s, m.id, "test").items()} == {"evm": TEST_XPUBS["evm"]}
+        assert accounts.wallets(s, m.id, "live") == {}
 
 
 def test_payment_history_has_its_events_in_order_and_their_deliveries(client, merchant, sessions):
@@ -41,7 +41,7 @@ def test_payment_history_has_its_events_in_order_and_their_deliveries(client, me
     assert client.post(f"{API}/payments/{short_id}/cancel", headers=merchant.headers()).status_code == 200
     with unit_of_work(sessions) as s:
         payment = s.scalars(sa.select(Payment).where(Payment.short_id == short_id)).one()
-        created = queries.payment_history(s, payment.id).events[0]
+        created = reports.payment_history(s, payment.id).events[0]
         now = utcnow()
         hook = WebhookEndpoint(id=uuid.uuid4(), merchant_id=merchant.id, test_mode=True, url="https://h.example.com/k",
                                events=["payment.created"], secret="whsec_x", created_at=now, updated_at=now)
@@ -51,6 +51,6 @@ def test_payment_history_has_its_events_in_order_and_their_deliveries(client, me
                               status="PENDING", attempts=0, created_at=now, updated_at=now))
         payment_id = payment.id
     with sessions() as s:
-        history = queries.payment_history(s, payment_id)
+        history = reports.payment_history(s, payment_id)
     assert [e.type for e in history.events] == ["payment.created", "payment.canceled"]
     assert [(d.event_id, url) for d, url in history.deliveries] == [(created.id, "https://h.example.com/k")]

@@ -1,7 +1,8 @@
-"""Reads for the server-rendered pages: plain functions of a session that return rows.
+"""The dashboard's reports on payments: a payment's history (events, deliveries, sweeps),
+what sweeps moved, the daily volume and the count per status.
 
-Views call one of these instead of building SQL, so what a page shows can be read and
-tested without a request. None of them changes anything.
+Plain functions of a session that return rows: a page calls one instead of building SQL, so
+what it shows can be read and tested without a request. None of them changes anything.
 """
 from __future__ import annotations
 
@@ -14,13 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.statuses import PaymentStatus
-from kassa_common.models import ApiKey, Event, Payment, Sweep, SweepItem, Wallet, WebhookDelivery, WebhookEndpoint
-
-
-def api_keys(session: Session, merchant_id: uuid.UUID) -> list[ApiKey]:
-    """Every key of the merchant, of both modes and revoked ones too, newest first."""
-    return list(session.scalars(sa.select(ApiKey).where(ApiKey.merchant_id == merchant_id)
-                                .order_by(ApiKey.created_at.desc())))
+from kassa_common.models import Event, Payment, Sweep, SweepItem, WebhookDelivery, WebhookEndpoint
 
 
 class PaymentHistory(NamedTuple):
@@ -60,13 +55,6 @@ def _swept(session: Session, *conds, limit: int = 200) -> list[Swept]:
         .join(Payment, Payment.id == SweepItem.payment_id).where(*conds)
         .order_by(Sweep.confirmed_at.desc(), SweepItem.token).limit(limit))
     return [Swept(*row) for row in rows]
-
-
-def wallets(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, Wallet]:
-    """The merchant's wallet per chain (``evm``, ``bitcoin``) in ``mode``: an extended
-    public key, or (EVM) a forwarder settlement address."""
-    return {w.chain: w for w in session.scalars(
-        sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode))}
 
 
 class DayVolume(NamedTuple):
