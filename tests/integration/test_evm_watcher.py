@@ -119,7 +119,7 @@ def test_transfer_after_expiry_is_a_late_payment(h, chain, sessions, watching):
         s.execute(sa.update(Payment).where(Payment.address == p["address"])
                   .values(expires_at=sa.func.now() - sa.text("interval '1 minute'")))
     until(lambda: h.settled_at() is not None, message="the settler applied a watermark")
-    while Jobs(sessions, None, test_complete_after=timedelta(hours=1)).expire():
+    while Jobs(sessions, test_complete_after=timedelta(hours=1)).expire():
         pass
     assert h.status(p["id"]) == "EXPIRED"
     pay_token(chain, p, 5_000_000)

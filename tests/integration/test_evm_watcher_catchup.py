@@ -153,7 +153,7 @@ def expire_all(sessions):
 
     from kassa_expirer.jobs import Jobs
 
-    jobs = Jobs(sessions, None, test_complete_after=timedelta(hours=1))
+    jobs = Jobs(sessions, test_complete_after=timedelta(hours=1))
     while jobs.expire():
         pass
 

@@ -224,6 +224,6 @@ def test_expirers_side_by_side_expire_every_payment_exactly_once(merchant, sessi
 def test_the_expirer_job_expires_its_batches_side_by_side_each_once(merchant, sessions):
     expire_all(sessions)  # whatever other tests left overdue
     pids = [overdue(sessions, merchant.id) for _ in range(10)]
-    jobs = Jobs(sessions, None, timedelta(hours=1), batch=3, expire_batches=2)
+    jobs = Jobs(sessions, timedelta(hours=1), batch=3, expire_batches=2)
     assert [jobs.expire(), jobs.expire(), jobs.expire()] == [6, 4, 0]
     assert [len(expired_events(sessions, pid)) for pid in pids] == [1] * 10

@@ -195,7 +195,7 @@ def test_a_late_payment_emails_the_merchant(client, merchant, sessions, bus, smt
     p = new_payment(client, merchant, customer_email=customer())
     with unit_of_work(sessions) as s:
         testmode.let_expire(s, s.get(Payment, uuid.UUID(p["id"])))
-    Jobs(sessions, None, test_complete_after=timedelta(hours=1)).expire()
+    Jobs(sessions, test_complete_after=timedelta(hours=1)).expire()
     report = {"network": "BASE", "tx_hash": "0x" + secrets.token_hex(32), "log_index": 0, "token": "USDC",
               "to": p["address"], "amount_units": "25000000", "confirmations": 10}
     settler.handle(Delivered(uuid.uuid4().hex, "chain.transfer.confirmed", report, 1))

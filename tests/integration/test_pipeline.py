@@ -66,7 +66,7 @@ def test_relay_publishes_committed_events_and_marks_them(client, merchant, sessi
 def test_test_payment_completes_through_the_settler(client, merchant, sessions, bus, settler):
     _, publisher = bus
     p = new_payment(client, merchant)
-    jobs = Jobs(sessions, publisher, test_complete_after=timedelta(0))
+    jobs = Jobs(sessions, test_complete_after=timedelta(0))
     assert jobs.complete_test_payments() >= 1
     relay_pending(sessions, publisher)
     until(lambda: status_of(sessions, p["id"]) == "COMPLETED", message="payment completed")
@@ -99,7 +99,7 @@ def test_expirer_expires_overdue_payments_once(client, merchant, sessions):
     with unit_of_work(sessions) as s:
         s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"]))
                   .values(expires_at=sa.func.now() - sa.text("interval '1 minute'"), test_auto_complete=False))
-    jobs = Jobs(sessions, None, test_complete_after=timedelta(hours=1))
+    jobs = Jobs(sessions, test_complete_after=timedelta(hours=1))
     while jobs.expire():
         pass
     assert status_of(sessions, p["id"]) == "EXPIRED"
@@ -117,7 +117,7 @@ def test_a_seen_transfer_holds_an_overdue_payment_open(client, merchant, session
     with unit_of_work(sessions) as s:
         s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"]))
                   .values(expires_at=sa.func.now() - sa.text("interval '1 minute'")))
-    jobs = Jobs(sessions, None, test_complete_after=timedelta(hours=1))
+    jobs = Jobs(sessions, test_complete_after=timedelta(hours=1))
     while jobs.expire():
         pass
     assert status_of(sessions, p["id"]) == "PENDING"
@@ -135,7 +135,7 @@ def test_the_settlers_own_relay_publishes_what_a_batch_committed_at_once(client,
     try:
         with running_settler(settings, topo, sessions, after_commit=relay.wake):
             until(lambda: relay_pending(sessions, publisher) == 0)  # drained the relay's first round
-            jobs = Jobs(sessions, publisher, test_complete_after=timedelta(0))
+            jobs = Jobs(sessions, test_complete_after=timedelta(0))
             assert jobs.complete_test_payments() >= 1
             relay_pending(sessions, publisher)  # the simulated transfer reaches the settler
 
@@ -155,7 +155,7 @@ def test_a_burst_of_test_payments_does_not_hold_up_a_live_one(client, merchant, 
     topo, publisher = bus
     burst = {new_payment(client, merchant)["id"] for _ in range(300)}
     live = create_payment(live_merchant, LIVE_PAYMENT, mode="live")
-    jobs = Jobs(sessions, publisher, test_complete_after=timedelta(0))
+    jobs = Jobs(sessions, test_complete_after=timedelta(0))
     while jobs.complete_test_payments():
         pass
     relay_pending(sessions, publisher)  # the burst's reports are on the bus first, then the live one's

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
@@ -30,13 +29,10 @@ log = logging.getLogger("kassa.outbox")
 BATCH = 500
 
 
-def relay_once(sessions: sessionmaker[Session], publisher: Publisher, *, older_than: timedelta | None = None,
-               batch: int = BATCH) -> int:
+def relay_once(sessions: sessionmaker[Session], publisher: Publisher, *, batch: int = BATCH) -> int:
     """Publish one batch of unpublished events; return how many were published."""
     with unit_of_work(sessions) as session:
         stmt = sa.select(Event).where(Event.published_at.is_(None))
-        if older_than is not None:
-            stmt = stmt.where(Event.created_at < utcnow() - older_than)
         rows = session.scalars(stmt.order_by(Event.created_at).limit(batch).with_for_update(skip_locked=True)).all()
         if not rows:
             return 0
