@@ -20,7 +20,7 @@ from kassa_dev import procfile
 from kassa_dev.run import DEV_DEFAULTS
 from tests.support import stack
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 COMPOSE = ROOT / "docker-compose.yml"
 # Compose services that are not Kassa processes of the Procfile: infrastructure, the dev
 # chain, and the one-shot migration (schema, then the dev tokens) the processes wait for.

@@ -13,7 +13,7 @@ from kassa_common import cli
 from kassa_common.chains import forwarder
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.models import Payment, Wallet
-from tests.integration.test_dashboard_manage import EVM_FIRST, dash, post  # noqa: F401  (fixture)
+from tests.integration.web.test_dashboard_manage import EVM_FIRST, dash, post  # noqa: F401  (fixture)
 from tests.support.api import API
 from tests.support.forwarder import fresh_address
 

@@ -14,7 +14,7 @@ from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
 from kassa_common.payments.addresses import TEST_INDEX_BASE
 from kassa_common.payments.gap import bitcoin_watch_only
-from tests.integration.test_dashboard import csrf_of, merchant_with_password
+from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API
 from tests.support.keys import fresh_key
 

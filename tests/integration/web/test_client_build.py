@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-CLIENT = Path(__file__).resolve().parents[2] / "clients" / "python"
+CLIENT = Path(__file__).resolve().parents[3] / "clients" / "python"
 pytestmark = pytest.mark.slow
 
 

@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.models import Product, Wallet, WebhookDelivery, WebhookEndpoint
 from kassa_common.payments.addresses import TEST_INDEX_BASE
-from tests.integration.test_dashboard import csrf_of, merchant_with_password
+from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 
 # the published test key's first address in test mode: index 1,000,000,000 (test payments' range)
 EVM_FIRST = derive_address("evm", TEST_XPUBS["evm"], TEST_INDEX_BASE)

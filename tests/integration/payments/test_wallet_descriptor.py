@@ -19,7 +19,7 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment, Transfer
 from kassa_common.payments.addresses import TEST_INDEX_BASE as B
 from kassa_common.payments.gap import bitcoin_watch_only
-from tests.integration.test_dashboard import csrf_of, merchant_with_password
+from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API
 from tests.support.keys import encoded, fresh_key
 

@@ -133,7 +133,7 @@ def test_retry_held_of_a_payment_that_is_not_held_is_refused(kassa, held):
 
 
 def test_the_dashboard_shows_the_held_deposit_and_why(held, app, sessions):
-    from tests.integration.test_dashboard import csrf_of
+    from tests.integration.web.test_dashboard import csrf_of
 
     merchant, p, _ = held
     with unit_of_work(sessions) as s:

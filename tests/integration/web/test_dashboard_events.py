@@ -9,7 +9,7 @@ from kassa_common import accounts
 from kassa_common.db import unit_of_work
 from kassa_common.statuses import DeliveryStatus
 from kassa_common.models import Event, Merchant, WebhookDelivery
-from tests.integration.test_dashboard_manage import dash, post  # noqa: F401 - the logged-in dashboard fixture
+from tests.integration.web.test_dashboard_manage import dash, post  # noqa: F401 - the logged-in dashboard fixture
 from tests.support.api import API
 
 

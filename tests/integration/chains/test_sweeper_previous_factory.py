@@ -28,7 +28,7 @@ from tests.support.sweeper import (NETWORK, chain_settings, events_of, paid, res
                                    sweeper_for, sweeps_since)
 from tests.support.api import API
 
-V1 = json.loads((Path(__file__).resolve().parents[1] / "contracts" / "legacy" / "ForwarderFactory-v1.json").read_text())
+V1 = json.loads((Path(__file__).resolve().parents[2] / "contracts" / "legacy" / "ForwarderFactory-v1.json").read_text())
 ETH = 10**16
 
 

@@ -31,7 +31,7 @@ from kassa_notifier import intake, render
 from kassa_notifier import sender as sender_module
 from kassa_notifier.main import build
 from kassa_notifier.smtp import SmtpServer
-from tests.integration.test_dashboard import csrf_of, merchant_with_password
+from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.bus import private_topology, running_settler
 from tests.support.wait import until
 

@@ -24,7 +24,7 @@ from tests.support.receiver import Receiver
 from tests.support.sweeper import chain_settings, live_pipeline, reset_sweeps, settling_merchant
 from tests.support.wait import until
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 KASSA = Path(sys.executable).with_name("kassa")
 USDC, ETH = 10**6, 10**18
 TIMEOUT = 30

@@ -19,7 +19,7 @@ from tests.support.anvil import anvil  # noqa: F401  (fixture)
 from tests.support.bus import private_topology
 from tests.support.wait import until
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WORKERS = {p.name: p.argv for p in procfile.read(ROOT / "Procfile") if p.name != "web"}
 SIGTERM_CAUGHT = 1 << (signal.SIGTERM - 1)
 

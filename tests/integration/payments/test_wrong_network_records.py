@@ -13,7 +13,7 @@ from kassa_common import accounts
 from kassa_common.db import unit_of_work
 from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event, Merchant
-from tests.integration.test_dashboard import csrf_of, merchant_with_password
+from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, LIVE_PAYMENT, new_key, set_live_wallet
 from tests.support.forwarder import fresh_address
 from tests.support.transfers import report, settle, settler_batches  # noqa: F401 (autouse)

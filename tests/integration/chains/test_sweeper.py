@@ -248,7 +248,7 @@ def test_an_xpub_payment_is_never_due(env, chain, sessions, client, make_merchan
 def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, merchant, app):
     from kassa_common import accounts
     from kassa_common.models import Merchant
-    from tests.integration.test_dashboard import csrf_of
+    from tests.integration.web.test_dashboard import csrf_of
 
     p = create(amount=10)
     paid(chain, sessions, p, 10 * USDC)

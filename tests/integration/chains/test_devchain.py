@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-_REPO = Path(__file__).resolve().parents[2]
+_REPO = Path(__file__).resolve().parents[3]
 try:  # normally provided by installed kassa-common and kassa-devtools (dev/) and the root conftest
     import kassa_dev.chain  # noqa: F401
     import tests.support.anvil  # noqa: F401

@@ -16,8 +16,8 @@ from kassa_common.db import unit_of_work
 from kassa_common.statuses import TransferStatus
 from kassa_common.models import Merchant, Payment
 from kassa_common.timefmt import iso
-from tests.integration.test_cli import kassa, kassa_main  # noqa: F401 - fixtures
-from tests.integration.test_dashboard_manage import dash, post  # noqa: F401 - fixtures
+from tests.integration.web.test_cli import kassa, kassa_main  # noqa: F401 - fixtures
+from tests.integration.web.test_dashboard_manage import dash, post  # noqa: F401 - fixtures
 from tests.support.transfers import report, settle
 
 LIFETIME_ERROR = "payment lifetime must be a whole number of minutes from 15 to 2880"

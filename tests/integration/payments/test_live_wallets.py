@@ -23,12 +23,12 @@ from kassa_common.models import Wallet
 from kassa_common.payments import addresses
 from kassa_common.payments.addresses import TEST_INDEX_BASE
 from kassa_dev import procfile
-from tests.integration.test_dashboard import csrf_of, merchant_with_password
+from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, LIVE_PAYMENT, assert_error, set_live_wallet
 from tests.support.keys import encoded, fresh_key
 from tests.support.stack import free_port
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # Published keys (BIP39 "abandon ... about" and anvil's/Hardhat's "test ... junk" mnemonics).
 ABANDON_BIP84_ZPUB = ("zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtK"
                       "sAYz2oz2AGutZYs")
