@@ -258,3 +258,14 @@ def test_the_floor_checks_would_see_an_arrow_running_back_up():
         "from kassa_api.app import create_app\nimport flask\n"))
     assert {floor_of(i) for i in imports(probe)} == {"kassa_api"}
     assert external_imports(probe) & WEB_FRAMEWORKS == {"flask"}
+
+
+def reads_the_environment(module: Module) -> bool:
+    """``os.environ`` or ``os.getenv`` anywhere in ``module``."""
+    return any(isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") and isinstance(n.value, ast.Name)
+               and n.value.id == "os" for n in ast.walk(module.tree))
+
+
+def test_settings_alone_read_the_environment():
+    product = {name: m for name, m in MODULES.items() if floor_of(name) != "dev"}
+    assert sorted(name for name, m in product.items() if reads_the_environment(m)) == ["kassa_common.config"]

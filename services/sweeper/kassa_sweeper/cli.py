@@ -70,7 +70,7 @@ def _chain(network: Network) -> DepositChain:
 
 def cmd_contracts_deploy(args: argparse.Namespace, settings: Settings) -> None:
     network = evm_network(settings, args.network)
-    key = args.private_key or SweepOptions.from_env().private_key
+    key = args.private_key or settings.sweeper_private_key
     if not key:
         raise ValueError("give the key that pays the gas: --private-key, or SWEEPER_PRIVATE_KEY")
     if network.forwarder_factory is None:
@@ -94,7 +94,7 @@ def _merchant_id(email: str | None, sessions):
 
 
 def cmd_sweep(args: argparse.Namespace, settings: Settings) -> None:
-    options = SweepOptions.from_env()
+    options = SweepOptions.from_settings(settings)
     if args.held:
         return held.show(args, settings, options, _print)
     if not args.network:

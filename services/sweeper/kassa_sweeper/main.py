@@ -45,7 +45,8 @@ def tick_all(each: list[NetworkSweeper]) -> Callable[[], bool]:
 
 
 def main() -> None:
-    settings, options = Settings.from_env(), SweepOptions.from_env()
+    settings = Settings.from_env()
+    options = SweepOptions.from_settings(settings)
     worker = bootstrap(settings, "sweeper")
     each = sweepers(worker, options)
     if options.signer() is None:

@@ -1,7 +1,6 @@
-"""The sweeper's settings, read once by its entrypoints (the process and ``kassa sweep``).
-
-They are the sweeper's alone, so they live here rather than in the shared ``Settings``:
-the web and the other workers never see the sweeper key.
+"""The sweeper's settings, as its entrypoints (the process and ``kassa sweep``) take them
+from ``Settings`` (which alone reads the environment). The key reaches only the processes
+whose environment holds it (the compose file gives it to the sweeper and the migration):
 
 ================================= ======= ==============================================
 ``SWEEPER_PRIVATE_KEY``           unset   the gas key (without it nothing is swept)
@@ -18,28 +17,14 @@ the web and the other workers never see the sweeper key.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from datetime import timedelta
-from decimal import Decimal, InvalidOperation
-from typing import Mapping
+from decimal import Decimal
 
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
 from kassa_common.payments.sweeps import SweepPolicy
 from kassa_sweeper.txs import Signer
-
-
-def _positive(name: str, raw: str | None, default, kind):
-    if raw is None or not raw.strip():
-        return default
-    try:
-        value = kind(raw.strip())
-    except (ValueError, InvalidOperation):
-        value = None
-    if value is None or value <= 0:
-        raise ValueError(f"setting {name}: must be a positive number, got {raw!r}")
-    return value
 
 
 @dataclass(frozen=True)
@@ -54,22 +39,12 @@ class SweepOptions:
     networks: tuple[str, ...] = ()  # upper-case; empty: every sweepable network
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "SweepOptions":
-        env = os.environ if env is None else env
-        d = cls()
+    def from_settings(cls, settings: Settings) -> "SweepOptions":
         options = cls(
-            private_key=(env.get("SWEEPER_PRIVATE_KEY") or "").strip() or None,
-            min_usd=_positive("SWEEP_MIN_USD", env.get("SWEEP_MIN_USD"), d.min_usd, Decimal),
-            max_age_hours=_positive("SWEEP_MAX_AGE_HOURS", env.get("SWEEP_MAX_AGE_HOURS"), d.max_age_hours, float),
-            interval_seconds=_positive("SWEEP_INTERVAL_SECONDS", env.get("SWEEP_INTERVAL_SECONDS"),
-                                       d.interval_seconds, float),
-            replace_seconds=_positive("SWEEP_REPLACE_SECONDS", env.get("SWEEP_REPLACE_SECONDS"), d.replace_seconds,
-                                      float),
-            batch_size=_positive("SWEEP_BATCH_SIZE", env.get("SWEEP_BATCH_SIZE"), d.batch_size, int),
-            max_spend_usd_per_hour=_positive("SWEEP_MAX_SPEND_USD_PER_HOUR", env.get("SWEEP_MAX_SPEND_USD_PER_HOUR"),
-                                             d.max_spend_usd_per_hour, Decimal),
-            networks=tuple(n.strip().upper() for n in (env.get("SWEEPER_NETWORKS") or "").split(",") if n.strip()),
-        )
+            private_key=settings.sweeper_private_key, min_usd=settings.sweep_min_usd,
+            max_age_hours=settings.sweep_max_age_hours, interval_seconds=settings.sweep_interval_seconds,
+            replace_seconds=settings.sweep_replace_seconds, batch_size=settings.sweep_batch_size,
+            max_spend_usd_per_hour=settings.sweep_max_spend_usd_per_hour, networks=settings.sweeper_networks)
         options.signer()  # a malformed key fails at start, not at the first sweep
         return options
 
