@@ -25,7 +25,7 @@ from kassa_common.payments.sweeps import SweepPolicy
 from kassa_sweeper.chain import DepositChain, web3_for
 from kassa_sweeper.engine import NetworkSweeper
 from kassa_dev import chain as devchain
-from kassa_webhook_sender.main import build as build_sender
+from kassa_webhook_sender.webhooks.main import build as build_sender
 from tests.support.forwarder import SWEEPER, fresh_address
 from tests.support.wait import until
 from tests.support.watcher import harness

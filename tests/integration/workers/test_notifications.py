@@ -27,10 +27,10 @@ from kassa_common.messaging.relay import relay_pending
 from kassa_common.payments import testmode
 from kassa_common.retry import RetryPolicy
 from kassa_expirer.jobs import Jobs
-from kassa_notifier import intake, render
-from kassa_notifier import sender as sender_module
-from kassa_notifier.main import build
-from kassa_notifier.smtp import SmtpServer
+from kassa_webhook_sender.email import intake, render
+from kassa_webhook_sender.email import sending as sender_module
+from kassa_webhook_sender.email.main import build
+from kassa_webhook_sender.email.smtp import SmtpServer
 from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.bus import private_topology, running_settler
 from tests.support.wait import until
@@ -299,7 +299,7 @@ def test_a_send_interrupted_before_its_outcome_was_recorded_goes_again_with_a_wa
     with unit_of_work(sessions) as s:  # the lease runs out
         s.execute(sa.update(Notification).where(Notification.id == row_id)
                   .values(lease_until=sa.func.now() - sa.text("interval '1 second'")))
-    sender = sender_module.Sender(sessions, SmtpServer.from_url(f"smtp://127.0.0.1:{port}"), "Kassa <k@shop.example>")
+    sender = sender_module.EmailSender(sessions, SmtpServer.from_url(f"smtp://127.0.0.1:{port}"), "Kassa <k@shop.example>")
 
     def sent() -> bool:
         sender.send_next()  # (other tests' rows may be due too: sent here, to their own recipients)

@@ -27,7 +27,7 @@ from kassa_common.migrate import upgrade
 from kassa_common.models import Event, Payment
 from kassa_dev.instances import PrivatePostgres
 from kassa_settler.main import handle_transfer
-from kassa_webhook_sender.intake import handle_event
+from kassa_webhook_sender.webhooks.intake import handle_event
 from tests.support.api import API, LIVE_PAYMENT, PAYMENT, assert_error, set_live_wallet
 from tests.support.bus import private_topology, queue_depth
 from tests.support.transfers import report

@@ -14,12 +14,12 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import DeliveryAttempt, WebhookEndpoint
 from kassa_common.webhooks.signing import SignatureError, compute, verify_signature
 from kassa_common.timefmt import utcnow
-from kassa_webhook_sender import store
-from kassa_webhook_sender.dispatcher import Dispatcher
-from kassa_webhook_sender.intake import handle_event
-from kassa_webhook_sender.main import build
-from kassa_webhook_sender.retry import RetryPolicy
-from kassa_webhook_sender.transport import Transport
+from kassa_webhook_sender.webhooks import store
+from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
+from kassa_webhook_sender.webhooks.intake import handle_event
+from kassa_webhook_sender.webhooks.main import build
+from kassa_webhook_sender.webhooks.retry import RetryPolicy
+from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.api import API
 from tests.support.bus import private_topology
 from tests.support.wait import until

@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kassa_webhook_sender.transport import MAX_READ, MAX_RESPONSE_BODY, Request, Transport, sanitize_url
+from kassa_webhook_sender.webhooks.transport import MAX_READ, MAX_RESPONSE_BODY, Request, Transport, sanitize_url
 
 
 class Server:

@@ -21,10 +21,10 @@ from sqlalchemy.engine import Engine
 from kassa_common.messaging.consumer import Consumer
 from kassa_common.config import Settings
 from kassa_common.worker import Worker, bootstrap, wire
-from kassa_webhook_sender.dispatcher import Dispatcher
-from kassa_webhook_sender.intake import handle_event
-from kassa_webhook_sender.retry import DEFAULT_POLICY, RetryPolicy
-from kassa_webhook_sender.transport import Transport
+from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
+from kassa_webhook_sender.webhooks.intake import handle_event
+from kassa_webhook_sender.webhooks.retry import DEFAULT_POLICY, RetryPolicy
+from kassa_webhook_sender.webhooks.transport import Transport
 
 log = logging.getLogger("kassa.webhooks")
 NAME = "webhook-sender"

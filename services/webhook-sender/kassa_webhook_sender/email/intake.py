@@ -21,7 +21,7 @@ from kassa_common.messaging.consumer import Delivered, Reject
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.statuses import NotificationStatus
 from kassa_common.models import Notification
-from kassa_notifier import render
+from kassa_webhook_sender.email import render
 
 log = logging.getLogger("kassa.notifier")
 NOTIFIED = (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID, EventType.PAYMENT_LATE_PAYMENT)

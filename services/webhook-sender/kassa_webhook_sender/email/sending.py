@@ -37,7 +37,7 @@ from kassa_common.statuses import NotificationStatus
 from kassa_common.models import Notification
 from kassa_common.retry import DEFAULT_POLICY, RetryPolicy
 from kassa_common.timefmt import utcnow
-from kassa_notifier import smtp
+from kassa_webhook_sender.email import smtp
 
 log = logging.getLogger("kassa.notifier")
 SENT = Counter("kassa_notifier_emails_total", "Emails the notifier sent or gave up on", ["kind", "outcome"])
@@ -88,7 +88,7 @@ def record(sessions: sessionmaker[Session], job: Job, status: NotificationStatus
         session.execute(sa.update(Notification).where(Notification.id == job.id).values(**values))
 
 
-class Sender:
+class EmailSender:
     def __init__(self, sessions: sessionmaker[Session], server: smtp.SmtpServer, sender_address: str, *,
                  retry: RetryPolicy = DEFAULT_POLICY, poll_interval: float = 1.0, lease_seconds: float = 120) -> None:
         self.sessions, self.server, self.sender_address = sessions, server, sender_address
@@ -99,7 +99,7 @@ class Sender:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
-    def start(self) -> "Sender":
+    def start(self) -> "EmailSender":
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="notifier-sender", daemon=True)
             self._thread.start()

@@ -26,9 +26,9 @@ from kassa_common.messaging.consumer import Consumer
 from kassa_common.config import Settings
 from kassa_common.retry import RetryPolicy
 from kassa_common.worker import Worker, bootstrap, wire
-from kassa_notifier import intake
-from kassa_notifier.sender import Sender
-from kassa_notifier.smtp import SmtpServer
+from kassa_webhook_sender.email import intake
+from kassa_webhook_sender.email.sending import EmailSender
+from kassa_webhook_sender.email.smtp import SmtpServer
 
 log = logging.getLogger("kassa.notifier")
 NAME = "notifier"
@@ -37,7 +37,7 @@ NAME = "notifier"
 @dataclass
 class Notifier:
     consumer: Consumer
-    sender: Sender | None  # None: SMTP_URL is unset
+    sender: EmailSender | None  # None: SMTP_URL is unset
     engine: Engine | None = None  # disposed on stop when the notifier built it
     _thread: threading.Thread | None = field(default=None, repr=False)
 
@@ -80,7 +80,7 @@ def assemble(worker: Worker, *, owns_engine: bool = False, retry: RetryPolicy | 
     if not settings.smtp_url:
         return Notifier(worker.consumer(queue, intake.drop_event), None, engine)
     options = {"retry": retry} if retry else {}
-    sender = Sender(worker.sessions, SmtpServer.from_url(settings.smtp_url), settings.smtp_from,
+    sender = EmailSender(worker.sessions, SmtpServer.from_url(settings.smtp_url), settings.smtp_from,
                     poll_interval=poll_interval, lease_seconds=lease_seconds, **options)
     consumer = worker.consumer(queue, intake.handler(settings.dashboard_url), on_committed=sender.submit)
     return Notifier(consumer, sender, engine)

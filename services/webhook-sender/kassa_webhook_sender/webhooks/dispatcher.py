@@ -30,9 +30,9 @@ from kassa_common import transient
 from kassa_common.statuses import DeliveryStatus
 from kassa_common.webhooks.signing import sign
 from kassa_common.timefmt import utcnow
-from kassa_webhook_sender import metrics, store
-from kassa_webhook_sender.retry import DEFAULT_POLICY, RetryPolicy
-from kassa_webhook_sender.transport import Request, Transport, sanitize_url
+from kassa_webhook_sender.webhooks import metrics, store
+from kassa_webhook_sender.webhooks.retry import DEFAULT_POLICY, RetryPolicy
+from kassa_webhook_sender.webhooks.transport import Request, Transport, sanitize_url
 
 log = logging.getLogger("kassa.webhooks")
 RECORD_BATCH = 500
