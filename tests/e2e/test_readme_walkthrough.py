@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from web3 import Web3
 
-from kassa_chain_watcher.sweeper.deploy import deploy_factory
-from kassa_chain_watcher.sweeper.txs import Signer
+from kassa_sweeper.deploy import deploy_factory
+from kassa_sweeper.txs import Signer
 from kassa_common import envfile
 from kassa_common.config import Settings
 from kassa_dev import chain as devchain

@@ -7,7 +7,6 @@ import stat
 import pytest
 
 from kassa_common import envfile
-from kassa_common.cli import load_env_file
 from kassa_common.config import Settings
 from kassa_dev.run import DEV_DEFAULTS, dev_settings
 
@@ -64,12 +63,12 @@ def test_the_cli_reads_the_working_directory_unless_told_otherwise(tmp_path, mon
     (tmp_path / ".env").write_text("KASSA_ENV=development\n")
     (tmp_path / "other.env").write_text("KASSA_ENV=production\nLOG_LEVEL=DEBUG\n")
     monkeypatch.chdir(tmp_path)
-    assert load_env_file({}) == {"KASSA_ENV": "development"}
-    assert load_env_file({"KASSA_ENV_FILE": "other.env"}) == {"KASSA_ENV": "production", "LOG_LEVEL": "DEBUG"}
-    assert load_env_file({"KASSA_ENV_FILE": ""}) == {}
+    assert envfile.load_working_directory({}) == {"KASSA_ENV": "development"}
+    assert envfile.load_working_directory({"KASSA_ENV_FILE": "other.env"}) == {"KASSA_ENV": "production", "LOG_LEVEL": "DEBUG"}
+    assert envfile.load_working_directory({"KASSA_ENV_FILE": ""}) == {}
     with pytest.raises(ValueError, match=r"\.env: line 1: not KEY=VALUE"):
         (tmp_path / ".env").write_text("nonsense\n")
-        load_env_file({})
+        envfile.load_working_directory({})
 
 
 def test_write_is_owner_only_and_replaces_the_file(tmp_path):

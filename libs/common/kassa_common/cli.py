@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from contextlib import contextmanager
 from importlib.metadata import entry_points
@@ -145,7 +144,7 @@ def _set_settlement_address(args, settings: Settings) -> None:
 
 
 def cmd_bus_status(args, settings: Settings) -> None:
-    from kassa_common.bus import admin, topology
+    from kassa_common.messaging import admin, topology
 
     depths = admin.queue_depths(settings.rabbitmq_url, topology.named(settings.bus_prefix))
     rows = [f"{'queue':<40} {'role':<6} {'messages':>9} {'consumers':>9}"]
@@ -157,7 +156,7 @@ def cmd_bus_status(args, settings: Settings) -> None:
 
 
 def cmd_bus_redrive(args, settings: Settings) -> None:
-    from kassa_common.bus import admin, topology
+    from kassa_common.messaging import admin, topology
 
     topo = topology.named(settings.bus_prefix)
     q = admin.find_queue(topo, _prefixed(settings, args.queue))
@@ -279,7 +278,7 @@ def add_plugins(sub: argparse._SubParsersAction) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        load_env_file()
+        envfile.load_working_directory()
         settings = Settings.from_env()
         args.run(args, settings)
     except (DomainError, ValueError) as exc:
@@ -289,15 +288,6 @@ def main(argv: list[str] | None = None) -> int:
     except (AMQPError, OSError) as exc:
         return _fail(args, f"broker error: {exc!r}")
     return 0
-
-
-def load_env_file(environ=None) -> dict[str, str]:
-    """Add the settings of ``.env`` in the working directory (``KASSA_ENV_FILE`` names another
-    file; empty: none) that the environment does not set: in a second terminal beside
-    ``make run``, every command sees the stack's settings. Returns those added."""
-    environ = os.environ if environ is None else environ
-    path = environ.get("KASSA_ENV_FILE", envfile.DEFAULT_PATH)
-    return envfile.load(path, environ) if path else {}
 
 
 def _fail(args: argparse.Namespace, message: str) -> int:

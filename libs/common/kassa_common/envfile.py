@@ -66,6 +66,15 @@ def load(path: str | Path, environ: MutableMapping[str, str] | None = None) -> d
     return added
 
 
+def load_working_directory(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
+    """Add the settings of ``.env`` in the working directory (``KASSA_ENV_FILE`` names another
+    file; empty: none) that the environment does not set: in a second terminal beside
+    ``make run``, every command sees the stack's settings. Returns those added."""
+    environ = os.environ if environ is None else environ
+    path = environ.get("KASSA_ENV_FILE", DEFAULT_PATH)
+    return load(path, environ) if path else {}
+
+
 def render(values: Mapping[str, str]) -> str:
     """``.env`` text that ``parse`` reads back as ``values`` (every value double-quoted)."""
     def quote(v: str) -> str:

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from kassa_common.chains.networks import Network
 from kassa_common.pricing.amounts import from_base_units
 from kassa_common.pricing.fixed import RateProvider, RateUnavailable
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Payment, SweepItem, Transfer
 from kassa_common.payments import sweep_holds
 from kassa_common.payments.transitions import Trigger, apply

@@ -17,7 +17,7 @@ from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal
 from typing import Any, Iterable
 
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.pricing.fixed import RateUnavailable
 from kassa_common.pricing.service import RateService
 from kassa_common.pricing.terms import stored, with_spread

@@ -7,7 +7,7 @@ from flask import Blueprint, current_app, make_response, send_from_directory, ur
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
-from kassa_common.bus import admin, topology
+from kassa_common.messaging import admin, topology
 from kassa_common.pricing import currencies
 from kassa_api import openapi
 from kassa_api.deps import db, deps
