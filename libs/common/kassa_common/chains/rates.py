@@ -98,8 +98,10 @@ def to_base_units(amount: Decimal, decimals: int) -> int:
     if not amount.is_finite():
         raise ValueError(f"amount must be finite, got {amount!r}")
     sign, digits, exponent = amount.as_tuple()
+    assert isinstance(exponent, int)  # a finite amount's
     coefficient = int("".join(map(str, digits)) or "0")
     shift = exponent + decimals
+    units: int
     if shift >= 0:
         units = coefficient * 10**shift
     else:

@@ -11,11 +11,14 @@ from __future__ import annotations
 import threading
 import time
 from decimal import Decimal, InvalidOperation
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import requests
 
 from kassa_common.chains.rates import STABLECOINS, FixedRates, RateProvider, RateUnavailable, parse_fixed_rates
+
+if TYPE_CHECKING:
+    from kassa_common.config import Settings
 
 
 class HttpRates:
@@ -74,7 +77,7 @@ class HttpRates:
         return rate
 
 
-def make_rates(settings) -> RateProvider:
+def make_rates(settings: Settings) -> RateProvider:
     """The rate source the settings name (``kassa_common.config.Settings``): ``RATES_URL``'s
     HTTP spot prices, else the fixed ``FIXED_RATES``. Every process that prices uses this."""
     if settings.rates_url:
