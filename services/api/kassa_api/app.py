@@ -28,7 +28,7 @@ class CookieSessions(SecureCookieSessionInterface):
     """Flask's signed-cookie sessions, without building the cookie's signer for a request
     that carries no session cookie (every API request): an empty session, as Flask gives."""
 
-    def open_session(self, app: Flask, request):  # type: ignore[override]
+    def open_session(self, app: Flask, request):
         if app.secret_key and not request.cookies.get(self.get_cookie_name(app)):
             return self.session_class()
         return super().open_session(app, request)

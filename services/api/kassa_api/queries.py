@@ -45,7 +45,7 @@ def payment_history(session: Session, payment_id: uuid.UUID) -> PaymentHistory:
     deliveries = session.execute(
         sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
         .where(WebhookDelivery.event_id.in_([e.id for e in events])).order_by(WebhookDelivery.created_at)).all()
-    return PaymentHistory(events, [tuple(row) for row in deliveries],
+    return PaymentHistory(events, [row._tuple() for row in deliveries],
                           _swept(session, SweepItem.payment_id == payment_id))
 
 
@@ -73,7 +73,7 @@ def event_deliveries(session: Session, event_id: str) -> list[tuple[WebhookDeliv
     """Where an event went: its deliveries, oldest first, each with its endpoint's URL."""
     rows = session.execute(sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
                            .where(WebhookDelivery.event_id == event_id).order_by(WebhookDelivery.created_at))
-    return [tuple(row) for row in rows]
+    return [row._tuple() for row in rows]
 
 
 def active_endpoints(session: Session, merchant_id: uuid.UUID, test_mode: bool) -> list[WebhookEndpoint]:
@@ -88,7 +88,7 @@ class DayVolume(NamedTuple):
 
     day: date
     amount: Decimal
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count
 
 
 def daily_volume(session: Session, merchant_id: uuid.UUID, test_mode: bool, today: date,

@@ -148,7 +148,8 @@ def _unsupported(exc: RpcError) -> bool:
 def credits_to(calls: Iterable[Call], address: str, symbol: str) -> list[Found]:
     """The credits of ``calls`` (execution order) to ``address``: one per call, its
     ``log_index`` ranking it among its transaction's calls to ``address`` (-2, -3, …)."""
-    found, ranks = [], {}
+    found: list[Found] = []
+    ranks: dict[str, int] = {}
     for tx, to, value in calls:
         if to == address and value > 0:
             rank = ranks[tx] = ranks.get(tx, -1) + 1

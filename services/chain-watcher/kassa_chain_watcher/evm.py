@@ -77,6 +77,7 @@ class EvmChain:
         return blocks
 
     def _native(self, block: dict[str, Any], watched: Collection[str]) -> list[Found]:
+        assert self.native is not None  # read only on a network with a native coin
         found = []
         for tx in block["transactions"]:
             to = tx.get("to")

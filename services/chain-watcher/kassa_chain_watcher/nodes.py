@@ -56,8 +56,9 @@ def chain_mismatch(network: Network, rpc: JsonRpc) -> str | None:
             return None if got == network.chain_id else f"it answers chain id {got}, not {network.chain_id}"
         if network.bitcoin_chain is None:
             return None
-        got = (rpc.call("getblockchaininfo") or {}).get("chain")
-        return None if got == network.bitcoin_chain else f"it is on Bitcoin chain {got!r}, not {network.bitcoin_chain!r}"
+        chain = (rpc.call("getblockchaininfo") or {}).get("chain")
+        return (None if chain == network.bitcoin_chain
+                else f"it is on Bitcoin chain {chain!r}, not {network.bitcoin_chain!r}")
     except FAILURES:
         raise
     except (RpcError, TypeError, ValueError, AttributeError) as exc:

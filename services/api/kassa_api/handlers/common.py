@@ -1,7 +1,8 @@
 """Helpers shared by the CRUD handlers: the ownership guard, soft delete and owned lists."""
 from __future__ import annotations
 
-from typing import TypeVar
+import uuid
+from typing import Protocol, TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -11,7 +12,16 @@ from kassa_common.owner import Owner
 from kassa_common.paging import page_of
 from kassa_common.timefmt import utcnow
 
-T = TypeVar("T")
+class _Owned(Protocol):
+    """A row a merchant owns in one mode."""
+
+    @property
+    def merchant_id(self) -> uuid.UUID: ...
+    @property
+    def test_mode(self) -> bool: ...
+
+
+T = TypeVar("T", bound=_Owned)
 
 
 def owned(session: Session, model: type[T], ref: str, owner: Owner,
