@@ -454,7 +454,7 @@ class Chaos:
         names = [name for name in self.stack.processes for _ in range(self.plan.kills_per_type)]
         self.rng.shuffle(names)
         kill_times = sorted(self.rng.uniform(3, self.plan.seconds - 3) for _ in names)
-        kills = list(zip(kill_times, names))
+        kills = list(zip(kill_times, names, strict=False))
         outage_total = sum(d for _, d in self.plan.outages)
         gap = max(self.plan.seconds - outage_total, 0) / (len(self.plan.outages) + 1)
         outage_at, t = [], gap

@@ -155,7 +155,7 @@ def _operation_ids(endpoints: list[str]) -> dict[str, str]:
     """Stable operation ids from the view names (``create_payment``), qualified by the
     blueprint only where two blueprints use the same name."""
     names = [endpoint.rsplit(".", 1)[-1] for endpoint in endpoints]
-    return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(endpoints, names)}
+    return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(endpoints, names, strict=True)}
 
 
 def build(app: Flask, server_url: str, registry: Registry | None = None) -> dict:

@@ -56,7 +56,7 @@ class BitcoinChain:
             raise  # the node is away: the watcher backs off (not a moved chain, read again at once)
         except RpcError as exc:  # the tip moved down between the two calls
             raise ChainMoved(str(exc)) from exc
-        return dict(zip(wanted, got))
+        return dict(zip(wanted, got, strict=False))
 
     def blocks(self, start: int, end: int, watched: Collection[str]) -> list[Block]:
         try:
@@ -67,7 +67,7 @@ class BitcoinChain:
         except RpcError as exc:
             raise ChainMoved(str(exc)) from exc
         blocks: list[Block] = []
-        for n, b in zip(range(start, end + 1), raw):
+        for n, b in zip(range(start, end + 1), raw, strict=False):
             if b.get("confirmations", 1) < 0 or b["height"] != n:
                 raise ChainMoved(f"block {n} left the best chain while we read it")
             parent = b.get("previousblockhash", "0" * 64)
@@ -102,7 +102,7 @@ class BitcoinChain:
                 raise
             except RpcError:  # a tx left the mempool meanwhile: take the others next time
                 txs = []
-            for txid, tx in zip(new, txs):
+            for txid, tx in zip(new, txs, strict=False):
                 self._recent[txid] = (now, self._outputs(tx, None))
         for txid in list(self._recent):  # in reading order: the oldest first
             read_at, outputs = self._recent[txid]

@@ -52,7 +52,7 @@ class EvmChain:
 
     def hashes(self, numbers: list[int]) -> dict[int, str]:
         heads = self.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers], chunk=self.batch)
-        return {n: h["hash"] for n, h in zip(numbers, heads) if h}
+        return {n: h["hash"] for n, h in zip(numbers, heads, strict=False) if h}
 
     def mempool(self, watched: Collection[str]) -> list[Found]:
         return []  # EVM transactions are reported once mined (1 confirmation)
@@ -62,7 +62,7 @@ class EvmChain:
         raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), full]) for n in range(start, end + 1)],
                              chunk=self.batch)
         blocks: list[Block] = []
-        for n, b in zip(range(start, end + 1), raw):
+        for n, b in zip(range(start, end + 1), raw, strict=False):
             if not b:
                 raise ChainMoved(f"block {n} does not exist")
             if blocks and b["parentHash"] != blocks[-1].hash:
@@ -95,7 +95,7 @@ class EvmChain:
             return
         receipts = self.rpc.batch([("eth_getTransactionReceipt", [f.tx_hash]) for _, f in native], chunk=self.batch)
         reverted = set()
-        for (block, f), receipt in zip(native, receipts):
+        for (block, f), receipt in zip(native, receipts, strict=False):
             if not receipt or str(receipt.get("blockHash", "")).lower() != block.hash.lower():
                 raise ChainMoved(f"transaction {f.tx_hash} is no longer in block {block.number}")
             if not _succeeded(receipt):
@@ -182,7 +182,7 @@ class EvmChain:
             for lo in range(start, end + 1, self.batch):
                 raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), True])
                                       for n in range(lo, min(end, lo + self.batch - 1) + 1)], chunk=self.batch)
-                for n, b in zip(range(lo, end + 1), raw):
+                for n, b in zip(range(lo, end + 1), raw, strict=False):
                     if not b or (read and b["parentHash"] != read[-1].hash):
                         raise ChainMoved(f"block {n} changed during a backfill")
                     read.append(Block(n, b["hash"], b["parentHash"], self._native(b, addresses)))

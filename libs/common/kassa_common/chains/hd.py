@@ -199,7 +199,7 @@ def _eip55(address: bytes) -> str:
     """EIP-55 mixed-case checksum encoding of a 20-byte address."""
     hex_addr = address.hex()
     digest = keccak(hex_addr.encode()).hex()
-    return "0x" + "".join(c.upper() if d in "89abcdef" else c for c, d in zip(hex_addr, digest))
+    return "0x" + "".join(c.upper() if d in "89abcdef" else c for c, d in zip(hex_addr, digest, strict=False))
 
 
 def _hash160(data: bytes) -> bytes:

@@ -80,7 +80,7 @@ class DepositChain:
                     batch.add(self.w3.eth.get_balance(address) if symbol == self.native else
                               self.w3.eth.call({"to": self.tokens[symbol], "data": _balance_of(address)}))
                 results = batch.execute()
-            for (address, symbol), result in zip(chunk, results):
+            for (address, symbol), result in zip(chunk, results, strict=False):
                 held[address.lower()][symbol] = result if isinstance(result, int) else int.from_bytes(result, "big")
         return dict(held)
 
