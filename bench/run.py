@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
             t = time.monotonic()
             try:
                 got = importlib.import_module(f"bench.{name}").run(b)
-            except Exception as exc:  # one broken scenario must not hide the others' numbers
+            except Exception as exc:  # noqa: BLE001 - one broken scenario must not hide the others' numbers
                 errors[name] = f"{type(exc).__name__}: {exc}"
                 print(f"   failed: {errors[name]}", flush=True)
                 continue

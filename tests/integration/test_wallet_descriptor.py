@@ -106,7 +106,7 @@ def test_trailing_unpaid_addresses_count_and_a_new_key_starts_clean(make_merchan
 
 
 def test_a_replaced_key_does_not_hide_the_new_keys_gap(make_merchant, sessions, client, settings):
-    m, old = btc_merchant(make_merchant, sessions, client, payments=12)  # the old key: indexes B+0..B+11
+    m, _old = btc_merchant(make_merchant, sessions, client, payments=12)  # the old key: indexes B+0..B+11
     fund(sessions, m.id, [8])
     new = fresh_key("zpub")
     set_bitcoin_key(sessions, m.id, new)
@@ -207,7 +207,7 @@ def test_wallets_page_shows_descriptors_and_the_gap_warning(dash, sessions, make
         api_key = accounts.create_key(s, dash.merchant_id, "test", ["payments:create"]).key
     create_btc_payments(client, api_key, 23)  # index 0 paid, 1..22 not: a run of 22
     fund(sessions, dash.merchant_id, [0])
-    other, other_key = btc_merchant(make_merchant, sessions, client, payments=2)
+    _other, other_key = btc_merchant(make_merchant, sessions, client, payments=2)
 
     page = dash.get("/dashboard/wallets").get_data(as_text=True)
     assert 'id="gap-warning"' in page and "22 unused addresses in a row" in page

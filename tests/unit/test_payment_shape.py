@@ -60,22 +60,22 @@ def typed(value):
 
 
 def payment(**fields) -> Payment:
-    base = dict(
-        id=uuid.uuid4(), short_id="K7QX2MZP9A", merchant_id=uuid.uuid4(), test_mode=True, status="PENDING",
-        amount=Decimal("10.00"), token="USDC", network="BASE", decimals=6, address="0x" + "ab" * 20,
-        checkout_url="https://pay.example.com/pay/K7QX2MZP9A", crypto_amount_units=Decimal(10_000_000),
-        amount_received_units=Decimal(0), exchange_rate=Decimal("1.000000000000000000"), confirmations=0,
-        required_confirmations=2, transaction_hash=None, customer_email=None, customer_name=None,
-        redirect_url=None, cancel_url=None, product_id=None, metadata_={}, expires_at=T0 + timedelta(minutes=30),
-        created_at=T0, updated_at=T0, completed_at=None, settlement_address=None, sweep_tx_hash=None,
-        swept_at=None, wrong_network=[])
+    base = {
+        "id": uuid.uuid4(), "short_id": "K7QX2MZP9A", "merchant_id": uuid.uuid4(), "test_mode": True, "status": "PENDING",
+        "amount": Decimal("10.00"), "token": "USDC", "network": "BASE", "decimals": 6, "address": "0x" + "ab" * 20,
+        "checkout_url": "https://pay.example.com/pay/K7QX2MZP9A", "crypto_amount_units": Decimal(10_000_000),
+        "amount_received_units": Decimal(0), "exchange_rate": Decimal("1.000000000000000000"), "confirmations": 0,
+        "required_confirmations": 2, "transaction_hash": None, "customer_email": None, "customer_name": None,
+        "redirect_url": None, "cancel_url": None, "product_id": None, "metadata_": {}, "expires_at": T0 + timedelta(minutes=30),
+        "created_at": T0, "updated_at": T0, "completed_at": None, "settlement_address": None, "sweep_tx_hash": None,
+        "swept_at": None, "wrong_network": []}
     return Payment(**{**base, **fields})
 
 
 def transfer(**fields) -> TransferRow:
-    base = dict(payment_id=None, network="BASE", token="USDC", tx_hash="0x" + "cd" * 32, log_index=3,
-                amount_units=Decimal(4_000_000), confirmations=5, status="CONFIRMED", counted=True, late=False,
-                created_at=T0 + timedelta(seconds=5))
+    base = {"payment_id": None, "network": "BASE", "token": "USDC", "tx_hash": "0x" + "cd" * 32, "log_index": 3,
+                "amount_units": Decimal(4_000_000), "confirmations": 5, "status": "CONFIRMED", "counted": True, "late": False,
+                "created_at": T0 + timedelta(seconds=5)}
     return TransferRow(**{**base, **fields})
 
 

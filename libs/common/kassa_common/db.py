@@ -167,6 +167,5 @@ def ensure_database(database_url: str) -> bool:
 @contextmanager
 def unit_of_work(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session in one transaction: committed when the block exits normally."""
-    with factory() as session:
-        with session.begin():
-            yield session
+    with factory() as session, session.begin():
+        yield session

@@ -37,7 +37,7 @@ class FieldsError(ValueError):
 
 def _number(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-        raise ValueError("must be a JSON number")
+        raise ValueError("must be a JSON number")  # noqa: TRY004 - pydantic reports a ValueError
     return value
 
 

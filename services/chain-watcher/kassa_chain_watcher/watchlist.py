@@ -192,7 +192,7 @@ class PaymentFeed:
         try:
             if conn is not None and conn.is_open:
                 conn.close()
-        except Exception:  # noqa: BLE001
+        except Exception:  # noqa: BLE001, S110
             pass
 
     def stop(self) -> None:

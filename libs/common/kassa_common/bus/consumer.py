@@ -145,7 +145,7 @@ class Consumer:
         if conn is not None:
             try:
                 conn.add_callback_threadsafe(lambda: None)  # wakes the loop waiting for deliveries
-            except Exception:  # noqa: BLE001 - connection already gone
+            except Exception:  # noqa: BLE001, S110 - connection already gone
                 pass
 
     @property
@@ -176,7 +176,7 @@ class Consumer:
             try:
                 if thing is not None and thing.is_open:
                     thing.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110 - closing what broke
                 pass
         self._channel = self._conn = None
 

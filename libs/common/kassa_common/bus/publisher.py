@@ -139,5 +139,5 @@ class Publisher:
             try:
                 if conn.is_open:
                     conn.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
+            except Exception:  # noqa: BLE001, S110 - closing a broken connection
                 pass

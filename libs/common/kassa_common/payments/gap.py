@@ -104,8 +104,8 @@ class Gap:
         return [f"set the gap limit to at least {n}",
                 f"Electrum: in its console (View → Show Console), `wallet.change_gap_limit({n})`",
                 f"Sparrow: Settings → Advanced → Gap limit: {n}",
-                f"Bitcoin Core: importdescriptors with \"range\": [{self.first}, {self.range_end}] (the highest "
-                f"index, {self.highest}, plus {n})"]
+                (f"Bitcoin Core: importdescriptors with \"range\": [{self.first}, {self.range_end}] (the highest "
+                f"index, {self.highest}, plus {n})")]
 
     def to_json(self) -> dict[str, Any]:
         return {"handed_out": self.handed_out, "funded": self.funded, "longest_run": self.longest_run,

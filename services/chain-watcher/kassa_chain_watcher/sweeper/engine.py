@@ -58,10 +58,11 @@ IN_FLIGHT = (PENDING, MINED)
 GAS_MARGIN = 1.25
 DEFAULT_CAP_USD = Decimal(100)
 
+DEFAULT_POLICY = SweepPolicy()  # frozen: one instance serves every sweeper
 
 class NetworkSweeper(Sending, Confirming):
     def __init__(self, network: Network, sessions: sessionmaker[Session], chain: DepositChain, signer: Signer | None,
-                 rates: RateProvider, *, policy: SweepPolicy = SweepPolicy(), batch_size: int = 50,
+                 rates: RateProvider, *, policy: SweepPolicy = DEFAULT_POLICY, batch_size: int = 50,
                  replace_after: timedelta = timedelta(minutes=3), cap_usd: Decimal = DEFAULT_CAP_USD) -> None:
         self.network, self.sessions, self.chain, self.signer, self.rates = network, sessions, chain, signer, rates
         self.policy, self.batch_size, self.replace_after, self.cap_usd = policy, batch_size, replace_after, cap_usd

@@ -58,8 +58,8 @@ class Sending:
         if not full:
             return Step(Outcome.IDLE)
         if strays := [d for d in full if d["factory"] == "unknown"]:
-            return self._hold(s, [(d, "its address is not a deposit of this network's forwarder factory, nor of an "
-                                      "earlier one: it cannot be flushed by the sweeper") for d in strays])
+            return self._hold(s, [(d, ("its address is not a deposit of this network's forwarder factory, nor of an "
+                                      "earlier one: it cannot be flushed by the sweeper")) for d in strays])
         first = full[0]
         batch = [first] if first["solo"] else [d for d in full if not d["solo"] and d["factory"] == first["factory"]]
         factory = first["factory"] or self.chain.factory.address
