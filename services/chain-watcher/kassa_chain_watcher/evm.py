@@ -12,7 +12,7 @@ addresses (``balances.py``).
 from __future__ import annotations
 
 import logging
-from typing import Any, Collection
+from typing import Any, Collection, Container
 
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import Network
@@ -54,10 +54,10 @@ class EvmChain:
         heads = self.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers], chunk=self.batch)
         return {n: h["hash"] for n, h in zip(numbers, heads, strict=False) if h}
 
-    def mempool(self, watched: Collection[str]) -> list[Found]:
+    def mempool(self, watched: Container[str]) -> list[Found]:
         return []  # EVM transactions are reported once mined (1 confirmation)
 
-    def blocks(self, start: int, end: int, watched: Collection[str]) -> list[Block]:
+    def blocks(self, start: int, end: int, watched: Container[str]) -> list[Block]:
         full = self.native is not None
         raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), full]) for n in range(start, end + 1)],
                              chunk=self.batch)
@@ -76,7 +76,7 @@ class EvmChain:
             self.credits.add(blocks, getattr(watched, "native", ()))
         return blocks
 
-    def _native(self, block: dict[str, Any], watched: Collection[str]) -> list[Found]:
+    def _native(self, block: dict[str, Any], watched: Container[str]) -> list[Found]:
         assert self.native is not None  # read only on a network with a native coin
         found = []
         for tx in block["transactions"]:
@@ -106,7 +106,7 @@ class EvmChain:
             for block in blocks:
                 block.transfers = [f for f in block.transfers if f.identity not in reverted]
 
-    def _add_token_transfers(self, blocks: list[Block], watched: Collection[str]) -> None:
+    def _add_token_transfers(self, blocks: list[Block], watched: Container[str]) -> None:
         by_number = {b.number: b for b in blocks}
         for number, block_hash, found in self._token_transfers(blocks[0].number, blocks[-1].number, watched):
             block = by_number.get(number)
@@ -116,7 +116,7 @@ class EvmChain:
         for block in blocks:
             block.transfers.sort(key=lambda f: f.index)
 
-    def _token_transfers(self, start: int, end: int, watched: Collection[str], *,
+    def _token_transfers(self, start: int, end: int, watched: Container[str], *,
                          recipients: list[str] | None = None) -> list[tuple[int, str, Found]]:
         """Transfer logs of the configured tokens to ``watched`` in ``start..end``: (block, hash, found).
 
