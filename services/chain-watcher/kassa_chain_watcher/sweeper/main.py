@@ -48,12 +48,13 @@ def main() -> None:
     settings, options = Settings.from_env(), SweepOptions.from_env()
     worker = bootstrap(settings, "sweeper")
     each = sweepers(worker, options)
-    if options.signer() is None:
+    signer = options.signer()
+    if signer is None:
         log.warning("SWEEPER_PRIVATE_KEY is not set: forwarder deposits are not swept")
     elif not each:
         log.warning("no EVM network has an RPC URL and a forwarder factory: nothing to sweep")
     else:
-        log.info("sweeping %s with %s", ", ".join(s.network.name for s in each), options.signer().address)
+        log.info("sweeping %s with %s", ", ".join(s.network.name for s in each), signer.address)
     worker.poll(tick_all(each), interval=options.interval_seconds)
 
 
