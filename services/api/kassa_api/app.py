@@ -55,8 +55,8 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         login_failures=make_limiter(settings.redis_url, LOGIN_FAILURES, window=LOGIN_WINDOW_SECONDS),
     ))
     if settings.trusted_proxies:  # the client address is the one the proxies saw (rate limits, throttling)
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies,  # type: ignore[method-assign]
-                                x_proto=settings.trusted_proxies, x_host=settings.trusted_proxies)
+        hops = settings.trusted_proxies
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
     errors.init_app(app)
     _register_blueprints(app)
 
