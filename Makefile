@@ -7,7 +7,7 @@ PACKAGES := -e . -e dev -e clients/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml dev/pyproject.toml clients/*/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_WORKERS ?= 2
 
-.PHONY: run test test-unit test-integration test-e2e test-browser bench chaos deps clean tools-test tools-bench tools-chaos
+.PHONY: run lint test test-unit test-integration test-e2e test-browser bench chaos deps clean tools-test tools-bench tools-chaos
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -37,7 +37,14 @@ tools-bench:
 tools-chaos:
 	@scripts/ensure-tools chaos docker-compose
 
-test: deps tools-test
+# Lint (ruff.toml, mypy.ini): ruff's rules and format over the tree, mypy over libs/ and
+# services/ (strict on payments, refunds, messaging and chains). `make test` runs it first.
+lint: deps
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+test: deps tools-test lint
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 test-unit: deps

@@ -65,5 +65,5 @@ def forget_payments(b: Bench, merchant_id) -> None:
 
 def median_round(values: list[float], references: list[float]) -> tuple[float, float]:
     """The (value, reference) of the round whose ratio is the median one."""
-    rounds = sorted(zip(values, references), key=lambda pair: pair[0] / pair[1])
+    rounds = sorted(zip(values, references, strict=False), key=lambda pair: pair[0] / pair[1])
     return rounds[len(rounds) // 2]

@@ -34,7 +34,7 @@ def git_revision() -> str:
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True).stdout.strip()
+                               capture_output=True, text=True, check=False).stdout.strip()
         return rev.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
             t = time.monotonic()
             try:
                 got = importlib.import_module(f"bench.{name}").run(b)
-            except Exception as exc:  # one broken scenario must not hide the others' numbers
+            except Exception as exc:  # noqa: BLE001 - one broken scenario must not hide the others' numbers
                 errors[name] = f"{type(exc).__name__}: {exc}"
                 print(f"   failed: {errors[name]}", flush=True)
                 continue

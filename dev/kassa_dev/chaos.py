@@ -454,7 +454,7 @@ class Chaos:
         names = [name for name in self.stack.processes for _ in range(self.plan.kills_per_type)]
         self.rng.shuffle(names)
         kill_times = sorted(self.rng.uniform(3, self.plan.seconds - 3) for _ in names)
-        kills = list(zip(kill_times, names))
+        kills = list(zip(kill_times, names, strict=False))
         outage_total = sum(d for _, d in self.plan.outages)
         gap = max(self.plan.seconds - outage_total, 0) / (len(self.plan.outages) + 1)
         outage_at, t = [], gap
@@ -563,13 +563,13 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
         violations.append(("payments", f"{len(lost)} payments acknowledged by the API are missing: {lost[:5]}"))
     unfinished = [pid for pid, p in in_db.items() if p.status != "COMPLETED"]
     if unfinished:
-        violations.append(("payments", f"{len(unfinished)} payments not COMPLETED ({dict(by_status)}): "
-                                       f"{unfinished[:5]}"))
+        violations.append(("payments", (f"{len(unfinished)} payments not COMPLETED ({dict(by_status)}): "
+                                       f"{unfinished[:5]}")))
         with_transfer = {str(t.payment_id) for t in transfers}
         unseen = [pid for pid in unfinished if pid in traffic.paid and pid not in with_transfer]
         if unseen:  # paid on the chain, yet no transfer recorded: the watcher never reported it
-            violations.append(("transfers", f"{len(unseen)} of them were paid on anvil but no transfer was recorded, "
-                                            f"e.g. payment {unseen[0]} paid by {traffic.paid[unseen[0]]}"))
+            violations.append(("transfers", (f"{len(unseen)} of them were paid on anvil but no transfer was recorded, "
+                                            f"e.g. payment {unseen[0]} paid by {traffic.paid[unseen[0]]}")))
     unpaid = [pid for pid, kind in traffic.created.items() if kind == "live" and pid not in traffic.paid]
     if unpaid:
         violations.append(("payments", f"{len(unpaid)} live payments were never paid on anvil (harness)"))
@@ -582,13 +582,13 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
     doubled = {k: v for k, v in per_transition.items() if len(v) > 1}
     if doubled:
         (pid, kind), ids = next(iter(doubled.items()))
-        violations.append(("events", f"{len(doubled)} transitions have several event ids, e.g. {kind} of {pid}: "
-                                     f"{sorted(ids)}"))
+        violations.append(("events", (f"{len(doubled)} transitions have several event ids, e.g. {kind} of {pid}: "
+                                     f"{sorted(ids)}")))
     completed = collections.Counter(str(e.payment_id) for e in events if e.type == "payment.completed")
     no_completed = [pid for pid in in_db if completed[pid] == 0]
     if no_completed:
-        violations.append(("events", f"{len(no_completed)} payments without a payment.completed event: "
-                                     f"{no_completed[:5]}"))
+        violations.append(("events", (f"{len(no_completed)} payments without a payment.completed event: "
+                                     f"{no_completed[:5]}")))
     twice = [pid for pid, n in completed.items() if n > 1]
     if twice:
         violations.append(("events", f"{len(twice)} payments with several payment.completed events: {twice[:5]}"))
@@ -602,24 +602,24 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
     payment_events = {e.id: e for e in events if e.type.startswith("payment.")}
     missing = sorted(set(payment_events) - received_ids)
     if missing:
-        violations.append(("webhooks", f"{len(missing)} events never delivered: "
-                                       f"{[(m, payment_events[m].type) for m in missing[:5]]}"))
+        violations.append(("webhooks", (f"{len(missing)} events never delivered: "
+                                       f"{[(m, payment_events[m].type) for m in missing[:5]]}")))
     unknown = sorted(received_ids - set(payment_events))
     if unknown:
-        violations.append(("webhooks", f"{len(unknown)} deliveries of event ids that are not in the events table: "
-                                       f"{unknown[:5]}"))
+        violations.append(("webhooks", (f"{len(unknown)} deliveries of event ids that are not in the events table: "
+                                       f"{unknown[:5]}")))
     bad_signatures = [d for d in deliveries if not d.signature_ok]
     if bad_signatures:
-        violations.append(("webhooks", f"{len(bad_signatures)} deliveries with an invalid signature, e.g. "
-                                       f"{bad_signatures[0]}"))
+        violations.append(("webhooks", (f"{len(bad_signatures)} deliveries with an invalid signature, e.g. "
+                                       f"{bad_signatures[0]}")))
     received_per_transition = collections.defaultdict(set)
     for d in deliveries:
         received_per_transition[(d.payment_id, d.event_type)].add(d.event_id)
     received_doubled = {k: v for k, v in received_per_transition.items() if len(v) > 1}
     if received_doubled:
         (pid, kind), ids = next(iter(received_doubled.items()))
-        violations.append(("webhooks", f"{len(received_doubled)} transitions arrived under several event ids, e.g. "
-                                       f"{kind} of {pid}: {sorted(ids)}"))
+        violations.append(("webhooks", (f"{len(received_doubled)} transitions arrived under several event ids, e.g. "
+                                       f"{kind} of {pid}: {sorted(ids)}")))
     if failed_deliveries:
         violations.append(("webhooks", f"{failed_deliveries} webhook deliveries not SUCCEEDED"))
 
@@ -639,13 +639,13 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
         violations.append(("transfers", f"{len(recorded_twice)} transfers recorded twice: {recorded_twice[:3]}"))
     over = [pid for pid, p in in_db.items() if p.status == "COMPLETED" and p.amount_received_units != p.crypto_amount_units]
     if over:
-        violations.append(("transfers", f"{len(over)} payments whose amount received is not exactly the amount "
-                                        f"paid once (a transfer counted twice or lost): {over[:5]}"))
+        violations.append(("transfers", (f"{len(over)} payments whose amount received is not exactly the amount "
+                                        f"paid once (a transfer counted twice or lost): {over[:5]}")))
     counted_per_payment = collections.Counter(str(t.payment_id) for t in transfers if t.counted)
     wrong = [pid for pid in in_db if counted_per_payment[pid] != 1]  # each was paid once, in full
     if wrong:
-        violations.append(("transfers", f"{len(wrong)} payments without exactly one counted transfer: "
-                                        f"{wrong[:5]}"))
+        violations.append(("transfers", (f"{len(wrong)} payments without exactly one counted transfer: "
+                                        f"{wrong[:5]}")))
 
     # the counts
     kinds = collections.Counter(kind for kind in traffic.created.values())
@@ -654,19 +654,19 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
     duplicates = len(deliveries) - len(received_ids)
     exits = {p: sum(x.unexpected_exits for x in stack.processes[p]) for p in stack.processes}
     rows = [
-        ("payments created", f"{len(in_db)} (test {kinds['test']}, live {kinds['live']} paid on anvil; "
-                             f"API acknowledged {len(traffic.created)}, {traffic.create_retries} create retries)"),
+        ("payments created", (f"{len(in_db)} (test {kinds['test']}, live {kinds['live']} paid on anvil; "
+                             f"API acknowledged {len(traffic.created)}, {traffic.create_retries} create retries)")),
         ("payments completed", f"{by_status['COMPLETED']} ({', '.join(f'{k} {v}' for k, v in sorted(by_status.items()))})"),
-        ("transition events", f"{len(payment_events)} ({', '.join(f'{k} {v}' for k, v in sorted(transition_types.items()))}; "
-                              f"other outbox events: {', '.join(f'{k} {v}' for k, v in sorted(other_types.items())) or 'none'})"),
-        ("webhook event ids delivered", f"{len(received_ids & set(payment_events))} of {len(payment_events)} "
+        ("transition events", (f"{len(payment_events)} ({', '.join(f'{k} {v}' for k, v in sorted(transition_types.items()))}; "
+                              f"other outbox events: {', '.join(f'{k} {v}' for k, v in sorted(other_types.items())) or 'none'})")),
+        ("webhook event ids delivered", (f"{len(received_ids & set(payment_events))} of {len(payment_events)} "
                                         f"({len(deliveries)} deliveries, {sum(d.signature_ok for d in deliveries)} "
-                                        f"signatures valid, {receiver.refused} refused with 503 while down)"),
-        ("duplicate deliveries", f"{duplicates} (same event id again: at-least-once; transitions under two "
-                                 f"event ids: {len(received_doubled) + len(doubled)})"),
+                                        f"signatures valid, {receiver.refused} refused with 503 while down)")),
+        ("duplicate deliveries", (f"{duplicates} (same event id again: at-least-once; transitions under two "
+                                 f"event ids: {len(received_doubled) + len(doubled)})")),
         ("completed twice", str(len(twice))),
-        ("transfers", f"{len(transfers)} recorded, {sum(keys.values()) - len(keys)} recorded twice, "
-                      f"{len(over)} payments over- or under-counted"),
+        ("transfers", (f"{len(transfers)} recorded, {sum(keys.values()) - len(keys)} recorded twice, "
+                      f"{len(over)} payments over- or under-counted")),
         ("outbox left", str(outbox_left)),
         ("DLQ depth", f"{sum(dlq.values())} ({', '.join(f'{k} {v}' for k, v in dlq.items())})"),
         ("kills (SIGKILL)", ", ".join(f"{k} {v}" for k, v in sorted(chaos.kills.items()))),

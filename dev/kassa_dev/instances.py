@@ -136,7 +136,7 @@ class PrivatePostgres(_Server):
 
     def _accepts(self) -> bool:
         result = subprocess.run([_pg_bin("pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"],
-                                capture_output=True)
+                                capture_output=True, check=False)
         return result.returncode == 0
 
     def remove(self) -> None:

@@ -38,7 +38,7 @@ def completed_across_the_month(stack, sessions, email: str) -> None:
 
     until(all_completed, 60, message="the stack to complete the test payments")
     with unit_of_work(sessions) as s:
-        for back, pid in zip((0, 2, 5, 9, 16, 23, 29), ids):
+        for back, pid in zip((0, 2, 5, 9, 16, 23, 29), ids, strict=False):
             s.execute(sa.update(Payment).where(Payment.id == pid)
                       .values(completed_at=utcnow() - timedelta(days=back)))
 

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_short_chaos_run_loses_parks_and_duplicates_nothing():
     run = subprocess.run([sys.executable, "-m", "kassa_dev.chaos", "--short"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=900)
+                         text=True, timeout=900, check=False)
     print(run.stdout[-30000:], run.stderr[-5000:], sep="\n")  # pytest shows it when the test fails
     summary = "\n".join(line for line in run.stdout.splitlines() if line.startswith("chaos: "))
     assert run.returncode == 0, f"the short chaos run failed (its log tails are in the captured output):\n{summary}"

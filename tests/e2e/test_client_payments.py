@@ -101,9 +101,9 @@ def test_cancel_then_cancel_again_is_a_conflict(kassa):
 
 
 def test_an_unknown_key_is_an_authentication_error(stack):
-    with Kassa("kassa_test_" + secrets.token_urlsafe(32), base_url=stack.api) as stranger:
-        with pytest.raises(AuthenticationError) as caught:
-            stranger.payments.list()
+    with (Kassa("kassa_test_" + secrets.token_urlsafe(32), base_url=stack.api) as stranger,
+          pytest.raises(AuthenticationError) as caught):
+        stranger.payments.list()
     assert caught.value.status == 401 and caught.value.code == "UNAUTHORIZED"
     assert caught.value.headers["www-authenticate"].startswith("ApiKey")
 
@@ -119,9 +119,8 @@ def test_a_key_without_the_scope_is_forbidden(stack, merchant, sessions):
 
 def test_another_merchants_payment_is_not_found(stack, kassa, make_merchant):
     theirs = kassa.payments.create(amount=1, token="USDC", network="BASE")
-    with Kassa(make_merchant().test_key, base_url=stack.api) as other:
-        with pytest.raises(NotFoundError) as caught:
-            other.payments.get(theirs.id)
+    with Kassa(make_merchant().test_key, base_url=stack.api) as other, pytest.raises(NotFoundError) as caught:
+        other.payments.get(theirs.id)
     assert caught.value.status == 404 and caught.value.code == "NOT_FOUND"
     for ref in ("../products", "..", "."):  # one path segment each: never another route
         with pytest.raises(NotFoundError):

@@ -109,9 +109,9 @@ def test_a_server_error_or_a_4xx_is_not_retried(kassa, proxy):
 
 def test_with_retries_off_the_first_refusal_is_raised_with_its_retry_after(proxy, merchant):
     proxy.script(Answer(503, {"Retry-After": "7"}))
-    with Kassa(merchant.test_key, base_url=proxy.url, max_retries=0) as kassa:
-        with pytest.raises(ServiceUnavailableError) as caught:
-            kassa.payments.list()
+    with (Kassa(merchant.test_key, base_url=proxy.url, max_retries=0) as kassa,
+          pytest.raises(ServiceUnavailableError) as caught):
+        kassa.payments.list()
     assert caught.value.retry_after == 7.0 and caught.value.code == "SERVICE_UNAVAILABLE"
     assert len(proxy.requests_seen()) == 1
 
@@ -125,9 +125,9 @@ def test_a_retry_after_beyond_a_minute_is_raised_not_waited_for(kassa, proxy):
 
 def test_retries_stop_after_max_retries(proxy, merchant):
     proxy.script(*[Answer(503, {"Retry-After": "0"})] * 3)
-    with Kassa(merchant.test_key, base_url=proxy.url, max_retries=2) as kassa:
-        with pytest.raises(ServiceUnavailableError):
-            kassa.payments.list()
+    with (Kassa(merchant.test_key, base_url=proxy.url, max_retries=2) as kassa,
+          pytest.raises(ServiceUnavailableError)):
+        kassa.payments.list()
     assert len(proxy.requests_seen()) == 3
 
 

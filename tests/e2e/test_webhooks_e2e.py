@@ -100,7 +100,7 @@ def test_payments_are_created_while_the_broker_is_down_and_events_arrive_after(s
     finally:
         broker_proxy.start()
     for p in payments:
-        until(lambda: receiver.events("payment.completed", p["id"]), 60, message=f"completion of {p['id']}")
+        until(lambda p=p: receiver.events("payment.completed", p["id"]), 60, message=f"completion of {p['id']}")
         assert receiver.events("payment.created", p["id"])
 
 

@@ -43,7 +43,7 @@ class RPCError(Exception):
 
 
 def _dumps(obj) -> str:
-    raw = json.dumps(obj, default=lambda o: "\x00D%s\x00" % format(o, "f"))  # Decimal -> bare JSON number
+    raw = json.dumps(obj, default=lambda o: "\x00D{}\x00".format(format(o, "f")))  # Decimal -> bare JSON number
     return re.sub(r'"\\u0000D(-?[0-9.]+)\\u0000"', r"\1", raw)
 
 

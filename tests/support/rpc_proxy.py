@@ -27,7 +27,7 @@ import hashlib
 import json
 import threading
 from collections import Counter
-from typing import Any, Callable
+from typing import Any, Callable, Self
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import requests
@@ -92,7 +92,7 @@ class RpcProxy:
             server.shutdown()
             server.server_close()
 
-    def __enter__(self) -> "RpcProxy":
+    def __enter__(self) -> Self:
         return self.up()
 
     def __exit__(self, *exc) -> None:

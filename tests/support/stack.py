@@ -48,7 +48,7 @@ class Stack:
 
     def start(self, name: str) -> None:
         """Start one Procfile process (the chain-watcher and sweeper too, once a chain node is set)."""
-        log = open(self.log_dir / f"{name}.log", "ab")
+        log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - the process writes to it while it runs
         self.procs[name] = subprocess.Popen(ALL_PROCESSES[name], cwd=ROOT, env=self.env, stdout=log,
                                             stderr=subprocess.STDOUT, start_new_session=True)
 
@@ -77,7 +77,7 @@ class Stack:
             except ProcessLookupError:
                 pass
         deadline = time.monotonic() + 15
-        for name, proc in list(self.procs.items()):
+        for proc in list(self.procs.values()):
             try:
                 proc.wait(max(deadline - time.monotonic(), 0.1))
             except subprocess.TimeoutExpired:

@@ -8,6 +8,7 @@ from decimal import Decimal
 import pytest
 
 from kassa_api.chart import HEIGHT, WIDTH, bar_chart, nice_top, short_usd
+import itertools
 
 LAST = date(2026, 11, 24)
 
@@ -49,7 +50,7 @@ def test_bars_are_proportional_left_to_right_and_zero_days_are_flat():
 def test_bars_stay_in_the_plot_without_overlapping():
     bars = bar_chart(month({i: str(i * 10) for i in range(30)})).bars
     assert bars[0].x >= bars[0].slot_x and bars[-1].x + bars[-1].width <= WIDTH
-    assert all(a.x + a.width < b.x for a, b in zip(bars, bars[1:]))
+    assert all(a.x + a.width < b.x for a, b in itertools.pairwise(bars))
 
 
 def test_the_y_axis_has_five_round_ticks_from_zero_up():

@@ -139,7 +139,7 @@ def test_the_descriptor_key_derives_kassa_addresses():
 
 
 def test_a_key_below_account_depth_has_no_origin_path():
-    master = "xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8"
+    master = "xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8"  # noqa: E501
     assert key_origin(master) is None
     with pytest.raises(ValueError, match="depth 0"):
         key_origin(master, "deadbeef")

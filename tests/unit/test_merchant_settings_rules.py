@@ -64,7 +64,7 @@ def test_every_field_of_the_payment_object_has_a_column_lists_as_counts():
     assert {"transfers_count", "wrong_network_count", "metadata", "customer_name"} <= set(COLUMNS)
     payment = {name: None for name in PaymentOut.model_fields}
     payment.update(metadata={"b": "=1+1", "a": 1}, transfers=[{}, {}], wrong_network=[], test_mode=True, amount=12.5)
-    row = dict(zip(COLUMNS, csv_row(payment)))
+    row = dict(zip(COLUMNS, csv_row(payment), strict=True))
     assert row["metadata"] == '{"a": 1, "b": "=1+1"}'
     assert (row["transfers_count"], row["wrong_network_count"], row["test_mode"], row["amount"]) == ("2", "0", "true",
                                                                                                     "12.5")

@@ -53,7 +53,7 @@ def pool():
     clock = Clock()
     p = NodePool(NET, clock=clock, jitter=lambda lo, hi: hi)  # the longest wait of each draw
     p.nodes_ = [ScriptedNode(u) for u in URLS]
-    for node, scripted in zip(p.nodes, p.nodes_):
+    for node, scripted in zip(p.nodes, p.nodes_, strict=False):
         node.rpc = scripted
     p.clock = clock
     return p

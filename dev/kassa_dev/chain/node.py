@@ -76,7 +76,7 @@ def start_anvil(
         args += ["--block-time", f"{block_time:g}"]
     args += list(extra_args)
 
-    stderr = tempfile.TemporaryFile()
+    stderr = tempfile.TemporaryFile()  # noqa: SIM115 - the node writes to it while it runs
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr)
     proc.rpc_url = url  # type: ignore[attr-defined]
     deadline = time.monotonic() + timeout

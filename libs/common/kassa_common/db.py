@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import select
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any, Iterator, cast
 
 import sqlalchemy as sa
+from psycopg2.extensions import connection as PgConnection
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -76,7 +77,8 @@ def autocommit_connection(engine: Engine) -> Connection:
     SQLAlchemy's ``isolation_level``, psycopg2 would reset its session defaults with a round
     trip each time the connection went back to the pool."""
     conn = engine.connect()
-    conn.connection.dbapi_connection.autocommit = True
+    driver = cast(PgConnection, conn.connection.dbapi_connection)
+    driver.autocommit = True
     return conn
 
 
@@ -123,7 +125,7 @@ class Prepared:
 
     def __call__(self, conn: Connection, params: dict[str, Any]) -> list[tuple]:
         pooled = conn.connection
-        driver = pooled.dbapi_connection
+        driver = cast(PgConnection, pooled.dbapi_connection)
         prepared = pooled.info.setdefault("kassa.prepared", set())
         statement = self.execute
         try:
@@ -136,7 +138,7 @@ class Prepared:
                 cursor.execute(statement, params)
                 return cursor.fetchall() if cursor.description is not None else []
         except conn.dialect.loaded_dbapi.Error as exc:
-            lost = conn.dialect.is_disconnect(exc, driver, None)
+            lost = conn.dialect.is_disconnect(exc, pooled.dbapi_connection, None)
             if lost:
                 conn.invalidate(exc)
             raise sa.exc.DBAPIError.instance(statement, params, exc, conn.dialect.loaded_dbapi.Error,
@@ -165,6 +167,5 @@ def ensure_database(database_url: str) -> bool:
 @contextmanager
 def unit_of_work(factory: sessionmaker[Session]) -> Iterator[Session]:
     """A session in one transaction: committed when the block exits normally."""
-    with factory() as session:
-        with session.begin():
-            yield session
+    with factory() as session, session.begin():
+        yield session

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import Decimal
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -114,7 +114,10 @@ Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 MetaValue = Annotated[Union[Annotated[str, StringConstraints(max_length=500)], int, float, bool, None],
                       WrapValidator(_meta_value)]
-EventName = Literal[tuple(e.value for e in PAYMENT_EVENTS)]  # type: ignore[valid-type]
+if TYPE_CHECKING:
+    EventName = str
+else:  # the payment events, as a Literal for the OpenAPI document
+    EventName = Literal[tuple(e.value for e in PAYMENT_EVENTS)]
 
 
 class Strict(BaseModel):

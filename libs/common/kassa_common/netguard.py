@@ -77,7 +77,7 @@ def host_is_private_literal(host: str) -> bool:
 
 def system_resolver(host: str, port: int) -> list[str]:
     infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
-    return [info[4][0] for info in infos]
+    return [str(info[4][0]) for info in infos]
 
 
 def resolve_destination(host: str, port: int, *, allow_private: bool = False,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from sqlalchemy.orm import Session
 
@@ -31,7 +31,16 @@ class Owner:
         return "test" if self.test_mode else "live"
 
 
-T = TypeVar("T")
+class _Owned(Protocol):
+    """A row a merchant owns in one mode."""
+
+    @property
+    def merchant_id(self) -> uuid.UUID: ...
+    @property
+    def test_mode(self) -> bool: ...
+
+
+T = TypeVar("T", bound=_Owned)
 
 
 def owned(session: Session, model: type[T], ref: str, owner: Owner,

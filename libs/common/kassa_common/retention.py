@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
@@ -58,10 +59,10 @@ def purge(sessions: sessionmaker[Session], idempotency_ttl: timedelta, *, batch:
         total = 0
         for _ in range(max_batches):
             with unit_of_work(sessions) as s:
-                n = s.execute(sa.text(
+                n = cast(sa.CursorResult[Any], s.execute(sa.text(
                     f"DELETE FROM {w.table} WHERE ctid = ANY(ARRAY("
                     f"SELECT ctid FROM {w.table} WHERE created_at < :cut AND {w.only} "
-                    f"LIMIT :batch FOR UPDATE SKIP LOCKED))"), {"cut": now - w.keep, "batch": batch}).rowcount
+                    f"LIMIT :batch FOR UPDATE SKIP LOCKED))"), {"cut": now - w.keep, "batch": batch})).rowcount
             total += n
             if n < batch:
                 break

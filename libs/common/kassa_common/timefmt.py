@@ -2,15 +2,22 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import overload
 
 
 def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+@overload
+def iso(dt: datetime) -> str: ...
+@overload
+def iso(dt: None) -> None: ...
+@overload
+def iso(dt: datetime | None) -> str | None: ...
 def iso(dt: datetime | None) -> str | None:
     if dt is None:
         return None
-    u = dt.astimezone(timezone.utc)  # %-formatting: the text strftime gave, in a third of the time
-    return "%d-%02d-%02dT%02d:%02d:%02d.%03dZ" % (u.year, u.month, u.day, u.hour, u.minute, u.second,
-                                                  dt.microsecond // 1000)
+    u = dt.astimezone(timezone.utc)  # formatted by hand: the text strftime gave, in a third of the time
+    return (f"{u.year}-{u.month:02d}-{u.day:02d}T{u.hour:02d}:{u.minute:02d}:{u.second:02d}"
+            f".{dt.microsecond // 1000:03d}Z")

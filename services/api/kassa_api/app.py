@@ -30,7 +30,7 @@ class CookieSessions(SecureCookieSessionInterface):
     """Flask's signed-cookie sessions, without building the cookie's signer for a request
     that carries no session cookie (every API request): an empty session, as Flask gives."""
 
-    def open_session(self, app: Flask, request):  # type: ignore[override]
+    def open_session(self, app: Flask, request):
         if app.secret_key and not request.cookies.get(self.get_cookie_name(app)):
             return self.session_class()
         return super().open_session(app, request)
@@ -57,8 +57,8 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         login_failures=make_limiter(settings.redis_url, LOGIN_FAILURES, window=LOGIN_WINDOW_SECONDS),
     ))
     if settings.trusted_proxies:  # the client address is the one the proxies saw (rate limits, throttling)
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=settings.trusted_proxies,  # type: ignore[method-assign]
-                                x_proto=settings.trusted_proxies, x_host=settings.trusted_proxies)
+        hops = settings.trusted_proxies
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
     errors.init_app(app)
     app.jinja_env.filters.update(money=currencies.money, amount_text=currencies.amount_text, plain=plain)
     _register_blueprints(app)

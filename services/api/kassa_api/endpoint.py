@@ -31,7 +31,7 @@ class EndpointSpec:
 
 
 def _details(exc: ValidationError) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     for err in exc.errors(include_url=False, include_context=True, include_input=False):
         field = ".".join(str(p) for p in err["loc"]) or None
         # A rule spanning several fields (schemas.FieldsError) names each of them.

@@ -166,7 +166,7 @@ def _operation_ids(endpoints: list[str]) -> dict[str, str]:
     """Stable operation ids from the view names (``create_payment``), qualified by the
     blueprint only where two blueprints use the same name."""
     names = [endpoint.rsplit(".", 1)[-1] for endpoint in endpoints]
-    return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(endpoints, names)}
+    return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(endpoints, names, strict=True)}
 
 
 def build(app: Flask, server_url: str, registry: Registry | None = None, codes: list[str] | None = None) -> dict:
@@ -207,8 +207,8 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
                                  "content": {"application/json": {"schema": _ref(spec.body)}}}
         responses: dict[str, Any] = {str(spec.status): {"description": "Success",
                                                         "content": {"application/json": {"schema": _success(spec)}}}}
-        codes = set(spec.errors) | ({400, 401, 403, 429} if spec.scope else set()) | ({400} if spec.body or spec.query else set())
-        for code in sorted(codes):
+        statuses = set(spec.errors) | ({400, 401, 403, 429} if spec.scope else set()) | ({400} if spec.body or spec.query else set())
+        for code in sorted(statuses):
             responses[str(code)] = {"description": ERROR_TEXT.get(code, "Error"),
                                     "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}}}
         responses["default"] = {"description": "Error", "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}}}

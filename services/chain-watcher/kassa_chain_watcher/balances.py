@@ -110,7 +110,7 @@ class InternalCredits:
     def _balances(self, wanted: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """Balance of each (address, block hash), in one batched request."""
         results = self.rpc.batch([("eth_getBalance", [a, {"blockHash": h}]) for a, h in wanted], chunk=self.chunk)
-        return {w: int(r, 16) for w, r in zip(wanted, results)}
+        return {w: int(r, 16) for w, r in zip(wanted, results, strict=False)}
 
     def _internal_calls(self, block: Block) -> list[Call]:
         """Every call below a transaction's top level in ``block`` that moved native coin and
@@ -122,7 +122,7 @@ class InternalCredits:
                     return calls_from_parity(self.rpc.call("trace_block", hex(block.number)), block.hash)
                 frames = self.rpc.call("debug_traceBlockByNumber", hex(block.number), {"tracer": "callTracer"})
                 if any(not f.get("txHash") for f in frames or []):  # older nodes: hashes in block order
-                    frames = [{**f, "txHash": tx} for f, tx in zip(frames, self._tx_hashes(block))]
+                    frames = [{**f, "txHash": tx} for f, tx in zip(frames, self._tx_hashes(block), strict=False)]
                 return calls_from_call_tracer(frames)
             except RpcError as exc:
                 if not _unsupported(exc):
@@ -148,7 +148,8 @@ def _unsupported(exc: RpcError) -> bool:
 def credits_to(calls: Iterable[Call], address: str, symbol: str) -> list[Found]:
     """The credits of ``calls`` (execution order) to ``address``: one per call, its
     ``log_index`` ranking it among its transaction's calls to ``address`` (-2, -3, …)."""
-    found, ranks = [], {}
+    found: list[Found] = []
+    ranks: dict[str, int] = {}
     for tx, to, value in calls:
         if to == address and value > 0:
             rank = ranks[tx] = ranks.get(tx, -1) + 1

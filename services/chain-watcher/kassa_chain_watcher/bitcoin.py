@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from decimal import Decimal
-from typing import Any, Collection
+from typing import Any, Collection, Container
 
 from kassa_common.chains.networks import Network
 
@@ -56,9 +56,9 @@ class BitcoinChain:
             raise  # the node is away: the watcher backs off (not a moved chain, read again at once)
         except RpcError as exc:  # the tip moved down between the two calls
             raise ChainMoved(str(exc)) from exc
-        return dict(zip(wanted, got))
+        return dict(zip(wanted, got, strict=False))
 
-    def blocks(self, start: int, end: int, watched: Collection[str]) -> list[Block]:
+    def blocks(self, start: int, end: int, watched: Container[str]) -> list[Block]:
         try:
             hashes = self.rpc.batch([("getblockhash", [n]) for n in range(start, end + 1)], chunk=500)
             raw = self.rpc.batch([("getblock", [h, 2]) for h in hashes], chunk=self.batch)
@@ -67,7 +67,7 @@ class BitcoinChain:
         except RpcError as exc:
             raise ChainMoved(str(exc)) from exc
         blocks: list[Block] = []
-        for n, b in zip(range(start, end + 1), raw):
+        for n, b in zip(range(start, end + 1), raw, strict=False):
             if b.get("confirmations", 1) < 0 or b["height"] != n:
                 raise ChainMoved(f"block {n} left the best chain while we read it")
             parent = b.get("previousblockhash", "0" * 64)
@@ -77,7 +77,7 @@ class BitcoinChain:
             blocks.append(Block(n, b["hash"], parent, found))
         return blocks
 
-    def _outputs(self, tx: dict[str, Any], watched: Collection[str] | None) -> list[Found]:
+    def _outputs(self, tx: dict[str, Any], watched: Container[str] | None) -> list[Found]:
         """The outputs of ``tx`` paying ``watched`` addresses (None: paying any address)."""
         found = []
         for out in tx.get("vout", []):
@@ -87,7 +87,7 @@ class BitcoinChain:
                 found.append(Found(tx["txid"], int(out["n"]), self.symbol, address.lower(), sats))
         return found
 
-    def mempool(self, watched: Collection[str]) -> list[Found]:
+    def mempool(self, watched: Container[str]) -> list[Found]:
         txids = self.rpc.call("getrawmempool")
         current = set(txids)
         for pool in (self._recent, self._older):
@@ -102,7 +102,7 @@ class BitcoinChain:
                 raise
             except RpcError:  # a tx left the mempool meanwhile: take the others next time
                 txs = []
-            for txid, tx in zip(new, txs):
+            for txid, tx in zip(new, txs, strict=False):
                 self._recent[txid] = (now, self._outputs(tx, None))
         for txid in list(self._recent):  # in reading order: the oldest first
             read_at, outputs = self._recent[txid]

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Collection, Protocol
+from typing import Any, Collection, Container, Protocol
 
 
 class ChainMoved(Exception):
@@ -64,7 +64,7 @@ class Chain(Protocol):
     def tip(self) -> int:
         """Height of the best block."""
 
-    def blocks(self, start: int, end: int, watched: Collection[str]) -> list[Block]:
+    def blocks(self, start: int, end: int, watched: Container[str]) -> list[Block]:
         """Blocks ``start..end`` (inclusive), linked by parent hash, with their transfers to
         ``watched`` (normalised addresses). Raises ChainMoved if the range changed mid-read
         or does not exist (any more)."""
@@ -72,7 +72,7 @@ class Chain(Protocol):
     def hashes(self, numbers: list[int]) -> dict[int, str]:
         """Hash of the best chain's block at each height (heights above the tip are left out)."""
 
-    def mempool(self, watched: Collection[str]) -> list[Found]:
+    def mempool(self, watched: Container[str]) -> list[Found]:
         """Unconfirmed transfers to ``watched`` (chains without a visible mempool: [])."""
 
     def history(self, start: int, end: int, addresses: Collection[str], native: Collection[str] = ()) -> list[Block]:

@@ -12,7 +12,7 @@ addresses (``balances.py``).
 from __future__ import annotations
 
 import logging
-from typing import Any, Collection
+from typing import Any, Collection, Container
 
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import Network
@@ -52,17 +52,17 @@ class EvmChain:
 
     def hashes(self, numbers: list[int]) -> dict[int, str]:
         heads = self.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers], chunk=self.batch)
-        return {n: h["hash"] for n, h in zip(numbers, heads) if h}
+        return {n: h["hash"] for n, h in zip(numbers, heads, strict=False) if h}
 
-    def mempool(self, watched: Collection[str]) -> list[Found]:
+    def mempool(self, watched: Container[str]) -> list[Found]:
         return []  # EVM transactions are reported once mined (1 confirmation)
 
-    def blocks(self, start: int, end: int, watched: Collection[str]) -> list[Block]:
+    def blocks(self, start: int, end: int, watched: Container[str]) -> list[Block]:
         full = self.native is not None
         raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), full]) for n in range(start, end + 1)],
                              chunk=self.batch)
         blocks: list[Block] = []
-        for n, b in zip(range(start, end + 1), raw):
+        for n, b in zip(range(start, end + 1), raw, strict=False):
             if not b:
                 raise ChainMoved(f"block {n} does not exist")
             if blocks and b["parentHash"] != blocks[-1].hash:
@@ -76,7 +76,8 @@ class EvmChain:
             self.credits.add(blocks, getattr(watched, "native", ()))
         return blocks
 
-    def _native(self, block: dict[str, Any], watched: Collection[str]) -> list[Found]:
+    def _native(self, block: dict[str, Any], watched: Container[str]) -> list[Found]:
+        assert self.native is not None  # read only on a network with a native coin
         found = []
         for tx in block["transactions"]:
             to = tx.get("to")
@@ -94,7 +95,7 @@ class EvmChain:
             return
         receipts = self.rpc.batch([("eth_getTransactionReceipt", [f.tx_hash]) for _, f in native], chunk=self.batch)
         reverted = set()
-        for (block, f), receipt in zip(native, receipts):
+        for (block, f), receipt in zip(native, receipts, strict=False):
             if not receipt or str(receipt.get("blockHash", "")).lower() != block.hash.lower():
                 raise ChainMoved(f"transaction {f.tx_hash} is no longer in block {block.number}")
             if not _succeeded(receipt):
@@ -105,7 +106,7 @@ class EvmChain:
             for block in blocks:
                 block.transfers = [f for f in block.transfers if f.identity not in reverted]
 
-    def _add_token_transfers(self, blocks: list[Block], watched: Collection[str]) -> None:
+    def _add_token_transfers(self, blocks: list[Block], watched: Container[str]) -> None:
         by_number = {b.number: b for b in blocks}
         for number, block_hash, found in self._token_transfers(blocks[0].number, blocks[-1].number, watched):
             block = by_number.get(number)
@@ -115,7 +116,7 @@ class EvmChain:
         for block in blocks:
             block.transfers.sort(key=lambda f: f.index)
 
-    def _token_transfers(self, start: int, end: int, watched: Collection[str], *,
+    def _token_transfers(self, start: int, end: int, watched: Container[str], *,
                          recipients: list[str] | None = None) -> list[tuple[int, str, Found]]:
         """Transfer logs of the configured tokens to ``watched`` in ``start..end``: (block, hash, found).
 
@@ -181,7 +182,7 @@ class EvmChain:
             for lo in range(start, end + 1, self.batch):
                 raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), True])
                                       for n in range(lo, min(end, lo + self.batch - 1) + 1)], chunk=self.batch)
-                for n, b in zip(range(lo, end + 1), raw):
+                for n, b in zip(range(lo, end + 1), raw, strict=False):
                     if not b or (read and b["parentHash"] != read[-1].hash):
                         raise ChainMoved(f"block {n} changed during a backfill")
                     read.append(Block(n, b["hash"], b["parentHash"], self._native(b, addresses)))

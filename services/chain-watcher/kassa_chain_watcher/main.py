@@ -153,6 +153,7 @@ class NetworkWatcher:
             chain.close()
 
     def _loop(self) -> None:
+        assert self.scanner is not None  # built by _follow
         next_reload = time.monotonic() + self.options.reload_seconds
         backoff = Backoff(initial=min(2.0, self.poll * 4))
         failing: str | None = None  # the kind of failure already logged in the current streak

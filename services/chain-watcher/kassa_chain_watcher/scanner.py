@@ -125,7 +125,7 @@ class Scanner:
     # -- reorgs ---------------------------------------------------------------------------
     def _head_replaced(self, tip: int) -> bool:
         st = self.state
-        if st.head_hash is None:
+        if st.head is None or st.head_hash is None:
             return False
         if tip < st.head:
             return True
@@ -181,6 +181,7 @@ class Scanner:
         """Find the transfers to ``new`` since their payments were created; return the reports
         of those already past the confirmed line (the others join their stored block)."""
         st = self.state
+        assert st.head is not None  # scanning has begun
         window = min(st.blocks) if st.blocks else st.head + 1
         start = min([b for b in self.store.created_blocks(new).values() if b is not None and b >= 0] + [window])
         if start > st.head:
@@ -205,6 +206,7 @@ class Scanner:
     # -- reports --------------------------------------------------------------------------
     def _report(self, tip: int, read_at) -> None:
         st = self.state
+        assert st.head is not None  # scanning has begun
         messages: list[Message] = []
         pending: list[tuple[tuple[str, str, str, int], tuple[str, int]]] = []
         line = min(tip - self.required + 1, st.head)

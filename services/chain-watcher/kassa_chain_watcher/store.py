@@ -100,6 +100,7 @@ class Store:
     def append(self, state: State, new: list[Block], *, confirmed_through: int | None = None) -> None:
         """Record newly scanned blocks (and optionally a new confirmed line), prune old ones."""
         head = new[-1].number if new else state.head
+        assert head is not None  # blocks follow a first scan
         with unit_of_work(self.sessions) as s:
             if new:
                 s.execute(pg_insert(ChainBlock).values([
@@ -155,7 +156,7 @@ class Store:
         """The ledger's highest number for the network (0: none)."""
         with self.sessions() as s:
             return s.scalar(sa.select(sa.func.coalesce(sa.func.max(ChainReport.seq), 0))
-                            .where(ChainReport.network == self.network))
+                            .where(ChainReport.network == self.network)) or 0
 
     # -- unconfirmed transfers reported seen (mempool.py) ---------------------------------
     def load_mempool(self) -> Pending:

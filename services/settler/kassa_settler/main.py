@@ -86,8 +86,12 @@ def main() -> None:
     worker = bootstrap(settings, "settler", pool_size=n + 2)
     relay = Relay(worker.sessions, worker.publisher("relay")).start()
     consumers = settler_consumers(worker.consumer, worker.topology, n, make_rates(settings), after_commit=relay.wake)
-    worker.run(lambda: run_together(c.run for c in consumers), lambda: [c.stop() for c in consumers],
-               drain=relay.stop)
+
+    def stop() -> None:
+        for c in consumers:
+            c.stop()
+
+    worker.run(lambda: run_together(c.run for c in consumers), stop, drain=relay.stop)
 
 
 if __name__ == "__main__":

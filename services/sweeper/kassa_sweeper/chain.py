@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import requests
+from eth_typing import HexStr
 from web3 import Web3
 from web3.providers.base import JSONBaseProvider
 
 from kassa_common.chains import forwarder
-from kassa_common.chains.networks import Network
+from kassa_common.chains.networks import Network, Token
 from kassa_common.chains.nodes import NodePool
 from kassa_common.chains.rpc import RpcUnavailable
 
@@ -61,11 +62,19 @@ def web3_for(network: Network, timeout: float = 15.0) -> Web3:
 class DepositChain:
     def __init__(self, network: Network, w3: Web3) -> None:
         self.network, self.w3 = network, w3
-        self.factory = w3.eth.contract(address=network.forwarder_factory,
+        self.factory = w3.eth.contract(address=network.forwarder_factory,  # type: ignore[arg-type]  # may be None
                                        abi=forwarder.artifact("ForwarderFactory")["abi"])
         self.tokens = {t.symbol: t.contract for t in network.tokens if t.contract}
         self.native = next((t.symbol for t in network.tokens if t.native), None)
-        self._symbols = {c.lower(): s for s, c in self.tokens.items()} | {forwarder.NATIVE: self.native}
+        self._symbols: dict[str, str | None] = {c.lower(): s for s, c in self.tokens.items()}
+        self._symbols[forwarder.NATIVE] = self.native
+
+    def native_token(self) -> Token:
+        """The network's native coin (every EVM network has one)."""
+        token = self.network.token(self.native) if self.native is not None else None
+        if token is None:
+            raise ValueError(f"{self.network.name} has no native coin")
+        return token
 
     def balances(self, addresses: Iterable[str]) -> dict[str, dict[str, int]]:
         """address (lower case) -> symbol -> balance, for the native coin and every token of
@@ -78,10 +87,10 @@ class DepositChain:
             with self.w3.batch_requests() as batch:
                 for address, symbol in chunk:
                     batch.add(self.w3.eth.get_balance(address) if symbol == self.native else
-                              self.w3.eth.call({"to": self.tokens[symbol], "data": _balance_of(address)}))
+                              self.w3.eth.call({"to": self.tokens[symbol], "data": HexStr(_balance_of(address))}))
                 results = batch.execute()
-            for (address, symbol), result in zip(chunk, results):
-                held[address.lower()][symbol] = result if isinstance(result, int) else int.from_bytes(result, "big")
+            for (address, symbol), result in zip(chunk, results, strict=False):
+                held[address.lower()][symbol] = result if isinstance(result, int) else int.from_bytes(cast(bytes, result), "big")
         return dict(held)
 
     def flush_many(self, deposits: list[tuple[str, str, list[str]]], factory: str | None = None) -> dict[str, str]:

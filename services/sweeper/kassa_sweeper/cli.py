@@ -24,10 +24,10 @@ import argparse
 import json
 import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from kassa_common import accounts
-from kassa_common.chains.networks import Network
+from kassa_common.chains.networks import Network, Token
 from kassa_common.pricing.amounts import units_text
 from kassa_common.pricing.service import make_rates
 from kassa_common.config import Settings
@@ -35,7 +35,7 @@ from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.models import Sweep
 from kassa_common.timefmt import utcnow
 from kassa_common.chains.rpc import RpcUnavailable
-from kassa_sweeper.chain import DepositChain, web3_for
+from kassa_sweeper.chain import DepositChain, PoolProvider, web3_for
 from kassa_sweeper.deploy import deploy_factory
 from kassa_sweeper import held
 from kassa_sweeper.engine import NetworkSweeper, Outcome
@@ -62,7 +62,7 @@ def _chain(network: Network) -> DepositChain:
     chain (each node's chain id is checked before it serves, and after every failover)."""
     w3 = web3_for(network)
     try:
-        w3.provider.pool.call("eth_chainId")
+        cast(PoolProvider, w3.provider).pool.call("eth_chainId")
     except RpcUnavailable as exc:
         raise ValueError(str(exc)) from None
     return DepositChain(network, w3)
@@ -116,7 +116,14 @@ def cmd_sweep(args: argparse.Namespace, settings: Settings) -> None:
 
 
 def _amounts(network: Network, held: dict[str, Any]) -> str:
-    return ", ".join(f"{units_text(int(u), network.token(t).decimals)} {t}" for t, u in held.items())
+    return ", ".join(f"{units_text(int(u), _token(network, t).decimals)} {t}" for t, u in held.items())
+
+
+def _token(network: Network, symbol: str) -> Token:
+    token = network.token(symbol)
+    if token is None:
+        raise ValueError(f"{network.name} has no token {symbol}")
+    return token
 
 
 def _dry_run(args, sweeper: NetworkSweeper, merchant_id) -> None:
@@ -132,7 +139,7 @@ def _dry_run(args, sweeper: NetworkSweeper, merchant_id) -> None:
         if (failure := call_failure(exc)) is None:
             raise
     fee = market_fees(sweeper.w3).max_fee_per_gas
-    native = network.token(sweeper.chain.native)
+    native = sweeper.chain.native_token()
     data = {"network": network.name, "deposits": deposits, "already_flushed": [d.short_id for d in plan.empty()],
             "gas_limit": gas, "max_cost": units_text(gas * fee, native.decimals), "estimation_failed": failure}
     lines = [f"{d['short_id']} {d['address']}: {_amounts(network, d['held'])}" for d in deposits]
@@ -145,11 +152,13 @@ def _dry_run(args, sweeper: NetworkSweeper, merchant_id) -> None:
 def _sweep_now(args, sweeper: NetworkSweeper, merchant_id, retried: list[uuid.UUID] | None = None) -> None:
     """Step until nothing is due (or in flight); a reverted batch goes on deposit by deposit,
     a deposit that fails on its own is held. Exit status 1 if anything failed or was held."""
-    network, done, deadline, started = sweeper.network, [], time.monotonic() + args.timeout, utcnow()
+    done: list[Sweep] = []
+    network, deadline, started = sweeper.network, time.monotonic() + args.timeout, utcnow()
     poll, failed = min(1.0, max(0.2, network.block_time / 2)), False
     while True:
         step = sweeper.tick(force=True, merchant_id=merchant_id, only=retried)
         if step.outcome in (Outcome.CONFIRMED, Outcome.FAILED):
+            assert step.sweep is not None  # the sweep that ended
             done.append(step.sweep)
         failed |= step.outcome == Outcome.FAILED
         if step.outcome in (Outcome.IDLE, Outcome.SKIPPED, Outcome.CAPPED):
@@ -159,7 +168,7 @@ def _sweep_now(args, sweeper: NetworkSweeper, merchant_id, retried: list[uuid.UU
                              "the sweeper process (or kassa sweep again) follows them")
         if not step.progressed:
             time.sleep(poll)
-    native = network.token(sweeper.chain.native)
+    native = sweeper.chain.native_token()
     holds = held.held_since(sweeper.sessions, network, started)
     data = {"network": network.name, "sweeps": [_summary(s) for s in done], "held": [held.as_dict(h) for h in holds]}
     lines = [f"{s.status.lower()}: {s.tx_hash}, {s.deposit_count} deposit(s), gas {s.gas_used}, cost "

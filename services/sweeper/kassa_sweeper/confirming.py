@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.orm import Session
 
@@ -28,12 +28,30 @@ from kassa_sweeper import metrics
 from kassa_sweeper.isolation import refused_reason
 from kassa_sweeper.steps import Outcome, Step
 
+if TYPE_CHECKING:
+    from decimal import Decimal
+
+    from web3 import Web3
+
+    from kassa_common.chains.networks import Network
+    from kassa_sweeper.chain import DepositChain
+    from kassa_sweeper.txs import Signer
+
 log = logging.getLogger("kassa.sweeper")
 MINED, CONFIRMED, FAILED = SweepStatus.MINED, SweepStatus.CONFIRMED, SweepStatus.FAILED
 
 
 class Confirming:
     """The following half of ``engine.NetworkSweeper``."""
+
+    if TYPE_CHECKING:  # provided by engine.NetworkSweeper
+        network: Network
+        chain: DepositChain
+        w3: Web3
+        signer: Signer | None
+
+        def _set(self, sweep: Sweep, **values: Any) -> None: ...
+        def _usd(self, cost_units: int) -> Decimal | None: ...
 
     def _mined(self, s: Session, sweep: Sweep, receipt: dict[str, Any]) -> Step:
         tx_hash = "0x" + bytes(receipt["transactionHash"]).hex()

@@ -26,12 +26,14 @@ import logging
 import uuid
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
+from eth_typing import ChecksumAddress, HexStr
 from requests import RequestException
 from sqlalchemy.orm import Session, sessionmaker
 from web3.exceptions import TransactionNotFound, Web3Exception
+from web3.types import TxParams
 
 from kassa_common.chains import forwarder
 from kassa_common.chains.networks import Network
@@ -58,10 +60,11 @@ IN_FLIGHT = (PENDING, MINED)
 GAS_MARGIN = 1.25
 DEFAULT_CAP_USD = Decimal(100)
 
+DEFAULT_POLICY = SweepPolicy()  # frozen: one instance serves every sweeper
 
 class NetworkSweeper(Sending, Confirming):
     def __init__(self, network: Network, sessions: sessionmaker[Session], chain: DepositChain, signer: Signer | None,
-                 rates: RateProvider, *, policy: SweepPolicy = SweepPolicy(), batch_size: int = 50,
+                 rates: RateProvider, *, policy: SweepPolicy = DEFAULT_POLICY, batch_size: int = 50,
                  replace_after: timedelta = timedelta(minutes=3), cap_usd: Decimal = DEFAULT_CAP_USD) -> None:
         self.network, self.sessions, self.chain, self.signer, self.rates = network, sessions, chain, signer, rates
         self.policy, self.batch_size, self.replace_after, self.cap_usd = policy, batch_size, replace_after, cap_usd
@@ -86,7 +89,7 @@ class NetworkSweeper(Sending, Confirming):
                 broadcast(self.w3, step.broadcast)
             except (Web3Exception, RequestException, ValueError) as exc:  # recorded: the next step sends it again
                 log.warning("%s: broadcasting sweep %s failed (%s); it is sent again next time",
-                            self.network.name, step.sweep.tx_hash, self.safe(exc))
+                            self.network.name, step.sweep.tx_hash if step.sweep else None, self.safe(exc))
         return step
 
     def plan(self, session: Session, *, force: bool = False, merchant_id: uuid.UUID | None = None,
@@ -114,18 +117,18 @@ class NetworkSweeper(Sending, Confirming):
 
     def estimate_gas(self, call: dict[str, str]) -> int:
         sender = {"from": self.signer.address} if self.signer else {}  # no key: a dry run's estimate
-        return int(self.w3.eth.estimate_gas({**sender, **call}) * GAS_MARGIN) + 20_000
+        return int(self.w3.eth.estimate_gas(cast(TxParams, {**sender, **call})) * GAS_MARGIN) + 20_000
 
     def spending(self, session: Session) -> budget.Spending:
         """What the key spent here in the last hour, against ``SWEEP_MAX_SPEND_USD_PER_HOUR``."""
-        spent = budget.spending(session, self.network, self.chain.native, self.signer.address, self.cap_usd,
+        spent = budget.spending(session, self.network, self.chain.native_token().symbol, self._key.address, self.cap_usd,
                                 self.rates, utcnow())
         metrics.SPENT.labels(self.network.name).set(spent.spent_units)
         return spent
 
     # -- following --------------------------------------------------------------------------
     def _follow(self, s: Session, sweep: Sweep) -> Step:
-        used = self.w3.eth.get_transaction_count(sweep.sender, "latest")  # before the receipts: no race
+        used = self.w3.eth.get_transaction_count(cast(ChecksumAddress, sweep.sender), "latest")  # before the receipts: no race
         receipt = self._receipt(sweep)
         if receipt is not None:
             return self._mined(s, sweep, receipt)
@@ -151,7 +154,7 @@ class NetworkSweeper(Sending, Confirming):
 
     def _known(self, tx_hash: str) -> bool:
         try:
-            self.w3.eth.get_transaction(tx_hash)
+            self.w3.eth.get_transaction(HexStr(tx_hash))
             return True
         except TransactionNotFound:
             return False
@@ -172,7 +175,7 @@ class NetworkSweeper(Sending, Confirming):
         sweep.updated_at = utcnow()
 
     def _usd(self, cost_units: int) -> Decimal | None:
-        value = sweeps.usd_value(self.network, {self.chain.native: cost_units}, self.rates)
+        value = sweeps.usd_value(self.network, {self.chain.native_token().symbol: cost_units}, self.rates)
         return value.quantize(Decimal("0.01")) if value is not None else None
 
     def safe(self, exc: BaseException) -> str:

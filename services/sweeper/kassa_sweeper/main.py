@@ -49,12 +49,13 @@ def main() -> None:
     options = SweepOptions.from_settings(settings)
     worker = bootstrap(settings, "sweeper")
     each = sweepers(worker, options)
-    if options.signer() is None:
+    signer = options.signer()
+    if signer is None:
         log.warning("SWEEPER_PRIVATE_KEY is not set: forwarder deposits are not swept")
     elif not each:
         log.warning("no EVM network has an RPC URL and a forwarder factory: nothing to sweep")
     else:
-        log.info("sweeping %s with %s", ", ".join(s.network.name for s in each), options.signer().address)
+        log.info("sweeping %s with %s", ", ".join(s.network.name for s in each), signer.address)
     worker.poll(tick_all(each), interval=options.interval_seconds)
 
 

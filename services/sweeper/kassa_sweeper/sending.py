@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from requests import RequestException
 from sqlalchemy.orm import Session
@@ -32,6 +32,15 @@ from kassa_sweeper.isolation import call_failure, culprits
 from kassa_sweeper.steps import Outcome, Step, attempt
 from kassa_sweeper.txs import Fees, market_fees
 
+if TYPE_CHECKING:
+    from web3 import Web3
+
+    from kassa_common.chains.networks import Network
+    from kassa_common.payments.sweeps import Deposit
+    from kassa_sweeper.chain import DepositChain
+    from kassa_sweeper.steps import Plan
+    from kassa_sweeper.txs import Signer
+
 log = logging.getLogger("kassa.sweeper")
 # The most gas (with the sweeper's margin) a sweep may need per deposit: a first sweep of a
 # deposit holding three tokens and the native coin needs about a third of it.
@@ -43,6 +52,26 @@ class Sending:
     ``estimate_gas``, ``spending``, ``network``, ``chain``, ``w3``, ``signer``)."""
 
     capped_note: str | None = None
+
+    if TYPE_CHECKING:  # provided by engine.NetworkSweeper
+        network: Network
+        chain: DepositChain
+        w3: Web3
+        signer: Signer | None
+
+        def plan(self, session: Session, *, force: bool = False, merchant_id: uuid.UUID | None = None,
+                 only: list[uuid.UUID] | None = None) -> Plan: ...
+        def call_for(self, planned: list[dict[str, Any]]) -> dict[str, str]: ...
+        def planned(self, plan: Plan, deposits: list[Deposit] | None = None) -> list[dict[str, Any]]: ...
+        def estimate_gas(self, call: dict[str, str]) -> int: ...
+        def spending(self, session: Session) -> Spending: ...
+        def safe_text(self, text: str) -> str: ...
+
+    @property
+    def _key(self) -> Signer:
+        """The sweeper key: a sweeper that sends has one (without it, none runs)."""
+        assert self.signer is not None
+        return self.signer
 
     def _start(self, s: Session, force: bool, merchant_id: uuid.UUID | None,
                only: list[uuid.UUID] | None) -> Step:
@@ -58,8 +87,8 @@ class Sending:
         if not full:
             return Step(Outcome.IDLE)
         if strays := [d for d in full if d["factory"] == "unknown"]:
-            return self._hold(s, [(d, "its address is not a deposit of this network's forwarder factory, nor of an "
-                                      "earlier one: it cannot be flushed by the sweeper") for d in strays])
+            return self._hold(s, [(d, ("its address is not a deposit of this network's forwarder factory, nor of an "
+                                      "earlier one: it cannot be flushed by the sweeper")) for d in strays])
         first = full[0]
         batch = [first] if first["solo"] else [d for d in full if not d["solo"] and d["factory"] == first["factory"]]
         factory = first["factory"] or self.chain.factory.address
@@ -82,19 +111,19 @@ class Sending:
             batch = batch[:len(batch) // 2]
             gas = self.estimate_gas(self.call_for(batch))
         self._uncapped()
-        funds = self.w3.eth.get_balance(self.signer.address)
+        funds = self.w3.eth.get_balance(self._key.address)
         if funds < gas * fees.max_fee_per_gas:
-            note = (f"the sweeper key {self.signer.address} holds {funds} wei, a sweep of {len(batch)} deposit(s) "
+            note = (f"the sweeper key {self._key.address} holds {funds} wei, a sweep of {len(batch)} deposit(s) "
                     f"may cost up to {gas * fees.max_fee_per_gas}: fund it")
             log.error("%s: %s", self.network.name, note)
             return Step(Outcome.SKIPPED, note=note)
         return self._record(s, batch, gas, fees)
 
     def _record(self, s: Session, batch: list[dict[str, Any]], gas: int, fees: Fees) -> Step:
-        nonce = self.w3.eth.get_transaction_count(self.signer.address, "pending")
+        nonce = self.w3.eth.get_transaction_count(self._key.address, "pending")
         tx_hash, raw = self._sign(self.call_for(batch), nonce, gas, fees)
         now = utcnow()
-        sweep = Sweep(id=uuid.uuid4(), network=self.network.name, sender=self.signer.address, nonce=nonce,
+        sweep = Sweep(id=uuid.uuid4(), network=self.network.name, sender=self._key.address, nonce=nonce,
                       status=SweepStatus.PENDING, tx_hash=tx_hash, attempts=[attempt(tx_hash, raw, fees, now)],
                       deposits=batch, deposit_count=len(batch), gas_limit=gas, created_at=now, updated_at=now)
         s.add(sweep)
@@ -104,7 +133,7 @@ class Sending:
         return Step(Outcome.SENT, sweep, raw)
 
     def _sign(self, call: dict[str, str], nonce: int, gas: int, fees: Fees) -> tuple[str, str]:
-        return self.signer.sign({**call, "value": 0, "chainId": self.w3.eth.chain_id, "nonce": nonce, "gas": gas,
+        return self._key.sign({**call, "value": 0, "chainId": self.w3.eth.chain_id, "nonce": nonce, "gas": gas,
                                  **fees.fields()})
 
     # -- isolation --------------------------------------------------------------------------
@@ -149,7 +178,7 @@ class Sending:
 
     # -- the spending cap -------------------------------------------------------------------
     def _capped(self, spending: Spending, cost: int) -> Step:
-        native = self.network.token(self.chain.native)
+        native = self.chain.native_token()
 
         def text(units: int) -> str:
             return f"{units_text(units, native.decimals)} {native.symbol}"

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from eth_account import Account
+from eth_typing import ChecksumAddress, HexStr
 from web3 import Web3
 from web3.exceptions import Web3RPCError
+from web3.types import TxParams
 
 GWEI = 10**9
 # Nodes accept a replacement with the same nonce when both fees rise by at least 10%.
@@ -56,13 +58,13 @@ class Signer:
             raise ValueError("SWEEPER_PRIVATE_KEY is not a private key (0x followed by 64 hex digits)") from None
 
     @property
-    def address(self) -> str:
+    def address(self) -> ChecksumAddress:
         return self._account.address
 
-    def sign(self, tx: dict[str, Any]) -> tuple[str, str]:
+    def sign(self, tx: dict[str, Any]) -> tuple[HexStr, HexStr]:
         """(tx hash, raw signed bytes as 0x hex)."""
         signed = self._account.sign_transaction(tx)
-        return "0x" + bytes(signed.hash).hex(), "0x" + bytes(signed.raw_transaction).hex()
+        return HexStr("0x" + bytes(signed.hash).hex()), HexStr("0x" + bytes(signed.raw_transaction).hex())
 
     def __repr__(self) -> str:
         return f"Signer({self.address})"
@@ -72,7 +74,7 @@ def broadcast(w3: Web3, raw: str) -> None:
     """Send signed bytes; a node that already has them is not an error (re-sending is how a
     transaction the node forgot, or one sent before a crash, goes out again)."""
     try:
-        w3.eth.send_raw_transaction(raw)
+        w3.eth.send_raw_transaction(HexStr(raw))
     except Web3RPCError as exc:
         text = str(exc).lower()
         if "already known" not in text and "known transaction" not in text and "already imported" not in text:
@@ -82,9 +84,9 @@ def broadcast(w3: Web3, raw: str) -> None:
 def transact(w3: Web3, signer: Signer, tx: dict[str, Any], *, timeout: float = 120.0) -> dict[str, Any]:
     """Sign ``tx`` (to, data, value) with fresh nonce, fees and gas, send it, wait for its
     receipt; raises RuntimeError if it reverted."""
-    fields = {"from": signer.address, "value": 0, **tx, "chainId": w3.eth.chain_id,
+    fields: dict[str, Any] = {"from": signer.address, "value": 0, **tx, "chainId": w3.eth.chain_id,
               "nonce": w3.eth.get_transaction_count(signer.address, "pending"), **market_fees(w3).fields()}
-    fields["gas"] = int(w3.eth.estimate_gas(fields) * 1.2) + 10_000
+    fields["gas"] = int(w3.eth.estimate_gas(cast(TxParams, fields)) * 1.2) + 10_000
     del fields["from"]
     tx_hash, raw = signer.sign(fields)
     broadcast(w3, raw)

@@ -134,7 +134,7 @@ def test_pay_usdc_emits_exact_transfer_log(anvil_isolated):
     assert event["args"]["from"] == chain.accounts[0]
     assert event["args"]["to"] == recipient
     assert event["args"]["value"] == amount
-    assert [l["transactionHash"] for l in transfer_logs_to(chain, usdc, recipient, before)] == [
+    assert [log["transactionHash"] for log in transfer_logs_to(chain, usdc, recipient, before)] == [
         receipt["transactionHash"]
     ]
     assert devchain.token_balance(chain.w3, usdc, recipient) == amount

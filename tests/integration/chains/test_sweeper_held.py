@@ -100,7 +100,7 @@ def test_kassa_sweep_held_lists_the_deposit_its_reason_and_the_keys_spending(kas
 
 
 def test_retry_held_sweeps_the_deposit_once_the_settlement_contract_takes_the_coin(kassa, held, chain, sessions):
-    merchant, p, refuser = held
+    _merchant, p, refuser = held
     accept_the_coin(chain, refuser)
 
     code, out, err = kassa("--json", "sweep", "--network", "LOCAL_EVM", "--retry-held", p["short_id"],
@@ -114,7 +114,7 @@ def test_retry_held_sweeps_the_deposit_once_the_settlement_contract_takes_the_co
 
 
 def test_retry_held_of_a_deposit_still_refused_holds_it_again_with_the_new_reason(kassa, held, chain, sessions):
-    merchant, p, refuser = held
+    _merchant, p, _refuser = held
     nonce = chain.w3.eth.get_transaction_count(SWEEPER.address)
 
     code, out, err = kassa("sweep", "--network", "LOCAL_EVM", "--retry-held", p["id"], "--timeout", "60")
@@ -128,7 +128,7 @@ def test_retry_held_of_a_deposit_still_refused_holds_it_again_with_the_new_reaso
 
 
 def test_retry_held_of_a_payment_that_is_not_held_is_refused(kassa, held):
-    merchant, _, _ = held
+    _merchant, _, _ = held
     code, _, err = kassa("sweep", "--network", "LOCAL_EVM", "--retry-held", "NOTHELD12")
     assert code == 1 and "no held deposit for payment NOTHELD12" in err
 
@@ -154,7 +154,7 @@ def test_the_dashboard_shows_the_held_deposit_and_why(held, app, sessions):
 
 
 def test_a_released_deposit_goes_alone_and_is_free_again_once_swept(held, chain, sessions, settings):
-    merchant, p, refuser = held
+    _merchant, p, refuser = held
     accept_the_coin(chain, refuser)
     with unit_of_work(sessions) as s:
         sweep_holds.release(s, p["short_id"], network=NETWORK, now=utcnow())

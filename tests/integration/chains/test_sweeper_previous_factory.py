@@ -111,7 +111,8 @@ def test_a_gas_burning_settlement_behind_a_first_version_deposit_is_held_at_the_
         return p
 
     bad = legacy_payment(hostile, burner)
-    others = [legacy_payment(friendly, friendly.settlement) for _ in range(7)]
+    for _ in range(7):  # deposits that go on being swept
+        legacy_payment(friendly, friendly.settlement)
     sweeper, started = sweeper_for(chain_settings(settings, chain), sessions), utcnow()
     nonce = chain.w3.eth.get_transaction_count(SWEEPER.address)
 

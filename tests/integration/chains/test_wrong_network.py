@@ -124,7 +124,7 @@ def test_forwarder_funds_on_the_wrong_network_are_swept_there_to_the_settlement_
             [str(KASSA), "--json", "sweep", "--network", SECOND, "--email", merchant.email],
             env={**os.environ, **base_env, "LOCAL_EVM_RPC_URL": first.url, "LOCAL_EVM_2_RPC_URL": second.url,
                  "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY, "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000"},
-            capture_output=True, text=True, timeout=120)
+            capture_output=True, text=True, timeout=120, check=False)
 
         assert done.returncode == 0, done.stderr
         (sweep,) = json.loads(done.stdout)["sweeps"]

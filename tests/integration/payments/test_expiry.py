@@ -26,11 +26,11 @@ NETWORK = "ARBITRUM"  # live payments here: no other suite runs a watcher (or a 
 def overdue(sessions, merchant_id, *, minutes_ago: float = 1, **fields) -> uuid.UUID:
     """A PENDING payment whose ``expires_at`` passed ``minutes_ago`` minutes ago."""
     pid, short = uuid.uuid4(), "X" + secrets.token_hex(4).upper()
-    row = dict(id=pid, short_id=short, merchant_id=merchant_id, test_mode=True, status="PENDING",
-               amount=Decimal("12.34"), token="USDC", network="BASE", decimals=6,
-               address="0x" + secrets.token_hex(20), checkout_url=f"https://pay.example.com/pay/{short}",
-               crypto_amount_units=Decimal(12_340_000), exchange_rate=Decimal(1), required_confirmations=10,
-               expires_at=utcnow() - timedelta(minutes=minutes_ago), test_auto_complete=False)
+    row = {"id": pid, "short_id": short, "merchant_id": merchant_id, "test_mode": True, "status": "PENDING",
+               "amount": Decimal("12.34"), "token": "USDC", "network": "BASE", "decimals": 6,
+               "address": "0x" + secrets.token_hex(20), "checkout_url": f"https://pay.example.com/pay/{short}",
+               "crypto_amount_units": Decimal(12_340_000), "exchange_rate": Decimal(1), "required_confirmations": 10,
+               "expires_at": utcnow() - timedelta(minutes=minutes_ago), "test_auto_complete": False}
     with unit_of_work(sessions) as s:
         s.add(Payment(**{**row, **fields}))
     return pid

@@ -203,8 +203,8 @@ def test_test_key_with_live_prefix_is_unauthorized(client, merchant):
     assert_error(call(client, "GET", "/payments", forged), 401, "UNAUTHORIZED")
 
 
-@pytest.mark.parametrize("account", [dict(banned=True), dict(activated=False), dict(business_name=None),
-                                     dict(business_name="")])
+@pytest.mark.parametrize("account", [{"banned": True}, {"activated": False}, {"business_name": None},
+                                     {"business_name": ""}])
 @pytest.mark.parametrize("mode", ["test", "live"])
 def test_banned_or_incomplete_account_is_unauthorized(client, make_merchant, account, mode):
     m = make_merchant(**account)

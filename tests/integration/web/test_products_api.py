@@ -60,8 +60,8 @@ def test_currency_type_defaults_to_fiat(client, merchant):
 
 
 def test_create_crypto_product_keeps_exact_token_units(client, merchant):
-    raw = ('{"name": "%s", "price": 0.123456789012345678, "currency_type": "CRYPTO", "token": "eth", '
-           '"network": "base"}' % name())
+    raw = ('{{"name": "{}", "price": 0.123456789012345678, "currency_type": "CRYPTO", "token": "eth", '
+           '"network": "base"}}'.format(name()))
     r = client.post(f"{API}/products", data=raw, content_type="application/json", headers=merchant.headers())
     assert r.status_code == 201, r.json
     p = r.json["data"]

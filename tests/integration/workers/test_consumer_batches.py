@@ -80,7 +80,7 @@ def transactions_of(sessions, queue: str, ids: list[str]) -> int:
 def test_messages_waiting_together_are_handled_in_far_fewer_transactions(bus, base_env, sessions, run_consumer):
     ids = publish(base_env, bus, 60)  # all waiting before the consumer starts
     handler = Recorder()
-    consumer, committed = run_consumer(handler)
+    _consumer, committed = run_consumer(handler)
     until(lambda: len(committed) == 60, timeout=20, message="60 messages committed")
     assert sorted(committed) == sorted(ids)
     assert all(handler.calls[i] == 1 for i in ids)

@@ -95,7 +95,7 @@ def statuses(sessions, ids: list[str]) -> dict[str, int]:
 
 def test_transfers_arriving_during_a_database_outage_longer_than_the_retry_budget_all_settle(
         pg, private, bus, base_env):
-    settings, sessions, _client = private
+    _settings, sessions, _client = private
     rabbit = base_env["RABBITMQ_URL"]
     paid = live_payments(private, 8)
     settler = Consumer(rabbit, bus, bus.settler, handle_transfer, sessions, name="kassa-test-settler")
@@ -130,7 +130,7 @@ def test_transfers_arriving_during_a_database_outage_longer_than_the_retry_budge
 
 
 def test_payment_events_arriving_during_a_database_outage_all_become_deliveries(pg, private, bus, base_env):
-    settings, sessions, client = private
+    _settings, sessions, client = private
     rabbit = base_env["RABBITMQ_URL"]
     with unit_of_work(sessions) as s:
         merchant = accounts.create_merchant(s, f"m-{uuid.uuid4().hex[:8]}@example.com", None, "Acme", True)

@@ -22,7 +22,7 @@ from tests.support.wait import until
 
 @pytest.fixture
 def bus(settings):
-    with private_topology(settings.rabbitmq_url) as (prefix, topo):
+    with private_topology(settings.rabbitmq_url) as (_prefix, topo):
         publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
         yield topo, publisher
         publisher.close()

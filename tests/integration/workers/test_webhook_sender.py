@@ -98,7 +98,7 @@ def test_events_taken_in_one_transaction_get_their_own_deliveries_from_one_inser
         sa.event.remove(engine, "before_cursor_execute", count)
 
     assert len(inserts) == 1 and again == []
-    for event, ids in zip(events, handed):
+    for event, ids in zip(events, handed, strict=True):
         assert sorted(ids) == sorted(d.id for d in deliveries_of(sessions, event.id))
     assert [len(ids) for ids in handed] == [2, 1, 2]
     assert {d.endpoint_id for d in deliveries_of(sessions, events[1].id)} == {everything.id}

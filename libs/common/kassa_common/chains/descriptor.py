@@ -25,6 +25,7 @@ vectors, so no descriptor leaves Kassa that a wallet would refuse as mistyped.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import base58
@@ -50,7 +51,7 @@ _FINGERPRINT = re.compile(r"^[0-9a-fA-F]{8}$")
 KNOWN_FINGERPRINTS = {TEST_XPUBS["bitcoin"]: "73c5da0a"}
 
 
-def _polymod(symbols) -> int:
+def _polymod(symbols: Iterable[int]) -> int:
     chk = 1
     for value in symbols:
         top = chk >> 35

@@ -51,7 +51,8 @@ def artifact_path(name: str) -> Path:
 @cache
 def artifact(name: str) -> dict[str, Any]:
     """The compiled ``Forwarder`` or ``ForwarderFactory``: ``abi``, ``bytecode``, …"""
-    return json.loads(artifact_path(name).read_text())
+    loaded: dict[str, Any] = json.loads(artifact_path(name).read_text())
+    return loaded
 
 
 # Factories of earlier Forwarder versions. A deposit address is fixed when its payment is

@@ -29,7 +29,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 from functools import lru_cache
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple, overload
 
 import base58
 import coincurve
@@ -41,8 +42,8 @@ class InvalidXpub(ValueError):
 
 
 TEST_XPUBS: dict[str, str] = {
-    "evm": "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt",
-    "bitcoin": "vpub5Y6cjg78GGuNLsaPhmYsiw4gYX3HoQiRBiSwDaBXKUafCt9bNwWQiitDk5VZ5BVxYnQdwoTyXSs2JHRPAgjAvtbBrf8ZhDYe2jWAqvZVnsc",
+    "evm": "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt",  # noqa: E501
+    "bitcoin": "vpub5Y6cjg78GGuNLsaPhmYsiw4gYX3HoQiRBiSwDaBXKUafCt9bNwWQiitDk5VZ5BVxYnQdwoTyXSs2JHRPAgjAvtbBrf8ZhDYe2jWAqvZVnsc",  # noqa: E501
 }
 
 # Public version bytes -> (prefix, is_mainnet, chain kinds allowed).
@@ -173,7 +174,7 @@ def _bech32_mask(top: int) -> int:
 _BECH32_TABLE = tuple(_bech32_mask(top) for top in range(32))
 
 
-def _bech32_polymod(values, chk: int = 1) -> int:
+def _bech32_polymod(values: Iterable[int], chk: int = 1) -> int:
     for value in values:
         chk = ((chk & 0x1FFFFFF) << 5) ^ value ^ _BECH32_TABLE[chk >> 25]
     return chk
@@ -198,7 +199,7 @@ def _eip55(address: bytes) -> str:
     """EIP-55 mixed-case checksum encoding of a 20-byte address."""
     hex_addr = address.hex()
     digest = keccak(hex_addr.encode()).hex()
-    return "0x" + "".join(c.upper() if d in "89abcdef" else c for c, d in zip(hex_addr, digest))
+    return "0x" + "".join(c.upper() if d in "89abcdef" else c for c, d in zip(hex_addr, digest, strict=False))
 
 
 def _hash160(data: bytes) -> bytes:
@@ -208,9 +209,16 @@ def _hash160(data: bytes) -> bytes:
     except ValueError:  # OpenSSL builds without ripemd160
         from bitcoin.core.contrib.ripemd160 import ripemd160
 
-        return ripemd160(sha)
+        digest: bytes = ripemd160(sha)
+        return digest
 
 
+@overload
+def mode_hrp(hrp: str, test_mode: bool) -> str: ...
+@overload
+def mode_hrp(hrp: None, test_mode: bool) -> None: ...
+@overload
+def mode_hrp(hrp: str | None, test_mode: bool) -> str | None: ...
 def mode_hrp(hrp: str | None, test_mode: bool) -> str | None:
     """The address prefix a network with prefix ``hrp`` shows in a mode: in test mode, its test
     network's (``tb`` for Bitcoin's ``bc``; regtest's ``bcrt`` is a test network already), so

@@ -7,6 +7,7 @@ import hashlib
 import logging
 
 import psycopg2
+import psycopg2.extensions
 from sqlalchemy.engine import make_url
 
 from kassa_common.db import sqlalchemy_url
@@ -28,7 +29,7 @@ def _dsn(database_url: str) -> str:
 class NetworkLock:
     def __init__(self, database_url: str, network: str) -> None:
         self.dsn, self.network, self.key = _dsn(database_url), network, lock_key(network)
-        self._conn = None
+        self._conn: psycopg2.extensions.connection | None = None
 
     @property
     def held(self) -> bool:
@@ -43,7 +44,9 @@ class NetworkLock:
         try:
             with self._conn.cursor() as cur:
                 cur.execute("SELECT pg_try_advisory_lock(%s)", (self.key,))
-                got = bool(cur.fetchone()[0])
+                row = cur.fetchone()
+                assert row is not None  # a SELECT of one value
+                got = bool(row[0])
         except psycopg2.Error:
             self.release()
             raise

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from kassa_common.chains.evm import checksummed
 
@@ -35,7 +36,7 @@ class Token:
     decimals: int
     native: bool
 
-    def to_public(self) -> dict:
+    def to_public(self) -> dict[str, Any]:
         return {"symbol": self.symbol, "contract": self.contract, "decimals": self.decimals, "native": self.native}
 
 
@@ -72,7 +73,7 @@ class Network:
         """True when an RPC endpoint is configured."""
         return bool(self.rpc_url)
 
-    def to_public(self) -> dict:
+    def to_public(self) -> dict[str, Any]:
         """JSON-safe description for API clients (no RPC URL)."""
         return {
             "name": self.name,
@@ -115,7 +116,7 @@ def _checksummed(contract: str | None, where: str) -> str | None:
         raise ValueError(f"{where}: {exc}") from None
 
 
-def _token(raw: Mapping, where: str) -> Token:
+def _token(raw: Mapping[str, Any], where: str) -> Token:
     symbol = str(raw["symbol"])
     where = f"{where} token {symbol}"
     decimals = raw["decimals"]
@@ -173,12 +174,12 @@ def _quorum(env: Mapping[str, str], name: str, nodes: int) -> int:
     return quorum
 
 
-def _network(raw: Mapping, env: Mapping[str, str]) -> Network:
+def _network(raw: Mapping[str, Any], env: Mapping[str, str]) -> Network:
     name = str(raw["name"])
     kind = raw["kind"]
     if kind not in KINDS:
         raise ValueError(f"network {name}: kind must be one of {KINDS}, got {kind!r}")
-    hrp = raw.get("bech32_hrp")
+    hrp: str | None = raw.get("bech32_hrp")
     if kind == "bitcoin" and not hrp:
         raise ValueError(f"network {name}: bitcoin networks need a bech32_hrp")
     factory = _checksummed(raw.get("forwarder_factory"), f"network {name} forwarder_factory")
@@ -189,7 +190,7 @@ def _network(raw: Mapping, env: Mapping[str, str]) -> Network:
     if len(set(symbols)) != len(symbols):
         raise ValueError(f"network {name}: duplicate token symbol")
     urls = _rpc_urls(env, name)
-    bitcoin_chain = (raw.get("chain") or BITCOIN_CHAINS.get(hrp)) if kind == "bitcoin" else None
+    bitcoin_chain = (raw.get("chain") or BITCOIN_CHAINS.get(hrp or "")) if kind == "bitcoin" else None
     return Network(
         name=name,
         kind=kind,
@@ -211,7 +212,7 @@ def load_registry(env: Mapping[str, str], path: str | None = None) -> Registry:
     """Build the registry from the JSON file at ``path`` and the settings ``env``."""
     data = json.loads(Path(path or DEFAULT_PATH).read_text(encoding="utf-8"))
     networks = [_network(raw, env) for raw in data["networks"]]
-    return Registry([n for n, raw in zip(networks, data["networks"]) if n.rpc_url or not raw.get("needs_rpc_url")])
+    return Registry([n for n, raw in zip(networks, data["networks"], strict=True) if n.rpc_url or not raw.get("needs_rpc_url")])
 
 
 @lru_cache(maxsize=1)

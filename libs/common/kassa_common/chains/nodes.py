@@ -67,8 +67,9 @@ def chain_mismatch(network: Network, rpc: JsonRpc) -> str | None:
             return None if got == network.chain_id else f"it answers chain id {got}, not {network.chain_id}"
         if network.bitcoin_chain is None:
             return None
-        got = (rpc.call("getblockchaininfo") or {}).get("chain")
-        return None if got == network.bitcoin_chain else f"it is on Bitcoin chain {got!r}, not {network.bitcoin_chain!r}"
+        chain = (rpc.call("getblockchaininfo") or {}).get("chain")
+        return (None if chain == network.bitcoin_chain
+                else f"it is on Bitcoin chain {chain!r}, not {network.bitcoin_chain!r}")
     except FAILURES:
         raise
     except (RpcError, TypeError, ValueError, AttributeError) as exc:
@@ -123,7 +124,8 @@ class NodePool:
         return self._on_reader(lambda rpc: rpc.call(method, *params))
 
     def batch(self, calls: Sequence[tuple[str, Sequence[Any]]], *, chunk: int = 100) -> list[Any]:
-        return self._on_reader(lambda rpc: rpc.batch(calls, chunk=chunk))
+        result: list[Any] = self._on_reader(lambda rpc: rpc.batch(calls, chunk=chunk))
+        return result
 
     def raw(self, payload: Any) -> Any:
         return self._on_reader(lambda rpc: rpc.raw(payload))

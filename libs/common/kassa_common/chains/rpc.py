@@ -28,7 +28,7 @@ import itertools
 import json
 import time
 from decimal import Decimal
-from typing import Any, Sequence
+from typing import Any, Iterable, Sequence
 from urllib.parse import unquote, urlsplit
 
 import requests
@@ -104,7 +104,7 @@ def scrub(text: str, url: str | None) -> str:
     return text
 
 
-def scrub_all(text: str, urls) -> str:
+def scrub_all(text: str, urls: Iterable[str]) -> str:
     """``scrub`` for each of several nodes' URLs."""
     for url in urls:
         text = scrub(text, url)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pika
+import pika.exceptions
 
 from kassa_common.messaging import topology
 from kassa_common.messaging.consumer import ATTEMPT_HEADER
@@ -39,12 +40,12 @@ def queue_depths(url: str, topo: topology.Topology) -> list[QueueDepth]:
     conn = _connect(url, "kassa-bus-status")
     try:
         channel = conn.channel()
-        out = []
+        out: list[QueueDepth] = []
         for q in topo.queues:
             for name, role in ((q.name, "work"), (q.retry, "retry"), (q.dlq, "dlq")):
                 try:
                     ok = channel.queue_declare(name, passive=True).method
-                    out.append(QueueDepth(name, role, ok.message_count, ok.consumer_count))
+                    out.append(QueueDepth(name, role, ok.message_count or 0, ok.consumer_count or 0))
                 except pika.exceptions.ChannelClosedByBroker as exc:
                     if exc.reply_code != 404:
                         raise
@@ -81,12 +82,13 @@ def redrive(url: str, topo: topology.Topology, name: str, *, limit: int | None =
     try:
         channel = conn.channel()
         channel.confirm_delivery()
-        waiting = channel.queue_declare(q.dlq, passive=True).method.message_count
+        waiting = channel.queue_declare(q.dlq, passive=True).method.message_count or 0
         todo = waiting if limit is None else min(waiting, limit)
         while moved < todo:
             method, props, body = channel.basic_get(q.dlq, auto_ack=False)
             if method is None:
                 break
+            assert props is not None and body is not None and method.delivery_tag is not None  # a message
             headers = dict(props.headers or {})
             headers.pop(ATTEMPT_HEADER, None)  # a fresh set of attempts
             if "x-kassa-error" in headers:

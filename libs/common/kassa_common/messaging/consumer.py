@@ -40,7 +40,10 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 import pika
+import pika.exceptions
 import sqlalchemy as sa
+from pika.adapters.blocking_connection import BlockingChannel
+from pika.spec import Basic, BasicProperties
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
@@ -113,7 +116,7 @@ class Consumer:
         self.paused = threading.Event()  # set while waiting out an outage
         self._stopping = threading.Event()
         self._conn: pika.BlockingConnection | None = None
-        self._channel = None
+        self._channel: BlockingChannel | None = None
         self._buffer: list[_Incoming] = []
         self.handled = 0
 
@@ -142,36 +145,45 @@ class Consumer:
         if conn is not None:
             try:
                 conn.add_callback_threadsafe(lambda: None)  # wakes the loop waiting for deliveries
-            except Exception:  # noqa: BLE001 - connection already gone
+            except Exception:  # noqa: BLE001, S110 - connection already gone
                 pass
 
+    @property
+    def _live(self) -> BlockingChannel:
+        """The channel being consumed (set while ``_consume`` runs)."""
+        assert self._channel is not None
+        return self._channel
+
     def _consume(self) -> None:
-        self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
-        self._channel = self._conn.channel()
-        self.topo.declare(self._channel)
-        self._channel.confirm_delivery()  # re-publishes to retry/dlq are confirmed before the ack
-        self._channel.basic_qos(prefetch_count=max(self.prefetch, self.batch))
-        self._channel.basic_consume(self.queue.name, self._on_message, auto_ack=False)
+        conn = self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
+        channel = self._channel = conn.channel()
+        self.topo.declare(channel)
+        channel.confirm_delivery()  # re-publishes to retry/dlq are confirmed before the ack
+        channel.basic_qos(prefetch_count=max(self.prefetch, self.batch))
+        channel.basic_consume(self.queue.name, self._on_message, auto_ack=False)
         log.info("consumer %s consuming %s", self.name, self.queue.name)
         while not self._stopping.is_set():
             # Dispatches every delivery that has arrived (``_on_message`` only collects them),
             # waiting up to a second for the first; then the lot is handled as one batch.
-            self._conn.process_data_events(time_limit=1.0)
+            conn.process_data_events(time_limit=1.0)  # type: ignore[arg-type]  # a float: pika's stubs say int
             while self._buffer:
                 batch, self._buffer = self._buffer[:self.batch], self._buffer[self.batch:]
                 self._handle_batch(batch)
 
     def _close(self) -> None:
-        for thing in (self._channel, self._conn):
+        things: tuple[BlockingChannel | None, pika.BlockingConnection | None] = (self._channel, self._conn)
+        for thing in things:
             try:
                 if thing is not None and thing.is_open:
                     thing.close()
-            except Exception:  # noqa: BLE001
+            except Exception:  # noqa: BLE001, S110 - closing what broke
                 pass
         self._channel = self._conn = None
 
     # -- messages -----------------------------------------------------------------------
-    def _on_message(self, channel, method, props, body: bytes) -> None:
+    def _on_message(self, channel: BlockingChannel, method: Basic.Deliver, props: BasicProperties,
+                    body: bytes) -> None:
+        assert method.delivery_tag is not None and method.routing_key is not None  # a delivery has both
         self._buffer.append(_Incoming(method.delivery_tag, method.routing_key, props, body))
 
     def _handle_batch(self, batch: list["_Incoming"]) -> None:
@@ -192,7 +204,7 @@ class Consumer:
                 results = self._through_outages(lambda: self.handle_many([m for _, m in pending]), pending[0][1])
             except _Stopping:
                 for incoming, _ in pending:
-                    self._channel.basic_nack(incoming.tag, requeue=True)  # untouched: back to the queue
+                    self._live.basic_nack(incoming.tag, requeue=True)  # untouched: back to the queue
                 return
             except _HandlerFailed as failed:
                 incoming, _ = pending.pop(failed.index)
@@ -210,7 +222,7 @@ class Consumer:
         try:
             result = self._through_outages(lambda: self.handle(msg), msg)
         except _Stopping:
-            self._channel.basic_nack(incoming.tag, requeue=True)  # untouched: back to the queue
+            self._live.basic_nack(incoming.tag, requeue=True)  # untouched: back to the queue
         except Exception as exc:  # noqa: BLE001 - retry, bounded, or dead-letter
             self._fail(incoming, exc)
         else:
@@ -219,7 +231,7 @@ class Consumer:
     def _committed(self, done: list[tuple["_Incoming", Delivered]], results: list[Any]) -> None:
         # One ack for the lot: every delivery before these was settled already (batches are
         # contiguous slices of what arrived, handled in order; a failed one is acked by _fail).
-        self._channel.basic_ack(max(incoming.tag for incoming, _ in done), multiple=True)
+        self._live.basic_ack(max(incoming.tag for incoming, _ in done), multiple=True)
         self.handled += len(done)
         if self.after_commit is not None:
             self.after_commit()
@@ -228,7 +240,7 @@ class Consumer:
                 if result is not None:
                     self.on_committed(result)
 
-    def _fail(self, incoming: "_Incoming", exc: Exception) -> None:
+    def _fail(self, incoming: "_Incoming", exc: BaseException | None) -> None:
         """To the retry queue (bounded) or, for a ``Reject`` or the last attempt, the DLQ."""
         props = incoming.props
         if isinstance(exc, Reject):
@@ -238,9 +250,9 @@ class Consumer:
             target = self.queue.retry if incoming.attempt < topology.MAX_ATTEMPTS else self.queue.dlq
             attempt = incoming.attempt + 1
             log.warning("message %s failed (attempt %d), to %s: %r", props.message_id, incoming.attempt, target, exc)
-        self._republish(self._channel, target, props, incoming.body, attempt, str(exc) if isinstance(exc, Reject)
+        self._republish(self._live, target, props, incoming.body, attempt, str(exc) if isinstance(exc, Reject)
                         else repr(exc))
-        self._channel.basic_ack(incoming.tag)
+        self._live.basic_ack(incoming.tag)
 
     def _through_outages(self, work: Callable[[], Any], msg: Delivered) -> Any:
         """``work()``, again and again while the infrastructure is down (attempts unspent)."""
@@ -275,6 +287,7 @@ class Consumer:
                 while time.monotonic() < end:
                     if self._stopping.is_set():
                         raise _Stopping()
+                    assert self._conn is not None  # consuming
                     self._conn.sleep(min(0.5, max(end - time.monotonic(), 0)))
                 if self._infrastructure_up():
                     break
@@ -294,7 +307,7 @@ class Consumer:
                                                            "ids": [m.message_id for m in msgs]}))
             if self.prepare is not None and fresh:
                 self.prepare(session, [m for m in msgs if m.message_id in fresh])
-            results = []
+            results: list[Any] = []
             for index, m in enumerate(msgs):
                 if m.message_id not in fresh:
                     results.append(None)  # a redelivery of a message already handled
@@ -308,7 +321,7 @@ class Consumer:
                     raise _HandlerFailed(index) from exc
             return results
 
-    def _republish(self, channel, queue: str, props, body: bytes, attempt: int, error: str) -> None:
+    def _republish(self, channel: BlockingChannel, queue: str, props: BasicProperties, body: bytes, attempt: int, error: str) -> None:
         headers = dict(props.headers or {})
         headers[ATTEMPT_HEADER] = attempt
         headers["x-kassa-error"] = error[:500]
@@ -324,7 +337,7 @@ class _Incoming:
 
     tag: int
     routing_key: str
-    props: Any
+    props: BasicProperties
     body: bytes
 
     @property

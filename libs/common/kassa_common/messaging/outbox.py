@@ -95,8 +95,9 @@ def record_many(session: Session, rows: Iterable[dict[str, Any]]) -> int:
     lines = _Lines(rows)
     session.flush()
     connection = session.connection()
-    dbapi = connection.dialect.dbapi
-    cursor = connection.connection.dbapi_connection.cursor()
+    dbapi: Any = connection.dialect.dbapi  # psycopg2
+    driver: Any = connection.connection.dbapi_connection
+    cursor = driver.cursor()
     try:
         cursor.copy_expert(_COPY, lines, size=65536)
     except dbapi.Error as exc:

@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import pika
-from pika.spec import Basic
+from pika.adapters.blocking_connection import BlockingChannel
+from pika.channel import Channel
+from pika.frame import Method
+from pika.spec import Basic, Confirm
 
 log = logging.getLogger("kassa.bus")
 
@@ -38,6 +41,12 @@ def _nothing() -> None:
     pass
 
 
+def async_channel(channel: BlockingChannel) -> Channel:
+    """The asynchronous channel under a blocking one (pika's ``_impl``, which its stubs omit)."""
+    impl: Channel = channel._impl  # type: ignore[attr-defined]
+    return impl
+
+
 def connection_parameters(url: str, name: str) -> pika.URLParameters:
     params = pika.URLParameters(url)
     params.heartbeat = 30
@@ -51,42 +60,42 @@ class Publisher:
     """A connection and a confirm-mode channel; reconnects on the next call after a failure."""
 
     def __init__(self, url: str, exchange: str, *, name: str = "kassa-publisher", timeout: float = 10.0,
-                 declare: Callable[[Any], None] | None = None) -> None:
+                 declare: Callable[[BlockingChannel], None] | None = None) -> None:
         self.url, self.exchange, self.name, self.timeout = url, exchange, name, timeout
         self.declare = declare  # declares the topology on each new connection
         self._conn: pika.BlockingConnection | None = None
-        self._channel = None
+        self._channel: BlockingChannel | None = None
         self._next_tag = 1
         self._pending: set[int] = set()
         self._nacked: set[int] = set()
 
-    def _connect(self):
+    def _connect(self) -> tuple[pika.BlockingConnection, BlockingChannel]:
         if self._conn is not None and self._conn.is_open and self._channel is not None and self._channel.is_open:
-            return
+            return self._conn, self._channel
         self.close()
-        self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
-        self._channel = self._conn.channel()
+        conn = self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
+        channel = self._channel = conn.channel()
         if self.declare is not None:
-            self.declare(self._channel)
+            self.declare(channel)
         self._next_tag = 1
         ready: list[bool] = []
-        def confirming(_frame) -> None:
+        def confirming(_frame: Method[Confirm.SelectOk]) -> None:
             ready.append(True)
-            self._conn.call_later(0, _nothing)  # ends the wait below at once
+            conn.call_later(0, _nothing)  # ends the wait below at once
 
-        self._channel._impl.confirm_delivery(self._on_confirm, callback=confirming)
+        async_channel(channel).confirm_delivery(self._on_confirm, callback=confirming)
         deadline = time.monotonic() + self.timeout
         while not ready:
             if time.monotonic() > deadline:
                 raise PublishFailed("broker did not enable confirms")
-            self._conn.process_data_events(time_limit=0.05)
+            conn.process_data_events(time_limit=0.05)  # type: ignore[arg-type]  # a float: pika's stubs say int
+        return conn, channel
 
     @property
-    def channel(self):
-        self._connect()
-        return self._channel
+    def channel(self) -> BlockingChannel:
+        return self._connect()[1]
 
-    def _on_confirm(self, frame) -> None:
+    def _on_confirm(self, frame: Method[Basic.Ack | Basic.Nack]) -> None:
         method = frame.method
         tags = {t for t in self._pending if t <= method.delivery_tag} if method.multiple else {method.delivery_tag}
         self._pending -= tags
@@ -98,8 +107,8 @@ class Publisher:
     def publish_batch(self, messages: Iterable[Message]) -> None:
         """Publish every message persistently; return once the broker confirmed them all."""
         try:
-            self._connect()
-            impl = self._channel._impl
+            conn, channel = self._connect()
+            impl = async_channel(channel)
             self._pending.clear()
             self._nacked.clear()
             for m in messages:
@@ -114,7 +123,7 @@ class Publisher:
             while self._pending:
                 if time.monotonic() > deadline:
                     raise PublishFailed(f"{len(self._pending)} messages not confirmed in {self.timeout}s")
-                self._conn.process_data_events(time_limit=0.05)
+                conn.process_data_events(time_limit=0.05)  # type: ignore[arg-type]  # a float: pika's stubs say int
             if self._nacked:
                 raise PublishFailed(f"broker refused {len(self._nacked)} messages")
         except PublishFailed:
@@ -130,5 +139,5 @@ class Publisher:
             try:
                 if conn.is_open:
                     conn.close()
-            except Exception:  # noqa: BLE001 - closing a broken connection
+            except Exception:  # noqa: BLE001, S110 - closing a broken connection
                 pass

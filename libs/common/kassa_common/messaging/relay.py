@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
@@ -41,7 +42,7 @@ def relay_once(sessions: sessionmaker[Session], publisher: Publisher, *, batch: 
     return len(rows)
 
 
-def relay_pending(sessions, publisher: Publisher, **kw) -> int:
+def relay_pending(sessions: sessionmaker[Session], publisher: Publisher, **kw: Any) -> int:
     total = 0
     while True:
         n = relay_once(sessions, publisher, **kw)
@@ -50,7 +51,7 @@ def relay_pending(sessions, publisher: Publisher, **kw) -> int:
             return total
 
 
-def run_relay(sessions, publisher: Publisher, stop, *, poll: float = 0.1,
+def run_relay(sessions: sessionmaker[Session], publisher: Publisher, stop: threading.Event, *, poll: float = 0.1,
               wake: threading.Event | None = None) -> None:
     """Relay until ``stop`` (a threading.Event) is set: drain, then wait ``poll`` s or until
     ``wake`` is set, and drain again.

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pika.adapters.blocking_connection import BlockingChannel
+
 from kassa_common.messaging.messages import EventType, RoutingKey
 
 EXCHANGE = "kassa.events"
@@ -40,9 +42,9 @@ NOTIFIER = QueueSpec("notifier.events", (EventType.PAYMENT_COMPLETED, EventType.
 QUEUES = (SETTLER, WEBHOOK_INTAKE, NOTIFIER, SETTLER_TEST)  # in Topology's field order
 
 
-def declare(channel, exchange: str = EXCHANGE, queues: tuple[QueueSpec, ...] = QUEUES) -> None:
+def declare(channel: BlockingChannel, exchange: str = EXCHANGE, queues: tuple[QueueSpec, ...] = QUEUES) -> None:
     """Idempotently declare the exchange, every queue, its retry queue, DLQ and bindings."""
-    channel.exchange_declare(exchange=exchange, exchange_type="topic", durable=True)
+    channel.exchange_declare(exchange=exchange, exchange_type="topic", durable=True)  # type: ignore[arg-type]  # pika takes a str
     for q in queues:
         channel.queue_declare(queue=q.name, durable=True, arguments={"x-queue-type": "quorum"})
         channel.queue_declare(queue=q.retry, durable=True, arguments={
@@ -67,7 +69,7 @@ class Topology:
     def queues(self) -> tuple[QueueSpec, ...]:
         return (self.settler, self.webhook_intake, self.notifier, self.settler_test)
 
-    def declare(self, channel) -> None:
+    def declare(self, channel: BlockingChannel) -> None:
         declare(channel, self.exchange, self.queues)
 
 

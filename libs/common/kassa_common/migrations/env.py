@@ -8,7 +8,9 @@ config = context.config
 
 
 def run_migrations_online() -> None:
-    engine = make_engine(config.get_main_option("sqlalchemy.url"), pool_size=1, application_name="kassa-migrate")
+    url = config.get_main_option("sqlalchemy.url")
+    assert url is not None  # set by kassa_common.migrate
+    engine = make_engine(url, pool_size=1, application_name="kassa-migrate")
     with engine.connect() as connection:
         # One migrator at a time, even with several instances starting together.
         connection.exec_driver_sql("SELECT pg_advisory_lock(715517)")

@@ -98,7 +98,7 @@ def _ensure_sequence(engine: Engine, name: str, chain: str, xpub: str, test_mode
         _known.add(known)
 
 
-def _first_unused_index(conn, chain: str, xpub: str, base: int, window: int = 100) -> int:
+def _first_unused_index(conn: Connection, chain: str, xpub: str, base: int, window: int = 100) -> int:
     """The index after the last one from ``base`` on whose address a payment holds (``base``
     for a key never used there)."""
     hrps = (None,) if chain == "evm" else BECH32_HRPS  # a Bitcoin key's address differs per network
@@ -129,7 +129,9 @@ def first_unused(last_held: Callable[[int], int | None], window: int) -> int:
     while high - low > window:
         middle = (low + high) // 2
         low, high = (middle, high) if last_held(middle) is not None else (low, middle)
-    return last_held(low) + 1
+    last = last_held(low)
+    assert last is not None  # the window at ``low`` holds an index
+    return last + 1
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,7 @@ class NewPayment:
     customer_name: str | None = None
     redirect_url: str | None = None
     cancel_url: str | None = None
-    metadata: dict | None = None
+    metadata: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def payment_currency(cmd: NewPayment, product: Any) -> str:
         if asked is not None and asked != product.currency:
             raise InvalidCurrency(f"this product is priced in {product.currency}",
                                   [{"field": "currency", "message": f"the product's currency is {product.currency}"}])
-        return product.currency
+        return str(product.currency)
     if cmd.amount is not None and asked is not None and not currencies.fits(cmd.amount, asked):
         places = currencies.minor_units(asked)
         raise InvalidCurrency(f"an amount in {asked} has at most {places} decimal places",
@@ -277,6 +277,7 @@ def create_payment(
         "key": key, "fresh_after": fresh_after, "default_key": TEST_XPUBS[network.kind] if owner.test_mode else None,
         "expected_key": hint.key, "sequence": hint.sequence})[0])
     if found.request_hash is not None:
+        assert found.payment_id is not None  # written with its request's hash
         return _replay(conn, found.request_hash, found.payment_id, digest)
     pricing = price(cmd, product, token, market, currency, found.rate_spread_pct or Decimal(0))
     payment_id = uuid.uuid4()
@@ -305,7 +306,7 @@ def create_payment(
         "key": key, "request_hash": digest, "fresh_after": fresh_after,
         "event_id": event.id, "event_type": str(event.event), "payload": json.dumps(event.body())})
     if not written:  # a concurrent request with the same key came first
-        earlier = _earlier(conn, owner, key, digest, fresh_after)
+        earlier = _earlier(conn, owner, key, digest, fresh_after) if key is not None else None
         if earlier is None:
             raise IdempotencyConflict("a request with this Idempotency-Key is still in flight; retry it")
         return earlier

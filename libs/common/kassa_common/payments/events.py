@@ -16,15 +16,15 @@ from kassa_common.timefmt import iso, utcnow
 
 
 def payment_event(payment: Any, event_type: EventType, now: datetime,
-                  transfers: list | None = None, *, timestamp: str | None = None) -> PaymentEvent:
+                  transfers: list[Any] | None = None, *, timestamp: str | None = None) -> PaymentEvent:
     """``timestamp``: ``iso(now)``, when the caller has it already."""
     shown = payment_to_dict(payment, transfers)
     data = {"payment_id": shown["id"], **shown}
     return PaymentEvent(new_event_id(), event_type, timestamp or iso(now), payment.test_mode, data)
 
 
-def _row(payment: Any, event_type: EventType, now: datetime, transfers: list | None = None, *,
-         timestamp: str | None = None) -> dict:
+def _row(payment: Any, event_type: EventType, now: datetime, transfers: list[Any] | None = None, *,
+         timestamp: str | None = None) -> dict[str, Any]:
     event = payment_event(payment, event_type, now, transfers, timestamp=timestamp)
     return outbox.outbox_row(event.to_message(),
                              merchant_id=payment.merchant_id, test_mode=payment.test_mode, payment_id=payment.id,
@@ -32,7 +32,7 @@ def _row(payment: Any, event_type: EventType, now: datetime, transfers: list | N
 
 
 def record_payment_event(session: Session, payment: Payment, event_type: EventType, *,
-                         now: datetime | None = None, transfers: list | None = None) -> Event:
+                         now: datetime | None = None, transfers: list[Any] | None = None) -> Event:
     """``transfers``: the payment's (``shape.transfers_of``) when known, ``[]`` for a new one."""
     row = Event(**_row(payment, event_type, now or utcnow(), transfers))
     session.add(row)
@@ -40,7 +40,7 @@ def record_payment_event(session: Session, payment: Payment, event_type: EventTy
 
 
 def record_payment_events(session: Session, payments: Sequence[Any], event_type: EventType, *,
-                          now: datetime, transfers: Mapping[Any, list] | None = None) -> int:
+                          now: datetime, transfers: Mapping[Any, list[Any]] | None = None) -> int:
     """The same event for many payments (``Payment``s or ``shape.PaymentRow``s), written in one
     streamed COPY. ``transfers``: theirs by payment id (``shape.transfers_of``) when the caller
     has them (a payment missing from it has none); otherwise they are read in one query."""

@@ -16,6 +16,7 @@ chain and expire on time.
 """
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 
 import sqlalchemy as sa
@@ -49,19 +50,21 @@ def expire_due(session: Session, *, now: datetime | None = None, limit: int = 10
         .where(Payment.id == sa.any_(sa.func.array(due.scalar_subquery())))  # by primary key
         .values(status=transition.target, updated_at=now)
         .returning(*PAYMENT_COLUMNS, has_transfers))
-    expired, with_transfers = [], []
+    expired: list[PaymentRow] = []
+    with_transfers: list[uuid.UUID] = []
     for *columns, transferred in result:
         expired.append(PaymentRow._make(columns))
         if transferred:
             with_transfers.append(expired[-1].id)
     if expired:
+        assert transition.target is not None and transition.event is not None  # EXPIRE has both
         _show_expired(session, {p.id for p in expired}, transition.target, now)
         record_payment_events(session, expired, transition.event, now=now,
                               transfers=transfers_of(session, with_transfers))
     return len(expired)
 
 
-def _show_expired(session: Session, ids: set, status: str, now: datetime) -> None:
+def _show_expired(session: Session, ids: set[uuid.UUID], status: str, now: datetime) -> None:
     """The ``Payment``s this session holds (usually none) as the UPDATE left them."""
     for held in list(session.identity_map.values()):
         if isinstance(held, Payment) and held.id in ids:

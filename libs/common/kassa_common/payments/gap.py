@@ -38,13 +38,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Iterable
+from typing import Any, Iterable
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.descriptor import Descriptors, wallet_descriptors
 from kassa_common.chains.hd import derive_address, mode_hrp
+from kassa_common.chains.networks import Network
 from kassa_common.models import Payment, Wallet
 from kassa_common.payments.addresses import first_index, sequence_name
 
@@ -103,10 +104,10 @@ class Gap:
         return [f"set the gap limit to at least {n}",
                 f"Electrum: in its console (View → Show Console), `wallet.change_gap_limit({n})`",
                 f"Sparrow: Settings → Advanced → Gap limit: {n}",
-                f"Bitcoin Core: importdescriptors with \"range\": [{self.first}, {self.range_end}] (the highest "
-                f"index, {self.highest}, plus {n})"]
+                (f"Bitcoin Core: importdescriptors with \"range\": [{self.first}, {self.range_end}] (the highest "
+                f"index, {self.highest}, plus {n})")]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"handed_out": self.handed_out, "funded": self.funded, "longest_run": self.longest_run,
                 "run_from": self.run_from, "run_to": self.run_to, "gap_limit": self.gap_limit,
                 "default_gap_limit": DEFAULT_GAP_LIMIT, "over_default": self.over_default,
@@ -166,7 +167,7 @@ def _sequence_highest(session: Session, xpub: str, test_mode: bool) -> int | Non
     return None if last is None else last - first_index(test_mode)
 
 
-def _hrps(networks: Iterable, test_mode: bool) -> tuple[str, ...]:
+def _hrps(networks: Iterable[Network], test_mode: bool) -> tuple[str, ...]:
     """The address prefixes this mode's payments show on ``networks``."""
     return tuple({mode_hrp(n.bech32_hrp, test_mode) for n in networks if n.bech32_hrp})
 
@@ -177,7 +178,7 @@ def _belongs(xpub: str, index: int, address: str, hrps: tuple[str, ...]) -> bool
     return any(derive_address("bitcoin", xpub, index, bech32_hrp=hrp).lower() == address.lower() for hrp in hrps)
 
 
-def address_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable,
+def address_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable[Network],
                 xpub: str, since: datetime) -> Gap:
     """The gap of key ``xpub`` over the merchant's payments of this mode on the Bitcoin
     ``networks`` (``Network`` objects of kind bitcoin) created since ``since``."""
@@ -191,7 +192,7 @@ def _from(first: int, gap: Gap) -> Gap:
     return replace(gap, first=first, run_from=at(gap.run_from), run_to=at(gap.run_to))
 
 
-def _relative_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable, xpub: str,
+def _relative_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable[Network], xpub: str,
                   since: datetime) -> Gap:
     """The gap with the mode's indexes counted from its first one."""
     networks = [n for n in networks if n.kind == "bitcoin"]
@@ -215,7 +216,7 @@ def _relative_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, net
     return Gap(highest + 1, row.funded, inner, row.run_next - inner, row.run_next - 1, row.first_at)
 
 
-def _probes_belong(session: Session, params: dict, row, xpub: str, hrps: tuple[str, ...]) -> bool:
+def _probes_belong(session: Session, params: dict[str, Any], row: sa.Row[Any], xpub: str, hrps: tuple[str, ...]) -> bool:
     """Whether the payments at the indexes the answer rests on (the earliest payment, the
     highest index, the last funded one, and the ends of the longest inner run) are the key's."""
     wanted = set(row.probe)
@@ -230,7 +231,7 @@ def _probes_belong(session: Session, params: dict, row, xpub: str, hrps: tuple[s
     return all(_belongs(xpub, r.derivation_index, r.address, hrps) for r in rows)
 
 
-def _gap_checked(session: Session, params: dict, xpub: str, hrps: tuple[str, ...], sequence_highest: int | None,
+def _gap_checked(session: Session, params: dict[str, Any], xpub: str, hrps: tuple[str, ...], sequence_highest: int | None,
                  first_at: datetime | None) -> Gap:
     """The same answer with every payment checked against the key (after a key change)."""
     rows = session.execute(sa.text(f"""
@@ -253,7 +254,7 @@ def gap_of(funded: list[int], highest: int | None, first_at: datetime | None = N
         if run > best:
             best, start = run, previous + 1
         previous = i
-    return Gap(highest + 1, len(funded), best, start, start + best - 1 if best else None, first_at)
+    return Gap(highest + 1, len(funded), best, start, start + best - 1 if best and start is not None else None, first_at)
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,7 @@ class WatchOnly:
     descriptors: Descriptors
     gap: Gap
 
-    def import_request(self) -> list[dict]:
+    def import_request(self) -> list[dict[str, Any]]:
         """Bitcoin Core's ``importdescriptors`` argument: both branches, active, over the range
         the gap needs, rescanning from the first payment (or from now for a new key)."""
         start = int(self.gap.first_payment_at.timestamp()) if self.gap.first_payment_at else "now"
@@ -271,17 +272,17 @@ class WatchOnly:
                  "internal": internal}
                 for desc, internal in ((self.descriptors.receive, False), (self.descriptors.change, True))]
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"receive": self.descriptors.receive, "change": self.descriptors.change,
                 "key_origin": self.descriptors.origin, "gap": self.gap.to_json(),
                 "importdescriptors": self.import_request()}
 
 
-def bitcoin_watch_only(session: Session, merchant_id: uuid.UUID, mode: str, networks: Iterable,
+def bitcoin_watch_only(session: Session, merchant_id: uuid.UUID, mode: str, networks: Iterable[Network],
                        fingerprint: str | None = None) -> WatchOnly | None:
     """The descriptors and gap of the merchant's Bitcoin key in ``mode``, or None when no key is set."""
     wallet = bitcoin_wallet(session, merchant_id, mode)
-    if wallet is None:
+    if wallet is None or wallet.xpub is None:  # the query asks for a key
         return None
     return WatchOnly(wallet_descriptors(wallet.xpub, fingerprint),
                      address_gap(session, merchant_id, mode == "test", networks, wallet.xpub, wallet.created_at))

@@ -43,15 +43,15 @@ def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def payment_filters(owner: Owner, *, status: str | None, search: str | None) -> list:
+def payment_filters(owner: Owner, *, status: str | None, search: str | None) -> list[sa.ColumnElement[bool]]:
     """The owner's payments with this status (None: any) matching ``search``: email and name
     (case-insensitive substring) and ids exactly. The dashboard's list and its CSV export
     both filter with this."""
-    conds = [Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode]
+    conds: list[sa.ColumnElement[bool]] = [Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode]
     if status:
         conds.append(Payment.status == status)
     if search:
-        matches = [Payment.customer_email.ilike(_like(search), escape="\\"),
+        matches: list[sa.ColumnElement[bool]] = [Payment.customer_email.ilike(_like(search), escape="\\"),
                    Payment.customer_name.ilike(_like(search), escape="\\")]
         if (pid := parse_uuid(search)) is not None:
             matches.append(Payment.id == pid)

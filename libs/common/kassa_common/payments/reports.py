@@ -40,7 +40,7 @@ def payment_history(session: Session, payment_id: uuid.UUID) -> PaymentHistory:
     deliveries = session.execute(
         sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
         .where(WebhookDelivery.event_id.in_([e.id for e in events])).order_by(WebhookDelivery.created_at)).all()
-    return PaymentHistory(events, [tuple(row) for row in deliveries],
+    return PaymentHistory(events, [row._tuple() for row in deliveries],
                           _swept(session, SweepItem.payment_id == payment_id))
 
 
@@ -49,7 +49,7 @@ def swept(session: Session, merchant_id: uuid.UUID, test_mode: bool, limit: int 
     return _swept(session, Payment.merchant_id == merchant_id, Payment.test_mode == test_mode, limit=limit)
 
 
-def _swept(session: Session, *conds, limit: int = 200) -> list[Swept]:
+def _swept(session: Session, *conds: sa.ColumnElement[bool], limit: int = 200) -> list[Swept]:
     rows = session.execute(
         sa.select(SweepItem, Sweep, Payment.short_id).join(Sweep, Sweep.id == SweepItem.sweep_id)
         .join(Payment, Payment.id == SweepItem.payment_id).where(*conds)
@@ -62,7 +62,7 @@ class DayVolume(NamedTuple):
 
     day: date
     amount: Decimal
-    count: int
+    count: int  # type: ignore[assignment]  # the field shadows tuple.count
 
 
 def daily_volume(session: Session, merchant_id: uuid.UUID, test_mode: bool, today: date,

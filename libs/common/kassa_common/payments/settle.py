@@ -36,8 +36,9 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from decimal import Decimal
-from typing import Iterable
+from typing import Any, Iterable
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -129,7 +130,7 @@ def _locked_transfer(session: Session, payment: Payment, r: TransferReport) -> T
     ).first()
 
 
-def _transfers(session: Session, payment: Payment) -> list:
+def _transfers(session: Session, payment: Payment) -> list[Any]:
     """The payment's transfers, oldest first (``shape.TRANSFER_ORDER``)."""
     held = _held(session)
     if held is not None and payment.id in held.transfers:
@@ -187,13 +188,13 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     return transfer, before
 
 
-def _moved(session: Session, transfer: Transfer, r: TransferReport, now) -> None:
+def _moved(session: Session, transfer: Transfer, r: TransferReport, now: datetime) -> None:
     transfer.block_number, transfer.block_hash, transfer.log_index = r.block_number, r.block_hash, r.log_index
     transfer.updated_at = now
     session.flush()
 
 
-def confirmed_total(transfers: list) -> int:
+def confirmed_total(transfers: list[Any]) -> int:
     """What the payment's counted, confirmed transfers add up to (rows of ``transfers_of``)."""
     return sum(int(t.amount_units) for t in transfers if t.counted and t.status == CONFIRMED)
 
@@ -204,10 +205,11 @@ def settle(session: Session, r: TransferReport, rates: RateService | None = None
     if r.amount_units <= 0:
         log.info("zero-value transfer %s:%s to %s ignored", r.tx_hash, r.log_index, r.to)
         return None
-    payment, tolerance = payment_for_address(session, r.to)
-    if payment is None:
+    found = payment_for_address(session, r.to)
+    if found[0] is None:
         log.info("transfer %s:%s to %s matches no payment", r.tx_hash, r.log_index, r.to)
         return None
+    payment, tolerance = found
     transfer, before = _upsert_transfer(session, payment, r)
     if before is None and transfer.counted and payment.status in OPEN:
         transfer.exchange_rate = arrival.rate_at_arrival(rates, payment, transfer.created_at)
@@ -235,7 +237,7 @@ def settle(session: Session, r: TransferReport, rates: RateService | None = None
     return payment
 
 
-def wrong_network_entry(payment: Payment, transfer: Transfer) -> dict:
+def wrong_network_entry(payment: Payment, transfer: Transfer) -> dict[str, Any]:
     """How ``PaymentOut.wrong_network`` shows a transfer confirmed on another network:
     ``recovery`` is ``sweep`` (a forwarder deposit: the sweeper of that network moves it to
     the settlement address) or ``wallet`` (an xpub address: already in the merchant's wallet)."""
@@ -256,7 +258,7 @@ def _record_wrong_network(session: Session, payment: Payment, transfer: Transfer
 def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> Payment:
     """A confirmed transfer was lost in a deep reorg: recorded, ``payment.reorged``, status kept."""
     transfers = _transfers(session, payment)
-    changes: dict = {"amount_received_units": confirmed_total(transfers)} if transfer.counted else {}
+    changes: dict[str, Any] = {"amount_received_units": confirmed_total(transfers)} if transfer.counted else {}
     if payment.transaction_hash == transfer.tx_hash:
         standing = _still_standing(session, payment.id)
         changes.update(transaction_hash=standing.tx_hash if standing else None,
@@ -266,7 +268,7 @@ def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> Pay
     return apply(session, payment, Trigger.RECORD_REORG, transfers=transfers, **changes)
 
 
-def _still_standing(session: Session, payment_id) -> Transfer | None:
+def _still_standing(session: Session, payment_id: uuid.UUID) -> Transfer | None:
     """The counted transfer a payment shows once the one it showed is gone: the latest one
     still seen (it holds the payment open), else the latest confirmed one."""
     return session.scalars(
@@ -283,7 +285,7 @@ def _count_confirmed(session: Session, payment: Payment, transfer: Transfer, tol
     valued = arrival.valued_units(payment, transfers)  # funds after the rate lock at their arrival's rate
     trigger = settlement_trigger(payment.status, valued, int(payment.crypto_amount_units), tolerance)
     repriced = arrival.latest_arrival_rate(transfers)
-    shown = {"arrival_exchange_rate": repriced} if repriced is not None else {}  # beside the locked rate
+    shown: dict[str, Any] = {"arrival_exchange_rate": repriced} if repriced is not None else {}  # beside the locked rate
     if trigger == Trigger.RECORD_OVERPAYMENT:  # paid again after completion: show the surplus
         return apply(session, payment, trigger, transfers=transfers, amount_received_units=received, **shown)
     return apply(session, payment, trigger, transfers=transfers, amount_received_units=received,

@@ -21,6 +21,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert
@@ -69,9 +70,10 @@ def hold(session: Session, network: str, payment_id: uuid.UUID, reason: str, *, 
 
 def clear(session: Session, network: str, payment_ids: list[uuid.UUID]) -> int:
     """Solo deposits swept in full on their own: back into the batches."""
-    return session.execute(sa.delete(SweepHold).where(
+    result = session.execute(sa.delete(SweepHold).where(
         SweepHold.network == network, SweepHold.payment_id.in_(payment_ids),
-        SweepHold.status == HoldStatus.SOLO)).rowcount
+        SweepHold.status == HoldStatus.SOLO))
+    return cast(sa.CursorResult[Any], result).rowcount
 
 
 def solo(session: Session, network: str, payment_ids: list[uuid.UUID]) -> set[uuid.UUID]:
@@ -82,7 +84,7 @@ def solo(session: Session, network: str, payment_ids: list[uuid.UUID]) -> set[uu
         SweepHold.network == network, SweepHold.status == HoldStatus.SOLO, SweepHold.payment_id.in_(payment_ids))))
 
 
-def held_clause(network: str, payment_id_column):
+def held_clause(network: str, payment_id_column: sa.ColumnExpressionArgument[uuid.UUID]) -> sa.Exists:
     """SQL: the deposit of ``payment_id_column`` is held on ``network`` (not to be swept)."""
     return sa.exists().where(SweepHold.payment_id == payment_id_column, SweepHold.network == network,
                              SweepHold.status == HoldStatus.HELD)
@@ -127,7 +129,7 @@ def listing(session: Session, *, network: str | None = None, merchant_id: uuid.U
             for h, short_id, merchant_id, test_mode, address, settlement in rows]
 
 
-def _payment_is(ref: str):
+def _payment_is(ref: str) -> sa.ColumnElement[bool]:
     try:
         return Payment.id == uuid.UUID(ref)
     except ValueError:

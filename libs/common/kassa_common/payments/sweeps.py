@@ -19,6 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -74,7 +75,12 @@ def usd_value(network: Network, amounts: dict[str, int], rates: RateProvider) ->
     return total
 
 
-def _unclaimed(network: str):
+def _rowcount(result: sa.Result[Any]) -> int:
+    """The rows an UPDATE changed (its result is a ``CursorResult``)."""
+    return cast(sa.CursorResult[Any], result).rowcount
+
+
+def _unclaimed(network: str) -> tuple[sa.ColumnExpressionArgument[bool], ...]:
     return (Transfer.network == network, Transfer.sweep_due, Transfer.status == TransferStatus.CONFIRMED,
             Transfer.sweep_id.is_(None))
 
@@ -113,21 +119,21 @@ def deposits_due(session: Session, network: Network, *, policy: SweepPolicy | No
 
 def claim(session: Session, sweep_id: uuid.UUID, network: str, payment_ids: list[uuid.UUID]) -> int:
     """Give the deposits' due transfers to the sweep that is about to move them."""
-    return session.execute(sa.update(Transfer).where(*_unclaimed(network), Transfer.payment_id.in_(payment_ids))
-                           .values(sweep_id=sweep_id)).rowcount
+    return _rowcount(session.execute(sa.update(Transfer).where(*_unclaimed(network), Transfer.payment_id.in_(payment_ids))
+                           .values(sweep_id=sweep_id)))
 
 
 def release(session: Session, sweep_id: uuid.UUID) -> int:
     """The sweep failed: its transfers are due again (the next sweep takes them)."""
-    return session.execute(sa.update(Transfer).where(Transfer.sweep_id == sweep_id, Transfer.sweep_due)
-                           .values(sweep_id=None)).rowcount
+    return _rowcount(session.execute(sa.update(Transfer).where(Transfer.sweep_id == sweep_id, Transfer.sweep_due)
+                           .values(sweep_id=None)))
 
 
 def already_empty(session: Session, network: str, payment_ids: list[uuid.UUID]) -> int:
     """The deposits hold nothing on chain any more (anyone may flush a deposit, the merchant
     too): their funds are at the settlement address already, nothing is due."""
-    return session.execute(sa.update(Transfer).where(*_unclaimed(network), Transfer.payment_id.in_(payment_ids))
-                           .values(sweep_due=False)).rowcount
+    return _rowcount(session.execute(sa.update(Transfer).where(*_unclaimed(network), Transfer.payment_id.in_(payment_ids))
+                           .values(sweep_due=False)))
 
 
 def record_sweep(session: Session, sweep_id: uuid.UUID, tx_hash: str, moved: dict[uuid.UUID, dict[str, int]], *,

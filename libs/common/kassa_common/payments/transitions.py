@@ -132,7 +132,7 @@ def settlement_trigger(status: str, received_units: int, due_units: int, toleran
     return Trigger.PARTIALLY_PAY
 
 
-def report_trigger(report: TransferStatus, before: TransferStatus | None, status: str) -> Trigger | None:
+def report_trigger(report: TransferStatus, before: str | None, status: str) -> Trigger | None:
     """What a SEEN, ORPHANED or REORGED report of a counted transfer does to its payment (None: nothing).
 
     ``before`` is the transfer's status before this report (None: the first report of it).
@@ -178,7 +178,7 @@ def apply(
     trigger: Trigger,
     *,
     now: datetime | None = None,
-    transfers: list | None = None,
+    transfers: list[Any] | None = None,
     **changes: Any,
 ) -> Payment:
     """Apply ``trigger`` to the payment, with the column ``changes``; record its event.

@@ -35,6 +35,7 @@ def to_base_units(amount: Decimal, decimals: int) -> int:
         raise ValueError(f"amount must be finite, got {amount!r}")
     sign, digits, exponent = amount.as_tuple()
     coefficient = int("".join(map(str, digits)) or "0")
+    assert isinstance(exponent, int)  # finite: no 'n', 'N' or 'F'
     shift = exponent + decimals
     if shift >= 0:
         units = coefficient * 10**shift

@@ -24,7 +24,10 @@ class RateUnavailable(Exception):
 class RateProvider(Protocol):
     """What prices in USD for live use (the sweeper): ``FixedRates`` and ``service.RateService``."""
 
-    live: bool  # whether its rates may price live payments (real money)
+    @property
+    def live(self) -> bool:
+        """Whether its rates may price live payments (real money)."""
+        ...
 
     def usd_rate(self, symbol: str) -> Decimal:
         """USD price of one unit of ``symbol``; raises RateUnavailable."""

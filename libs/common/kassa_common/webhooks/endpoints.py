@@ -103,7 +103,7 @@ class CreateWebhook(WebhookFields):
 class UpdateWebhook(WebhookFields):
     # Fields every endpoint has: absent leaves them as they are; null is not a value (400).
     url: HttpUrl = None  # type: ignore[assignment]
-    events: list[EventName] = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))  # type: ignore[assignment]
+    events: list[EventName] = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))  # type: ignore[arg-type]
     active: StrictBool = None  # type: ignore[assignment]
 
 

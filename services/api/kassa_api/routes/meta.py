@@ -58,6 +58,7 @@ def docs_init():
 @bp.get("/v1/api/docs/assets/<path:name>")
 def docs_assets(name: str):
     """Swagger UI 5 (reads OpenAPI 3.1), vendored from npm by ``python -m kassa_dev.docs_assets``."""
+    assert current_app.static_folder is not None  # the app's static/ folder
     return send_from_directory(current_app.static_folder + "/docs/swagger-ui", name, max_age=86400)
 
 

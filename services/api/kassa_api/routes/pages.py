@@ -32,6 +32,7 @@ def _checkout_page(payment, http_status: int = 200, notice: str | None = None):
     network = deps().settings.networks.get(payment.network)
     uri = h.payment_uri(payment, network)
     merchant = db().get(Merchant, payment.merchant_id)
+    assert merchant is not None  # a payment's merchant (the foreign key cascades)
     cancelable = payments.cancel_refusal(db(), payment) is None
     return page("pages/checkout.html", http_status, form_targets=(payment.cancel_url,), payment=payment,
                 network=network, status=payments.public_view(payment, cancelable=cancelable), uri=uri,

@@ -80,8 +80,8 @@ def claim(sessions: sessionmaker[Session], lease_seconds: float) -> Job | None:
 def record(sessions: sessionmaker[Session], job: Job, status: NotificationStatus, *, error: str | None = None,
            next_attempt_at: datetime | None = None) -> None:
     now = utcnow()
-    values = dict(status=status, attempts=job.attempts + 1, lease_until=None, last_error=error,
-                  sent_at=now if status == NotificationStatus.SENT else None)
+    values = {"status": status, "attempts": job.attempts + 1, "lease_until": None, "last_error": error,
+                  "sent_at": now if status == NotificationStatus.SENT else None}
     if next_attempt_at is not None:
         values["next_attempt_at"] = next_attempt_at
     with unit_of_work(sessions) as session:

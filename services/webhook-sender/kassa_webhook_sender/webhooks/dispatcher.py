@@ -22,7 +22,7 @@ import time
 import uuid
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
-from typing import Iterable
+from typing import Any, Iterable
 
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -149,8 +149,9 @@ class Dispatcher:
         result = self.transport.post(request)
         metrics.ATTEMPTS.inc()
         metrics.LATENCY.observe(result.duration_ms / 1000)
-        fields = dict(attempted_at=now, status_code=result.status_code, duration_ms=result.duration_ms,
-                      response_body=result.response_body, error=result.error)
+        fields: dict[str, Any] = {"attempted_at": now, "status_code": result.status_code,
+                                  "duration_ms": result.duration_ms, "response_body": result.response_body,
+                                  "error": result.error}
         if result.ok:
             return store.Outcome(job, DeliveryStatus.SUCCEEDED, **fields)
         next_at = self.retry.next_attempt(job.attempts + 1, job.created_at, utcnow())

@@ -64,7 +64,8 @@ def handle_event(session: Session, msg: Delivered) -> list[uuid.UUID]:
         sa.event.listen(session, "before_commit", _create_pending, once=True)
     if event.id in pending:
         return []  # the same event twice in one transaction: its deliveries go to the first
-    ids = pending[event.id] = []
+    ids: list[uuid.UUID] = []
+    pending[event.id] = ids
     return ids
 
 
