@@ -68,7 +68,7 @@ TARGETS = (
     Target("kassa_common/payments/transitions.py",
            unit=("tests/unit/test_payment_transitions.py",),
            integration=("tests/integration/test_settlement.py", "tests/integration/test_expiry.py",
-                        "tests/integration/test_cancel_race.py")),
+                        "tests/integration/test_cancel_race.py", "tests/integration/test_transition_lock.py")),
     Target("kassa_chain_watcher/scanner.py",
            unit=("tests/unit/test_chain_scanner.py", "tests/unit/test_rpc_quorum.py")),
     Target("kassa_chain_watcher/quorum.py",
