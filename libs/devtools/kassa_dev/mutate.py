@@ -395,6 +395,10 @@ def report(results: list[Result]) -> int:
     return 0 if total and killed / total >= 0.9 else 1
 
 
+def _stop(signum, _frame) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--module", action="append", default=[],
@@ -402,6 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--verbose", action="store_true", help="print the killed mutants too")
     args = parser.parse_args(argv)
+    # Stopped from outside (SIGTERM, or SIGINT where a shell left it ignored): unwind, so the
+    # running tests are killed and the temporary copy removed.
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, _stop)
     targets = [t for t in TARGETS if not args.module or any(m in t.path for m in args.module)]
     if not targets:
         parser.error("no module matches")
