@@ -76,7 +76,7 @@ TARGETS = (
            unit=("tests/unit/test_rpc_quorum.py", "tests/unit/test_rpc_node_settings.py")),
     Target("kassa_chain_watcher/evm.py",
            unit=("tests/unit/test_evm_receipts.py", "tests/unit/test_rpc_resilience.py"),
-           integration=("tests/integration/test_evm_value_that_arrived.py", "tests/integration/test_evm_watcher.py")),
+           integration=("tests/integration/test_evm_value_that_arrived.py",)),
     Target("kassa_chain_watcher/balances.py",
            unit=("tests/unit/test_internal_credits.py", "tests/unit/test_evm_receipts.py"),
            integration=("tests/integration/test_evm_native_from_contracts.py",)),
