@@ -566,3 +566,30 @@ def test_a_late_address_is_backfilled_from_its_payments_creation_block_below_the
     scanner.watchlist.add("0xb0b")
     run_until_idle(scanner)
     assert bus.kinds() == [("confirmed", 3)] and bus.messages[0].body["tx_hash"] == "0xt9"
+
+
+def test_no_watermark_while_catching_up_one_when_caught_up_then_none_while_idle(world):
+    chain, store, bus, _ = world
+    scanner = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus, batch_blocks=5)
+    chain.extend(1, [transfer()])
+    chain.extend(20)
+    marks = len(bus.watermarks)
+    assert scanner.tick() is True  # 5 of 21 blocks read: not caught up
+    assert len(bus.watermarks) == marks
+    run_until_idle(scanner)
+    assert len(bus.watermarks) == marks + 1
+    assert bus.watermarks[-1].body["through"] == len(store.ledger) == 1
+    for _ in range(3):  # idle, within SCANNED_AT_EVERY: nothing new to cover, no new watermark
+        assert scanner.tick() is False
+    assert len(bus.watermarks) == marks + 1
+
+
+def test_an_idle_watcher_records_its_progress_at_most_every_scanned_at_every(world, monkeypatch):
+    chain, store, bus, scanner = world
+    import kassa_chain_watcher.scanner as scanner_module
+    first = store.saved.scanned_at
+    scanner.tick()
+    assert store.saved.scanned_at == first  # within the interval: not written again
+    monkeypatch.setattr(scanner_module, "SCANNED_AT_EVERY", 0.0)
+    scanner.tick()
+    assert store.saved.scanned_at > first and bus.watermarks[-1].body["scanned_at"] is not None
