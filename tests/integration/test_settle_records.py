@@ -47,3 +47,17 @@ def test_only_a_live_forwarder_deposit_is_owed_a_sweep(sessions, live_merchant, 
     for p in (wallet, deposit, rehearsal):
         settle(sessions, report(p, TransferStatus.SEEN, DUE, 1))
     assert [record_of(sessions, p).sweep_due for p in (wallet, deposit, rehearsal)] == [False, True, False]
+
+
+def test_a_confirmed_transfer_confirmed_again_in_another_block_follows_it_and_a_repeat_changes_nothing(
+        sessions, live_merchant, create_payment):
+    p = create_payment(live_merchant, LIVE_PAYMENT, mode="live")
+    first = report(p, TransferStatus.CONFIRMED, DUE, 3, block_hash="0xb1")
+    settle(sessions, first)
+    before = record_of(sessions, p)
+    settle(sessions, first)  # the same report again: nothing to write
+    assert record_of(sessions, p).updated_at == before.updated_at
+    moved = report(p, TransferStatus.CONFIRMED, DUE, 3, tx=first.tx_hash, block_hash="0xb2")
+    settle(sessions, moved)  # a deep reorg put the transaction in another block, confirmed there too
+    t = record_of(sessions, p)
+    assert (t.status, t.block_hash, t.amount_units) == ("CONFIRMED", "0xb2", DUE)
