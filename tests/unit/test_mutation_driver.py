@@ -90,3 +90,15 @@ def test_the_listed_modules_and_their_focused_tests_exist():
         for test in target.unit + target.integration:
             assert (root / test).is_file(), test
     assert Path(mutate.__file__).resolve().is_relative_to(root)
+
+
+def test_a_line_marked_no_mutate_makes_no_mutant_and_is_counted(sample, tmp_path):
+    marked = SAMPLE.replace("    return True\n", "    return True  # pragma: no mutate\n")
+    (tmp_path / "kassa_sample" / "m.py").write_text(marked)
+    got = [(m.line, m.description) for m in mutate.mutants_of(sample)]
+    assert (15, "`True` -> `False`") not in got and (15, "`return x` -> `return None`") not in got
+    assert (14, "`break` -> `continue`") in got and len(got) == 14
+    assert mutate.excluded_lines(marked) == {15}
+    # the other mutants still change the line they name, the marked one left as it was
+    m = next(m for m in mutate.mutants_of(sample) if m.line == 14)
+    assert "continue" in mutate.mutated_source(m) and "return True" in mutate.mutated_source(m)

@@ -7,7 +7,9 @@ an arithmetic operator swapped, ``and``/``or`` swapped, a ``not`` dropped, a num
 by one, ``True``/``False`` swapped, ``min``/``max`` swapped, ``break``/``continue``
 swapped, a returned value replaced by ``None``. Text (log messages,
 error reasons, docstrings), type annotations and the arguments of logging calls are not
-mutated: they decide nothing.
+mutated: they decide nothing. Nor is a line marked ``# pragma: no mutate`` (as mutmut
+does): an equivalent mutant that no test can tell apart, each listed with its reason in
+docs/mutation-testing.md; the run reports how many lines each module excludes so.
 
 The mutants never touch the working tree. The packages concerned are copied once to a
 temporary directory, put first on ``PYTHONPATH`` (ahead of the editable installs, for the
@@ -101,6 +103,7 @@ SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", 
           ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.BitOr: "|", ast.BitAnd: "&", ast.LShift: "<<",
           ast.RShift: ">>", ast.Pow: "**", ast.And: "and", ast.Or: "or"}
 LOGGERS = {"log", "logger", "logging"}
+PRAGMA = "# pragma: no mutate"
 
 
 @dataclass(frozen=True)
@@ -148,14 +151,22 @@ def _skipped(tree: ast.AST) -> set[int]:
     return skip
 
 
-def _points(tree: ast.AST) -> list[tuple[int, str, int, str]]:
-    """(node index, kind, line, description) of every mutation point of ``tree``."""
+def excluded_lines(source: str) -> set[int]:
+    """The lines marked ``# pragma: no mutate`` (numbered from 1): no mutant starts there."""
+    return {n for n, text in enumerate(source.splitlines(), 1) if PRAGMA in text}
+
+
+def _points(tree: ast.AST, excluded: set[int] = frozenset()) -> list[tuple[int, str, int, str]]:
+    """(node index, kind, line, description) of every mutation point of ``tree`` outside
+    the ``excluded`` lines."""
     skip = _skipped(tree)
     points = []
     for index, node in enumerate(ast.walk(tree)):
         if id(node) in skip:
             continue
         line = getattr(node, "lineno", 0)
+        if line in excluded:
+            continue
         if isinstance(node, ast.Compare):
             for i, op in enumerate(node.ops):
                 if type(op) in COMPARE:
@@ -187,8 +198,9 @@ def _points(tree: ast.AST) -> list[tuple[int, str, int, str]]:
 
 
 def mutants_of(target: Target) -> list[Mutant]:
-    tree = ast.parse(source_of(target).read_text())
-    mutants = [Mutant(target, index, kind, line, text) for index, kind, line, text in _points(tree)]
+    source = source_of(target).read_text()
+    points = _points(ast.parse(source), excluded_lines(source))
+    mutants = [Mutant(target, index, kind, line, text) for index, kind, line, text in points]
     return sorted(mutants, key=lambda m: (m.line, m.index, m.kind))
 
 
@@ -245,6 +257,7 @@ class Result:
     target: Target
     killed: int = 0
     survivors: list[Mutant] = field(default_factory=list)
+    excluded: int = 0  # lines marked ``# pragma: no mutate``
 
     @property
     def total(self) -> int:
@@ -345,7 +358,7 @@ def run(targets: list[Target], verbose: bool) -> list[Result]:
 def run_target(target: Target, overlay: Path, verbose: bool) -> Result:
     copy_path = overlay / target.path
     original = copy_path.read_text()
-    result = Result(target)
+    result = Result(target, excluded=len(excluded_lines(source_of(target).read_text())))
     mutants = mutants_of(target)
     # The unmutated module must pass its tests, and their time sets the timeouts.
     ok_unit, unit_time = pytest_passes(target.unit, timeout=600)
@@ -354,7 +367,7 @@ def run_target(target: Target, overlay: Path, verbose: bool) -> Result:
         ok_integration, integration_time = pytest_passes(target.integration, timeout=1200)
     if not (ok_unit and ok_integration):
         raise SystemExit(f"{target.path}: the focused tests fail without any mutation; fix them first")
-    print(f"{target.path}: {len(mutants)} mutants (tests: unit {unit_time:.0f} s, "
+    print(f"{target.path}: {len(mutants)} mutants, {result.excluded} line(s) excluded (tests: unit {unit_time:.0f} s, "
           f"integration {integration_time:.0f} s unmutated)", flush=True)
     try:
         for mutant in mutants:
@@ -383,10 +396,11 @@ def score(killed: int, total: int) -> str:
 def report(results: list[Result]) -> int:
     killed = sum(r.killed for r in results)
     total = sum(r.total for r in results)
-    print("\nMutation score")
+    print("\nMutation score (killed/mutants, score, lines excluded by the pragma)")
     for r in results:
-        print(f"  {r.target.path:45} {r.killed:4}/{r.total:<4} {score(r.killed, r.total):>8}")
-    print(f"  {'overall':45} {killed:4}/{total:<4} {score(killed, total):>8}")
+        print(f"  {r.target.path:45} {r.killed:4}/{r.total:<4} {score(r.killed, r.total):>8} {r.excluded:4}")
+    excluded = sum(r.excluded for r in results)
+    print(f"  {'overall':45} {killed:4}/{total:<4} {score(killed, total):>8} {excluded:4}")
     survivors = [m for r in results for m in r.survivors]
     if survivors:
         print(f"\nSurvivors ({len(survivors)}):")
@@ -417,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         for t in targets:
             for m in mutants_of(t):
                 print(m.label())
+            print(f"{t.path}: {len(excluded_lines(source_of(t).read_text()))} line(s) excluded ({PRAGMA})")
         return 0
     return report(run(targets, args.verbose))
 
