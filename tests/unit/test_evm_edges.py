@@ -23,9 +23,11 @@ class LogNode(Node):
                     "transactionHash": "0x" + "7" * 64, "address": USDC, "data": hex(5),
                     "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + A[2:].rjust(64, "0")]}
 
+        self.logs = [self.log]
+
     def call(self, method, *params):
         assert method == "eth_getLogs"
-        return [self.log]
+        return self.logs
 
 
 def test_one_wei_sent_to_the_address_is_a_transfer():
@@ -47,6 +49,19 @@ def test_a_token_log_from_another_fork_of_a_block_in_the_range_means_the_chain_m
 def test_a_token_log_of_a_block_outside_the_range_means_the_chain_moved():
     with pytest.raises(ChainMoved):
         read(LogNode([[], []], {}, number=3, block_hash="h3"))
+
+
+def test_logs_of_one_transaction_to_one_address_are_ranked_from_zero():
+    node = LogNode([[], []], {}, number=2, block_hash="h2")
+    node.logs = [node.log, {**node.log, "logIndex": "0x9", "data": hex(6)}]
+    found = read(node)[1].transfers
+    assert [(f.index, f.position, f.amount_units) for f in found] == [(3, 0, 5), (9, 1, 6)]
+
+
+def test_a_transfer_log_without_data_moves_nothing():
+    node = LogNode([[]], {}, number=1, block_hash="h1")
+    node.log["data"] = "0x"
+    assert [f.amount_units for f in read(node)[0].transfers] == [0]
 
 
 def test_a_log_window_of_no_blocks_is_one_block():

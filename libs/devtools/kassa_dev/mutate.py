@@ -81,7 +81,7 @@ TARGETS = (
            unit=("tests/unit/test_rpc_quorum_edges.py", "tests/unit/test_rpc_quorum.py",
                  "tests/unit/test_rpc_node_settings.py")),
     Target("kassa_chain_watcher/evm.py",
-           unit=("tests/unit/test_evm_receipts.py", "tests/unit/test_rpc_resilience.py"),
+           unit=("tests/unit/test_evm_edges.py", "tests/unit/test_evm_receipts.py", "tests/unit/test_rpc_resilience.py"),
            integration=("tests/integration/test_evm_value_that_arrived.py",)),
     Target("kassa_chain_watcher/balances.py",
            unit=("tests/unit/test_internal_credits.py", "tests/unit/test_evm_receipts.py"),

