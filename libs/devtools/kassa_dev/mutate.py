@@ -84,7 +84,8 @@ TARGETS = (
            unit=("tests/unit/test_evm_edges.py", "tests/unit/test_evm_receipts.py", "tests/unit/test_rpc_resilience.py"),
            integration=("tests/integration/test_evm_value_that_arrived.py",)),
     Target("kassa_chain_watcher/balances.py",
-           unit=("tests/unit/test_internal_credits.py", "tests/unit/test_evm_receipts.py"),
+           unit=("tests/unit/test_internal_credits_edges.py", "tests/unit/test_internal_credits.py",
+                 "tests/unit/test_evm_receipts.py"),
            integration=("tests/integration/test_evm_native_from_contracts.py",)),
 )
 
