@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kassa_chain_watcher.balances import InternalCredits
+from kassa_chain_watcher.balances import InternalCredits, calls_from_parity, capped
 from kassa_chain_watcher.chain import Found
 from kassa_chain_watcher.rpc import RpcError, RpcUnavailable
 from tests.unit.test_internal_credits import A, Node, chain, parity_call
@@ -108,3 +108,14 @@ def test_a_tracer_that_fails_for_another_reason_than_lacking_the_method_is_kept(
     credits.add(blocks, {A})  # tried again: the same tracer
     assert node.methods == ["trace_block", "trace_block"]
     assert blocks[0].transfers == [Found("0xtx", -2, "ETH", A, 9)]
+
+
+def test_credits_past_the_rise_are_dropped_not_kept_at_zero():
+    first, second = Found("0xtx", -2, "ETH", A, 10), Found("0xtx", -3, "ETH", A, 20)
+    assert capped([first, second], 10) == [first]
+
+
+def test_a_parity_call_without_a_value_moves_nothing():
+    call = parity_call("0xtx", A, 0)
+    del call["action"]["value"]
+    assert calls_from_parity([call], "h1") == []
