@@ -81,7 +81,8 @@ TARGETS = (
            unit=("tests/unit/test_rpc_quorum_edges.py", "tests/unit/test_rpc_quorum.py",
                  "tests/unit/test_rpc_node_settings.py")),
     Target("kassa_chain_watcher/evm.py",
-           unit=("tests/unit/test_evm_edges.py", "tests/unit/test_evm_receipts.py", "tests/unit/test_rpc_resilience.py"),
+           unit=("tests/unit/test_evm_edges.py", "tests/unit/test_evm_logs.py", "tests/unit/test_evm_receipts.py",
+                 "tests/unit/test_rpc_resilience.py"),
            integration=("tests/integration/test_evm_value_that_arrived.py",)),
     Target("kassa_chain_watcher/balances.py",
            unit=("tests/unit/test_internal_credits_edges.py", "tests/unit/test_internal_credits.py",
@@ -339,7 +340,7 @@ def pytest_collection_finish(session) -> None:  # the collection run's hook (``p
     Path(out).write_text("\n".join(names))
 
 
-def run(targets: list[Target], verbose: bool) -> list[Result]:
+def run(targets: list[Target], verbose: bool, lines: frozenset[int] = frozenset()) -> list[Result]:
     overlay = Path(tempfile.mkdtemp(prefix="kassa-mutants-"))
     try:
         for package, parent in PACKAGES.items():
@@ -355,16 +356,16 @@ def run(targets: list[Target], verbose: bool) -> list[Result]:
         loaded = sorted(n for n in sys.modules if n.split(".", 1)[0] in PACKAGES)
         if loaded:
             raise SystemExit(f"the project's modules must not be loaded before the mutants: {loaded[:5]}")
-        return [run_target(target, overlay, verbose) for target in targets]
+        return [run_target(target, overlay, verbose, lines) for target in targets]
     finally:
         shutil.rmtree(overlay, ignore_errors=True)
 
 
-def run_target(target: Target, overlay: Path, verbose: bool) -> Result:
+def run_target(target: Target, overlay: Path, verbose: bool, lines: frozenset[int] = frozenset()) -> Result:
     copy_path = overlay / target.path
     original = copy_path.read_text()
     result = Result(target, excluded=len(excluded_lines(source_of(target).read_text())))
-    mutants = mutants_of(target)
+    mutants = [m for m in mutants_of(target) if not lines or m.line in lines]
     # The unmutated module must pass its tests, and their time sets the timeouts.
     ok_unit, unit_time = pytest_passes(target.unit, timeout=600)
     ok_integration, integration_time = (True, 0.0)
@@ -422,6 +423,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--module", action="append", default=[],
                         help="only the modules whose path contains this (repeatable)")
+    parser.add_argument("--line", action="append", type=int, default=[],
+                        help="only the mutants of this line (repeatable; to check survivors again)")
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--verbose", action="store_true", help="print the killed mutants too")
     args = parser.parse_args(argv)
@@ -435,10 +438,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for t in targets:
             for m in mutants_of(t):
-                print(m.label())
+                if not args.line or m.line in args.line:
+                    print(m.label())
             print(f"{t.path}: {len(excluded_lines(source_of(t).read_text()))} line(s) excluded ({PRAGMA})")
         return 0
-    return report(run(targets, args.verbose))
+    return report(run(targets, args.verbose, frozenset(args.line)))
 
 
 if __name__ == "__main__":
