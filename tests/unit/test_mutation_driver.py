@@ -102,3 +102,12 @@ def test_a_line_marked_no_mutate_makes_no_mutant_and_is_counted(sample, tmp_path
     # the other mutants still change the line they name, the marked one left as it was
     m = next(m for m in mutate.mutants_of(sample) if m.line == 14)
     assert "continue" in mutate.mutated_source(m) and "return True" in mutate.mutated_source(m)
+
+
+def test_list_with_line_shows_only_the_mutants_of_those_lines(sample, monkeypatch, capsys):
+    monkeypatch.setattr(mutate, "TARGETS", (sample,))
+    monkeypatch.setattr(mutate.signal, "signal", lambda *_: None)  # the test process keeps its handlers
+    assert mutate.main(["--list", "--line", "14", "--line", "15"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["kassa_sample/m.py:14: `break` -> `continue`", "kassa_sample/m.py:15: `return x` -> `return None`",
+                   "kassa_sample/m.py:15: `True` -> `False`", "kassa_sample/m.py: 0 line(s) excluded (# pragma: no mutate)"]
