@@ -23,3 +23,11 @@ def test_logs_that_are_no_watched_erc20_transfer_are_passed_over_and_the_next_on
     assert [f.index for f in read(node)[1].transfers] == [4]
     node.logs = [elsewhere, removed, last]
     assert [f.index for f in read(node)[1].transfers] == [4]
+
+
+def test_a_node_that_answers_one_block_at_a_time_is_read_block_by_block():
+    from tests.unit.test_rpc_resilience import ALICE, LimitedNode, chain_on
+    node = LimitedNode(limit=1)
+    found = chain_on(node, log_range=4)._token_transfers(10, 15, {ALICE})
+    assert [n for n, _, _ in found] == list(range(10, 16))
+    assert [(lo, hi) for lo, hi in node.asked if lo == hi] == [(n, n) for n in range(10, 16)]

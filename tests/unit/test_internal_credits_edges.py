@@ -119,3 +119,12 @@ def test_a_parity_call_without_a_value_moves_nothing():
     call = parity_call("0xtx", A, 0)
     del call["action"]["value"]
     assert calls_from_parity([call], "h1") == []
+
+
+def test_a_top_level_transfer_in_the_next_block_explains_none_of_this_blocks_rise():
+    node = Node({"h0": {A: 0}, "h1": {A: 700}, "h2": {A: 750}}, {1: [parity_call("0xtx", A, 700)]})
+    blocks = chain(2)
+    plain = Found("0xplain", -1, "ETH", A, 50)
+    blocks[1].transfers.append(plain)
+    InternalCredits(node, "ETH").add(blocks, {A})
+    assert [b.transfers for b in blocks] == [[Found("0xtx", -2, "ETH", A, 700)], [plain]]
