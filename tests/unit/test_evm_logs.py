@@ -31,3 +31,11 @@ def test_a_node_that_answers_one_block_at_a_time_is_read_block_by_block():
     found = chain_on(node, log_range=4)._token_transfers(10, 15, {ALICE})
     assert [n for n, _, _ in found] == list(range(10, 16))
     assert [(lo, hi) for lo, hi in node.asked if lo == hi] == [(n, n) for n in range(10, 16)]
+
+
+def test_a_backfill_of_one_block_asks_for_that_block():
+    from tests.unit.test_evm_edges import A, EvmChain, QueryNode
+    from tests.unit.test_rpc_resilience import NET as TOKENS_ONLY
+    node = QueryNode()
+    EvmChain(TOKENS_ONLY, node).history(9, 9, [A])
+    assert [(q["fromBlock"], q["toBlock"]) for q in node.queries] == [("0x9", "0x9")]
