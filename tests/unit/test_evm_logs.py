@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from kassa_chain_watcher.evm import EvmChain
 from tests.unit.test_evm_edges import LogNode
+from tests.unit.test_evm_receipts import A
 from tests.unit.test_evm_receipts import read
 
 pytestmark = pytest.mark.unit
@@ -39,3 +41,20 @@ def test_a_backfill_of_one_block_asks_for_that_block():
     node = QueryNode()
     EvmChain(TOKENS_ONLY, node).history(9, 9, [A])
     assert [(q["fromBlock"], q["toBlock"]) for q in node.queries] == [("0x9", "0x9")]
+
+
+def test_a_long_backfill_asks_for_its_logs_in_windows_of_history_range_blocks_with_no_gap():
+    from tests.unit.test_evm_edges import A, EvmChain, QueryNode
+    from tests.unit.test_rpc_resilience import NET as TOKENS_ONLY
+    from kassa_chain_watcher.evm import HISTORY_RANGE
+    node = QueryNode()
+    EvmChain(TOKENS_ONLY, node).history(0, HISTORY_RANGE, [A])
+    assert [(int(q["fromBlock"], 16), int(q["toBlock"], 16)) for q in node.queries] == [
+        (0, HISTORY_RANGE - 1), (HISTORY_RANGE, HISTORY_RANGE)]
+
+
+def test_a_backfill_reads_every_block_for_native_coin_once_in_batches():
+    from tests.unit.test_evm_receipts import NET as WITH_NATIVE, Node
+    node = Node([[]] * 5, {})
+    EvmChain(WITH_NATIVE, node, batch=2).history(1, 5, [A])
+    assert [int(n, 16) for m, n in node.asked if m == "eth_getBlockByNumber"] == [1, 2, 3, 4, 5]
