@@ -149,7 +149,7 @@ def credits_to(calls: Iterable[Call], address: str, symbol: str) -> list[Found]:
     ``log_index`` ranking it among its transaction's calls to ``address`` (-2, -3, …)."""
     found, ranks = [], {}
     for tx, to, value in calls:
-        if to == address and value > 0:
+        if to == address:  # both readers of traces keep only calls that moved value
             rank = ranks[tx] = ranks.get(tx, -1) + 1
             found.append(Found(tx, INTERNAL - rank, symbol, address, value))
     return found
@@ -163,7 +163,7 @@ def capped(found: list[Found], rise: int) -> list[Found]:
     out, left = [], max(0, rise)
     for f in found:
         if left <= 0:
-            break
+            break  # (``continue`` would skip the rest one by one)  # pragma: no mutate
         amount = min(f.amount_units, left)
         out.append(f if amount == f.amount_units else dataclasses.replace(f, amount_units=amount))
         left -= amount
