@@ -72,7 +72,7 @@ class EvmChain:
             if not b:
                 raise ChainMoved(f"block {n} does not exist")
             if blocks and b["parentHash"] != blocks[-1].hash:
-                raise ChainMoved(f"block {n} does not follow block {blocks[-1].number}")
+                raise ChainMoved(f"block {n} does not follow the block read before it")
             blocks.append(Block(n, b["hash"], b["parentHash"], self._native(b, watched) if full else []))
         if full:
             self._drop_reverted(blocks)
@@ -162,7 +162,7 @@ class EvmChain:
             except RangeTooLarge as exc:
                 if hi == lo:
                     raise RangeTooLarge(f"eth_getLogs of block {lo} alone is too large: {exc}") from exc
-                self.log_range, self._log_streak = max(1, (hi - lo + 1) // 2), 0
+                self.log_range, self._log_streak = (hi - lo + 1) // 2, 0  # hi > lo: one block at least
                 continue
             lo = hi + 1
             self._log_streak += 1
@@ -187,7 +187,7 @@ class EvmChain:
             for lo in range(start, end + 1, self.batch):
                 raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), True])
                                       for n in range(lo, min(end, lo + self.batch - 1) + 1)], chunk=self.batch)
-                for n, b in zip(range(lo, end + 1), raw):
+                for n, b in enumerate(raw, lo):
                     if not b or (read and b["parentHash"] != read[-1].hash):
                         raise ChainMoved(f"block {n} changed during a backfill")
                     read.append(Block(n, b["hash"], b["parentHash"], self._native(b, addresses)))
