@@ -58,3 +58,18 @@ def test_a_backfill_reads_every_block_for_native_coin_once_in_batches():
     node = Node([[]] * 5, {})
     EvmChain(WITH_NATIVE, node, batch=2).history(1, 5, [A])
     assert [int(n, 16) for m, n in node.asked if m == "eth_getBlockByNumber"] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("broken", ["missing", "another parent"])
+def test_a_block_missing_or_not_following_during_a_backfill_means_the_chain_moved(broken):
+    from kassa_chain_watcher.chain import ChainMoved
+    from tests.unit.test_evm_receipts import NET as WITH_NATIVE, Node
+
+    class Broken(Node):
+        def _block(self, n):
+            if n != 3:
+                return super()._block(n)
+            return None if broken == "missing" else {**super()._block(n), "parentHash": "h2-of-another-fork"}
+
+    with pytest.raises(ChainMoved):
+        EvmChain(WITH_NATIVE, Broken([[]] * 4, {})).history(1, 4, [A])
