@@ -7,7 +7,7 @@ PACKAGES := -e . -e dev -e clients/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml dev/pyproject.toml clients/*/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_WORKERS ?= 2
 
-.PHONY: run lint test test-unit test-integration test-e2e test-browser bench chaos deps clean tools-test tools-bench tools-chaos
+.PHONY: run lint test test-unit test-integration test-e2e test-browser bench chaos mutate deps clean tools-test tools-bench tools-chaos
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -63,6 +63,12 @@ bench: deps tools-bench
 # RabbitMQ, then every count checked (~10 minutes; CHAOS_ARGS="--short" for ~2).
 chaos: deps tools-chaos
 	$(BIN)/python -m kassa_dev.chaos $(CHAOS_ARGS)
+
+# Mutation testing of the settlement, transition, scanner and EVM-reading modules with
+# their focused tests (docs/mutation-testing.md; ~20 minutes, not part of `make test`).
+# MUTATE_ARGS="--module quorum" for one module, "--list" to see the mutants.
+mutate: deps
+	$(BIN)/python -m kassa_dev.mutate $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) node_modules

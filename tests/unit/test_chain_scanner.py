@@ -462,3 +462,134 @@ def test_a_watermark_never_claims_a_report_the_broker_did_not_confirm(world):
     with pytest.raises(RuntimeError):
         scanner.tick()
     assert store.ledger == [] and len(bus.watermarks) == marks
+
+
+# -- the edges: first start, a shorter chain, deep reorgs, late addresses ------------------
+
+def run_until_idle(scanner) -> None:
+    for _ in range(50):
+        if not scanner.tick():
+            return
+    raise AssertionError("the scanner never caught up")
+
+
+def test_a_first_start_begins_required_plus_one_blocks_below_the_tip():
+    chain = FakeChain(height=5)
+    chain.extend(1, [transfer(tx="0xbefore")])  # block 6: at the starting line, not read
+    chain.extend(1, [transfer(tx="0xafter")])  # block 7: the first block read
+    chain.extend(3)  # tip 10
+    store, bus = MemoryStore(), Bus()
+    scanner = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus)
+    scanner.tick()
+    assert min(store.saved.blocks) == 10 - (NET.required_confirmations + 1) + 1
+    assert [(m.body["tx_hash"], k) for m, (k, _) in zip(bus.messages, bus.kinds())] == [("0xafter", "confirmed")]
+    assert store.saved.confirmed_through == 10 - NET.required_confirmations + 1
+
+
+def test_a_cursor_above_a_shorter_chain_with_no_block_kept_steps_back_to_its_tip():
+    chain, store, bus = FakeChain(height=10), MemoryStore(), Bus()
+    store.saved = State(head=20, confirmed_through=20)  # e.g. a chain reset below the cursor
+    scanner = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus)
+    scanner.tick()
+    assert (store.saved.head, store.saved.confirmed_through) == (10, 10)
+    chain.extend(1, [transfer()])
+    chain.extend(2)
+    run_until_idle(scanner)
+    assert bus.kinds() == [("confirmed", 3)]
+
+
+def test_a_chain_that_got_shorter_than_the_head_orphans_what_it_lost(world):
+    chain, _, bus, scanner = world
+    chain.extend(1, [transfer()])
+    chain.extend(1)
+    scanner.tick()
+    del chain.chain[-2:]  # the node now serves a shorter chain without those two blocks
+    run_until_idle(scanner)
+    assert bus.kinds() == [("seen", 2), ("orphaned", 0)]
+    assert scanner.state.head == chain.tip()
+
+
+def test_a_reorg_below_the_confirmed_line_reports_the_confirmed_transfer_reorged(world):
+    chain, _, bus, scanner = world
+    from kassa_chain_watcher import metrics
+    deep = metrics.DEEP_REORGS.labels(network=NET.name)
+    before = deep._value.get()
+    chain.extend(1, [transfer()])
+    chain.extend(2)
+    scanner.tick()
+    assert bus.kinds() == [("confirmed", 3)]
+    chain.reorg(4)  # replaces the transfer's block, past the required 3 confirmations
+    run_until_idle(scanner)
+    assert bus.kinds() == [("confirmed", 3), ("reorged", 3)]
+    assert deep._value.get() == before + 1
+    assert scanner.state.head == chain.tip()
+
+
+def test_a_reorg_deeper_than_the_blocks_kept_resumes_below_them_and_finds_the_new_transfers(world):
+    chain, store, bus, scanner = world
+    chain.extend(30)
+    run_until_idle(scanner)
+    kept = sorted(store.saved.blocks)
+    chain.reorg(chain.tip() - kept[0] + 1, [transfer(tx="0xnew")])  # every kept block replaced
+    chain.extend(3)
+    run_until_idle(scanner)
+    assert [m.body["tx_hash"] for m in bus.messages] == ["0xnew"]
+    assert bus.kinds() == [("confirmed", 3)]
+    assert bus.messages[0].body["block_number"] == kept[0]
+
+
+def test_a_reorg_above_a_seen_transfer_does_not_report_it_again(world):
+    chain, _, bus, scanner = world
+    chain.extend(1, [transfer()])
+    chain.extend(1)
+    scanner.tick()
+    assert bus.kinds() == [("seen", 2)]
+    chain.reorg(1)  # only the block above the transfer's
+    run_until_idle(scanner)
+    assert bus.kinds() == [("seen", 2)]  # unchanged: no news
+    chain.extend(1)
+    run_until_idle(scanner)
+    assert bus.kinds() == [("seen", 2), ("confirmed", 3)]
+
+
+def test_a_late_address_is_backfilled_from_its_payments_creation_block_below_the_blocks_kept(world):
+    chain, store, bus, scanner = world
+    bob = Found("0xt9", 0, "USDC", "0xb0b", 7)
+    created = chain.tip() + 1
+    chain.extend(1, [bob])
+    chain.extend(30)
+    run_until_idle(scanner)
+    chain.extend(1)
+    run_until_idle(scanner)  # the blocks kept are pruned on the next append
+    assert created < min(store.saved.blocks) and bus.messages == []
+    store.created["0xb0b"] = created - 1
+    scanner.watchlist.add("0xb0b")
+    run_until_idle(scanner)
+    assert bus.kinds() == [("confirmed", 3)] and bus.messages[0].body["tx_hash"] == "0xt9"
+
+
+def test_no_watermark_while_catching_up_one_when_caught_up_then_none_while_idle(world):
+    chain, store, bus, _ = world
+    scanner = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus, batch_blocks=5)
+    chain.extend(1, [transfer()])
+    chain.extend(20)
+    marks = len(bus.watermarks)
+    assert scanner.tick() is True  # 5 of 21 blocks read: not caught up
+    assert len(bus.watermarks) == marks
+    run_until_idle(scanner)
+    assert len(bus.watermarks) == marks + 1
+    assert bus.watermarks[-1].body["through"] == len(store.ledger) == 1
+    for _ in range(3):  # idle, within SCANNED_AT_EVERY: nothing new to cover, no new watermark
+        assert scanner.tick() is False
+    assert len(bus.watermarks) == marks + 1
+
+
+def test_an_idle_watcher_records_its_progress_at_most_every_scanned_at_every(world, monkeypatch):
+    chain, store, bus, scanner = world
+    import kassa_chain_watcher.scanner as scanner_module
+    first = store.saved.scanned_at
+    scanner.tick()
+    assert store.saved.scanned_at == first  # within the interval: not written again
+    monkeypatch.setattr(scanner_module, "SCANNED_AT_EVERY", 0.0)
+    scanner.tick()
+    assert store.saved.scanned_at > first and bus.watermarks[-1].body["scanned_at"] is not None

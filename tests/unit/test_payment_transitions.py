@@ -82,14 +82,14 @@ def test_completed_is_reached_only_from_an_open_payment_and_never_left():
     (None, False, "the payment has not reached its expiry time"),
 ])
 def test_expiry_waits_for_the_time_and_for_a_seen_transfer_to_settle(expires_at, pending, refused):
-    facts = Facts(PENDING, expires_at=expires_at, transfer_pending=pending)
+    facts = Facts(PENDING, test_mode=False, expires_at=expires_at, transfer_pending=pending)
     assert refusal(Trigger.EXPIRE, facts, NOW) == refused
     assert TRANSITIONS[Trigger.EXPIRE].needs_transfers
 
 
 @pytest.mark.parametrize("pending, refused", [(False, None), (True, SEEN_PENDING)])
 def test_cancel_is_refused_while_a_counted_transfer_is_seen(pending, refused):
-    facts = Facts(PENDING, expires_at=FUTURE, transfer_pending=pending)
+    facts = Facts(PENDING, test_mode=False, expires_at=FUTURE, transfer_pending=pending)
     assert refusal(Trigger.CANCEL, facts, NOW) == refused
     assert TRANSITIONS[Trigger.CANCEL].needs_transfers
 
@@ -97,14 +97,15 @@ def test_cancel_is_refused_while_a_counted_transfer_is_seen(pending, refused):
 @pytest.mark.parametrize("trigger", [Trigger.TEST_PAY, Trigger.TEST_LET_EXPIRE])
 @pytest.mark.parametrize("test_mode, refused", [(True, None), (False, "only a test-mode payment can do this")])
 def test_the_test_mode_controls_refuse_live_payments(trigger, test_mode, refused):
-    assert refusal(trigger, Facts(PENDING, test_mode=test_mode), NOW) == refused
+    assert refusal(trigger, Facts(PENDING, test_mode=test_mode, expires_at=None, transfer_pending=False), NOW) == refused
 
 
 @pytest.mark.parametrize("status", list(PaymentStatus))
 @pytest.mark.parametrize("test_mode, refused", [(False, None),
                                                 (True, "a test-mode payment has nothing on a chain to sweep")])
 def test_a_sweep_is_recorded_on_a_live_payment_whatever_its_status(status, test_mode, refused):
-    assert refusal(Trigger.RECORD_SWEEP, Facts(status, test_mode=test_mode), NOW) == refused
+    assert refusal(Trigger.RECORD_SWEEP, Facts(status, test_mode=test_mode, expires_at=None, transfer_pending=False),
+                   NOW) == refused
 
 
 @pytest.mark.parametrize("status, received, due, tolerance, trigger", [

@@ -168,3 +168,60 @@ def test_a_backfill_that_both_nodes_read_the_same_is_confirmed(w):
     w.watchlist.add("0xB0B")
     w.scanner.tick()
     assert w.confirmed("0xold")
+
+
+# -- three nodes: the line moves as far as enough of them agree ---------------------------
+
+URLS3 = ("http://reader:1", "http://other:2", "http://third:3")
+
+
+class World3(World):
+    """The reader and two other nodes, with a quorum of ``need``."""
+
+    def __init__(self, need: int) -> None:
+        self.net = Network("QNET3", "evm", 1, 3, 1.0, URLS3[0], (), rpc_urls=URLS3, rpc_quorum=need)
+        self.reader = FakeChain()
+        self.other, self.third = Twin(self.reader), Twin(self.reader)
+        self.store, self.bus = MemoryStore(), Bus()
+        self.pool = NodePool(self.net, check=lambda *_: None)
+        self.pool.reader = self.pool.nodes[0]
+        chains = {id(self.pool.nodes[1].rpc): self.other, id(self.pool.nodes[2].rpc): self.third}
+        self.quorum = Quorum(self.net, self.pool, lambda rpc: chains[id(rpc)])
+        self.watchlist = Watchlist(addresses=[ALICE])
+        self.scanner = Scanner(self.net, self.reader, self.store, self.watchlist, self.bus, quorum=self.quorum)
+        self.scanner.tick()
+
+    def all(self, n: int = 1, transfers=()) -> None:
+        for chain in (self.reader, self.other.chain, self.third.chain):
+            chain.extend(n, list(transfers))
+
+
+def waits(net: str) -> float:
+    return REGISTRY.get_sample_value("kassa_rpc_quorum_waits_total", {"network": net}) or 0
+
+
+@pytest.mark.parametrize("lagging", ["other", "third"])
+def test_a_quorum_of_two_among_three_confirms_with_the_node_that_agrees_whichever_lags(lagging):
+    w = World3(need=2)
+    before = waits("QNET3")
+    w.all(1, [transfer("0xt")])
+    for chain in (w.reader, (w.third if lagging == "other" else w.other).chain):
+        chain.extend(NET.required_confirmations)  # the lagging node stays behind
+    w.run()
+    assert w.confirmed("0xt")
+    assert w.store.saved.confirmed_through == w.reader.tip() - NET.required_confirmations + 1
+    assert waits("QNET3") == before  # never held back: two nodes always agreed
+
+
+def test_a_quorum_of_three_waits_for_the_lagging_node_and_counts_the_wait():
+    w = World3(need=3)
+    before = waits("QNET3")
+    w.all(1, [transfer("0xt")])
+    w.reader.extend(NET.required_confirmations)
+    w.other.chain.extend(NET.required_confirmations)  # the third node stays behind
+    w.run()
+    assert not w.confirmed("0xt")
+    assert waits("QNET3") > before
+    w.third.chain.extend(NET.required_confirmations)
+    w.run()
+    assert w.confirmed("0xt")

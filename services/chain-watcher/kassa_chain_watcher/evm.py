@@ -24,13 +24,14 @@ from kassa_common.chains.rpc import JsonRpc, RangeTooLarge
 
 log = logging.getLogger("kassa.chain_watcher")
 NATIVE = -1  # index of a native transfer by a transaction to the address itself
-ADDRESS_CHUNK = 100  # recipients per eth_getLogs topic filter
-HISTORY_RANGE = 2000  # blocks per eth_getLogs call of a backfill
+# Tuning: any positive values find the same transfers, in more or fewer requests.
+ADDRESS_CHUNK = 100  # recipients per eth_getLogs topic filter  # pragma: no mutate
+HISTORY_RANGE = 2000  # blocks per eth_getLogs call of a backfill  # pragma: no mutate
 # The eth_getLogs window: providers cap a query's block range or result count (Infura 10,000
 # logs, Alchemy a 2,000-block range or 150 MB, free tiers 10 blocks). On RangeTooLarge the
 # window halves and the rest of the range is asked in smaller pieces; after GROW_AFTER
 # answers in a row it doubles again, up to its maximum (HISTORY_RANGE by default).
-GROW_AFTER = 4
+GROW_AFTER = 4  # pragma: no mutate (tuning; the tests read it)
 
 
 def normalize(address: str) -> str:
@@ -38,10 +39,13 @@ def normalize(address: str) -> str:
 
 
 class EvmChain:
-    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 100, log_range: int = HISTORY_RANGE) -> None:
+    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 100,  # tuning  # pragma: no mutate
+                 log_range: int = HISTORY_RANGE) -> None:
         self.network, self.rpc, self.batch = network, rpc, batch
         self.max_log_range = self.log_range = max(1, log_range)  # blocks per eth_getLogs (GROW_AFTER)
-        self._log_streak = 0  # eth_getLogs answered in a row since the window last changed
+        # eth_getLogs answered in a row since the window last changed; it starts at its
+        # maximum, where the streak decides nothing until a refusal resets it.
+        self._log_streak = 0  # pragma: no mutate
         self.tokens = {t.contract.lower(): t.symbol for t in network.tokens if t.contract}
         native = [t for t in network.tokens if t.native]
         self.native = native[0].symbol if native else None
@@ -51,22 +55,24 @@ class EvmChain:
         return int(self.rpc.call("eth_blockNumber"), 16)
 
     def hashes(self, numbers: list[int]) -> dict[int, str]:
-        heads = self.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers], chunk=self.batch)
+        # Transactions (True) or only their hashes (False): the same block hash.
+        heads = self.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers],  # pragma: no mutate
+                               chunk=self.batch)
         return {n: h["hash"] for n, h in zip(numbers, heads, strict=False) if h}
 
     def mempool(self, watched: Container[str]) -> list[Found]:
-        return []  # EVM transactions are reported once mined (1 confirmation)
+        return []  # EVM transactions are reported once mined (1 confirmation)  # pragma: no mutate
 
     def blocks(self, start: int, end: int, watched: Container[str]) -> list[Block]:
         full = self.native is not None
         raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), full]) for n in range(start, end + 1)],
                              chunk=self.batch)
         blocks: list[Block] = []
-        for n, b in zip(range(start, end + 1), raw, strict=False):
+        for n, b in enumerate(raw, start):
             if not b:
                 raise ChainMoved(f"block {n} does not exist")
             if blocks and b["parentHash"] != blocks[-1].hash:
-                raise ChainMoved(f"block {n} does not follow block {n - 1}")
+                raise ChainMoved(f"block {n} does not follow the block read before it")
             blocks.append(Block(n, b["hash"], b["parentHash"], self._native(b, watched) if full else []))
         if full:
             self._drop_reverted(blocks)
@@ -157,7 +163,7 @@ class EvmChain:
             except RangeTooLarge as exc:
                 if hi == lo:
                     raise RangeTooLarge(f"eth_getLogs of block {lo} alone is too large: {exc}") from exc
-                self.log_range, self._log_streak = max(1, (hi - lo + 1) // 2), 0
+                self.log_range, self._log_streak = (hi - lo + 1) // 2, 0  # hi > lo: one block at least
                 continue
             lo = hi + 1
             self._log_streak += 1
@@ -182,7 +188,7 @@ class EvmChain:
             for lo in range(start, end + 1, self.batch):
                 raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), True])
                                       for n in range(lo, min(end, lo + self.batch - 1) + 1)], chunk=self.batch)
-                for n, b in zip(range(lo, end + 1), raw, strict=False):
+                for n, b in enumerate(raw, lo):
                     if not b or (read and b["parentHash"] != read[-1].hash):
                         raise ChainMoved(f"block {n} changed during a backfill")
                     read.append(Block(n, b["hash"], b["parentHash"], self._native(b, addresses)))

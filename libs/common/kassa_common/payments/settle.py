@@ -88,7 +88,7 @@ def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> Non
     held = session.info.setdefault(HELD_KEY, Held())
     rows = session.execute(
         _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address).in_(addresses)).order_by(Payment.id)
-        .with_for_update(of=Payment).execution_options(populate_existing=True)
+        .with_for_update(of=Payment).execution_options(populate_existing=True)  # pragma: no mutate
     ).all()
     held.payments.update(dict.fromkeys(addresses))
     for payment, tolerance in rows:
@@ -97,7 +97,7 @@ def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> Non
     if rows:
         for t in session.scalars(sa.select(Transfer).where(Transfer.payment_id.in_([p.id for p, _ in rows]))
                                  .order_by(Transfer.id).with_for_update()
-                                 .execution_options(populate_existing=True)):
+                                 .execution_options(populate_existing=True)):  # pragma: no mutate
             held.transfers[t.payment_id].append(t)
 
 
@@ -113,7 +113,7 @@ def payment_for_address(session: Session, address: str) -> tuple[Payment, Decima
         return held.payments[address.lower()] or (None, None)
     row = session.execute(
         _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address) == address.lower())
-        .with_for_update(of=Payment).execution_options(populate_existing=True)
+        .with_for_update(of=Payment).execution_options(populate_existing=True)  # pragma: no mutate
     ).first()
     return (row[0], row[1] or Decimal(0)) if row else (None, None)
 
@@ -126,7 +126,7 @@ def _locked_transfer(session: Session, payment: Payment, r: TransferReport) -> T
     return session.scalars(
         sa.select(Transfer).where(Transfer.network == r.network, Transfer.tx_hash == r.tx_hash,
                                   Transfer.payment_id == payment.id, Transfer.position == r.place)
-        .with_for_update().execution_options(populate_existing=True)
+        .with_for_update().execution_options(populate_existing=True)  # pragma: no mutate
     ).first()
 
 
@@ -159,7 +159,7 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
                 sweep_due=payment.settlement_address is not None and not payment.test_mode,  # a forwarder deposit
                 created_at=now, updated_at=now,
             ).on_conflict_do_nothing().returning(Transfer),
-            execution_options={"populate_existing": True},
+            execution_options={"populate_existing": True},  # a new row: nothing to refresh  # pragma: no mutate
         ).first()
         if inserted is not None:
             held = _held(session)
@@ -167,7 +167,7 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
                 held.transfers[payment.id].append(inserted)
             return inserted, None
         transfer = _locked_transfer(session, payment, r)  # inserted meanwhile by another settler
-        assert transfer is not None
+        assert transfer is not None  # pragma: no mutate
     before = transfer.status
     if r.status in (ORPHANED, REORGED) and transfer.block_hash is not None and r.block_hash != transfer.block_hash:
         return transfer, before  # the block it left, reported after the one it moved to: no news
@@ -180,7 +180,8 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
         elif r.status == CONFIRMED and r.block_hash != transfer.block_hash:
             _moved(session, transfer, r, now)  # confirmed again in the block a deep reorg moved it to
         return transfer, before
-    if r.status == SEEN == before and r.block_hash == transfer.block_hash and r.confirmations < transfer.confirmations:
+    older = r.confirmations < transfer.confirmations  # as many: the same values again  # pragma: no mutate
+    if r.status == SEEN == before and r.block_hash == transfer.block_hash and older:
         return transfer, before  # an older report of the same block, delivered late
     transfer.status = r.status
     transfer.confirmations = r.confirmations
@@ -199,42 +200,52 @@ def confirmed_total(transfers: list[Any]) -> int:
     return sum(int(t.amount_units) for t in transfers if t.counted and t.status == CONFIRMED)
 
 
-def settle(session: Session, r: TransferReport, rates: RateService | None = None) -> Payment | None:
+def settle(session: Session, r: TransferReport, rates: RateService | None = None) -> None:
     """Apply one transfer report to its payment. Idempotent for the same report. ``rates``:
     values funds arriving after the payment's rate lock (``pricing.arrival``)."""
     if r.amount_units <= 0:
         log.info("zero-value transfer %s:%s to %s ignored", r.tx_hash, r.log_index, r.to)
-        return None
+        return
     found = payment_for_address(session, r.to)
     if found[0] is None:
         log.info("transfer %s:%s to %s matches no payment", r.tx_hash, r.log_index, r.to)
-        return None
+        return
     payment, tolerance = found
     transfer, before = _upsert_transfer(session, payment, r)
     if before is None and transfer.counted and payment.status in OPEN:
         transfer.exchange_rate = arrival.rate_at_arrival(rates, payment, transfer.created_at)
     if r.status == REORGED and before == CONFIRMED and transfer.status == REORGED:
-        return _record_reorg(session, payment, transfer)
+        _record_reorg(session, payment, transfer)
+        return
     if transfer.status != r.status:
-        return payment  # a report the transfer's record already outran (see _upsert_transfer)
+        return  # a report the transfer's record already outran (see _upsert_transfer)
     if r.network != payment.network and r.status == CONFIRMED and before not in (CONFIRMED, REORGED):
-        return _record_wrong_network(session, payment, transfer)
+        _record_wrong_network(session, payment, transfer)
+        return
     if not transfer.counted:
-        return payment  # recorded, never counted (another token or network)
+        return  # recorded, never counted (another token or network)
     if r.status == CONFIRMED:
-        return payment if before == CONFIRMED else _count_confirmed(session, payment, transfer, tolerance)
-    trigger = report_trigger(r.status, before, payment.status)
+        if before != CONFIRMED:
+            _count_confirmed(session, payment, transfer, tolerance)
+        return
+    _follow_unconfirmed(session, payment, transfer, r.status, before)
+
+
+def _follow_unconfirmed(session: Session, payment: Payment, transfer: Transfer, status: TransferStatus,
+                       before: str | None) -> None:
+    """A counted transfer seen, orphaned or reorged before it was confirmed: the payment
+    detects it, follows its confirmations, or lets it go."""
+    trigger = report_trigger(status, before, payment.status)
     shown = payment.transaction_hash == transfer.tx_hash  # the transfer the payment shows as detected
     if trigger == Trigger.DETECT:
-        return apply(session, payment, trigger, transfers=_transfers(session, payment),
-                     transaction_hash=transfer.tx_hash, confirmations=transfer.confirmations)
-    if trigger == Trigger.OBSERVE and shown and payment.confirmations != transfer.confirmations:
-        return apply(session, payment, trigger, confirmations=transfer.confirmations)
-    if trigger == Trigger.RELEASE and shown:
+        apply(session, payment, trigger, transfers=_transfers(session, payment),
+              transaction_hash=transfer.tx_hash, confirmations=transfer.confirmations)
+    elif trigger == Trigger.OBSERVE and shown and payment.confirmations != transfer.confirmations:
+        apply(session, payment, trigger, confirmations=transfer.confirmations)
+    elif trigger == Trigger.RELEASE and shown:
         standing = _still_standing(session, payment.id)
-        return apply(session, payment, trigger, transaction_hash=standing.tx_hash if standing else None,
-                     confirmations=standing.confirmations if standing else 0)
-    return payment
+        apply(session, payment, trigger, transaction_hash=standing.tx_hash if standing else None,
+              confirmations=standing.confirmations if standing else 0)
 
 
 def wrong_network_entry(payment: Payment, transfer: Transfer) -> dict[str, Any]:
@@ -249,13 +260,13 @@ def wrong_network_entry(payment: Payment, transfer: Transfer) -> dict[str, Any]:
             "recovery": "sweep" if payment.settlement_address else "wallet"}
 
 
-def _record_wrong_network(session: Session, payment: Payment, transfer: Transfer) -> Payment:
+def _record_wrong_network(session: Session, payment: Payment, transfer: Transfer) -> None:
     entry = wrong_network_entry(payment, transfer)
-    return apply(session, payment, Trigger.RECORD_WRONG_NETWORK,
+    apply(session, payment, Trigger.RECORD_WRONG_NETWORK,
                  wrong_network=[*(payment.wrong_network or []), entry])
 
 
-def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> Payment:
+def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> None:
     """A confirmed transfer was lost in a deep reorg: recorded, ``payment.reorged``, status kept."""
     transfers = _transfers(session, payment)
     changes: dict[str, Any] = {"amount_received_units": confirmed_total(transfers)} if transfer.counted else {}
@@ -265,7 +276,7 @@ def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> Pay
                        confirmations=standing.confirmations if standing else 0)
     log.error("payment %s (%s): confirmed transfer %s on %s lost in a reorg deeper than the required "
               "confirmations; payment.reorged fired", payment.id, payment.status, transfer.tx_hash, transfer.network)
-    return apply(session, payment, Trigger.RECORD_REORG, transfers=transfers, **changes)
+    apply(session, payment, Trigger.RECORD_REORG, transfers=transfers, **changes)
 
 
 def _still_standing(session: Session, payment_id: uuid.UUID) -> Transfer | None:
@@ -275,11 +286,11 @@ def _still_standing(session: Session, payment_id: uuid.UUID) -> Transfer | None:
         sa.select(Transfer)
         .where(Transfer.payment_id == payment_id, Transfer.counted, Transfer.status.in_((SEEN, CONFIRMED)))
         .order_by((Transfer.status == SEEN).desc(), Transfer.created_at.desc(), Transfer.id)
-        .limit(1)
+        .limit(1)  # pragma: no mutate
     ).first()
 
 
-def _count_confirmed(session: Session, payment: Payment, transfer: Transfer, tolerance: Decimal) -> Payment:
+def _count_confirmed(session: Session, payment: Payment, transfer: Transfer, tolerance: Decimal) -> None:
     transfers = _transfers(session, payment)  # the total, and the event's payload
     received = confirmed_total(transfers)
     valued = arrival.valued_units(payment, transfers)  # funds after the rate lock at their arrival's rate
@@ -287,6 +298,7 @@ def _count_confirmed(session: Session, payment: Payment, transfer: Transfer, tol
     repriced = arrival.latest_arrival_rate(transfers)
     shown: dict[str, Any] = {"arrival_exchange_rate": repriced} if repriced is not None else {}  # beside the locked rate
     if trigger == Trigger.RECORD_OVERPAYMENT:  # paid again after completion: show the surplus
-        return apply(session, payment, trigger, transfers=transfers, amount_received_units=received, **shown)
-    return apply(session, payment, trigger, transfers=transfers, amount_received_units=received,
-                 confirmations=transfer.confirmations, transaction_hash=transfer.tx_hash, **shown)
+        apply(session, payment, trigger, transfers=transfers, amount_received_units=received, **shown)
+    else:
+        apply(session, payment, trigger, transfers=transfers, amount_received_units=received,
+              confirmations=transfer.confirmations, transaction_hash=transfer.tx_hash, **shown)

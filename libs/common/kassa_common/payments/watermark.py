@@ -67,13 +67,13 @@ _UNAPPLIED = sa.text("""
 """)
 
 
-def apply_watermark(session: Session, w: ChainWatermark, consumer: str) -> bool:
+def apply_watermark(session: Session, w: ChainWatermark, consumer: str) -> None:
     """Apply ``w`` if every report it covers was applied by ``consumer`` (the settler
-    queue's name, under which its processed messages are recorded); True if applied."""
+    queue's name, under which its processed messages are recorded)."""
     waiting = session.scalar(_UNAPPLIED, {"network": w.network, "through": w.through, "consumer": consumer})
     if waiting:
         log.debug("%s: watermark through report %d waits for %d report(s)", w.network, w.through, waiting)
-        return False
+        return
     session.execute(sa.delete(ChainReport).where(ChainReport.network == w.network, ChainReport.seq <= w.through))
     if w.scanned_at is not None:
         now = utcnow()
@@ -81,4 +81,3 @@ def apply_watermark(session: Session, w: ChainWatermark, consumer: str) -> bool:
                         .on_conflict_do_update(index_elements=["network"], set_={
                             "settled_at": sa.func.greatest(SettledWatermark.settled_at, w.scanned_at),
                             "updated_at": now}))
-    return True
