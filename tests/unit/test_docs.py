@@ -22,7 +22,7 @@ READS = [  # how the code reads a variable of its environment
     re.compile(r"""^[A-Z_]+_ENV\s*=\s*["']([A-Z][A-Z0-9_]+)["']""", re.M),
 ]
 PER_NETWORK = re.compile(r"""f["']\{name\}(_[A-Z][A-Z0-9_]+)["']""")  # NAME_RPC_URL … in networks.py
-NOT_SETTINGS = re.compile(r"^(PATH|HOME|LANG|HTTP_\w+|PYTEST_XDIST_\w+|PYTEST_CURRENT_TEST)$")  # the system's, WSGI's and pytest's
+NOT_SETTINGS = re.compile(r"^(PATH|HOME|LANG|PYTHONPATH|PYTHONDONTWRITEBYTECODE|HTTP_\w+|PYTEST_XDIST_\w+|PYTEST_CURRENT_TEST|KASSA_MUTATE_MODULES)$")  # the system's, Python's, WSGI's, pytest's and the mutation driver's own
 
 
 def slug(heading: str) -> str:

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from kassa_common import payments
 from kassa_common.db import unit_of_work
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Merchant
 from kassa_common.payments.settle import lock_for_reports
 from tests.support.api import API, LIVE_PAYMENT

@@ -8,7 +8,7 @@ import uuid
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Payment, Transfer
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle, settler_batches  # noqa: F401 (autouse)

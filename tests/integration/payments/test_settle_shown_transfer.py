@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Payment
 from tests.support.api import LIVE_PAYMENT
 from tests.support.transfers import report, settle, settler_batches, tx_hash as tx  # noqa: F401 (autouse)

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from kassa_common.errors import InvalidTransition
-from kassa_common.messages import PaymentStatus
+from kassa_common.statuses import PaymentStatus
 from kassa_common.models import Payment
 from kassa_common.payments import transitions
 from kassa_common.payments.transitions import Trigger
