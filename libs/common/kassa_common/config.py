@@ -96,6 +96,8 @@ class Settings:
     payment_lifetime_minutes: int = 60
     rate_limit_per_minute: int = 100
     public_create_per_minute: int = 10  # payments one client address may start from product pages
+    login_failures_per_address: int = 20  # failed dashboard logins one client address may make in 5 minutes
+    signups_per_hour: int = 10  # dashboard sign-ups one client address may make in an hour
     trusted_proxies: int = 0  # reverse proxies in front of the web whose X-Forwarded-For is believed
     idempotency_ttl_hours: int = 24
     test_mode_complete_seconds: float = 10.0
@@ -110,6 +112,7 @@ class Settings:
     settler_consumers: int = 2  # consumers (threads, each its own broker connection) per settler process
     log_level: str = "INFO"
     metrics_port: int | None = None
+    metrics_token: str | None = field(default=None, repr=False)  # the web's /metrics asks for it as a bearer token
     bus_prefix: str = ""  # prefixes the exchange and queue names (isolated test runs)
     smtp_url: str | None = field(default=None, repr=False)  # None: no email notifications; may hold a password
     smtp_from: str = DEFAULT_SMTP_FROM
@@ -132,6 +135,9 @@ class Settings:
             rate_limit_per_minute=_maybe(env, "RATE_LIMIT_PER_MINUTE", _positive_int, d.rate_limit_per_minute),
             public_create_per_minute=_maybe(env, "PUBLIC_CREATE_PER_MINUTE", _positive_int,
                                             d.public_create_per_minute),
+            login_failures_per_address=_maybe(env, "LOGIN_FAILURES_PER_ADDRESS", _positive_int,
+                                              d.login_failures_per_address),
+            signups_per_hour=_maybe(env, "SIGNUPS_PER_HOUR", _positive_int, d.signups_per_hour),
             trusted_proxies=_maybe(env, "TRUSTED_PROXIES", _non_negative_int, d.trusted_proxies),
             idempotency_ttl_hours=_maybe(env, "IDEMPOTENCY_TTL_HOURS", _positive_int, d.idempotency_ttl_hours),
             test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),
@@ -146,6 +152,7 @@ class Settings:
             settler_consumers=_maybe(env, "SETTLER_CONSUMERS", _positive_int, d.settler_consumers),
             log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),
             metrics_port=_maybe(env, "METRICS_PORT", int, None),
+            metrics_token=_maybe(env, "METRICS_TOKEN", str, None),
             bus_prefix=_maybe(env, "BUS_PREFIX", str, ""),
             smtp_url=_maybe(env, "SMTP_URL", _smtp_url, None),
             smtp_from=_maybe(env, "SMTP_FROM", str, d.smtp_from),

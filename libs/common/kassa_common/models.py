@@ -44,6 +44,23 @@ class Merchant(Base):
     __table_args__ = (sa.Index("merchants_email_key", sa.func.lower(email), unique=True),)
 
 
+class DashboardSession(Base):
+    """A dashboard login, kept on the server: the browser's cookie holds only its random id
+    (this row stores the id's SHA-256). Logout, a password change and the settings page's
+    revoke button set ``revoked_at``; a revoked or expired row opens nothing."""
+
+    __tablename__ = "dashboard_sessions"
+    id_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    user_agent: Mapped[str | None] = mapped_column(sa.String(300))
+    address: Mapped[str | None] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = _created()
+    last_seen_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False)
+    revoked_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    __table_args__ = (sa.Index("dashboard_sessions_merchant", "merchant_id", "last_seen_at"),)
+
+
 class ApiKey(Base):
     __tablename__ = "api_keys"
     id: Mapped[uuid.UUID] = _uuid_pk()

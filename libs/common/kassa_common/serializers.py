@@ -6,6 +6,7 @@ from typing import Any
 from kassa_common.chains.rates import plain
 from kassa_common.models import Product, WebhookEndpoint
 from kassa_common.timefmt import iso
+from kassa_common.urls import without_password
 
 
 def product_to_dict(p: Product, share_link: str) -> dict[str, Any]:
@@ -28,7 +29,7 @@ def product_to_dict(p: Product, share_link: str) -> dict[str, Any]:
 def webhook_to_dict(w: WebhookEndpoint) -> dict[str, Any]:
     return {
         "id": str(w.id),
-        "url": w.url,
+        "url": without_password(w.url),  # the password is not shown again
         "events": list(w.events),
         "active": w.active,
         "description": w.description,

@@ -21,11 +21,9 @@ from pydantic import (
     model_validator,
 )
 
+from kassa_common.emails import valid_email
 from kassa_common.messages import PAYMENT_EVENTS
 from kassa_common.payments.shape import PaymentOut, StatusName  # PaymentOut: the payment object, defined once
-
-EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
-
 
 class FieldsError(ValueError):
     """A rule spanning several fields: the error details name each of ``fields``."""
@@ -42,9 +40,7 @@ def _number(value: Any) -> Any:
 
 
 def _email(value: str) -> str:
-    if not EMAIL_RE.match(value):
-        raise ValueError("not a valid email address")
-    return value
+    return valid_email(value)  # the one rule (kassa_common.emails); InvalidEmail is a ValueError
 
 
 def _http_url(value: str) -> str:

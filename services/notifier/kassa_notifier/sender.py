@@ -161,7 +161,7 @@ class Sender:
                                text=job.body_text, html=job.body_html, event_id=job.event_id, kind=job.kind)
         if self._conn is None:
             self._conn = self.server.connect()
-        self._conn.send_message(message)
+        self._conn.send_message(message, to_addrs=[job.recipient])  # never the To header's parse of a list
 
     def _failed(self, job: Job, exc: Exception, final: bool) -> None:
         """``final``: the email itself was refused (a 5xx about it, or it cannot be composed)."""

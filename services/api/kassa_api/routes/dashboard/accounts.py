@@ -1,8 +1,14 @@
 """Signing up, logging in and out, onboarding, the test/live switch, and the front door.
 
-Failed logins are counted per client address and email, across web processes through Redis
-when REDIS_URL is set (in each process otherwise, in bounded memory): after LOGIN_FAILURES
-within a LOGIN_WINDOW_SECONDS window, the login form answers 429 until the window ends.
+Failed logins are counted per client address and email, and per client address across
+emails (rotating emails buys nothing), across web processes through Redis when REDIS_URL
+is set (in each process otherwise, in bounded memory): after LOGIN_FAILURES for one email,
+or LOGIN_FAILURES_PER_ADDRESS for any, within a LOGIN_WINDOW_SECONDS window, the login
+form answers 429 until the window ends. Sign-ups are counted per client address the same
+way (SIGNUPS_PER_HOUR), before any password is hashed.
+
+A login is kept on the server (``kassa_common.logins``): the cookie holds a fresh random
+id made at each login, and logging out revokes it there.
 """
 from __future__ import annotations
 
@@ -16,6 +22,7 @@ from kassa_common.models import Merchant
 
 bp = Blueprint("accounts", __name__)
 LOGIN_FAILURES, LOGIN_WINDOW_SECONDS = 5, 300
+THROTTLED = "Too many attempts from your address. Wait a while and try again."
 
 
 def authenticated(email: str, password: str) -> Merchant | None:
@@ -33,6 +40,8 @@ def signup():
     if request.method != "POST":  # GET or HEAD
         return render("signup.html")
     form = request.form
+    if not deps().signups.hit(f"signup:{request.remote_addr}").allowed:
+        return render("signup.html", 429, error=THROTTLED, email=form.get("email", "")[:320])
     try:
         with transaction() as s:
             accounts.create_merchant(s, form.get("email", ""), form.get("password", ""), form.get("business_name"))
@@ -46,24 +55,36 @@ def login():
     if request.method != "POST":  # GET or HEAD
         return render("login.html")
     email = request.form.get("email", "").strip().lower()
-    key = f"login:{request.remote_addr}|{email}"
-    failures = deps().login_failures
-    if failures.exceeded(key):
+    email = email[:320]
+    key, address_key = f"login:{request.remote_addr}|{email}", f"login-address:{request.remote_addr}"
+    failures, by_address = deps().login_failures, deps().login_failures_by_address
+    if failures.exceeded(key) or by_address.exceeded(address_key):
         return render("login.html", 429, error="Too many failed attempts. Wait a few minutes and try again.")
     merchant = authenticated(email, request.form.get("password", ""))
     if merchant is None:
         failures.hit(key)
+        by_address.hit(address_key)
         return render("login.html", 401, error="Wrong email or password.", email=email)
     if merchant.banned or not merchant.activated:
         return render("login.html", 403, error="This account is not activated yet.", email=email)
     failures.clear(key)
-    session.clear()
-    session.update(merchant_id=str(merchant.id), mode="test")
+    start_login(merchant)
     return redirect(url_for("dashboard.accounts.home"), 303)
+
+
+def start_login(merchant: Merchant) -> None:
+    """A new server-side login and a new cookie: nothing of the session before it survives."""
+    token = deps().logins.create(merchant.id, request.user_agent.string or None, request.remote_addr)
+    session.clear()
+    session.update(sid=token, mode="test")
 
 
 @bp.post("/logout")
 def logout():
+    token = session.get("sid")
+    login = deps().logins.get(token) if isinstance(token, str) else None
+    if login is not None:
+        deps().logins.revoke(login.merchant_id, login.ref)
     session.clear()
     return redirect(url_for("dashboard.accounts.login"), 303)
 

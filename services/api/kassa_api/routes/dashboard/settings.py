@@ -1,6 +1,9 @@
 """Merchant settings: how long new payments stay open, and how far short of the amount a
 confirmed payment may fall and still complete.
 
+The page also lists the merchant's active logins (browser, address, last seen) with a
+button to revoke each, and changes the password: that revokes every other login.
+
 They belong to the merchant, not to a mode, so the page looks the same switched to test
 or live. The rules and the writing live in ``kassa_common.accounts``, which
 ``kassa merchant settings`` uses too; a refused value re-renders the form with the reason
@@ -8,7 +11,7 @@ or live. The rules and the writing live in ``kassa_common.accounts``, which
 """
 from __future__ import annotations
 
-from flask import Blueprint, g, request
+from flask import Blueprint, g, redirect, request, session, url_for
 
 from kassa_api.deps import deps, transaction
 from kassa_api.routes.dashboard.common import login_required, render
@@ -25,7 +28,8 @@ def _page(status: int = 200, /, *, typed: dict[str, str] | None = None, **contex
     current = accounts.merchant_settings(g.merchant, default)
     values = typed or {"payment_lifetime": "" if current.lifetime_is_default else str(current.payment_lifetime_minutes),
                        "underpayment_tolerance": current.tolerance_percent}
-    return render("settings.html", status, current=current, values=values, default_lifetime=default,
+    return render("settings.html", status, current=current, logins=deps().logins.active(g.merchant.id),
+                  this_login=g.login.ref, values=values, default_lifetime=default,
                   min_lifetime=accounts.MIN_LIFETIME, max_lifetime=accounts.MAX_LIFETIME,
                   max_tolerance=accounts.MAX_TOLERANCE_PERCENT, tolerance_step=accounts.TOLERANCE_STEP, **context)
 
@@ -43,3 +47,27 @@ def index():
     except DomainError as exc:
         return _page(400, typed=typed, error=exc.message)
     return _page(notice="Settings saved.")
+
+
+@bp.post("/settings/password")
+@login_required
+def change_password():
+    form = request.form
+    if form.get("new_password", "") != form.get("confirm_password", ""):
+        return _page(400, password_error="The new passwords do not match.")
+    try:
+        with transaction():
+            accounts.change_password(g.merchant, form.get("current_password", ""), form.get("new_password", ""))
+    except DomainError as exc:
+        return _page(400, password_error=exc.message)
+    deps().logins.revoke_all(g.merchant.id, keep=session.get("sid"))
+    return _page(notice="Password changed. Every other login was signed out.")
+
+
+@bp.post("/settings/logins/<ref>/revoke")
+@login_required
+def revoke_login(ref: str):
+    if len(ref) != 64:
+        return _page(404, error="No such login.")
+    deps().logins.revoke(g.merchant.id, ref)
+    return redirect(url_for("dashboard.settings.index"), 303)

@@ -1,0 +1,36 @@
+"""Account security: dashboard sessions kept on the server.
+
+``dashboard_sessions`` holds one row per login (the SHA-256 of the cookie's random id):
+logout and a password change revoke rows, so a copied cookie opens nothing afterwards.
+
+Revision ID: 0022
+Revises: 0020
+"""
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import postgresql
+
+revision = "0022"
+down_revision = "0020"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "dashboard_sessions",
+        sa.Column("id_hash", sa.String(length=64), primary_key=True),
+        sa.Column("merchant_id", postgresql.UUID(as_uuid=True), sa.ForeignKey("merchants.id", ondelete="CASCADE"),
+                  nullable=False),
+        sa.Column("user_agent", sa.String(length=300), nullable=True),
+        sa.Column("address", sa.String(length=64), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
+        sa.Column("last_seen_at", sa.DateTime(timezone=True), server_default=sa.text("now()"), nullable=False),
+        sa.Column("expires_at", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
+    )
+    op.create_index("dashboard_sessions_merchant", "dashboard_sessions", ["merchant_id", "last_seen_at"])
+
+
+def downgrade() -> None:
+    op.drop_table("dashboard_sessions")
