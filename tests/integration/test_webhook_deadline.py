@@ -150,3 +150,66 @@ def test_a_quick_answer_after_a_cut_one_is_not_hurt(raw_server):
         result = post(transport, quick.url)
         assert result.ok and result.duration_ms < 1000, result
     transport.close()
+
+
+# ---- the dispatcher's decision after a failed attempt -------------------------------------
+
+def job_after(attempts: int, url: str, created_at):
+    import uuid
+
+    from kassa_webhook_sender.store import Job
+
+    return Job(uuid.uuid4(), "evt_sched", "payment.created", attempts, created_at, url, "whsec_x", True,
+               {"id": "evt_sched", "event": "payment.created", "data": {}})
+
+
+@pytest.fixture
+def failing_dispatcher(raw_server):
+    from kassa_webhook_sender.dispatcher import Dispatcher
+
+    def make(status: int):
+        server = raw_server(answer(status))
+        return Dispatcher(None, Transport(timeout=5, allow_private=True)), server.url  # attempt() uses no database
+    return make
+
+
+def test_the_default_schedule_delay_by_delay_as_the_dispatcher_applies_it(failing_dispatcher):
+    """After the n-th failed attempt the next one is due after the n-th delay of DESIGN.md
+    section 3 (5 s, 30 s, 2 min, ... then every 12 h), counted from the attempt: checked for
+    every attempt a delivery makes before it gives up at three days."""
+    from datetime import timedelta
+
+    from kassa_common.messages import DeliveryStatus
+    from kassa_common.timefmt import utcnow
+
+    dispatcher, url = failing_dispatcher(500)
+    expected = [5, 30, 120, 600, 1800, 3600, 7200, 14400, 28800, 43200, 43200, 43200, 43200]
+    created, elapsed = utcnow(), 0.0
+    for made, delay in enumerate(expected):
+        job = job_after(made, url, created - timedelta(seconds=elapsed))
+        before = utcnow()
+        outcome = dispatcher.attempt(job)
+        after = utcnow()
+        assert outcome.status == DeliveryStatus.PENDING and outcome.status_code == 500, (made, outcome)
+        waited = outcome.next_attempt_at
+        assert before + timedelta(seconds=delay) <= waited <= after + timedelta(seconds=delay), (made, delay, waited - before)
+        elapsed += delay
+    last = dispatcher.attempt(job_after(len(expected), url, created - timedelta(seconds=elapsed)))
+    assert last.status == DeliveryStatus.FAILED and last.next_attempt_at is None  # three days are up
+    dispatcher.transport.close()
+
+
+@pytest.mark.parametrize("status", [400, 404, 410])
+def test_a_4xx_answer_is_a_failed_attempt_retried_later(failing_dispatcher, status):
+    from datetime import timedelta
+
+    from kassa_common.messages import DeliveryStatus
+    from kassa_common.timefmt import utcnow
+
+    dispatcher, url = failing_dispatcher(status)
+    before = utcnow()
+    outcome = dispatcher.attempt(job_after(0, url, before))
+    assert outcome.status == DeliveryStatus.PENDING, outcome  # not SUCCEEDED
+    assert outcome.status_code == status and outcome.error == f"HTTP {status}"
+    assert before + timedelta(seconds=5) <= outcome.next_attempt_at <= utcnow() + timedelta(seconds=5)
+    dispatcher.transport.close()
