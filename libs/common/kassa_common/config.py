@@ -103,6 +103,7 @@ class Settings:
     test_mode_complete_seconds: float = 10.0
     webhook_allow_private_urls: bool = False
     webhook_timeout_seconds: float = 10.0
+    webhook_max_in_flight_per_endpoint: int = 4  # deliveries one endpoint may have under way at once
     webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
     fixed_rates: str = DEFAULT_FIXED_RATES
     fixed_rates_allow_live: bool = False  # fixed rates price live coin payments too (development only)
@@ -143,6 +144,8 @@ class Settings:
             test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),
             webhook_allow_private_urls=_maybe(env, "WEBHOOK_ALLOW_PRIVATE_URLS", _bool, d.webhook_allow_private_urls),
             webhook_timeout_seconds=_maybe(env, "WEBHOOK_TIMEOUT_SECONDS", float, d.webhook_timeout_seconds),
+            webhook_max_in_flight_per_endpoint=_maybe(env, "WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT", _positive_int,
+                                                      d.webhook_max_in_flight_per_endpoint),
             webhook_retry_schedule=_maybe(env, "WEBHOOK_RETRY_SCHEDULE", _seconds_list, None),
             fixed_rates=_maybe(env, "FIXED_RATES", str, d.fixed_rates),
             fixed_rates_allow_live=_maybe(env, "FIXED_RATES_ALLOW_LIVE", _bool, d.fixed_rates_allow_live),

@@ -1,7 +1,10 @@
-"""Account security: dashboard sessions kept on the server.
+"""Account security and fair webhook delivery: dashboard sessions kept on the server, and
+an index of the webhook deliveries under way per endpoint.
 
 ``dashboard_sessions`` holds one row per login (the SHA-256 of the cookie's random id):
 logout and a password change revoke rows, so a copied cookie opens nothing afterwards.
+``webhook_deliveries_leased`` lets a claim count each endpoint's deliveries under way
+(leases are cleared as outcomes are recorded, so it stays small).
 
 Revision ID: 0022
 Revises: 0020
@@ -30,7 +33,10 @@ def upgrade() -> None:
         sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
     )
     op.create_index("dashboard_sessions_merchant", "dashboard_sessions", ["merchant_id", "last_seen_at"])
+    op.create_index("webhook_deliveries_leased", "webhook_deliveries", ["endpoint_id"],
+                    postgresql_where=sa.text("status = 'PENDING' AND lease_until IS NOT NULL"))
 
 
 def downgrade() -> None:
+    op.drop_index("webhook_deliveries_leased", table_name="webhook_deliveries")
     op.drop_table("dashboard_sessions")
