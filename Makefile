@@ -3,8 +3,8 @@ SHELL := /bin/bash
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := -e libs/common -e libs/devtools -e services/api -e services/chain-watcher -e services/webhook-sender -e services/notifier -e services/expirer -e clients/python
-STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt libs/*/pyproject.toml services/*/pyproject.toml clients/*/pyproject.toml | sha1sum | cut -c1-12)
+PACKAGES := -e . -e dev -e clients/python
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml dev/pyproject.toml clients/*/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_WORKERS ?= 2
 
 .PHONY: run test test-unit test-integration test-e2e test-browser bench chaos deps clean tools-test tools-bench tools-chaos
@@ -12,6 +12,8 @@ PYTEST_WORKERS ?= 2
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check -r requirements-dev.txt
+	@$(BIN)/pip uninstall -q -y kassa-common kassa-api kassa-chain-watcher kassa-webhook-sender kassa-notifier \
+		kassa-expirer kassa-relay kassa-settler kassa-sweeper 2>/dev/null || true  # before one pyproject
 	$(BIN)/pip install -q --disable-pip-version-check --no-deps $(PACKAGES)
 	@rm -f $(VENV)/.installed-* && touch $@
 

@@ -28,7 +28,7 @@ def run(b: Bench) -> list[Result]:
 
         fill(engine, b.merchant_id, n, tag="E", base=2 * 10**12, network="BASE", test_mode=True,
              expires_in_minutes=-1)
-        jobs = Jobs(sessions, None, timedelta(hours=1))
+        jobs = Jobs(sessions, timedelta(hours=1))
         settle_heap()  # as the expirer's main does once started
         try:
             t = time.perf_counter()

@@ -7,10 +7,11 @@ import secrets
 import time
 
 from kassa_common.db import unit_of_work
-from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.messaging.messages import TransferReport
+from kassa_common.statuses import TransferStatus
 from kassa_common.payments import settle
 from kassa_common.payments.settle import lock_for_reports
-from kassa_api.workers.settler import BATCH
+from kassa_settler.main import BATCH
 
 from bench.common import Bench, Result
 from bench.fill import address, fill

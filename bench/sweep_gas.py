@@ -18,8 +18,8 @@ from pathlib import Path
 from web3 import Web3
 
 from kassa_common.chains import forwarder
-from kassa_chain_watcher.sweeper.deploy import deploy_factory
-from kassa_chain_watcher.sweeper.txs import Signer
+from kassa_sweeper.deploy import deploy_factory
+from kassa_sweeper.txs import Signer
 from kassa_dev import chain as devchain
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sweep_gas.json"

@@ -11,7 +11,7 @@ from typing import Any, Sequence
 
 import sqlalchemy as sa
 
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.db import unit_of_work
 from kassa_common.models import ChainBlock, ChainCursor, ChainReport

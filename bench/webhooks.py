@@ -14,10 +14,10 @@ import time
 import pika
 import sqlalchemy as sa
 
-from kassa_common.bus.publisher import Publisher
-from kassa_common.messages import EventType
+from kassa_common.messaging.publisher import Publisher
+from kassa_common.messaging.messages import EventType
 from kassa_common.models import Payment
-from kassa_common.outbox import relay_pending
+from kassa_common.messaging.relay import relay_pending
 from kassa_common.payments.events import record_payment_events
 from kassa_common.timefmt import utcnow
 from kassa_api.app import create_app
@@ -74,7 +74,7 @@ def run(b: Bench) -> list[Result]:
                 payments = s.scalars(sa.select(Payment).where(Payment.short_id.like("W%"))).all()
                 record_payment_events(s, list(payments), EventType.PAYMENT_COMPLETED, now=utcnow())
             env = {**os.environ, **b.env(), "BUS_PREFIX": prefix, "PYTHONPATH": str(ROOT)}
-            sender = subprocess.Popen([sys.executable, "-m", "kassa_webhook_sender.main"], cwd=ROOT, env=env,
+            sender = subprocess.Popen([sys.executable, "-m", "kassa_webhook_sender.webhooks.main"], cwd=ROOT, env=env,
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
             publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
             try:

@@ -136,6 +136,7 @@ def make_key(sessions, merchant_id, mode: str, scopes: list[str]) -> str:
 
 def pytest_collection_modifyitems(items):
     for item in items:
-        layer = item.path.parent.name
-        if layer in ("unit", "integration", "e2e", "browser"):
+        # the layer is the folder under tests/ (integration tests are grouped by area below it)
+        layer = next((p for p in item.path.parts[::-1] if p in ("unit", "integration", "e2e", "browser")), None)
+        if layer:
             item.add_marker(getattr(pytest.mark, layer))

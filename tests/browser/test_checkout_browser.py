@@ -12,9 +12,9 @@ import zxingcpp
 from PIL import Image
 from playwright.sync_api import expect
 
-from kassa_common import events as outbox
+from kassa_common.messaging import outbox
 from kassa_common.ids import new_event_id
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Payment
 from tests.support.transfers import report
 

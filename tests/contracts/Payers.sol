@@ -2,7 +2,7 @@
 pragma solidity ^0.8.20;
 
 // Contracts that pay the way real payers' contracts do, for the chain watcher's tests of
-// native-coin crediting (tests/integration/test_evm_value_that_arrived.py). None of them is
+// native-coin crediting (tests/integration/chains/test_evm_value_that_arrived.py). None of them is
 // part of Kassa. Compiled by the pinned npm solc (tests/support/contracts.py).
 
 interface IERC20 {

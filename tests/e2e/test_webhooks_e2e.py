@@ -8,7 +8,7 @@ import requests
 import sqlalchemy as sa
 
 from kassa_common.models import Event
-from kassa_common.signing import verify_signature
+from kassa_common.webhooks.signing import verify_signature
 from tests.support.wait import until
 
 TIMEOUT = 30

@@ -7,7 +7,7 @@ from contextlib import ExitStack, contextmanager
 
 import pika
 
-from kassa_common.bus import topology
+from kassa_common.messaging import topology
 
 
 @contextmanager
@@ -53,8 +53,8 @@ def consuming(consumer):
 def running_settler(settings, topo, sessions, **hooks):
     """The settler's consumers as its process builds them (the chain's reports, test mode's)
     in threads for the block; yields them, the chain's first."""
-    from kassa_api.workers.settler import settler_consumers
-    from kassa_common.bus.consumer import Consumer
+    from kassa_settler.main import settler_consumers
+    from kassa_common.messaging.consumer import Consumer
 
     def make(queue, handler, **options):
         return Consumer(settings.rabbitmq_url, topo, queue, handler, sessions, name="test-settler", **options)

@@ -7,8 +7,8 @@ import secrets
 from web3 import Web3
 
 from kassa_common.chains import forwarder
-from kassa_chain_watcher.sweeper.deploy import deploy_factory
-from kassa_chain_watcher.sweeper.txs import Signer
+from kassa_sweeper.deploy import deploy_factory
+from kassa_sweeper.txs import Signer
 from kassa_dev import chain as devchain
 
 SWEEPER = Signer(devchain.SWEEPER_PRIVATE_KEY)

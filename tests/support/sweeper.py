@@ -12,19 +12,20 @@ from decimal import Decimal
 import sqlalchemy as sa
 
 from kassa_common import accounts
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.chains.networks import load_registry
 from kassa_common.chains.rates import FixedRates, parse_fixed_rates
 from kassa_common.db import unit_of_work
-from kassa_common.messages import SweepStatus, TransferReport, TransferStatus
+from kassa_common.messaging.messages import TransferReport
+from kassa_common.statuses import SweepStatus, TransferStatus
 from kassa_common.models import Event, Payment, Sweep, Transfer
-from kassa_common.outbox import run_relay
+from kassa_common.messaging.relay import run_relay
 from kassa_common.payments import settle
 from kassa_common.payments.sweeps import SweepPolicy
-from kassa_chain_watcher.sweeper.chain import DepositChain, web3_for
-from kassa_chain_watcher.sweeper.engine import NetworkSweeper
+from kassa_sweeper.chain import DepositChain, web3_for
+from kassa_sweeper.engine import NetworkSweeper
 from kassa_dev import chain as devchain
-from kassa_webhook_sender.main import build as build_sender
+from kassa_webhook_sender.webhooks.main import build as build_sender
 from tests.support.forwarder import SWEEPER, fresh_address
 from tests.support.wait import until
 from tests.support.watcher import harness

@@ -9,7 +9,8 @@ import pytest
 
 from kassa_common import payments
 from kassa_common.db import unit_of_work
-from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.messaging.messages import TransferReport
+from kassa_common.statuses import TransferStatus
 from kassa_common.payments.settle import lock_for_reports
 
 

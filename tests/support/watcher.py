@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
-from kassa_common.bus.consumer import Consumer
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging.consumer import Consumer
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.models import ChainBlock, ChainCursor, ChainReport, SettledWatermark, Event, Payment, Transfer
-from kassa_common.outbox import relay_pending
-from kassa_api.workers.settler import transfer_handler
+from kassa_common.messaging.relay import relay_pending
+from kassa_settler.main import transfer_handler
 from kassa_chain_watcher.main import NetworkWatcher, Options, make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist
 from tests.support.bus import private_topology

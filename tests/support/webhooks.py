@@ -7,17 +7,17 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.bus.consumer import Delivered
-from kassa_common.bus.publisher import Message, Publisher
+from kassa_common.messaging.consumer import Delivered
+from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.ids import new_event_id, new_webhook_secret
-from kassa_common.messages import PAYMENT_EVENTS, EventType, PaymentEvent
+from kassa_common.messaging.messages import PAYMENT_EVENTS, EventType, PaymentEvent
 from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
 from kassa_common.timefmt import iso, utcnow
-from kassa_webhook_sender.dispatcher import Dispatcher
-from kassa_webhook_sender.intake import handle_event
-from kassa_webhook_sender.retry import RetryPolicy
-from kassa_webhook_sender.transport import Transport
+from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
+from kassa_webhook_sender.webhooks.intake import handle_event
+from kassa_webhook_sender.webhooks.retry import RetryPolicy
+from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.receiver import Hit, Receiver  # noqa: F401  (re-exported for the tests)
 
 FAST = RetryPolicy(delays=(0.2, 0.2), repeat_every=0.2, give_up_after=60)

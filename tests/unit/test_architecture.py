@@ -1,9 +1,13 @@
 """The layout's rules, checked on the source itself (read with ``ast``, nothing imported):
-no import cycles, only the payment package writes payment rows, and no product code
-imports the development tooling."""
+no import cycles; nothing below imports above (libs/common, the domain, imports no service,
+no web framework and no development tooling; a service imports no other service and no
+development tooling); only the payment package writes payment rows; the production image
+holds no dev code; one pyproject builds the product."""
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,7 +33,7 @@ class Module:
 def modules() -> dict[str, Module]:
     """Every module of the product and the development package, by dotted name."""
     found = {}
-    for top in [*ROOT.glob("libs/*/kassa_*"), *ROOT.glob("services/*/kassa_*")]:
+    for top in [*ROOT.glob("libs/*/kassa_*"), *ROOT.glob("services/*/kassa_*"), *ROOT.glob("dev/kassa_*")]:
         for path in top.rglob("*.py"):
             if "migrations" in path.parts:
                 continue
@@ -101,6 +105,32 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+# The floors, from the ground up: the domain, the processes (each on its own), the dev tooling.
+DOMAIN = "kassa_common"
+WEB_FRAMEWORKS = {"flask", "werkzeug", "jinja2", "gunicorn"}
+
+
+def floor_of(name: str) -> str:
+    """``kassa_common``, ``dev`` or the service's package (``kassa_api``, ``kassa_relay`` …)."""
+    top = name.split(".")[0]
+    return "dev" if top == DEV else top
+
+
+def services() -> set[str]:
+    return {floor_of(n) for n, m in MODULES.items() if "services" in m.path.relative_to(ROOT).parts[:1]}
+
+
+def external_imports(module: Module) -> set[str]:
+    """The top-level names of what ``module`` imports from outside the project."""
+    out = set()
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            out.add(node.module.split(".")[0])
+    return {n for n in out if not n.startswith("kassa_")}
+
+
 def test_the_rules_see_the_code():
     assert PAYMENTS in MODULES and "kassa_api.app" in MODULES and len(MODULES) > 50
 
@@ -150,3 +180,92 @@ def test_no_product_code_imports_the_development_tooling():
     product = {name: m for name, m in MODULES.items() if not name.startswith(DEV)}
     offenders = {name: sorted(i for i in imports(m) if i.startswith(DEV)) for name, m in product.items()}
     assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def dockerfile_stages() -> dict[str, list[str]]:
+    """The Dockerfile's stages by name, each its instructions (continuation lines joined)."""
+    stages: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in (ROOT / "Dockerfile").read_text().replace("\\\n", " ").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.upper().startswith("FROM "):
+            words = line.split()
+            current = stages.setdefault(words[-1] if "AS" in (w.upper() for w in words) else words[1], [])
+            current.append(line)
+            continue
+        current.append(line)
+    return stages
+
+
+def image_instructions(target: str) -> list[str]:
+    """Every instruction that builds ``target``, its base stages' first."""
+    stages = dockerfile_stages()
+    base = stages[target][0].split()[1]
+    return (image_instructions(base) if base in stages else []) + stages[target]
+
+
+# An instruction that brings dev/ (or the whole checkout) into an image, or installs it.
+DEV_IN_IMAGE = re.compile(r"(?:^|\s)\.?/?dev/?(?:\s|$)|kassa_dev|^COPY\s+\.\s")
+
+
+def test_the_production_image_holds_no_dev_code():
+    stages = dockerfile_stages()
+    assert {"production", "development"} <= set(stages)
+    assert list(stages)[-1] == "production"  # a plain `docker build` builds the production image
+    production = image_instructions("production")
+    assert [i for i in production if DEV_IN_IMAGE.search(i)] == []
+    assert [i for i in image_instructions("development") if DEV_IN_IMAGE.search(i)]  # the check can see it
+
+
+def test_one_pyproject_builds_the_product_from_every_process_folder():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    where = project["tool"]["setuptools"]["packages"]["find"]["where"]
+    folders = sorted(str(p.parent.relative_to(ROOT)) for p in [*ROOT.glob("libs/*/kassa_*"),
+                                                                *ROOT.glob("services/*/kassa_*")])
+    assert sorted(where) == folders
+    assert sorted(str(p.relative_to(ROOT)) for p in [*ROOT.glob("libs/**/pyproject.toml"),
+                                                     *ROOT.glob("services/**/pyproject.toml")]) == []
+
+
+def test_every_process_folder_is_a_floor_of_its_own():
+    assert {"kassa_api", "kassa_relay", "kassa_settler", "kassa_chain_watcher", "kassa_sweeper",
+            "kassa_webhook_sender", "kassa_expirer"} <= services()
+
+
+def test_the_domain_imports_no_service_no_web_framework_and_no_dev_tooling():
+    domain = {name: m for name, m in MODULES.items() if floor_of(name) == DOMAIN}
+    upward = {name: sorted(i for i in imports(m) if floor_of(i) != DOMAIN) for name, m in domain.items()}
+    assert {k: v for k, v in upward.items() if v} == {}
+    web = {name: sorted(external_imports(m) & WEB_FRAMEWORKS) for name, m in domain.items()}
+    assert {k: v for k, v in web.items() if v} == {}
+
+
+def test_a_service_imports_only_the_domain_and_itself():
+    found = {}
+    for name, m in MODULES.items():
+        home = floor_of(name)
+        if home in services():
+            others = sorted(i for i in imports(m) if floor_of(i) not in (home, DOMAIN))
+            if others:
+                found[name] = others
+    assert found == {}
+
+
+def test_the_floor_checks_would_see_an_arrow_running_back_up():
+    probe = Module("kassa_common.probe", ROOT / "probe.py", ast.parse(
+        "from kassa_api.app import create_app\nimport flask\n"))
+    assert {floor_of(i) for i in imports(probe)} == {"kassa_api"}
+    assert external_imports(probe) & WEB_FRAMEWORKS == {"flask"}
+
+
+def reads_the_environment(module: Module) -> bool:
+    """``os.environ`` or ``os.getenv`` anywhere in ``module``."""
+    return any(isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") and isinstance(n.value, ast.Name)
+               and n.value.id == "os" for n in ast.walk(module.tree))
+
+
+def test_settings_alone_read_the_environment():
+    product = {name: m for name, m in MODULES.items() if floor_of(name) != "dev"}
+    assert sorted(name for name, m in product.items() if reads_the_environment(m)) == ["kassa_common.config"]

@@ -1,4 +1,4 @@
-"""kassa-client's webhook verification: the same rule as the sender's (kassa_common.signing),
+"""kassa-client's webhook verification: the same rule as the sender's (kassa_common.webhooks.signing),
 and a verified body read as a typed event."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from kassa_client import (
     signature_header,
     verify_signature,
 )
-from kassa_common import signing as sender
+from kassa_common.webhooks import signing as sender
 
 SECRET = "whsec_client_test"
 T = 1_767_225_600

@@ -7,7 +7,7 @@ import pytest
 from kassa_common.chains.networks import load_registry
 from kassa_chain_watcher.chain import ChainMoved, Found
 from kassa_chain_watcher.evm import EvmChain
-from kassa_chain_watcher.rpc import RpcError
+from kassa_common.chains.rpc import RpcError
 
 pytestmark = pytest.mark.unit
 NET = load_registry({"LOCAL_EVM_RPC_URL": "http://node"}).get("LOCAL_EVM")  # ETH, USDC, USDT

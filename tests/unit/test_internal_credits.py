@@ -8,7 +8,7 @@ import pytest
 
 from kassa_chain_watcher.balances import InternalCredits, calls_from_call_tracer, calls_from_parity, capped
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
-from kassa_chain_watcher.rpc import RpcError
+from kassa_common.chains.rpc import RpcError
 
 pytestmark = pytest.mark.unit
 A, B = "0x" + "aa" * 20, "0x" + "bb" * 20

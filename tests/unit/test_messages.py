@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from kassa_common.messages import (
-    AddressFeed, EventType, PaymentEvent, PaymentStatus, RoutingKey, TransferReport, TransferStatus)
+from kassa_common.messaging.messages import AddressFeed, EventType, PaymentEvent, RoutingKey, TransferReport
+from kassa_common.statuses import PaymentStatus, TransferStatus
 
 
 def report(status=TransferStatus.SEEN, block_hash="0xblock", confirmations=1) -> TransferReport:

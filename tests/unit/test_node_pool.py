@@ -8,8 +8,8 @@ import logging
 import pytest
 from prometheus_client import REGISTRY
 
-from kassa_chain_watcher.nodes import REFUSED_SECONDS, NodePool, NoNode, chain_mismatch
-from kassa_chain_watcher.rpc import BadAnswer, RpcError, RpcUnavailable, redact
+from kassa_common.chains.nodes import REFUSED_SECONDS, NodePool, NoNode, chain_mismatch
+from kassa_common.chains.rpc import BadAnswer, RpcError, RpcUnavailable, redact
 from kassa_common.chains.networks import Network
 
 URLS = ("https://one.example/v3/KEYONE", "https://two.example:8545/KEYTWO", "http://three.example/?key=KEYTHREE")

@@ -6,8 +6,8 @@ import smtplib
 import pytest
 
 from kassa_common.config import Settings
-from kassa_common.messages import EventType, PaymentEvent
-from kassa_notifier import render, smtp
+from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_webhook_sender.email import render, smtp
 
 DASHBOARD = "https://pay.example.com/dashboard"
 SHOP = render.Merchant("owner@shop.example", "Shop & Co")

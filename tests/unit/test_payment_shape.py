@@ -13,7 +13,7 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.messages import PaymentStatus, TransferStatus
+from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.models import Payment
 from kassa_common.payments import shape
 from kassa_common.payments.shape import PaymentOut, TransferOut, payment_to_dict

@@ -8,7 +8,8 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.messages import EventType, PaymentStatus, TransferStatus
+from kassa_common.messaging.messages import EventType
+from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.payments.transitions import (
     OPEN, STATUSES, TRANSITIONS, Facts, Trigger, refusal, report_trigger, settlement_trigger)
 

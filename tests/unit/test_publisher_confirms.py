@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 from pika.spec import Basic
 
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging.publisher import Publisher
 
 pytestmark = pytest.mark.unit
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from kassa_webhook_sender.retry import DEFAULT_POLICY, RetryPolicy
+from kassa_webhook_sender.webhooks.retry import DEFAULT_POLICY, RetryPolicy
 
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -52,7 +52,7 @@ def test_an_operator_schedule_repeats_its_last_delay():
 
 def test_the_sender_takes_the_schedule_from_settings():
     from kassa_common.config import Settings
-    from kassa_webhook_sender.main import retry_policy
+    from kassa_webhook_sender.webhooks.main import retry_policy
 
     assert retry_policy(Settings()) == DEFAULT_POLICY
     assert retry_policy(Settings().with_(webhook_retry_schedule=(1.0, 1.0))).delays == (1.0, 1.0)

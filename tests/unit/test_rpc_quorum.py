@@ -9,9 +9,9 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kassa_chain_watcher.chain import Found
-from kassa_chain_watcher.nodes import NodePool
+from kassa_common.chains.nodes import NodePool
 from kassa_chain_watcher.quorum import NoQuorum, Quorum
-from kassa_chain_watcher.rpc import RpcUnavailable, redact
+from kassa_common.chains.rpc import RpcUnavailable, redact
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.watchlist import Watchlist
 from kassa_common.chains.networks import Network

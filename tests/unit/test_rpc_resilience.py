@@ -9,7 +9,7 @@ import requests
 
 from kassa_chain_watcher import evm
 from kassa_chain_watcher.evm import EvmChain
-from kassa_chain_watcher.rpc import (JsonRpc, RangeTooLarge, RpcError, RpcUnavailable, classify, redact,
+from kassa_common.chains.rpc import (JsonRpc, RangeTooLarge, RpcError, RpcUnavailable, classify, redact,
                                      retry_after, scrub)
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import Network, Token

@@ -29,3 +29,12 @@ def test_fixed_rates_for_live_payments_are_a_boolean_setting():
     assert Settings.from_env({"FIXED_RATES_ALLOW_LIVE": "true"}).fixed_rates_allow_live
     with pytest.raises(ValueError, match="FIXED_RATES_ALLOW_LIVE"):
         Settings.from_env({"FIXED_RATES_ALLOW_LIVE": "maybe"})
+
+
+def test_the_chain_watchers_and_the_sweepers_settings_are_read_with_the_rest():
+    settings = Settings.from_env({"CHAIN_WATCHER_POLL_SECONDS": "0.5", "CHAIN_WATCHER_NETWORKS": "local_evm, base",
+                                  "SWEEP_BATCH_SIZE": "7", "SWEEPER_NETWORKS": "base"})
+    assert settings.chain_watcher_poll_seconds == 0.5 and settings.chain_watcher_networks == ("LOCAL_EVM", "BASE")
+    assert settings.chain_watcher_batch_blocks == 500 and settings.chain_watcher_reload_seconds == 30
+    assert settings.sweep_batch_size == 7 and settings.sweeper_networks == ("BASE",)
+    assert settings.sweeper_private_key is None

@@ -6,7 +6,7 @@ import hmac
 
 import pytest
 
-from kassa_common.signing import SignatureError, sign, verify_signature
+from kassa_common.webhooks.signing import SignatureError, sign, verify_signature
 
 SECRET = "whsec_test_secret"
 BODY = b'{"id":"evt_1","event":"payment.completed","data":{"amount":12.5}}'

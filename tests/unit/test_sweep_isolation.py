@@ -12,8 +12,8 @@ from web3.exceptions import ContractLogicError, Web3RPCError
 
 from kassa_common.chains.networks import load_registry
 from kassa_common.chains.rates import FixedRates, RateUnavailable
-from kassa_chain_watcher.sweeper.budget import Spending, spending
-from kassa_chain_watcher.sweeper.isolation import call_failure, culprits, refused_reason
+from kassa_sweeper.budget import Spending, spending
+from kassa_sweeper.isolation import call_failure, culprits, refused_reason
 
 LOCAL = load_registry({}).get("LOCAL_EVM")
 
@@ -95,7 +95,7 @@ class NoRates(FixedRates):
 
 
 def test_the_cap_in_usd_is_converted_at_the_native_coins_rate(monkeypatch):
-    import kassa_chain_watcher.sweeper.budget as budget
+    import kassa_sweeper.budget as budget
 
     monkeypatch.setattr(budget, "spent_units", lambda *a: (0, None))
     now = datetime(2026, 1, 1, tzinfo=timezone.utc)

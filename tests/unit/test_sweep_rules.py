@@ -9,14 +9,20 @@ import pytest
 
 from kassa_common.chains.networks import load_registry
 from kassa_common.chains.rates import FixedRates
+from kassa_common.config import Settings
 from kassa_common.payments.sweeps import SweepPolicy, usd_value
-from kassa_chain_watcher.sweeper.options import SweepOptions
-from kassa_chain_watcher.sweeper.txs import Fees, Signer
+from kassa_sweeper.options import SweepOptions
+from kassa_sweeper.txs import Fees, Signer
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=timezone.utc)
 POLICY = SweepPolicy(Decimal(10), timedelta(hours=24))
 LOCAL = load_registry({}).get("LOCAL_EVM")
 KEY = "0x" + "42" * 32
+
+
+def sweep_options(env: dict[str, str]) -> SweepOptions:
+    """The sweeper's options as its entrypoints take them: from the one ``Settings``."""
+    return SweepOptions.from_settings(Settings.from_env(env))
 
 
 @pytest.mark.parametrize("usd, age, due", [
@@ -51,17 +57,17 @@ def test_a_replacement_pays_enough_more_to_replace(old, market, new):
 def test_the_signer_never_shows_its_key():
     signer = Signer(KEY)
     assert KEY[2:] not in repr(signer) and signer.address in repr(signer)
-    assert KEY not in repr(SweepOptions.from_env({"SWEEPER_PRIVATE_KEY": KEY}))
+    assert KEY not in repr(sweep_options({"SWEEPER_PRIVATE_KEY": KEY}))
 
 
 def test_sweep_settings_have_defaults_and_are_read_once():
-    options = SweepOptions.from_env({"SWEEP_MIN_USD": "25.5", "SWEEP_MAX_AGE_HOURS": "0.5",
+    options = sweep_options({"SWEEP_MIN_USD": "25.5", "SWEEP_MAX_AGE_HOURS": "0.5",
                                      "SWEEPER_NETWORKS": "local_evm, base"})
     assert options.policy == SweepPolicy(Decimal("25.5"), timedelta(minutes=30))
     assert options.networks == ("LOCAL_EVM", "BASE") and options.signer() is None
-    assert SweepOptions.from_env({}) == SweepOptions()
+    assert sweep_options({}) == SweepOptions()
     assert SweepOptions().max_spend_usd_per_hour == Decimal(100)
-    assert SweepOptions.from_env({"SWEEP_MAX_SPEND_USD_PER_HOUR": "12.5"}).max_spend_usd_per_hour == Decimal("12.5")
+    assert sweep_options({"SWEEP_MAX_SPEND_USD_PER_HOUR": "12.5"}).max_spend_usd_per_hour == Decimal("12.5")
 
 
 @pytest.mark.parametrize("env, message", [
@@ -74,12 +80,10 @@ def test_sweep_settings_have_defaults_and_are_read_once():
 ])
 def test_bad_sweep_settings_fail_at_start_with_their_name(env, message):
     with pytest.raises(ValueError, match=message):
-        SweepOptions.from_env(env)
+        sweep_options(env)
 
 
 def test_only_evm_networks_with_an_rpc_url_and_a_factory_are_swept():
-    from kassa_common.config import Settings
-
     settings = Settings.from_env({"LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545", "BITCOIN_RPC_URL": "http://x",
                                   "BASE_RPC_URL": "http://y"})
     assert [n.name for n in SweepOptions().sweepable(settings)] == ["BASE", "LOCAL_EVM"]

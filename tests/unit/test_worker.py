@@ -10,7 +10,7 @@ import pytest
 
 from kassa_common import db
 from kassa_common import worker as worker_module
-from kassa_common.bus import topology
+from kassa_common.messaging import topology
 from kassa_common.config import Settings
 from kassa_common.worker import loop, wire
 

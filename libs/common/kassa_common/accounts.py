@@ -1,4 +1,5 @@
-"""Merchant accounts, API keys, wallets and settings: used by the operator CLI and the dashboard."""
+"""Merchant accounts, API keys, wallets and settings (their commands and reads): used by the
+operator CLI and the dashboard."""
 from __future__ import annotations
 
 import re
@@ -235,3 +236,18 @@ def parse_tolerance(text: str) -> Decimal:
 
 def _shown(text: str) -> str:
     return f'"{text[:40]}"' if text else "nothing"
+
+
+# ---- reads -----------------------------------------------------------------------------
+
+def api_keys(session: Session, merchant_id: uuid.UUID) -> list[ApiKey]:
+    """Every key of the merchant, of both modes and revoked ones too, newest first."""
+    return list(session.scalars(sa.select(ApiKey).where(ApiKey.merchant_id == merchant_id)
+                                .order_by(ApiKey.created_at.desc())))
+
+
+def wallets(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, Wallet]:
+    """The merchant's wallet per chain (``evm``, ``bitcoin``) in ``mode``: an extended
+    public key, or (EVM) a forwarder settlement address."""
+    return {w.chain: w for w in session.scalars(
+        sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode))}

@@ -138,7 +138,7 @@ def _set_settlement_address(args, settings: Settings) -> None:
 
 
 def cmd_bus_status(args, settings: Settings) -> None:
-    from kassa_common.bus import admin, topology
+    from kassa_common.messaging import admin, topology
 
     depths = admin.queue_depths(settings.rabbitmq_url, topology.named(settings.bus_prefix))
     rows = [f"{'queue':<40} {'role':<6} {'messages':>9} {'consumers':>9}"]
@@ -150,7 +150,7 @@ def cmd_bus_status(args, settings: Settings) -> None:
 
 
 def cmd_bus_redrive(args, settings: Settings) -> None:
-    from kassa_common.bus import admin, topology
+    from kassa_common.messaging import admin, topology
 
     topo = topology.named(settings.bus_prefix)
     q = admin.find_queue(topo, _prefixed(settings, args.queue))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
+from decimal import Decimal, InvalidOperation
 from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit
 
@@ -73,6 +74,24 @@ def _smtp_url(value: str) -> str:
     return value.strip()
 
 
+def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """A coercer to a positive ``kind`` (int, float, Decimal)."""
+    def coerce(value: str) -> Any:
+        try:
+            n = kind(value.strip())
+        except (ValueError, InvalidOperation):
+            n = None
+        if n is None or n <= 0:
+            raise ValueError(f"must be a positive number, got {value!r}")
+        return n
+    return coerce
+
+
+def _names(value: str) -> tuple[str, ...]:
+    """Comma-separated network names, upper case."""
+    return tuple(n.strip().upper() for n in value.split(",") if n.strip())
+
+
 def _maybe(env: Mapping[str, str], name: str, coerce: Callable[[str], Any], default: Any) -> Any:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -117,6 +136,21 @@ class Settings:
     bus_prefix: str = ""  # prefixes the exchange and queue names (isolated test runs)
     smtp_url: str | None = field(default=None, repr=False)  # None: no email notifications; may hold a password
     smtp_from: str = DEFAULT_SMTP_FROM
+    # The chain-watcher's (``kassa_chain_watcher.main.Options``): poll default a tenth of the
+    # block time, 0.05..2 s; networks empty: every network with an RPC URL.
+    chain_watcher_poll_seconds: float | None = None
+    chain_watcher_batch_blocks: int = 500
+    chain_watcher_reload_seconds: float = 30.0
+    chain_watcher_networks: tuple[str, ...] = ()
+    # The sweeper's (``kassa_sweeper.options``); the key only reaches the processes given it.
+    sweeper_private_key: str | None = field(default=None, repr=False)
+    sweep_min_usd: Decimal = Decimal(10)
+    sweep_max_age_hours: float = 24.0
+    sweep_interval_seconds: float = 15.0
+    sweep_replace_seconds: float = 180.0
+    sweep_batch_size: int = 50
+    sweep_max_spend_usd_per_hour: Decimal = Decimal(100)
+    sweeper_networks: tuple[str, ...] = ()  # empty: every sweepable network
     networks: Registry = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     @classmethod
@@ -159,6 +193,20 @@ class Settings:
             bus_prefix=_maybe(env, "BUS_PREFIX", str, ""),
             smtp_url=_maybe(env, "SMTP_URL", _smtp_url, None),
             smtp_from=_maybe(env, "SMTP_FROM", str, d.smtp_from),
+            chain_watcher_poll_seconds=_maybe(env, "CHAIN_WATCHER_POLL_SECONDS", float, None),
+            chain_watcher_batch_blocks=_maybe(env, "CHAIN_WATCHER_BATCH_BLOCKS", int, d.chain_watcher_batch_blocks),
+            chain_watcher_reload_seconds=_maybe(env, "CHAIN_WATCHER_RELOAD_SECONDS", float,
+                                                d.chain_watcher_reload_seconds),
+            chain_watcher_networks=_maybe(env, "CHAIN_WATCHER_NETWORKS", _names, ()),
+            sweeper_private_key=(env.get("SWEEPER_PRIVATE_KEY") or "").strip() or None,
+            sweep_min_usd=_maybe(env, "SWEEP_MIN_USD", _positive(Decimal), d.sweep_min_usd),
+            sweep_max_age_hours=_maybe(env, "SWEEP_MAX_AGE_HOURS", _positive(float), d.sweep_max_age_hours),
+            sweep_interval_seconds=_maybe(env, "SWEEP_INTERVAL_SECONDS", _positive(float), d.sweep_interval_seconds),
+            sweep_replace_seconds=_maybe(env, "SWEEP_REPLACE_SECONDS", _positive(float), d.sweep_replace_seconds),
+            sweep_batch_size=_maybe(env, "SWEEP_BATCH_SIZE", _positive(int), d.sweep_batch_size),
+            sweep_max_spend_usd_per_hour=_maybe(env, "SWEEP_MAX_SPEND_USD_PER_HOUR", _positive(Decimal),
+                                                d.sweep_max_spend_usd_per_hour),
+            sweeper_networks=_maybe(env, "SWEEPER_NETWORKS", _names, ()),
             networks=load_registry(env),
         )
 

@@ -1,108 +1,110 @@
-"""The outbox: messages written in the transaction of the change they describe.
-
-A row of ``events`` is written in the same transaction as the change it reports; the relay
-(``kassa_common.outbox``) publishes it after commit. Payment events (``payments.events``)
-are the webhook bodies, fixed at the moment of the change; internal messages, such as a
-simulated transfer in test mode, travel the same way.
+"""Events as the merchant reads them (DESIGN.md §3 "Events"): every payment event of the
+last 30 days, per merchant and mode, exactly as its webhooks carry it; and a resend of
+one to a chosen endpoint (the dashboard's events log), through the redeliver path.
 """
 from __future__ import annotations
 
-import json
 import uuid
-from datetime import datetime
-from typing import Any, Iterable, Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any, Optional
 
-import sqlalchemy.exc as sa_exc
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from kassa_common.bus.publisher import Message
-from kassa_common.models import Event
+from kassa_common.errors import NotFound
+from kassa_common.fields import EventName, ListPage, PageMeta
+from kassa_common.statuses import DeliveryStatus
+from kassa_common.models import Event, WebhookDelivery, WebhookEndpoint
+from kassa_common.owner import Owner, owned
+from kassa_common.paging import page_of
 from kassa_common.timefmt import utcnow
+from kassa_common.webhooks import deliveries
+
+RETENTION = timedelta(days=30)
 
 
-def outbox_row(message: Message, *, merchant_id: uuid.UUID, test_mode: bool, payment_id: uuid.UUID | None,
-               now: datetime, published: bool = False) -> dict[str, Any]:
-    return {"id": message.message_id, "type": message.routing_key, "merchant_id": merchant_id,
-            "test_mode": test_mode, "payment_id": payment_id, "payload": message.body, "created_at": now,
-            "published_at": now if published else None}
-
-
-def record(session: Session, message: Message, *, merchant_id: uuid.UUID, test_mode: bool,
-           payment_id: uuid.UUID | None = None, now: datetime | None = None, published: bool = False) -> Event:
-    """Write one message to the outbox. ``published``: never relayed (a webhook test, sent
-    to one endpoint by the webhook sender only)."""
-    row = Event(**outbox_row(message, merchant_id=merchant_id, test_mode=test_mode, payment_id=payment_id,
-                             now=now or utcnow(), published=published))
-    session.add(row)
-    return row
-
-
-COLUMNS = ("id", "type", "merchant_id", "test_mode", "payment_id", "payload", "created_at", "published_at")
-_COPY = f"COPY events ({', '.join(COLUMNS)}) FROM STDIN"
-# COPY's text format: a backslash escapes these (the backslash itself first)
-_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
-
-
-def _field(value: Any) -> str:
-    """One value in COPY's text format."""
-    if value is None:
-        return "\\N"
-    if value is True or value is False:
-        return "t" if value else "f"
-    if isinstance(value, datetime):
-        return value.isoformat()
-    if isinstance(value, dict):  # JSONB: whitespace is not kept, so none is sent
-        text = json.dumps(value, separators=(",", ":"))
-    else:
-        text = str(value)
-    for char, escaped in _ESCAPES:
-        if char in text:
-            text = text.replace(char, escaped)
-    return text
-
-
-class _Lines:
-    """The rows as COPY text, read a chunk at a time: the database stores the first rows while
-    the later ones are still being built (their payloads are most of the work)."""
-
-    def __init__(self, rows: Iterable[dict[str, Any]]):
-        self._rows: Iterator[dict[str, Any]] = iter(rows)
-        self.count = 0
-        self.failure: BaseException | None = None  # building a row raised this
-
-    def read(self, size: int = -1) -> str:
-        """About ``size`` characters of whole lines (COPY takes any length); "" at the end."""
-        parts, length = [], 0
-        try:
-            for row in self._rows:
-                line = "\t".join([_field(row[c]) for c in COLUMNS]) + "\n"
-                parts.append(line)
-                length += len(line)
-                self.count += 1
-                if 0 <= size <= length:
-                    break
-        except BaseException as exc:
-            self.failure = exc
-            raise
-        return "".join(parts)
-
-
-def record_many(session: Session, rows: Iterable[dict[str, Any]]) -> int:
-    """Many ``outbox_row``s in one ``COPY``, streamed as they are built; returns how many.
-    For 1000 payment events: half the database's work of a multi-row INSERT and a third of
-    the Python's, and the database stores rows while the next ones are built.
-    Errors are SQLAlchemy's, as for any statement; a row that fails to build raises its own."""
-    lines = _Lines(rows)
-    session.flush()
-    connection = session.connection()
-    dbapi = connection.dialect.dbapi
-    cursor = connection.connection.dbapi_connection.cursor()
+def _utc(moment: datetime) -> datetime:
+    """The moment in UTC (no offset given: already UTC). Any offset the document allows is
+    accepted; one that moves the moment past datetime's range clamps to the range's end."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=timezone.utc)
     try:
-        cursor.copy_expert(_COPY, lines, size=65536)
-    except dbapi.Error as exc:
-        if lines.failure is not None:  # the COPY was cancelled because of it
-            raise lines.failure from None
-        raise sa_exc.DBAPIError.instance(_COPY, None, exc, dbapi.Error) from exc
-    finally:
-        cursor.close()
-    return lines.count
+        return moment.astimezone(timezone.utc)
+    except OverflowError:
+        edge = datetime.min if moment.year == datetime.min.year else datetime.max
+        return edge.replace(tzinfo=timezone.utc)
+
+
+def _visible(owner: Owner) -> list:
+    """The owner's payment events still readable (internal bus messages are not events)."""
+    return [Event.merchant_id == owner.merchant_id, Event.test_mode == owner.test_mode,
+            Event.type.like("payment.%"), Event.created_at >= utcnow() - RETENTION]
+
+
+def list_events(session: Session, owner: Owner, page: int, page_size: int, *, type: str | None = None,
+                payment_id: uuid.UUID | None = None, created_gte: datetime | None = None,
+                created_lte: datetime | None = None) -> tuple[list[dict[str, Any]], int]:
+    """A page of events, newest first, each as its webhook body."""
+    conds = _visible(owner)
+    if type is not None:
+        conds.append(Event.type == type)
+    if payment_id is not None:
+        conds.append(Event.payment_id == payment_id)
+    if created_gte is not None:
+        conds.append(Event.created_at >= _utc(created_gte))
+    if created_lte is not None:
+        conds.append(Event.created_at <= _utc(created_lte))
+    rows, total = page_of(session, Event, conds, page, page_size)
+    return [e.payload for e in rows], total
+
+
+def find_event(session: Session, owner: Owner, event_id: str) -> Event:
+    """The owner's event, or NotFound (never confirm another merchant's or mode's exists)."""
+    found = session.scalars(sa.select(Event).where(Event.id == event_id, *_visible(owner))).first()
+    if found is None:
+        raise NotFound("event not found")
+    return found
+
+
+def resend(session: Session, owner: Owner, event_id: str, webhook_ref: str) -> WebhookDelivery:
+    """Send the event to this endpoint now: its delivery there (made if the endpoint never
+    had one, say it subscribes to other events) goes through ``deliveries.redeliver``."""
+    event = find_event(session, owner, event_id)
+    hook = owned(session, WebhookEndpoint, webhook_ref, owner, what="webhook")
+    deliveries.require_active(hook)
+    now = utcnow()
+    session.execute(pg_insert(WebhookDelivery).values(
+        id=uuid.uuid4(), endpoint_id=hook.id, event_id=event.id, event_type=event.type,
+        status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=now, created_at=now, updated_at=now,
+    ).on_conflict_do_nothing(index_elements=["event_id", "endpoint_id"]))
+    delivery_id = session.scalar(sa.select(WebhookDelivery.id).where(WebhookDelivery.event_id == event.id,
+                                                                      WebhookDelivery.endpoint_id == hook.id))
+    return deliveries.redeliver(session, owner, str(hook.id), str(delivery_id))
+
+
+# ---- API shape -------------------------------------------------------------------------
+
+class ListEvents(ListPage):
+    type: Optional[EventName] = Field(None, description="only events of this type")
+    payment_id: Optional[uuid.UUID] = Field(None, description="only events of this payment (its UUID)")
+    created_gte: Optional[datetime] = Field(None, description="created at or after (ISO 8601; UTC if no offset)")
+    created_lte: Optional[datetime] = Field(None, description="created at or before (ISO 8601; UTC if no offset)")
+
+
+class EventOut(BaseModel):
+    """An event exactly as its webhook carried it."""
+
+    id: str = Field(description="evt_…; the X-Kassa-Event-Id of its webhooks")
+    event: EventName
+    timestamp: str
+    test_mode: bool
+    data: dict[str, Any] = Field(description="the payment object at the time of the event, with payment_id")
+
+
+class EventPage(BaseModel):
+    data: list[EventOut]
+    meta: PageMeta
+
+

@@ -3,8 +3,9 @@
 A worker's ``main`` is a few lines over it::
 
     def main() -> None:
-        worker = bootstrap(Settings.from_env(), "settler")
-        worker.consume(worker.topology.settler, handle_transfer)
+        worker = bootstrap(Settings.from_env(), "relay")
+        publisher = worker.publisher()
+        worker.until_stopped(lambda stop: run_relay(worker.sessions, publisher, stop))
 
 ``bootstrap`` sets up JSON logs carrying the process name and Prometheus metrics on
 METRICS_PORT, then ``wire`` builds the dependencies: the engine (``application_name``
@@ -33,9 +34,9 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
-from kassa_common.bus import topology as bus_topology
-from kassa_common.bus.consumer import Consumer, Handler
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging import topology as bus_topology
+from kassa_common.messaging.consumer import Consumer, Handler
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory
 
@@ -171,11 +172,6 @@ class Worker:
     def poll(self, tick: Callable[[], bool], interval: float) -> None:
         """Call ``tick`` (True when it had work) until stopped; see :func:`loop`."""
         self.until_stopped(lambda stop: loop(tick, stop, interval))
-
-    def consume(self, queue: bus_topology.QueueSpec, handler: Handler, **options: Any) -> None:
-        """Consume ``queue`` with ``handler`` until stopped; the message in hand is acked first."""
-        consumer = self.consumer(queue, handler, **options)
-        self.run(consumer.run, consumer.stop)
 
     def close(self) -> None:
         self.engine.dispose()

@@ -12,7 +12,7 @@ from pydantic.json_schema import models_json_schema
 
 from kassa_api.endpoint import EndpointSpec
 from kassa_common.chains.networks import Registry
-from kassa_api.schemas import PageMeta
+from kassa_common.fields import PageMeta
 
 REF = "#/components/schemas/{model}"
 ERROR_SCHEMA = {

@@ -37,7 +37,7 @@ import logging
 from typing import Any, Collection, Iterable
 
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
-from kassa_chain_watcher.rpc import JsonRpc, RpcError, RpcUnavailable
+from kassa_common.chains.rpc import JsonRpc, RpcError, RpcUnavailable
 
 log = logging.getLogger("kassa.chain_watcher")
 TOP_LEVEL = -1  # log_index of a transaction's own value to the address (evm.NATIVE)

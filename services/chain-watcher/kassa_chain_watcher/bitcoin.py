@@ -22,7 +22,7 @@ from typing import Any, Collection
 from kassa_common.chains.networks import Network
 
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
-from kassa_chain_watcher.rpc import JsonRpc, RpcError, RpcUnavailable
+from kassa_common.chains.rpc import JsonRpc, RpcError, RpcUnavailable
 
 SATS = Decimal(100_000_000)
 REMATCH_SECONDS = 600.0  # every output of a transaction is kept this long after it was read

@@ -19,7 +19,7 @@ from kassa_common.chains.networks import Network
 
 from kassa_chain_watcher.balances import InternalCredits
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
-from kassa_chain_watcher.rpc import JsonRpc, RangeTooLarge
+from kassa_common.chains.rpc import JsonRpc, RangeTooLarge
 
 
 log = logging.getLogger("kassa.chain_watcher")

@@ -19,7 +19,6 @@ their API key); a node that is merely unavailable gets no stack trace.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -27,18 +26,18 @@ from datetime import timedelta
 from functools import partial
 from typing import Callable
 
-from kassa_common.bus import topology
-from kassa_common.bus.publisher import Publisher
+from kassa_common.messaging import topology
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
 from kassa_common.transient import Backoff
 from kassa_common.worker import Worker, bootstrap
 
 from kassa_chain_watcher import bitcoin, evm
-from kassa_chain_watcher.lock import NetworkLock
-from kassa_chain_watcher.nodes import NodePool
+from kassa_common.chains.locks import NetworkLock
+from kassa_common.chains.nodes import NodePool
 from kassa_chain_watcher.quorum import Quorum
-from kassa_chain_watcher.rpc import RpcUnavailable
+from kassa_common.chains.rpc import RpcUnavailable
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, address_networks, reload
@@ -63,14 +62,9 @@ class Options:
     networks: tuple[str, ...] = ()  # upper-case names; empty: every network with an RPC URL
 
     @classmethod
-    def from_env(cls, env=None) -> "Options":
-        env = os.environ if env is None else env
-        poll = env.get("CHAIN_WATCHER_POLL_SECONDS")
-        return cls(poll_seconds=float(poll) if poll else None,
-                   batch_blocks=int(env.get("CHAIN_WATCHER_BATCH_BLOCKS") or 500),
-                   reload_seconds=float(env.get("CHAIN_WATCHER_RELOAD_SECONDS") or 30),
-                   networks=tuple(n.strip().upper() for n in env.get("CHAIN_WATCHER_NETWORKS", "").split(",")
-                                  if n.strip()))
+    def from_settings(cls, settings: Settings) -> "Options":
+        return cls(poll_seconds=settings.chain_watcher_poll_seconds, batch_blocks=settings.chain_watcher_batch_blocks,
+                   reload_seconds=settings.chain_watcher_reload_seconds, networks=settings.chain_watcher_networks)
 
     def watched(self, settings: Settings) -> list[Network]:
         """The networks to follow: those with an RPC URL, narrowed to ``networks`` if set."""
@@ -228,7 +222,8 @@ class WatcherProcess:
 
 
 def main() -> None:
-    settings, options = Settings.from_env(), Options.from_env()
+    settings = Settings.from_env()
+    options = Options.from_settings(settings)
     networks = options.watched(settings)
     worker = bootstrap(settings, "chain-watcher", pool_size=max(2, len(networks)))
     process = WatcherProcess(worker, networks, options)

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the chain watcher and the sweeper (served on METRICS_PORT).
+"""Prometheus metrics of the chain watcher (served on METRICS_PORT).
 
 Nodes are labelled by their place in ``<NETWORK>_RPC_URLS`` (``node``, from 1) and their
 redacted URL (``url``: scheme, host and port; never the path or query, which may hold a key).
@@ -11,15 +11,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge
 
-NODE = ["network", "node", "url"]
+from kassa_common.chains.nodes import NODE  # the per-node metrics live with the node pool
 
-NODE_UP = Gauge("kassa_rpc_node_up", "1 while the node is in service, 0 while it is set aside (failing, rate "
-                "limiting us, or on the wrong chain)", NODE)
-NODE_REFUSED = Gauge("kassa_rpc_node_refused", "1 while the node is refused because it answers another chain "
-                     "id (or Bitcoin chain) than the network's", NODE)
-NODE_FAILURES = Counter("kassa_rpc_node_failures_total", "Requests a node failed (no answer, rate limit, "
-                        "not JSON-RPC), each setting it aside for a while", NODE)
-FAILOVERS = Counter("kassa_rpc_failovers_total", "Times the node a network is read from changed", ["network"])
 NODE_LAG = Gauge("kassa_rpc_node_lag_blocks", "How many blocks a node's tip was behind the reader's at the last "
                  "cross-check (RPC quorum)", NODE)
 NODE_DISAGREEMENTS = Counter("kassa_rpc_node_disagreements_total", "Cross-checks in which a node answered another "

@@ -33,8 +33,8 @@ from kassa_common.chains.networks import Network
 
 from kassa_chain_watcher import metrics
 from kassa_chain_watcher.chain import Block, Chain, ChainMoved
-from kassa_chain_watcher.nodes import Node, NodePool
-from kassa_chain_watcher.rpc import JsonRpc, RpcError, RpcUnavailable
+from kassa_common.chains.nodes import Node, NodePool
+from kassa_common.chains.rpc import JsonRpc, RpcError, RpcUnavailable
 
 log = logging.getLogger("kassa.chain_watcher")
 

@@ -50,9 +50,10 @@ import hashlib
 import logging
 from typing import Callable
 
-from kassa_common.bus.publisher import Message
+from kassa_common.messaging.publisher import Message
 from kassa_common.chains.networks import Network
-from kassa_common.messages import ChainWatermark, TransferReport, TransferStatus
+from kassa_common.messaging.messages import ChainWatermark, TransferReport
+from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
 
 from kassa_chain_watcher import mempool, metrics

@@ -26,9 +26,10 @@ import pika
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_common.bus.publisher import connection_parameters
+from kassa_common.messaging.publisher import connection_parameters
 from kassa_common.chains.networks import Network
-from kassa_common.messages import AddressFeed, PaymentStatus
+from kassa_common.messaging.messages import AddressFeed
+from kassa_common.statuses import PaymentStatus
 from kassa_common.models import Payment
 from kassa_common.timefmt import utcnow
 

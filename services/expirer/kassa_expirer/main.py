@@ -1,5 +1,6 @@
-"""The expirer process: expires overdue payments, completes test payments, republishes
-outbox rows the relay left behind, and trims the consumers' processed-message log."""
+"""The expirer process: expires overdue payments, completes test payments, and trims the
+consumers' processed-message log. It publishes nothing: its events leave through the
+outbox, which the relay alone publishes."""
 from __future__ import annotations
 
 import gc
@@ -16,7 +17,7 @@ INTERVAL = 0.5
 
 
 def build_jobs(worker: Worker) -> Jobs:
-    return Jobs(worker.sessions, worker.publisher(), timedelta(seconds=worker.settings.test_mode_complete_seconds),
+    return Jobs(worker.sessions, timedelta(seconds=worker.settings.test_mode_complete_seconds),
                 idempotency_ttl=timedelta(hours=worker.settings.idempotency_ttl_hours))
 
 

@@ -16,7 +16,8 @@ Where to look:
 - ``sweeps``: forwarder deposits due for a sweep, and what a confirmed sweep records
   (``payment.swept``); the sweeper process does the chain work.
 - ``queries``: reading payments; ``shape``: their JSON (API, webhooks, checkout);
-  ``export``: the dashboard's CSV of them.
+  ``export``: the dashboard's CSV of them; ``reports``: the dashboard's history, sweeps,
+  daily volume and counts per status.
 - ``gap``: the Bitcoin gap monitor: how many unused addresses in a row a merchant's
   wallet must look past (reads only).
 

@@ -34,7 +34,8 @@ from kassa_common.chains.rates import STABLECOINS, RateProvider, RateUnavailable
 from kassa_common.db import Prepared
 from kassa_common.errors import DomainError, IdempotencyConflict, ProductUnavailable, RateNotAvailable, UnsupportedPair
 from kassa_common.ids import new_short_id, parse_uuid
-from kassa_common.messages import EventType, PaymentStatus
+from kassa_common.messaging.messages import EventType
+from kassa_common.statuses import PaymentStatus
 from kassa_common.models import Payment
 from kassa_common.owner import Owner
 from kassa_common.payments.addresses import index_hint, receiving_address

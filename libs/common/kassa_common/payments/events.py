@@ -7,9 +7,9 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from kassa_common import events as outbox
+from kassa_common.messaging import outbox
 from kassa_common.ids import new_event_id
-from kassa_common.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Event, Payment
 from kassa_common.payments.shape import payment_to_dict, transfers_of
 from kassa_common.timefmt import iso, utcnow

@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import SettledWatermark, Payment, Transfer
 from kassa_common.payments.events import record_payment_events
 from kassa_common.payments.shape import PAYMENT_COLUMNS, PaymentRow, transfers_of

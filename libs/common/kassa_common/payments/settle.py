@@ -45,7 +45,8 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import shipped
 from kassa_common.chains.rates import units_text
-from kassa_common.messages import TransferReport, TransferStatus
+from kassa_common.messaging.messages import TransferReport
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Merchant, Payment, Transfer
 from kassa_common.payments.shape import oldest_first, transfers_of
 from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger

@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session, object_session
 
 from kassa_common.chains.networks import shipped
 from kassa_common.chains.rates import plain, units_text
-from kassa_common.messages import PaymentStatus, TransferStatus
+from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.models import Payment, Transfer
 from kassa_common.timefmt import iso
 

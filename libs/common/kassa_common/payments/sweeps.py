@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Network
 from kassa_common.chains.rates import RateProvider, RateUnavailable, from_base_units
-from kassa_common.messages import TransferStatus
+from kassa_common.statuses import TransferStatus
 from kassa_common.models import Payment, SweepItem, Transfer
 from kassa_common.payments import sweep_holds
 from kassa_common.payments.transitions import Trigger, apply

@@ -13,9 +13,10 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common import events as outbox
+from kassa_common.messaging import outbox
 from kassa_common.ids import new_event_id
-from kassa_common.messages import PaymentStatus, TransferReport, TransferStatus
+from kassa_common.messaging.messages import TransferReport
+from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.models import Payment
 from kassa_common.payments.shape import remaining_units
 from kassa_common.payments.transitions import Trigger, apply

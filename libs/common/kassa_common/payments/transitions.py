@@ -19,7 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import InvalidTransition
-from kassa_common.messages import EventType, PaymentStatus, TransferStatus
+from kassa_common.messaging.messages import EventType
+from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.models import Payment, Transfer
 from kassa_common.payments.events import record_payment_event
 from kassa_common.timefmt import utcnow

@@ -54,7 +54,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
-from kassa_common.messages import ChainWatermark
+from kassa_common.messaging.messages import ChainWatermark
 from kassa_common.models import ChainReport, SettledWatermark
 from kassa_common.timefmt import utcnow
 

@@ -5,9 +5,9 @@ from flask import Blueprint
 
 from kassa_api.auth import owner
 from kassa_api.deps import db, transaction
-from kassa_api.delivery_schemas import DeliveryOut, ListDeliveries
+from kassa_common.webhooks.deliveries import DeliveryOut, ListDeliveries
 from kassa_api.endpoint import endpoint
-from kassa_api.handlers import deliveries as h
+from kassa_common.webhooks import deliveries as h
 from kassa_common.paging import page_meta
 
 bp = Blueprint("deliveries", __name__)

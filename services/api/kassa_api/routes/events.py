@@ -6,8 +6,8 @@ from flask import Blueprint
 from kassa_api.auth import owner
 from kassa_api.deps import db
 from kassa_api.endpoint import endpoint
-from kassa_api.event_schemas import EventOut, EventPage, ListEvents
-from kassa_api.handlers import events as h
+from kassa_common.events import EventOut, EventPage, ListEvents
+from kassa_common import events as h
 from kassa_common.paging import page_meta
 
 bp = Blueprint("events", __name__)

@@ -8,7 +8,7 @@ from flask import Blueprint, current_app, make_response, request, send_from_dire
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
-from kassa_common.bus import admin, topology
+from kassa_common.messaging import admin, topology
 from kassa_api import openapi
 from kassa_api.deps import db, deps
 from kassa_api.endpoint import endpoint

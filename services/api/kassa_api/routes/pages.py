@@ -6,7 +6,7 @@ from werkzeug.exceptions import HTTPException
 
 from kassa_api import csrf, query
 from kassa_api.deps import db, deps, make_owner, transaction
-from kassa_api.handlers import checkout as h
+from kassa_api import checkout as h
 from kassa_api.web import error_page, http_error_page, page, secure
 from kassa_common import payments
 from kassa_common.emails import is_valid_email

@@ -6,12 +6,13 @@ from flask import Blueprint
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
-from kassa_api.handlers import products as h
-from kassa_api.handlers.common import list_owned, owned, soft_delete
+from kassa_common import products as h
+from kassa_common.owner import list_owned, owned, soft_delete
 from kassa_common.paging import page_meta
-from kassa_api.schemas import CreateProduct, Deleted, ListPage, ProductOut, UpdateProduct
+from kassa_common.fields import Deleted, ListPage
+from kassa_common.products import CreateProduct, ProductOut, UpdateProduct
 from kassa_common.models import Product
-from kassa_common.serializers import product_to_dict
+from kassa_common.products import product_to_dict
 
 bp = Blueprint("products", __name__)
 SCOPE = "products:manage"

@@ -6,12 +6,13 @@ from flask import Blueprint
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
-from kassa_api.handlers import webhooks as h
-from kassa_api.handlers.common import list_owned, owned, soft_delete
+from kassa_common.webhooks import endpoints as h
+from kassa_common.owner import list_owned, owned, soft_delete
 from kassa_common.paging import page_meta
-from kassa_api.schemas import CreateWebhook, Deleted, ListPage, UpdateWebhook, WebhookOut, WebhookWithSecret
+from kassa_common.fields import Deleted, ListPage
+from kassa_common.webhooks.endpoints import CreateWebhook, UpdateWebhook, WebhookOut, WebhookWithSecret
 from kassa_common.models import WebhookEndpoint
-from kassa_common.serializers import webhook_to_dict
+from kassa_common.webhooks.endpoints import webhook_to_dict
 
 bp = Blueprint("webhooks", __name__)
 SCOPE = "webhooks:manage"

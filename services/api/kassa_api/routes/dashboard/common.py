@@ -13,7 +13,7 @@ from typing import Iterator
 from flask import abort, g, redirect, request, session, url_for
 
 from kassa_api.deps import db, deps, make_owner
-from kassa_api.handlers.common import owned
+from kassa_common.owner import owned
 from kassa_api.web import page
 from kassa_common.errors import NotFound
 from kassa_common.models import Merchant, Payment, Product, WebhookEndpoint

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, request, url_for
 
-from kassa_api import queries, query
+from kassa_api import query
 from kassa_api.deps import db, transaction
-from kassa_api.handlers import events as h
+from kassa_common import events as h
 from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
 from kassa_common.errors import DomainError
-from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.paging import page_meta
+from kassa_common.webhooks.deliveries import event_deliveries
+from kassa_common.webhooks.endpoints import active_endpoints
 
 bp = Blueprint("events", __name__)
 PAGE_SIZE = 25
@@ -32,8 +34,8 @@ def _page(event_id: str, status: int = 200, /, **context):
     owner = current_owner()
     with not_found_as_404(NO_EVENT):
         event = h.find_event(db(), owner, event_id)
-    return render("event.html", status, event=event, deliveries=queries.event_deliveries(db(), event.id),
-                  endpoints=queries.active_endpoints(db(), owner.merchant_id, owner.test_mode), **context)
+    return render("event.html", status, event=event, deliveries=event_deliveries(db(), event.id),
+                  endpoints=active_endpoints(db(), owner.merchant_id, owner.test_mode), **context)
 
 
 @bp.get("/events/<event_id>")

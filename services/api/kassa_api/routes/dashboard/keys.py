@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, redirect, request, url_for
 
-from kassa_api import queries
+
 from kassa_api.deps import db, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
 from kassa_common import accounts
@@ -17,7 +17,7 @@ bp = Blueprint("keys", __name__)
 
 
 def _page(status: int = 200, /, **context):
-    keys = queries.api_keys(db(), current_owner().merchant_id)
+    keys = accounts.api_keys(db(), current_owner().merchant_id)
     return render("keys.html", status, keys=keys, scopes=accounts.SCOPES, **context)
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from kassa_api import queries
 from kassa_api.chart import bar_chart
 from kassa_api.deps import db
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common import payments
+from kassa_common.payments import reports
 from kassa_common.timefmt import utcnow
 
 bp = Blueprint("overview", __name__)
@@ -25,8 +25,8 @@ RECENT = 10
 @login_required
 def index():
     owner = current_owner()
-    days = queries.daily_volume(db(), owner.merchant_id, owner.test_mode, utcnow().date(), DAYS)
-    counts = queries.status_counts(db(), owner.merchant_id, owner.test_mode)
+    days = reports.daily_volume(db(), owner.merchant_id, owner.test_mode, utcnow().date(), DAYS)
+    counts = reports.status_counts(db(), owner.merchant_id, owner.test_mode)
     recent, _ = payments.list_payments(db(), owner, page=1, page_size=RECENT, status=None, search=None)
     return render("overview.html", days=days, chart=bar_chart(days), total=sum(d.amount for d in days),
                   count=sum(d.count for d in days), counts=counts, recent=recent)

@@ -6,13 +6,14 @@ from typing import Iterator
 from flask import Blueprint, Response, abort, redirect, url_for
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_api import queries, query
+from kassa_api import query
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import (NO_PAYMENT, current_owner, get_payment_or_404, login_required,
                                                not_found_as_404, render)
 from kassa_api.routes.dashboard.sweeps import token_amount
 from kassa_common import payments
 from kassa_common.errors import DomainError
+from kassa_common.payments import reports
 from kassa_common.payments import sweep_holds
 from kassa_common.owner import Owner
 from kassa_common.paging import page_meta
@@ -62,7 +63,7 @@ def _csv(sessions: sessionmaker[Session], owner: Owner, status: str | None, sear
 @login_required
 def detail(ref: str):
     payment = get_payment_or_404(ref)
-    history = queries.payment_history(db(), payment.id)
+    history = reports.payment_history(db(), payment.id)
     sweepable = {n.name for n in deps().settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory}
     transfers = payments.payment_to_dict(payment)["transfers"]  # with why each does not count
     held = sweep_holds.listing(db(), payment_ref=str(payment.id)) if payment.settlement_address else []

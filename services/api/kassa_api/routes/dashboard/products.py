@@ -7,12 +7,12 @@ from __future__ import annotations
 from flask import Blueprint, redirect, request, url_for
 
 from kassa_api.deps import db, deps, transaction
-from kassa_api.handlers import products as ph
-from kassa_api.handlers.common import list_owned, soft_delete
+from kassa_common import products as ph
+from kassa_common.owner import list_owned, soft_delete
 from kassa_api.routes.dashboard.common import (LIST_SIZE, NO_PRODUCT, current_owner, get_product_or_404,
                                                login_required, not_found_as_404, render)
 from kassa_api.routes.dashboard.forms import FormError, form_decimal, form_text, validated
-from kassa_api.schemas import CreateProduct, UpdateProduct
+from kassa_common.products import CreateProduct, UpdateProduct
 from kassa_common.errors import DomainError
 from kassa_common.models import Product
 

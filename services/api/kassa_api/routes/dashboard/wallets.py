@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
-from kassa_api import queries
+
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common import accounts
@@ -29,7 +29,7 @@ bp = Blueprint("wallets", __name__)
 
 def _page(status: int = 200, /, **context):
     owner = current_owner()
-    wallets = queries.wallets(db(), owner.merchant_id, owner.mode)
+    wallets = accounts.wallets(db(), owner.merchant_id, owner.mode)
     chains = []
     for chain in accounts.CHAINS:
         wallet = wallets.get(chain)

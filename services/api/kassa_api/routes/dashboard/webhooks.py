@@ -9,15 +9,15 @@ from flask import Blueprint, abort, redirect, request, url_for
 from sqlalchemy.orm import Session
 
 from kassa_api.deps import db, deps, transaction
-from kassa_api.handlers import deliveries as dh
-from kassa_api.handlers import webhooks as wh
-from kassa_api.handlers.common import list_owned, soft_delete
+from kassa_common.webhooks import deliveries as dh
+from kassa_common.webhooks import endpoints as wh
+from kassa_common.owner import list_owned, soft_delete
 from kassa_api.routes.dashboard.common import (LIST_SIZE, NO_DELIVERY, NO_WEBHOOK, current_owner, get_webhook_or_404,
                                                login_required, not_found_as_404, render)
 from kassa_api.routes.dashboard.forms import FormError, form_text, validated
-from kassa_api.schemas import CreateWebhook
+from kassa_common.webhooks.endpoints import CreateWebhook
 from kassa_common.errors import DomainError
-from kassa_common.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_common.owner import Owner
 

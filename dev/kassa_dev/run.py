@@ -1,0 +1,87 @@
+"""``make run``: migrate, start the local EVM chain if none answers (with the dev tokens and
+the forwarder factory), then every process of the Procfile in the foreground (Ctrl-C
+stops them all)."""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+import requests
+from honcho.manager import Manager
+from honcho.printer import Printer
+from web3 import Web3
+
+from kassa_sweeper.deploy import deploy_factory
+from kassa_sweeper.txs import Signer
+from kassa_common.config import Settings
+from kassa_common.migrate import upgrade
+from kassa_dev import chain, procfile
+
+DEV_DEFAULTS = {
+    "KASSA_ENV": "development",  # the built-in SECRET_KEY and, with a warning, published test keys in live mode
+    "FIXED_RATES_ALLOW_LIVE": "true",  # live ETH on the local chain, priced by the fixed rates
+    "WEBHOOK_ALLOW_PRIVATE_URLS": "true",  # the development stack delivers to local receivers
+    "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
+    "SWEEPER_PRIVATE_KEY": chain.SWEEPER_PRIVATE_KEY,  # anvil's last default account pays the sweeps' gas
+    "SWEEP_INTERVAL_SECONDS": "2",
+    "PYTHONUNBUFFERED": "1",
+}
+
+
+def start_local_chain(env: dict[str, str], root: Path):
+    """Start anvil (1 s blocks) unless LOCAL_EVM_RPC_URL already answers; deploy the dev tokens
+    and the forwarder factory (both idempotent), the factory paid by the sweeper key."""
+    url = env["LOCAL_EVM_RPC_URL"]
+    proc = None
+    if not chain.rpc_answers(url):
+        port = int(url.rsplit(":", 1)[1].split("/")[0])
+        proc = chain.start_anvil(port, block_time=1, repo_root=root)
+        print(f"kassa: started anvil on {url} (chain id 31337, 1 s blocks)", flush=True)
+    w3 = Web3(Web3.HTTPProvider(url))
+    tokens = chain.deploy_dev_tokens(w3, repo_root=root)
+    print(f"kassa: LOCAL_EVM dev tokens USDC {tokens['USDC']} USDT {tokens['USDT']}", flush=True)
+    factory, _ = deploy_factory(w3, Signer(env["SWEEPER_PRIVATE_KEY"]))
+    print(f"kassa: LOCAL_EVM forwarder factory {factory}", flush=True)
+    return proc
+
+
+def announce_ready(settings: Settings, stop: threading.Event) -> None:
+    base = settings.checkout_url
+    while not stop.is_set():
+        try:
+            if requests.get(f"{base}/readyz", timeout=1).ok:
+                print(f"kassa: ready on {base} (API {settings.public_api_url}, docs {settings.public_api_url}/docs, "
+                      f"dashboard {settings.dashboard_url}); Ctrl-C stops everything", flush=True)
+                return
+        except requests.RequestException:
+            pass
+        stop.wait(0.5)
+
+
+def main() -> int:
+    root = chain.find_repo_root()
+    env = {**DEV_DEFAULTS, **os.environ}
+    settings = Settings.from_env(env)
+    upgrade(settings.database_url)
+    print("kassa: database migrated", flush=True)
+    anvil = start_local_chain(env, root) if env.get("KASSA_NO_CHAIN") != "1" else None
+    env = procfile.with_this_python(env)
+    manager = Manager(Printer(sys.stdout))
+    for process in procfile.read(root / "Procfile"):
+        manager.add_process(process.name, process.command, env=env, cwd=str(root))
+    stop = threading.Event()
+    threading.Thread(target=announce_ready, args=(settings, stop), daemon=True).start()
+    try:
+        manager.loop()
+    finally:
+        stop.set()
+        if anvil is not None:
+            anvil.terminate()
+            anvil.wait(5)
+    return manager.returncode or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The API's field types and base models, shared by every resource's request and response
+models (each resource keeps its own: ``products``, ``webhooks``, ``events``, the payment's in
+``payments.shape``): they validate input and generate the OpenAPI document."""
+from __future__ import annotations
+
+import math
+import re
+from decimal import Decimal
+from typing import Annotated, Any, Literal, Union
+from urllib.parse import urlsplit
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    WithJsonSchema,
+    WrapValidator,
+)
+
+from kassa_common.emails import valid_email
+from kassa_common.messaging.messages import PAYMENT_EVENTS
+
+
+
+class FieldsError(ValueError):
+    """A rule spanning several fields: the error details name each of ``fields``."""
+
+    def __init__(self, message: str, fields: list[str]) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
+        raise ValueError("must be a JSON number")
+    return value
+
+
+def _email(value: str) -> str:
+    return valid_email(value)  # the one rule (kassa_common.emails); InvalidEmail is a ValueError
+
+
+def _http_url(value: str) -> str:
+    if not re.match(r"^https?://[^\s/$.?#][^\s]*$", value, re.I):
+        raise ValueError("must be an absolute http(s) URL")
+    try:
+        parts = urlsplit(value)
+        port = parts.port  # raises ValueError when out of range
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise ValueError("must be an absolute http(s) URL with a valid host and port")
+    if not parts.hostname:
+        raise ValueError("must be an absolute http(s) URL with a host")
+    return value
+
+
+def _meta_value(value: Any, handler: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("metadata numbers must be finite")
+    try:
+        result = handler(value)
+    except ValidationError:
+        raise ValueError("metadata values are strings (up to 500 characters), numbers, booleans or null") from None
+    if isinstance(result, float) and not math.isfinite(result):
+        raise ValueError("metadata numbers must be finite")
+    return result
+
+
+def _upper(value: Any) -> Any:
+    return value.strip().upper() if isinstance(value, str) else value
+
+
+UsdAmount = Annotated[Decimal, BeforeValidator(_number),
+                      Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=2),
+                      WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9, "multipleOf": 0.01})]
+Price = Annotated[Decimal, BeforeValidator(_number),
+                  Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=18),
+                  WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9,
+                                  "description": "USD (2 decimals) for FIAT; token units for CRYPTO"})]
+Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=320), AfterValidator(_email),
+                  WithJsonSchema({"type": "string", "format": "email", "maxLength": 320})]
+HttpUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_http_url),
+                    WithJsonSchema({"type": "string", "format": "uri", "maxLength": 2048,
+                                    "description": "absolute http(s) URL"})]
+Code = Annotated[str, BeforeValidator(_upper), StringConstraints(min_length=1, max_length=32, pattern=r"^[A-Z0-9_]+$")]
+# Token and network names: openapi.py lists the values of the running server's registry
+# wherever this marker is (case-insensitive on input, upper case on output).
+TokenCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": "tokens"})]
+NetworkCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": "networks"})]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=r"\S")]
+MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
+MetaValue = Annotated[Union[Annotated[str, StringConstraints(max_length=500)], int, float, bool, None],
+                      WrapValidator(_meta_value)]
+EventName = Literal[tuple(e.value for e in PAYMENT_EVENTS)]  # type: ignore[valid-type]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_max_length=10_000)
+
+
+class PageMeta(BaseModel):
+    page: int
+    pageSize: int
+    total: int
+    pages: int
+
+
+class ListPage(Strict):
+    page: int = Field(1, ge=1, le=1_000_000)
+    pageSize: int = Field(10, ge=1, le=100)
+
+
+class Deleted(BaseModel):
+    deleted: bool

@@ -1,0 +1,134 @@
+"""Products: priced items with a public share link. Their commands (create, update), their
+API shape (the request models and ``product_to_dict``) in one place; the web only routes."""
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import BaseModel, StrictBool, StringConstraints
+from sqlalchemy.orm import Session
+
+from kassa_common.chains.networks import Registry
+from kassa_common.chains.rates import plain
+from kassa_common.errors import DomainError
+from kassa_common.fields import Name, NetworkCode, Price, Strict, TokenCode
+from kassa_common.models import Product
+from kassa_common.owner import Owner, owned
+from kassa_common.payments import resolve_pair
+from kassa_common.timefmt import iso, utcnow
+
+
+class InvalidProduct(DomainError):
+    code = "VALIDATION_ERROR"
+
+
+def _check(fields: dict[str, Any], registry: Registry, test_mode: bool) -> None:
+    """Rules that span fields: FIAT is priced in USD cents; CRYPTO in units of its token."""
+    price: Decimal = fields["price"]
+    if fields["currency_type"] == "FIAT":
+        if fields.get("token") or fields.get("network"):
+            raise InvalidProduct("FIAT products take no token or network: the customer chooses at checkout",
+                                 [{"field": "token", "message": "not allowed for FIAT"}])
+        if price != price.quantize(Decimal("0.01")):
+            raise InvalidProduct("a FIAT price has at most 2 decimal places", [{"field": "price", "message": "at most 2 decimals"}])
+        return
+    missing = [f for f in ("token", "network") if not fields.get(f)]
+    if missing:
+        raise InvalidProduct("CRYPTO products need token and network",
+                             [{"field": f, "message": "required for CRYPTO"} for f in missing])
+    _, token = resolve_pair(registry, fields["network"], fields["token"], test_mode)
+    fields["token"], fields["network"] = token.symbol, fields["network"].upper()
+    if price != price.quantize(Decimal(1).scaleb(-token.decimals)):
+        raise InvalidProduct(f"{token.symbol} has {token.decimals} decimals", [{"field": "price", "message": "too precise"}])
+
+
+def create_product(session: Session, owner: Owner, fields: dict[str, Any],
+                   registry: Registry) -> Product:
+    fields = {k: v for k, v in fields.items() if v is not None}
+    fields.setdefault("currency_type", "FIAT")
+    _check(fields, registry, owner.test_mode)
+    now = utcnow()
+    product = Product(id=uuid.uuid4(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, created_at=now,
+                      updated_at=now,
+                      active=fields.pop("active", True), **fields)
+    session.add(product)
+    session.flush()
+    return product
+
+
+def update_product(session: Session, owner: Owner, ref: str, changes: dict[str, Any],
+                   registry: Registry) -> Product:
+    product = owned(session, Product, ref, owner, what="product", lock=True)
+    merged = {f: getattr(product, f) for f in ("name", "description", "price", "currency_type", "token", "network")}
+    merged.update(changes)
+    cleared = [f for f in ("name", "price", "currency_type", "active") if f in changes and changes[f] is None]
+    if cleared:
+        raise InvalidProduct("these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared])
+    if changes.get("currency_type") == "FIAT" and "token" not in changes and "network" not in changes:
+        merged["token"] = merged["network"] = None
+    _check(merged, registry, owner.test_mode)
+    for field, value in merged.items():
+        setattr(product, field, value)
+    if "active" in changes:
+        product.active = changes["active"]
+    product.updated_at = utcnow()
+    return product
+
+
+# ---- API shape -------------------------------------------------------------------------
+
+class ProductFields(Strict):
+    name: Optional[Name] = None
+    description: Optional[Annotated[str, StringConstraints(max_length=2000)]] = None
+    price: Optional[Price] = None
+    currency_type: Optional[Literal["FIAT", "CRYPTO"]] = None
+    token: Optional[TokenCode] = None
+    network: Optional[NetworkCode] = None
+    active: Optional[StrictBool] = None
+
+
+class CreateProduct(ProductFields):
+    name: Name
+    price: Price
+    currency_type: Literal["FIAT", "CRYPTO"] = "FIAT"
+
+
+class UpdateProduct(ProductFields):
+    # Fields every product has: absent leaves them as they are; null is not a value (400).
+    name: Name = None  # type: ignore[assignment]
+    price: Price = None  # type: ignore[assignment]
+    currency_type: Literal["FIAT", "CRYPTO"] = None  # type: ignore[assignment]
+    active: StrictBool = None  # type: ignore[assignment]
+
+
+class ProductOut(BaseModel):
+    id: str
+    name: str
+    description: Optional[str]
+    price: Union[float, str]
+    currency_type: Literal["FIAT", "CRYPTO"]
+    token: Optional[str]
+    network: Optional[str]
+    active: bool
+    share_link: str
+    test_mode: bool
+    created_at: str
+    updated_at: str
+
+
+def product_to_dict(p: Product, share_link: str) -> dict[str, Any]:
+    return {
+        "id": str(p.id),
+        "name": p.name,
+        "description": p.description,
+        "price": float(p.price) if p.currency_type == "FIAT" else plain(p.price),
+        "currency_type": p.currency_type,
+        "token": p.token,
+        "network": p.network,
+        "active": p.active,
+        "share_link": share_link,
+        "test_mode": p.test_mode,
+        "created_at": iso(p.created_at),
+        "updated_at": iso(p.updated_at),
+    }

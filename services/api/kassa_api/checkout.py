@@ -1,0 +1,42 @@
+"""What the hosted checkout shows besides the payment itself: the wallet URI of what is
+still due and its QR code, why a cancel was refused, and the networks a product page offers."""
+from __future__ import annotations
+
+import segno
+
+from kassa_common.chains.networks import Network, Registry
+from kassa_common.chains.rates import units_text
+from kassa_common.statuses import PaymentStatus
+from kassa_common.models import Payment
+from kassa_common.payments import remaining_units
+
+
+def payment_uri(payment: Payment, network: Network | None) -> str:
+    """EIP-681 for EVM networks, BIP21 for Bitcoin: what a wallet app scans, asking for what
+    is still due (the remainder after a partial payment)."""
+    units = remaining_units(payment)
+    if network is None or network.kind == "bitcoin":
+        return f"bitcoin:{payment.address}?amount={units_text(units, payment.decimals)}"
+    token = network.token(payment.token)
+    chain = f"@{network.chain_id}" if network.chain_id else ""
+    if token is None or token.native:
+        return f"ethereum:{payment.address}{chain}?value={units}"
+    return f"ethereum:{token.contract}{chain}/transfer?address={payment.address}&uint256={units}"
+
+
+def qr_svg(uri: str) -> str:
+    """An inline SVG (no XML declaration, no style attributes) of ``uri``."""
+    qr = segno.make(uri, error="m", micro=False)
+    return qr.svg_inline(scale=4, border=2, omitsize=True, dark="#111", light="#fff", title="Payment QR code")
+
+
+def why_not_canceled(payment: Payment) -> str:
+    """The customer's words for a refused cancel."""
+    if payment.status == PaymentStatus.PENDING:
+        return ("Your transfer to this payment has been seen on the chain, so the payment can no longer be "
+                "canceled. It completes once the transfer has its confirmations.")
+    return f"This payment is {payment.status.lower().replace('_', ' ')} and can no longer be canceled."
+
+
+def networks_for(registry: Registry, test_mode: bool) -> list[Network]:
+    return [n for n in registry if test_mode or n.live_enabled]

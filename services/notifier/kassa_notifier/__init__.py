@@ -1,7 +1,0 @@
-"""The notifier: emails about payment events, sent from the outbox's events, never in a request.
-
-``intake`` turns a ``payment.completed`` / ``payment.partially_paid`` /
-``payment.late_payment`` event into rendered ``notifications`` rows (``render``), in the
-consumer's transaction; ``sender`` claims those rows one at a time and sends them through
-``smtp``; ``main`` runs both.
-"""

@@ -1,0 +1,91 @@
+"""The settler: consumes ``chain.transfer.*`` (and test mode's ``test.transfer.*``) and
+applies them to payments.
+
+The events a batch of reports writes (payment.completed …) are published by the settler's
+own relay as soon as the batch commits: a webhook never waits for the relay process's poll.
+Batches are small (``BATCH``): a payment settled first in a batch waits for the rest of it
+before its event can leave, and a block confirms many payments at once. ``SETTLER_CONSUMERS``
+consumers (default 2) take turns at the queue in threads of one process: a report spends
+about half its time waiting for PostgreSQL, which another consumer fills with its own work.
+Reports may then be settled out of order, which settlement is built for (a confirmed
+transfer is final; the payment's row lock orders the changes). The watchers' watermarks
+(``chain.watermark``) come through the same queue and move a network's settled line only
+once every report before them is applied, whatever the order (``payments.watermark``).
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from prometheus_client import Counter
+from sqlalchemy.orm import Session
+
+from kassa_common.messaging import topology as bus_topology
+from kassa_common.messaging.consumer import Consumer, Delivered, Reject
+from kassa_common.messaging.topology import Topology
+from kassa_common.config import Settings
+from kassa_common.messaging.messages import ChainWatermark, RoutingKey, TransferReport
+from kassa_common.messaging.relay import Relay
+from kassa_common.payments import settle
+from kassa_common.payments.settle import lock_for_reports
+from kassa_common.payments.watermark import apply_watermark
+from kassa_common.worker import bootstrap, run_together
+
+BATCH = 10  # reports per transaction: ~10 commits saved per 10, ~30 ms of waiting at most
+SETTLED = Counter("kassa_settler_transfers_total", "Transfer reports applied", ["kind"])
+
+
+def lock_reported(session: Session, msgs: list[Delivered]) -> None:
+    """Before a batch: lock the payments its reports pay, and their transfers, at once."""
+    reports = []
+    for msg in msgs:
+        try:
+            reports.append(TransferReport.from_message(msg.routing_key, msg.body))
+        except (KeyError, ValueError, TypeError):
+            pass  # handle_transfer rejects it
+    lock_for_reports(session, reports)
+
+
+def handle_transfer(session: Session, msg: Delivered, *, consumer: str = bus_topology.SETTLER.name) -> None:
+    """A transfer report, or a watcher's watermark; ``consumer``: the queue this runs for (its
+    processed messages are those a watermark checks)."""
+    if msg.routing_key == RoutingKey.CHAIN_WATERMARK:
+        try:
+            watermark = ChainWatermark.from_message(msg.routing_key, msg.body)
+        except (KeyError, ValueError, TypeError) as exc:
+            raise Reject(f"malformed watermark: {exc!r}") from None
+        apply_watermark(session, watermark, consumer)
+        return
+    try:
+        report = TransferReport.from_message(msg.routing_key, msg.body)
+    except (KeyError, ValueError, TypeError) as exc:
+        raise Reject(f"malformed transfer report: {exc!r}") from None
+    settle(session, report)
+    SETTLED.labels(report.status).inc()
+
+
+def transfer_handler(queue_name: str):
+    """``handle_transfer`` for the consumers of queue ``queue_name``."""
+    return partial(handle_transfer, consumer=queue_name)
+
+
+def settler_consumers(make, topology: Topology, n: int, **hooks) -> list[Consumer]:
+    """``n`` consumers of the chain's reports and one of test mode's simulated ones, which
+    wait in a queue of their own: a tester completing a thousand payments at once never
+    holds up a live confirmation. ``make`` builds a consumer (``Worker.consumer``)."""
+    queues = [topology.settler] * n + [topology.settler_test]
+    return [make(q, transfer_handler(q.name), batch=BATCH, prefetch=2 * BATCH, prepare=lock_reported, **hooks)
+            for q in queues]
+
+
+def main() -> None:
+    settings = Settings.from_env()
+    n = settings.settler_consumers
+    worker = bootstrap(settings, "settler", pool_size=n + 2)
+    relay = Relay(worker.sessions, worker.publisher("relay")).start()
+    consumers = settler_consumers(worker.consumer, worker.topology, n, after_commit=relay.wake)
+    worker.run(lambda: run_together(c.run for c in consumers), lambda: [c.stop() for c in consumers],
+               drain=relay.stop)
+
+
+if __name__ == "__main__":
+    main()

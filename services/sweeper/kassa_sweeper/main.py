@@ -1,0 +1,62 @@
+"""The sweeper process: every ``SWEEP_INTERVAL_SECONDS``, one step per sweepable network
+(``engine.NetworkSweeper``): follow the sweep in flight or send the next batch.
+
+Without ``SWEEPER_PRIVATE_KEY`` it idles and says so (a server with no forwarder merchant
+needs no key); without a sweepable network likewise.
+"""
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Callable
+
+from kassa_common.chains.rates_http import make_rates
+from kassa_common.config import Settings
+from kassa_common.worker import Worker, bootstrap
+from kassa_sweeper.chain import DepositChain, web3_for
+from kassa_sweeper.engine import NetworkSweeper
+from kassa_sweeper.options import SweepOptions
+
+log = logging.getLogger("kassa.sweeper")
+
+
+def sweepers(worker: Worker, options: SweepOptions) -> list[NetworkSweeper]:
+    """One sweeper per sweepable network, sharing the key, the rates and the database."""
+    signer, rates = options.signer(), make_rates(worker.settings)
+    if signer is None:
+        return []
+    return [NetworkSweeper(n, worker.sessions, DepositChain(n, web3_for(n)), signer, rates, policy=options.policy,
+                           batch_size=options.batch_size, replace_after=timedelta(seconds=options.replace_seconds),
+                           cap_usd=options.max_spend_usd_per_hour)
+            for n in options.sweepable(worker.settings)]
+
+
+def tick_all(each: list[NetworkSweeper]) -> Callable[[], bool]:
+    """One step per network; True when any of them moved on (then the next comes at once)."""
+    def tick() -> bool:
+        progressed = False
+        for sweeper in each:
+            try:
+                progressed |= sweeper.tick().progressed
+            except Exception as exc:  # noqa: BLE001 - a node or database hiccup: that network waits a turn
+                log.error("%s: sweep step failed: %s", sweeper.network.name, sweeper.safe(exc))
+        return progressed
+    return tick
+
+
+def main() -> None:
+    settings = Settings.from_env()
+    options = SweepOptions.from_settings(settings)
+    worker = bootstrap(settings, "sweeper")
+    each = sweepers(worker, options)
+    if options.signer() is None:
+        log.warning("SWEEPER_PRIVATE_KEY is not set: forwarder deposits are not swept")
+    elif not each:
+        log.warning("no EVM network has an RPC URL and a forwarder factory: nothing to sweep")
+    else:
+        log.info("sweeping %s with %s", ", ".join(s.network.name for s in each), options.signer().address)
+    worker.poll(tick_all(each), interval=options.interval_seconds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Intake: turn a payment event from the bus into PENDING ``notifications`` rows.
+
+Runs inside the consumer's transaction (which also records the message id), so a
+redelivered message creates nothing; the unique (event_id, kind) makes a second intake of
+the same event, by whatever path (a redrive, a republished outbox row), create nothing
+either. The email is rendered here, once, and stored with the row: the sender only sends
+what is stored. The ids of the new rows are returned so that, after commit, the sender
+is woken for them.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Callable
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.orm import Session
+
+from kassa_common.emails import is_valid_email
+from kassa_common.messaging.consumer import Delivered, Reject
+from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.statuses import NotificationStatus
+from kassa_common.models import Notification
+from kassa_webhook_sender.email import render
+
+log = logging.getLogger("kassa.notifier")
+NOTIFIED = (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID, EventType.PAYMENT_LATE_PAYMENT)
+
+MERCHANT_OF_EVENT = sa.text("""
+    SELECT m.email, coalesce(m.business_name, m.email) AS business_name, m.notify_email
+    FROM events e JOIN merchants m ON m.id = e.merchant_id
+    WHERE e.id = :event_id
+""")
+
+
+def merchant_of(session: Session, event_id: str) -> render.Merchant | None:
+    row = session.execute(MERCHANT_OF_EVENT, {"event_id": event_id}).first()
+    return render.Merchant(row.email, row.business_name, row.notify_email) if row else None
+
+
+def record(session: Session, event_id: str, emails: list[render.Email]) -> list[uuid.UUID]:
+    """One PENDING row per email, none for a (event, kind) already recorded; the new ids."""
+    refused = [e for e in emails if not is_valid_email(e.recipient)]
+    for e in refused:  # written before the one email rule: never sent to a list or a header
+        log.warning("event %s: no %s email, the recipient is not one valid address", event_id, e.kind)
+    emails = [e for e in emails if e not in refused]
+    if not emails:
+        return []
+    rows = [{"id": uuid.uuid4(), "event_id": event_id, "kind": e.kind, "recipient": e.recipient,
+             "subject": e.subject, "body_text": e.text, "body_html": e.html, "status": NotificationStatus.PENDING}
+            for e in emails]
+    stmt = (pg_insert(Notification).values(rows).on_conflict_do_nothing(constraint="notifications_event_kind")
+            .returning(Notification.id))
+    return list(session.scalars(stmt))
+
+
+def handler(dashboard_url: str) -> Callable[[Session, Delivered], list[uuid.UUID] | None]:
+    """The consumer handler: the new notification ids (None when there is nothing to send)."""
+    def handle_event(session: Session, msg: Delivered) -> list[uuid.UUID] | None:
+        try:
+            event = PaymentEvent.from_message(msg.routing_key, msg.body)
+            if event.event not in NOTIFIED:
+                return None  # the queue is bound to these only; anything else is not for us
+            merchant = merchant_of(session, event.id)
+            if merchant is None:
+                log.warning("event %s: not in the events table (purged?); no email", event.id)
+                return None
+            emails = render.emails(event, merchant, dashboard_url)
+        except (KeyError, ValueError, TypeError, ArithmeticError) as exc:
+            raise Reject(f"not a payment event this can email about: {exc!r}") from None
+        return record(session, event.id, emails) or None
+    return handle_event
+
+
+def drop_event(session: Session, msg: Delivered) -> None:
+    """The handler while SMTP_URL is unset: acknowledge and forget (the queue must not grow)."""
+    return None

@@ -1,0 +1,164 @@
+"""The emails, rendered from the event alone (its ``data`` is the payment object as of the
+event), so a retry sends what the first attempt would have, whatever the payment did since.
+
+One ``Email`` holds the content once (subject, paragraphs, label/value facts, a link,
+a footer); ``text`` and ``html`` are two renderings of it, never two texts to keep in step.
+A test-mode payment's emails are sent too (merchants test their flow with them) and say
+"[TEST]" in the subject.
+"""
+from __future__ import annotations
+
+import html
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, Mapping
+
+from kassa_common.messaging.messages import EventType, PaymentEvent
+
+MERCHANT, RECEIPT = "merchant", "receipt"  # the kinds of notification, one of each per event at most
+TEST_PREFIX = "[TEST] "
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Email:
+    kind: str
+    recipient: str
+    subject: str
+    paragraphs: tuple[str, ...]
+    facts: tuple[tuple[str, str], ...] = ()
+    link: tuple[str, str] | None = None  # (label, URL)
+    footer: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        parts = list(self.paragraphs)
+        if self.facts:
+            width = max(len(label) for label, _ in self.facts) + 1
+            parts.append("\n".join(f"{label + ':':<{width}} {value}" for label, value in self.facts))
+        if self.link:
+            parts.append(f"{self.link[0]}:\n{self.link[1]}")
+        if self.footer:
+            parts.append("--\n" + "\n".join(self.footer))
+        return "\n\n".join(parts) + "\n"
+
+    @property
+    def html(self) -> str:
+        e = html.escape
+        out = [f"<p>{e(p)}</p>" for p in self.paragraphs]
+        if self.facts:
+            rows = "".join(f'<tr><th align="left" style="padding-right:12px">{e(label)}</th><td>{e(value)}</td></tr>'
+                           for label, value in self.facts)
+            out.append(f"<table>{rows}</table>")
+        if self.link:
+            out.append(f'<p><a href="{e(self.link[1])}">{e(self.link[0])}</a></p>')
+        if self.footer:
+            out.append('<p style="color:#666;font-size:small">' + "<br>".join(e(line) for line in self.footer) + "</p>")
+        body = "\n".join(out)
+        return f'<!doctype html>\n<html><body style="font-family:sans-serif">\n{body}\n</body></html>\n'
+
+
+@dataclass(frozen=True)
+class Merchant:
+    """Who the merchant's emails go to, and what the receipts call the business."""
+
+    email: str
+    business_name: str
+    notify_email: bool = True
+
+
+def one_line(text: str) -> str:
+    """Runs of whitespace as one space: a business name could hold a newline."""
+    return _SPACE.sub(" ", text).strip()
+
+
+def subject(text: str, test_mode: bool) -> str:
+    """One line, ``[TEST]`` first in test mode."""
+    line = one_line(text)
+    return TEST_PREFIX + line if test_mode else line
+
+
+def _sum(amounts: list[str]) -> str:
+    try:
+        total = sum((Decimal(a) for a in amounts), Decimal(0))
+    except InvalidOperation:
+        return " + ".join(amounts)
+    return format(total.normalize(), "f") if total else "0"
+
+
+def _usd(data: Mapping[str, Any]) -> str:
+    return f"{Decimal(str(data['amount'])).quantize(Decimal('0.01'))} USD"
+
+
+def _customer(data: Mapping[str, Any]) -> str | None:
+    name, email = data.get("customer_name"), data.get("customer_email")
+    if name and email:
+        return f"{name} <{email}>"
+    return name or email
+
+
+def merchant_email(event: PaymentEvent, merchant: Merchant, dashboard_url: str) -> Email:
+    """To the merchant's account email: what happened to which payment, and where to see it."""
+    d = event.data
+    short, token, received = d["short_id"], d["token"], d["amount_received"]
+    if event.event == EventType.PAYMENT_COMPLETED:
+        title = f"Payment {short} completed: {_usd(d)}"
+        lead = f"Payment {short} is complete: {received} {token} received on {d['network']}."
+    elif event.event == EventType.PAYMENT_PARTIALLY_PAID:
+        title = f"Payment {short} partially paid: {received} of {d['crypto_amount']} {token}"
+        lead = (f"Payment {short} is partially paid: {received} of {d['crypto_amount']} {token} received. "
+                f"The customer can send the rest until {d['expires_at']}; after that the payment expires "
+                f"with what was received.")
+    elif event.event == EventType.PAYMENT_LATE_PAYMENT:
+        late = [t for t in d.get("transfers", []) if t.get("late")]
+        amount = _sum([t["amount"] for t in late]) if late else "?"
+        title = f"Late payment for {short}: {amount} {token}"
+        lead = (f"Payment {short} received {amount} {token} after it was {d['status']}. Its status does not "
+                f"change: settle it with the customer (e.g. refund or fulfil the order).")
+    else:
+        raise ValueError(f"no merchant email for {event.event}")
+    facts = [("Payment", short), ("Status", d["status"]),
+             ("Amount", f"{_usd(d)} ({d['crypto_amount']} {token} on {d['network']})"),
+             ("Received", f"{received} {token}")]
+    if event.event == EventType.PAYMENT_LATE_PAYMENT:
+        facts += [("Late transfer", f"{t['amount']} {t['token']} in {t['tx_hash']}")
+                  for t in d.get("transfers", []) if t.get("late")]
+    elif d.get("transaction_hash"):
+        facts.append(("Transaction", d["transaction_hash"]))
+    if _customer(d):
+        facts.append(("Customer", _customer(d)))
+    paragraphs = [lead]
+    if event.test_mode:
+        paragraphs.append("This is a test-mode payment: no funds moved. Switch the dashboard to test mode to see it.")
+    footer = (f"You get these emails because email notifications are on for {one_line(merchant.business_name)}.",
+              f"Turn them off: {dashboard_url}/notifications")
+    return Email(MERCHANT, merchant.email, subject(title, event.test_mode), tuple(paragraphs), tuple(facts),
+                 ("See the payment in your dashboard", f"{dashboard_url}/payments/{short}"), footer)
+
+
+def receipt(event: PaymentEvent, merchant: Merchant) -> Email | None:
+    """To the payment's ``customer_email``, on completion only (None otherwise, or without one)."""
+    d = event.data
+    if event.event != EventType.PAYMENT_COMPLETED or not d.get("customer_email"):
+        return None
+    business = one_line(merchant.business_name)
+    paragraphs = [f"Hello {d['customer_name']}," if d.get("customer_name") else "Hello,",
+                  f"Thank you for your payment to {business}. This is your receipt."]
+    facts = [("Amount paid", f"{d['amount_received']} {d['token']}"), ("Network", d["network"]),
+             ("Price", _usd(d)), ("Transaction", d.get("transaction_hash") or "—"),
+             ("Reference", d["short_id"]), ("Paid to", business)]
+    if d.get("completed_at"):
+        facts.append(("Date", d["completed_at"]))
+    footer = [f"Questions about your order? Contact {business}; this address does not read replies."]
+    if event.test_mode:
+        footer.insert(0, "This is the receipt of a test payment: no funds moved.")
+    return Email(RECEIPT, d["customer_email"], subject(f"Receipt for your payment to {business}", event.test_mode),
+                 tuple(paragraphs), tuple(facts), None, tuple(footer))
+
+
+def emails(event: PaymentEvent, merchant: Merchant, dashboard_url: str) -> list[Email]:
+    """What ``event`` sends: the merchant's email (if its notifications are on) and the receipt."""
+    out = [merchant_email(event, merchant, dashboard_url)] if merchant.notify_email else []
+    customer = receipt(event, merchant)
+    return out + ([customer] if customer else [])

@@ -1,0 +1,173 @@
+"""The dispatcher's SQL: claim due deliveries under a lease, record attempt outcomes.
+
+A claim sets ``lease_until`` on rows picked with ``FOR UPDATE SKIP LOCKED``: concurrent
+senders claim disjoint rows, and a crashed sender's claims become due again once the
+lease runs out. Recording an outcome clears the lease.
+
+No endpoint holds more than ``per_endpoint`` claims at a time
+(WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT, 4 by default): a claim counts the endpoint's open
+leases and takes at most the difference, its earliest due first, so a slow or failing
+receiver with thousands of due deliveries takes a few sending threads, never all of them,
+and every other endpoint's deliveries go out beside it. Claims take a transaction-scoped
+advisory lock first, so two senders never both fill the same endpoint's places.
+"""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Iterable, Sequence
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, sessionmaker
+
+from kassa_common.db import unit_of_work
+from kassa_common.statuses import DeliveryStatus
+
+CLAIM_LOCK = sa.text("SELECT pg_advisory_xact_lock(hashtext('kassa.webhook_deliveries.claim'))")
+CLAIM = """
+    WITH busy AS (
+        SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
+        WHERE status = :pending AND lease_until >= now()
+        GROUP BY endpoint_id
+    ), ranked AS (
+        SELECT d.id, d.endpoint_id, d.next_attempt_at,
+               row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS place
+        FROM webhook_deliveries d
+        WHERE d.status = :pending AND d.next_attempt_at <= now()
+          AND (d.lease_until IS NULL OR d.lease_until < now()) {only}
+    ), picked AS (
+        SELECT r.id FROM ranked r LEFT JOIN busy b ON b.endpoint_id = r.endpoint_id
+        WHERE r.place + coalesce(b.n, 0) <= :per_endpoint
+        ORDER BY r.next_attempt_at
+        LIMIT :n
+    ), due AS (
+        SELECT id FROM webhook_deliveries WHERE id IN (SELECT id FROM picked)
+        FOR UPDATE SKIP LOCKED
+    )
+    UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => :lease)
+    FROM due, webhook_endpoints w, events e
+    WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
+    RETURNING d.id, d.event_id, d.event_type, d.attempts, d.created_at,
+              w.url, w.secret, w.active, w.deleted_at, e.payload,
+              CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret
+"""
+ENVELOPE_ORDER = ("id", "event", "timestamp", "test_mode", "data")
+CLAIM_DUE = sa.text(CLAIM.format(only=""))
+CLAIM_IDS = sa.text(CLAIM.format(only="AND d.id = ANY(:ids)"))
+DEFAULT_PER_ENDPOINT = 4
+
+
+@dataclass(frozen=True)
+class Job:
+    """One claimed delivery, with what sending it needs."""
+
+    delivery_id: uuid.UUID
+    event_id: str
+    event_type: str
+    attempts: int  # attempts made before this one
+    created_at: datetime
+    url: str
+    secret: str
+    endpoint_live: bool  # active and not deleted
+    payload: dict[str, Any]
+    previous_secret: str | None = None  # still signs beside ``secret`` after a rotation
+
+    @property
+    def body(self) -> bytes:
+        """The JSON sent (and signed): compact, envelope keys first (JSONB forgets key order)."""
+        ordered = {k: self.payload[k] for k in ENVELOPE_ORDER if k in self.payload}
+        ordered.update(self.payload)
+        return json.dumps(ordered, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of a claimed job: an attempt, a give-up without one, or a release."""
+
+    job: Job
+    status: DeliveryStatus | None = None  # None: release the claim untouched
+    attempted_at: datetime | None = None
+    status_code: int | None = None
+    duration_ms: int = 0
+    response_body: str | None = None
+    error: str | None = None
+    next_attempt_at: datetime | None = None
+
+    @property
+    def attempted(self) -> bool:
+        return self.attempted_at is not None
+
+
+def claim(sessions: sessionmaker[Session], n: int, lease_seconds: float,
+          ids: Sequence[uuid.UUID] | None = None, per_endpoint: int = DEFAULT_PER_ENDPOINT) -> list[Job]:
+    """Lease up to ``n`` due deliveries (only among ``ids`` when given), at most
+    ``per_endpoint`` leased per endpoint counting those already out."""
+    if n <= 0:
+        return []
+    params: dict[str, Any] = {"n": n, "lease": lease_seconds, "pending": DeliveryStatus.PENDING,
+                              "per_endpoint": per_endpoint}
+    if ids is not None:
+        params["ids"] = list(ids)
+    with unit_of_work(sessions) as session:
+        session.execute(CLAIM_LOCK)
+        rows = session.execute(CLAIM_IDS if ids is not None else CLAIM_DUE, params).all()
+    return [Job(r.id, r.event_id, r.event_type, r.attempts, r.created_at, r.url, r.secret,
+                bool(r.active) and r.deleted_at is None, r.payload, r.previous_secret) for r in rows]
+
+
+def _text(value: str | None) -> str | None:
+    return value.replace("\x00", "") if value is not None else None  # PostgreSQL text holds no NUL
+
+
+# One statement each for any number of outcomes: the rows travel as arrays, unnest() pairs
+# them up again. (An executemany of UPDATEs is a round trip per row.)
+INSERT_ATTEMPTS = sa.text("""
+    INSERT INTO delivery_attempts (id, delivery_id, attempt, status_code, duration_ms, response_body, error,
+                                   next_retry_at, created_at)
+    SELECT gen_random_uuid(), a.* FROM unnest(CAST(:delivery_ids AS uuid[]), CAST(:attempts AS int[]),
+        CAST(:status_codes AS smallint[]), CAST(:durations AS int[]), CAST(:bodies AS text[]),
+        CAST(:errors AS text[]), CAST(:next_retries AS timestamptz[]), CAST(:attempted AS timestamptz[])) AS a
+""")
+UPDATE_DELIVERIES = sa.text("""
+    UPDATE webhook_deliveries d
+    SET status = u.status, attempts = u.attempts, next_attempt_at = u.next_attempt_at, lease_until = NULL,
+        last_status_code = u.status_code, last_error = u.error, updated_at = now()
+    FROM unnest(CAST(:ids AS uuid[]), CAST(:statuses AS text[]), CAST(:attempts AS int[]),
+                CAST(:next_attempts AS timestamptz[]), CAST(:status_codes AS smallint[]), CAST(:errors AS text[]))
+         AS u(id, status, attempts, next_attempt_at, status_code, error)
+    WHERE d.id = u.id
+""")
+RELEASE = sa.text("UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ANY(:ids)")
+
+
+def record(sessions: sessionmaker[Session], outcomes: Iterable[Outcome]) -> None:
+    """Write every outcome in one transaction: attempt rows, delivery rows, released leases."""
+    outcomes = list(outcomes)
+    attempted = [o for o in outcomes if o.attempted]
+    settled = [o for o in outcomes if o.status is not None]
+    released = [o.job.delivery_id for o in outcomes if o.status is None]
+    with unit_of_work(sessions) as session:
+        if attempted:
+            session.execute(INSERT_ATTEMPTS, {
+                "delivery_ids": [o.job.delivery_id for o in attempted],
+                "attempts": [o.job.attempts + 1 for o in attempted],
+                "status_codes": [o.status_code for o in attempted],
+                "durations": [o.duration_ms for o in attempted],
+                "bodies": [_text(o.response_body) for o in attempted],
+                "errors": [_text(o.error) for o in attempted],
+                "next_retries": [o.next_attempt_at for o in attempted],
+                "attempted": [o.attempted_at for o in attempted],
+            })
+        if settled:
+            session.execute(UPDATE_DELIVERIES, {
+                "ids": [o.job.delivery_id for o in settled],
+                "statuses": [str(o.status) for o in settled],
+                "attempts": [o.job.attempts + (1 if o.attempted else 0) for o in settled],
+                "next_attempts": [o.next_attempt_at for o in settled],
+                "status_codes": [o.status_code for o in settled],
+                "errors": [_text(o.error) for o in settled],
+            })
+        if released:
+            session.execute(RELEASE, {"ids": released})

@@ -1,0 +1,316 @@
+"""Email notifications through the real pipeline: a test-mode payment paid on its checkout
+controls → outbox → relay → settler → outbox → relay → the notifier's queue → notifications
+rows → a real SMTP server (aiosmtpd) on a free local port. Each test runs on its own
+exchange and queues; other tests' events may reach this notifier too, so every check
+looks only at this test's recipients and events."""
+from __future__ import annotations
+
+import email
+import email.policy
+import secrets
+import socket
+import threading
+import uuid
+from contextlib import contextmanager
+from datetime import timedelta
+from email.message import EmailMessage
+
+import pytest
+import sqlalchemy as sa
+from aiosmtpd.controller import Controller
+
+from kassa_common.messaging.consumer import Delivered
+from kassa_common.messaging.publisher import Message, Publisher
+from kassa_common.db import unit_of_work
+from kassa_common.models import Event, Merchant, Notification, Payment, ProcessedMessage
+from kassa_common.messaging.relay import relay_pending
+from kassa_common.payments import testmode
+from kassa_common.retry import RetryPolicy
+from kassa_expirer.jobs import Jobs
+from kassa_webhook_sender.email import intake, render
+from kassa_webhook_sender.email import sending as sender_module
+from kassa_webhook_sender.email.main import build
+from kassa_webhook_sender.email.smtp import SmtpServer
+from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
+from tests.support.bus import private_topology, running_settler
+from tests.support.wait import until
+
+DASHBOARD = "https://kassa.example/dashboard"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Inbox:
+    """What the SMTP server accepted: (envelope recipients, parsed message)."""
+
+    def __init__(self) -> None:
+        self.received: list[tuple[tuple[str, ...], EmailMessage]] = []
+        self._lock = threading.Lock()
+
+    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
+        msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
+        with self._lock:
+            self.received.append((tuple(envelope.rcpt_tos), msg))
+        return "250 OK"
+
+    def to(self, address: str) -> list[EmailMessage]:
+        with self._lock:
+            return [msg for rcpts, msg in self.received if address in rcpts]
+
+
+@contextmanager
+def smtp_server(port: int | None = None):
+    inbox = Inbox()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port or free_port())
+    controller.start()
+    try:
+        yield inbox, controller.port
+    finally:
+        controller.stop()
+
+
+@pytest.fixture
+def smtp():
+    with smtp_server() as server:
+        yield server
+
+
+@pytest.fixture
+def bus(settings):
+    with private_topology(settings.rabbitmq_url) as (prefix, topo):
+        publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
+        yield prefix, topo, publisher
+        publisher.close()
+
+
+@pytest.fixture
+def settler(bus, settings, sessions):
+    with running_settler(settings, bus[1], sessions) as consumers:
+        yield consumers[0]
+
+
+@pytest.fixture
+def notifier(bus, settings, engine, settler):
+    """``notifier(port)`` starts a notifier sending to 127.0.0.1:port (retrying after 0.3 s)."""
+    prefix, _, _ = bus
+    started = []
+
+    def start(port: int):
+        configured = settings.with_(bus_prefix=prefix, smtp_url=f"smtp://127.0.0.1:{port}", dashboard_url=DASHBOARD)
+        n = build(configured, engine=engine, retry=RetryPolicy.from_schedule((0.3,)), poll_interval=0.1).start()
+        started.append(n)
+        return n
+
+    yield start
+    for n in started:
+        n.stop()
+
+
+def customer() -> str:
+    return f"c-{secrets.token_hex(5)}@buyer.example"
+
+
+def new_payment(client, merchant, **body) -> dict:
+    r = client.post("/v1/api/payments", json={"amount": 25, "token": "USDC", "network": "BASE", **body},
+                    headers=merchant.headers())
+    assert r.status_code == 201, r.json
+    return r.json["data"]
+
+
+def pay(sessions, payment_id: str, *, part: bool = False) -> None:
+    """The checkout's test "pay" / "pay part": a simulated transfer through the outbox and the settler."""
+    with unit_of_work(sessions) as s:
+        testmode.pay(s, s.get(Payment, uuid.UUID(payment_id)), part=part)
+
+
+def arrives(sessions, publisher, condition):
+    """Relay what is committed (the relay process's job), then check ``condition``."""
+    def check():
+        relay_pending(sessions, publisher)
+        return condition()
+    return until(check, timeout=30, interval=0.1)
+
+
+def notifications_of(sessions, payment_id: str) -> list[Notification]:
+    with sessions() as s:
+        return list(s.scalars(sa.select(Notification).join(Event, Event.id == Notification.event_id)
+                              .where(Event.payment_id == uuid.UUID(payment_id)).order_by(Notification.kind)))
+
+
+def all_sent(sessions, payment_id: str) -> list[Notification]:
+    """The payment's notifications once every one is recorded SENT (the email arrives just before)."""
+    return until(lambda: (rows := notifications_of(sessions, payment_id)) and all(n.status == "SENT" for n in rows)
+                 and rows, timeout=10, message="the notifications to be recorded SENT")
+
+
+def test_a_completed_test_payment_emails_the_merchant_and_the_customer(client, merchant, sessions, bus, smtp,
+                                                                       notifier):
+    _, _, publisher = bus
+    inbox, port = smtp
+    notifier(port)
+    buyer = customer()
+    p = new_payment(client, merchant, customer_email=buyer, customer_name="Jane")
+    pay(sessions, p["id"])
+    arrives(sessions, publisher, lambda: inbox.to(merchant.email) and inbox.to(buyer))
+
+    [to_merchant], [receipt] = inbox.to(merchant.email), inbox.to(buyer)
+    assert to_merchant["Subject"] == f"[TEST] Payment {p['short_id']} completed: 25.00 USD"
+    assert to_merchant["From"] == "Kassa <no-reply@localhost>" and to_merchant["To"] == merchant.email
+    text = to_merchant.get_body(("plain",)).get_content()
+    assert f"{DASHBOARD}/payments/{p['short_id']}" in text and "COMPLETED" in text
+    assert to_merchant.get_body(("html",)) is not None
+
+    assert receipt["Subject"] == "[TEST] Receipt for your payment to Acme Ltd"
+    body = receipt.get_body(("plain",)).get_content()
+    assert "Hello Jane," in body and "25 USDC" in body and "BASE" in body and "test_tx_" in body
+    assert "no funds moved" in body
+    rows = all_sent(sessions, p["id"])
+    assert [(n.kind, n.status, n.attempts) for n in rows] == [("merchant", "SENT", 1), ("receipt", "SENT", 1)]
+    assert to_merchant["Message-ID"] == f"<{rows[0].event_id}.merchant@localhost>"
+    assert receipt["Message-ID"] == f"<{rows[0].event_id}.receipt@localhost>"
+
+
+def test_a_partially_paid_payment_emails_the_merchant_only(client, merchant, sessions, bus, smtp, notifier):
+    _, _, publisher = bus
+    inbox, port = smtp
+    notifier(port)
+    buyer = customer()
+    p = new_payment(client, merchant, customer_email=buyer)
+    pay(sessions, p["id"], part=True)
+    arrives(sessions, publisher, lambda: inbox.to(merchant.email))
+    [to_merchant] = inbox.to(merchant.email)
+    assert to_merchant["Subject"] == f"[TEST] Payment {p['short_id']} partially paid: 12.5 of 25 USDC"
+    assert [n.kind for n in all_sent(sessions, p["id"])] == ["merchant"]
+    assert inbox.to(buyer) == []
+
+
+def test_a_late_payment_emails_the_merchant(client, merchant, sessions, bus, smtp, notifier, settler):
+    _, _, publisher = bus
+    inbox, port = smtp
+    notifier(port)
+    p = new_payment(client, merchant, customer_email=customer())
+    with unit_of_work(sessions) as s:
+        testmode.let_expire(s, s.get(Payment, uuid.UUID(p["id"])))
+    Jobs(sessions, test_complete_after=timedelta(hours=1)).expire()
+    report = {"network": "BASE", "tx_hash": "0x" + secrets.token_hex(32), "log_index": 0, "token": "USDC",
+              "to": p["address"], "amount_units": "25000000", "confirmations": 10}
+    settler.handle(Delivered(uuid.uuid4().hex, "chain.transfer.confirmed", report, 1))
+    arrives(sessions, publisher, lambda: inbox.to(merchant.email))
+    [to_merchant] = inbox.to(merchant.email)
+    assert to_merchant["Subject"] == f"[TEST] Late payment for {p['short_id']}: 25 USDC"
+    assert report["tx_hash"] in to_merchant.get_body(("plain",)).get_content()
+    assert [n.kind for n in all_sent(sessions, p["id"])] == ["merchant"]  # no receipt: not completed
+
+
+def test_notifications_off_send_the_merchant_nothing(client, merchant, sessions, bus, smtp, notifier):
+    _, _, publisher = bus
+    inbox, port = smtp
+    with unit_of_work(sessions) as s:
+        s.get(Merchant, merchant.id).notify_email = False
+    notifier(port)
+    buyer = customer()
+    p = new_payment(client, merchant, customer_email=buyer)
+    pay(sessions, p["id"])
+    arrives(sessions, publisher, lambda: inbox.to(buyer))  # the customer's receipt still goes
+    assert [n.kind for n in all_sent(sessions, p["id"])] == ["receipt"]
+    assert inbox.to(merchant.email) == []
+
+
+def test_a_redelivered_event_sends_nothing_twice(client, merchant, sessions, bus, smtp, notifier):
+    _, topo, publisher = bus
+    inbox, port = smtp
+    notifier(port)
+    buyer = customer()
+    p = new_payment(client, merchant, customer_email=buyer)
+    pay(sessions, p["id"])
+    arrives(sessions, publisher, lambda: inbox.to(merchant.email) and inbox.to(buyer))
+    all_sent(sessions, p["id"])
+    with sessions() as s:
+        completed = s.scalar(sa.select(Event).where(Event.payment_id == uuid.UUID(p["id"]),
+                                                    Event.type == "payment.completed"))
+    again = Message(completed.id, completed.type, completed.payload)  # the same message, redelivered
+    republished = Message("evt_again_" + secrets.token_hex(6), completed.type, completed.payload)  # another path
+    publisher.publish_batch([again, republished])
+
+    def handled() -> bool:
+        with sessions() as s:
+            return s.get(ProcessedMessage, (topo.notifier.name, republished.message_id)) is not None
+    until(handled, timeout=15, message="the republished event to be consumed")  # FIFO: the redelivery was first
+    assert [(n.kind, n.status) for n in notifications_of(sessions, p["id"])] == [("merchant", "SENT"),
+                                                                                ("receipt", "SENT")]
+    assert len(inbox.to(merchant.email)) == 1 and len(inbox.to(buyer)) == 1
+
+
+def test_an_smtp_server_that_is_down_gets_the_emails_once_it_is_up(client, merchant, sessions, bus, notifier):
+    _, _, publisher = bus
+    port = free_port()  # nothing listens there yet
+    notifier(port)
+    buyer = customer()
+    p = new_payment(client, merchant, customer_email=buyer)
+    pay(sessions, p["id"])
+
+    def failed_and_waiting() -> bool:
+        rows = notifications_of(sessions, p["id"])
+        return len(rows) == 2 and all(n.status == "PENDING" and n.attempts >= 1 and n.last_error for n in rows)
+    arrives(sessions, publisher, failed_and_waiting)
+    assert "Connection" in notifications_of(sessions, p["id"])[0].last_error
+
+    with smtp_server(port) as (inbox, _):
+        until(lambda: inbox.to(merchant.email) and inbox.to(buyer), timeout=30, message="the emails after the outage")
+        all_sent(sessions, p["id"])
+        assert len(inbox.to(merchant.email)) == 1 and len(inbox.to(buyer)) == 1
+    assert all(n.attempts >= 2 and n.last_error is None for n in notifications_of(sessions, p["id"]))
+
+
+def test_the_dashboard_switches_notifications_off_and_on(client, sessions):
+    email_address = merchant_with_password(sessions)
+    token = csrf_of(client.get("/dashboard/login"))
+    client.post("/dashboard/login", data={"csrf_token": token, "email": email_address, "password": "s3cret-pass"})
+    page = client.get("/dashboard/notifications")
+    assert page.status_code == 200 and "checked" in page.get_data(as_text=True)  # on by default
+    token = csrf_of(page)
+
+    def notify_email() -> bool:
+        with sessions() as s:
+            return s.scalar(sa.select(Merchant.notify_email).where(sa.func.lower(Merchant.email) == email_address))
+
+    off = client.post("/dashboard/notifications", data={"csrf_token": token})
+    assert off.status_code == 200 and "Email notifications are off." in off.get_data(as_text=True)
+    assert notify_email() is False and "checked" not in client.get("/dashboard/notifications").get_data(as_text=True)
+    on = client.post("/dashboard/notifications", data={"csrf_token": token, "notify_email": "on"})
+    assert "Email notifications are on." in on.get_data(as_text=True) and notify_email() is True
+
+
+def test_a_send_interrupted_before_its_outcome_was_recorded_goes_again_with_a_warning(client, merchant, sessions,
+                                                                                    smtp, caplog):
+    inbox, port = smtp
+    p = new_payment(client, merchant)
+    rcpt = customer()
+    with unit_of_work(sessions) as s:
+        created = s.scalar(sa.select(Event.id).where(Event.payment_id == uuid.UUID(p["id"])))
+        [row_id] = intake.record(s, created, [render.Email("receipt", rcpt, "Receipt", ("Thanks.",))])
+    with unit_of_work(sessions) as s:  # a sender claimed it, sent it and died before recording the outcome
+        s.execute(sa.update(Notification).where(Notification.id == row_id)
+                  .values(lease_until=sa.func.now() + sa.text("interval '60 seconds'")))
+    with unit_of_work(sessions) as s:  # the lease runs out
+        s.execute(sa.update(Notification).where(Notification.id == row_id)
+                  .values(lease_until=sa.func.now() - sa.text("interval '1 second'")))
+    sender = sender_module.EmailSender(sessions, SmtpServer.from_url(f"smtp://127.0.0.1:{port}"), "Kassa <k@shop.example>")
+
+    def sent() -> bool:
+        sender.send_next()  # (other tests' rows may be due too: sent here, to their own recipients)
+        with sessions() as s:
+            return s.get(Notification, row_id).status == "SENT"
+    with caplog.at_level("WARNING", logger="kassa.notifier"):
+        until(sent, timeout=15, message="the interrupted notification to be sent again")
+    sender.stop()
+    assert any(str(row_id) in r.getMessage() and "may get it twice" in r.getMessage() for r in caplog.records)
+    [msg] = inbox.to(rcpt)
+    assert msg["Message-ID"] == f"<{created}.receipt@shop.example>"
+    with sessions() as s:
+        row = s.get(Notification, row_id)
+        assert (row.status, row.attempts, row.lease_until) == ("SENT", 1, None)
