@@ -10,7 +10,7 @@ from typing import Callable
 
 import pytest
 
-from kassa_webhook_sender.transport import Request, Transport
+from kassa_webhook_sender.webhooks.transport import Request, Transport
 
 DRIP_EVERY = 2.0
 
@@ -157,7 +157,7 @@ def test_a_quick_answer_after_a_cut_one_is_not_hurt(raw_server):
 def job_after(attempts: int, url: str, created_at):
     import uuid
 
-    from kassa_webhook_sender.store import Job
+    from kassa_webhook_sender.webhooks.store import Job
 
     return Job(uuid.uuid4(), "evt_sched", "payment.created", attempts, created_at, url, "whsec_x", True,
                {"id": "evt_sched", "event": "payment.created", "data": {}})
@@ -165,7 +165,7 @@ def job_after(attempts: int, url: str, created_at):
 
 @pytest.fixture
 def failing_dispatcher(raw_server):
-    from kassa_webhook_sender.dispatcher import Dispatcher
+    from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
 
     def make(status: int):
         server = raw_server(answer(status))

@@ -15,9 +15,9 @@ import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
 from kassa_common.models import DeliveryAttempt, WebhookDelivery
-from kassa_webhook_sender.dispatcher import Dispatcher
-from kassa_webhook_sender.retry import DEFAULT_POLICY
-from kassa_webhook_sender.transport import Transport
+from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
+from kassa_webhook_sender.webhooks.retry import DEFAULT_POLICY
+from kassa_webhook_sender.webhooks.transport import Transport
 from tests.integration.workers.test_webhook_deadline import RawServer, drip, silent
 from tests.support.webhooks import add_endpoint, add_event, intake
 
