@@ -116,6 +116,7 @@ class Settings:
     rate_limit_per_minute: int = 100
     public_create_per_minute: int = 10  # payments one client address may start from product pages
     login_failures_per_address: int = 20  # failed dashboard logins one client address may make in 5 minutes
+    require_2fa: bool = False  # every merchant must enrol in two-factor sign-in before using the dashboard
     signups_per_hour: int = 10  # dashboard sign-ups one client address may make in an hour
     trusted_proxies: int = 0  # reverse proxies in front of the web whose X-Forwarded-For is believed
     idempotency_ttl_hours: int = 24
@@ -172,6 +173,7 @@ class Settings:
                                             d.public_create_per_minute),
             login_failures_per_address=_maybe(env, "LOGIN_FAILURES_PER_ADDRESS", _positive_int,
                                               d.login_failures_per_address),
+            require_2fa=_maybe(env, "REQUIRE_2FA", _bool, d.require_2fa),
             signups_per_hour=_maybe(env, "SIGNUPS_PER_HOUR", _positive_int, d.signups_per_hour),
             trusted_proxies=_maybe(env, "TRUSTED_PROXIES", _non_negative_int, d.trusted_proxies),
             idempotency_ttl_hours=_maybe(env, "IDEMPOTENCY_TTL_HOURS", _positive_int, d.idempotency_ttl_hours),

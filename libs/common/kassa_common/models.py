@@ -39,6 +39,11 @@ class Merchant(Base):
     underpayment_tolerance: Mapped[Decimal] = mapped_column(sa.Numeric(6, 5), nullable=False, server_default="0")
     # email the merchant about completed, partially paid and late payments (the notifier)
     notify_email: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.true())
+    # two-factor sign-in (kassa_common.twofactor): on once ``totp_enabled_at`` is set
+    totp_secret: Mapped[str | None] = mapped_column(sa.String(64))
+    totp_enabled_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    totp_last_step: Mapped[int | None] = mapped_column(sa.BigInteger)  # the last code's time step (no replay)
+    recovery_code_hashes: Mapped[list[str]] = mapped_column(ARRAY(sa.Text), nullable=False, server_default="{}")
     created_at: Mapped[datetime] = _created()
 
     __table_args__ = (sa.Index("merchants_email_key", sa.func.lower(email), unique=True),)

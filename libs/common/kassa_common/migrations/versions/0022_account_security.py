@@ -1,5 +1,5 @@
-"""Account security and fair webhook delivery: dashboard sessions kept on the server, and
-an index of the webhook deliveries under way per endpoint.
+"""Account security and fair webhook delivery: dashboard sessions kept on the server,
+two-factor sign-in, and an index of the webhook deliveries under way per endpoint.
 
 ``dashboard_sessions`` holds one row per login (the SHA-256 of the cookie's random id):
 logout and a password change revoke rows, so a copied cookie opens nothing afterwards.
@@ -20,6 +20,11 @@ depends_on = None
 
 
 def upgrade() -> None:
+    op.add_column("merchants", sa.Column("totp_secret", sa.String(length=64), nullable=True))
+    op.add_column("merchants", sa.Column("totp_enabled_at", sa.DateTime(timezone=True), nullable=True))
+    op.add_column("merchants", sa.Column("totp_last_step", sa.BigInteger(), nullable=True))
+    op.add_column("merchants", sa.Column("recovery_code_hashes", postgresql.ARRAY(sa.Text()), server_default="{}",
+                                         nullable=False))
     op.create_table(
         "dashboard_sessions",
         sa.Column("id_hash", sa.String(length=64), primary_key=True),
@@ -38,5 +43,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    for column in ("recovery_code_hashes", "totp_last_step", "totp_enabled_at", "totp_secret"):
+        op.drop_column("merchants", column)
     op.drop_index("webhook_deliveries_leased", table_name="webhook_deliveries")
     op.drop_table("dashboard_sessions")

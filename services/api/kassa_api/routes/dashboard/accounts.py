@@ -12,15 +12,19 @@ id made at each login, and logging out revokes it there.
 """
 from __future__ import annotations
 
+import time
+import uuid
+
 from flask import Blueprint, g, redirect, request, session, url_for
 
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import login_required, render
-from kassa_common import accounts
+from kassa_common import accounts, twofactor
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Merchant
 
 bp = Blueprint("accounts", __name__)
+SECOND_STEP_SECONDS = 300  # the code must follow the password within this
 LOGIN_FAILURES, LOGIN_WINDOW_SECONDS = 5, 300
 THROTTLED = "Too many attempts from your address. Wait a while and try again."
 
@@ -67,6 +71,38 @@ def login():
         return render("login.html", 401, error="Wrong email or password.", email=email)
     if merchant.banned or not merchant.activated:
         return render("login.html", 403, error="This account is not activated yet.", email=email)
+    failures.clear(key)
+    if merchant.totp_enabled_at is not None:  # the password was right: now the second factor
+        session.clear()
+        session.update(pending_2fa=str(merchant.id), pending_until=time.time() + SECOND_STEP_SECONDS)
+        return redirect(url_for("dashboard.accounts.login_code"), 303)
+    start_login(merchant)
+    return redirect(url_for("dashboard.accounts.home"), 303)
+
+
+@bp.route("/login/code", methods=["GET", "POST"])
+def login_code():
+    """The login's second step: a code of the merchant's authenticator app, or a recovery code.
+    Failures are counted per merchant (LOGIN_FAILURES per window, then 429) and per address."""
+    pending, until = session.get("pending_2fa"), session.get("pending_until", 0)
+    if not isinstance(pending, str) or not isinstance(until, (int, float)) or until < time.time():
+        session.clear()
+        return redirect(url_for("dashboard.accounts.login"), 303)
+    if request.method != "POST":  # GET or HEAD
+        return render("login_code.html")
+    key, address_key = f"2fa:{pending}", f"login-address:{request.remote_addr}"
+    failures, by_address = deps().login_failures, deps().login_failures_by_address
+    if failures.exceeded(key) or by_address.exceeded(address_key):
+        return render("login_code.html", 429, error="Too many wrong codes. Wait a few minutes and try again.")
+    code, recovery = request.form.get("code", "")[:20], request.form.get("recovery_code", "")[:40]
+    with transaction() as s:
+        merchant = s.get(Merchant, uuid.UUID(pending))
+        ok = merchant is not None and (twofactor.check_code(s, merchant, code) if code.strip()
+                                       else twofactor.use_recovery_code(s, merchant, recovery))
+    if not ok or merchant is None:
+        failures.hit(key)
+        by_address.hit(address_key)
+        return render("login_code.html", 401, error="That code is not right. Try the current one from your app.")
     failures.clear(key)
     start_login(merchant)
     return redirect(url_for("dashboard.accounts.home"), 303)

@@ -21,6 +21,8 @@ from kassa_common.owner import Owner
 from kassa_common.payments import find_payment
 
 LOGIN, ONBOARDING = "dashboard.accounts.login", "dashboard.accounts.onboarding"
+ENROL_ENDPOINTS = ("dashboard.settings.two_factor", "dashboard.settings.enable_two_factor",
+                   "dashboard.accounts.logout")
 LIST_SIZE = 50
 NO_PAYMENT = "No such payment in this mode."
 NO_PRODUCT = "No such product in this mode."
@@ -40,9 +42,12 @@ def login_required(view):
         login = deps().logins.get(token) if isinstance(token, str) else None
         merchant = db().get(Merchant, login.merchant_id) if login is not None else None
         if merchant is None or merchant.banned or not merchant.activated:
-            session.clear()
+            session.pop("sid", None)
             return redirect(url_for(LOGIN), 303)
         g.merchant, g.login = merchant, login
+        if (deps().settings.require_2fa and merchant.totp_enabled_at is None
+                and request.endpoint not in ENROL_ENDPOINTS):
+            return redirect(url_for(ENROL_ENDPOINTS[0]), 303)  # REQUIRE_2FA: enrol before anything else
         g.test_mode = session.get("mode", "test") == "test"
         if not merchant.business_name and request.endpoint != ONBOARDING:
             return redirect(url_for(ONBOARDING), 303)

@@ -15,7 +15,7 @@ from flask import Blueprint, g, redirect, request, session, url_for
 
 from kassa_api.deps import deps, transaction
 from kassa_api.routes.dashboard.common import login_required, render
-from kassa_common import accounts
+from kassa_common import accounts, twofactor
 from kassa_common.errors import DomainError
 
 bp = Blueprint("settings", __name__)
@@ -71,3 +71,53 @@ def revoke_login(ref: str):
         return _page(404, error="No such login.")
     deps().logins.revoke(g.merchant.id, ref)
     return redirect(url_for("dashboard.settings.index"), 303)
+
+
+def _two_factor_page(status: int = 200, /, **context):
+    merchant = g.merchant
+    if merchant.totp_enabled_at is not None:
+        return render("two_factor.html", status, enabled=True,
+                      recovery_left=len(merchant.recovery_code_hashes or []), **context)
+    secret = session.get("totp_pending")
+    if not isinstance(secret, str):
+        secret = session["totp_pending"] = twofactor.new_secret()
+    uri = twofactor.provisioning_uri(secret, merchant.email)
+    return render("two_factor.html", status, enabled=False, secret=secret, qr=twofactor.qr_svg(uri),
+                  required=deps().settings.require_2fa, **context)
+
+
+@bp.get("/settings/2fa")
+@login_required
+def two_factor():
+    return _two_factor_page()
+
+
+@bp.post("/settings/2fa/enable")
+@login_required
+def enable_two_factor():
+    secret = session.get("totp_pending")
+    if g.merchant.totp_enabled_at is not None or not isinstance(secret, str):
+        return redirect(url_for("dashboard.settings.two_factor"), 303)
+    with transaction() as s:
+        codes = twofactor.enable(s, g.merchant, secret, request.form.get("code", "")[:20])
+    if codes is None:
+        return _two_factor_page(400, error="That code does not match. Enter the current code from your app.")
+    session.pop("totp_pending", None)
+    return render("two_factor.html", enabled=True, recovery_codes=codes, recovery_left=len(codes),
+                  notice="Two-factor sign-in is on.")
+
+
+@bp.post("/settings/2fa/disable")
+@login_required
+def disable_two_factor():
+    form = request.form
+    if deps().settings.require_2fa:
+        return _two_factor_page(403, error="Two-factor sign-in is required on this server.")
+    with transaction() as s:
+        ok = (accounts.check_password(g.merchant.password_hash, form.get("password", ""))
+              and twofactor.check_code(s, g.merchant, form.get("code", "")[:20]))
+        if ok:
+            twofactor.disable(g.merchant)
+    if not ok:
+        return _two_factor_page(400, error="Wrong password or code.")
+    return _two_factor_page(notice="Two-factor sign-in is off.")
