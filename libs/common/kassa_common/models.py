@@ -394,6 +394,9 @@ class Notification(Base):
     __table_args__ = (
         sa.UniqueConstraint("event_id", "kind", name="notifications_event_kind"),
         sa.Index("notifications_due", "next_attempt_at", postgresql_where=sa.text("status = 'PENDING'")),
+        # the email claim's turns per recipient domain: what was sent or is under way lately
+        sa.Index("notifications_sent", "sent_at", postgresql_where=sa.text("sent_at IS NOT NULL")),
+        sa.Index("notifications_leased", "lease_until", postgresql_where=sa.text("lease_until IS NOT NULL")),
     )
 
 

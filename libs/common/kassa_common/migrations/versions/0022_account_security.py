@@ -1,5 +1,6 @@
 """Account security and fair webhook delivery: dashboard sessions kept on the server,
-two-factor sign-in, and an index of the webhook deliveries under way per endpoint.
+two-factor sign-in, and indexes of the webhook deliveries under way per endpoint and of
+the emails sent or under way lately (the email claim's turns per recipient domain).
 
 ``dashboard_sessions`` holds one row per login (the SHA-256 of the cookie's random id):
 logout and a password change revoke rows, so a copied cookie opens nothing afterwards.
@@ -38,6 +39,9 @@ def upgrade() -> None:
         sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
     )
     op.create_index("dashboard_sessions_merchant", "dashboard_sessions", ["merchant_id", "last_seen_at"])
+    op.create_index("notifications_sent", "notifications", ["sent_at"], postgresql_where=sa.text("sent_at IS NOT NULL"))
+    op.create_index("notifications_leased", "notifications", ["lease_until"],
+                    postgresql_where=sa.text("lease_until IS NOT NULL"))
     op.create_index("webhook_deliveries_leased", "webhook_deliveries", ["endpoint_id"],
                     postgresql_where=sa.text("status = 'PENDING' AND lease_until IS NOT NULL"))
 
@@ -46,4 +50,6 @@ def downgrade() -> None:
     for column in ("recovery_code_hashes", "totp_last_step", "totp_enabled_at", "totp_secret"):
         op.drop_column("merchants", column)
     op.drop_index("webhook_deliveries_leased", table_name="webhook_deliveries")
+    op.drop_index("notifications_leased", table_name="notifications")
+    op.drop_index("notifications_sent", table_name="notifications")
     op.drop_table("dashboard_sessions")
