@@ -2,13 +2,12 @@
 email as a list of addresses, a webhook URL's password, /metrics without its token."""
 from __future__ import annotations
 
-import logging
 
 import pytest
 
 from kassa_api.app import create_app
 from kassa_common.emails import is_valid_email
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
+from tests.integration.web.test_dashboard import csrf_of
 from tests.support.api import API
 
 LISTS = ["a@x.com, b@y.com, c@z.com", "a@x.com;b@y.com", "a@x.com b@y.com", "Eve <a@x.com>", '"a b"@x.com',
@@ -42,7 +41,7 @@ def test_the_api_refuses_a_list_as_customer_email(client, merchant):
     assert r.status_code == 400 and r.get_json()["error"]["code"] == "VALIDATION_ERROR"
 
 
-def test_a_webhook_urls_password_is_never_shown_back(client, merchant, create_webhook, sessions, caplog):
+def test_a_webhook_urls_password_is_never_shown_back(client, merchant, create_webhook, sessions):
     secret_url = "https://hookuser:hunter2-secret@hooks.example.com/in?x=1"
     hook = create_webhook(merchant, url=secret_url)
     assert hook["url"] == "https://hookuser:****@hooks.example.com/in?x=1"
