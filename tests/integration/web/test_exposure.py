@@ -2,7 +2,6 @@
 email as a list of addresses, a webhook URL's password, /metrics without its token."""
 from __future__ import annotations
 
-
 import pytest
 
 from kassa_api.app import create_app
