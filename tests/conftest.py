@@ -53,6 +53,8 @@ def base_env(database_url):
         "RABBITMQ_URL": os.environ.get("RABBITMQ_URL", "amqp://guest:guest@127.0.0.1:5672/%2F"),
         "RATE_LIMIT_PER_MINUTE": "100000",
         "PUBLIC_CREATE_PER_MINUTE": "100000",
+        "LOGIN_FAILURES_PER_ADDRESS": "100000",
+        "SIGNUPS_PER_HOUR": "100000",
         "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
         "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
         "DB_POOL_SIZE": "4",  # several suites may share one PostgreSQL (100 connections)

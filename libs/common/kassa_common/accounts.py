@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 from kassa_common.chains import forwarder
 from kassa_common.chains.hd import validate_xpub
 from kassa_common.chains.live_keys import live_key_warning
+from kassa_common.emails import InvalidEmail, valid_email
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.ids import hash_api_key, new_api_key
 from kassa_common.models import ApiKey, Merchant, Wallet
@@ -60,6 +61,15 @@ def check_password(stored: str | None, password: str) -> bool:
         return False
 
 
+def change_password(merchant: Merchant, current: str, new: str) -> None:
+    """Set a new password once the current one is given again (the caller revokes the other logins)."""
+    if not check_password(merchant.password_hash, current):
+        raise AccountError("the current password is wrong")
+    if len(new) > 1000:
+        raise AccountError("passwords may have at most 1000 characters")
+    merchant.password_hash = hash_password(new)
+
+
 def merchant_by_email(session: Session, email: str) -> Merchant:
     merchant = session.scalar(sa.select(Merchant).where(sa.func.lower(Merchant.email) == email.strip().lower()))
     if merchant is None:
@@ -69,9 +79,10 @@ def merchant_by_email(session: Session, email: str) -> Merchant:
 
 def create_merchant(session: Session, email: str, password: str | None, business_name: str | None,
                     activate: bool = False) -> Merchant:
-    email = email.strip()
-    if "@" not in email:
-        raise AccountError(f"not an email address: {email}")
+    try:
+        email = valid_email(email)
+    except InvalidEmail:
+        raise AccountError(f"not an email address: {email[:100]}") from None
     exists = session.scalar(sa.select(Merchant.id).where(sa.func.lower(Merchant.email) == email.lower()))
     if exists:
         raise AccountError(f"a merchant with email {email} already exists")

@@ -19,7 +19,7 @@ from pika.exceptions import AMQPError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kassa_common import accounts, envfile
+from kassa_common import accounts, envfile, twofactor
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
@@ -54,6 +54,16 @@ def _set_flag(flag: str, value: bool) -> Callable:
             data = {"id": str(m.id), "email": m.email, "activated": m.activated, "banned": m.banned}
         _out(args, data, f"merchant {data['email']}: {flag} = {value}")
     return run
+
+
+def cmd_merchant_2fa(args, settings: Settings) -> None:
+    """Show whether two-factor sign-in is on; ``--disable`` turns it off (a merchant who lost the device)."""
+    with unit_of_work_for(settings) as s:
+        m = accounts.merchant_by_email(s, args.email)
+        if args.disable:
+            twofactor.disable(m)
+        data = {"email": m.email, "two_factor": m.totp_enabled_at is not None}
+    _out(args, data, f"merchant {data['email']}: two-factor sign-in {'on' if data['two_factor'] else 'off'}")
 
 
 def cmd_merchant_settings(args, settings: Settings) -> None:
@@ -211,6 +221,10 @@ def build_parser() -> argparse.ArgumentParser:
         a = leaf(merchant, name)
         a.add_argument("email")
         a.set_defaults(run=_set_flag(flag, value))
+    tf = leaf(merchant, "2fa", help="two-factor sign-in of a merchant: show it, or --disable it")
+    tf.add_argument("email")
+    tf.add_argument("--disable", action="store_true", help="turn it off (the merchant enrols again)")
+    tf.set_defaults(run=cmd_merchant_2fa)
     st = leaf(merchant, "settings", help="print a merchant's settings, changing those given")
     st.add_argument("email")
     st.add_argument("--payment-lifetime", metavar="MIN",

@@ -149,11 +149,15 @@ class Settings:
     payment_lifetime_minutes: int = 60
     rate_limit_per_minute: int = 100
     public_create_per_minute: int = 10  # payments one client address may start from product pages
+    login_failures_per_address: int = 20  # failed dashboard logins one client address may make in 5 minutes
+    require_2fa: bool = False  # every merchant must enrol in two-factor sign-in before using the dashboard
+    signups_per_hour: int = 10  # dashboard sign-ups one client address may make in an hour
     trusted_proxies: int = 0  # reverse proxies in front of the web whose X-Forwarded-For is believed
     idempotency_ttl_hours: int = 24
     test_mode_complete_seconds: float = 10.0
     webhook_allow_private_urls: bool = False
     webhook_timeout_seconds: float = 10.0
+    webhook_max_in_flight_per_endpoint: int = 4  # deliveries one endpoint may have under way at once
     webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
     fixed_rates: str = DEFAULT_FIXED_RATES
     fixed_rates_allow_live: bool = False  # fixed rates price live coin payments too (development only)
@@ -175,6 +179,7 @@ class Settings:
     settler_consumers: int = 2  # consumers (threads, each its own broker connection) per settler process
     log_level: str = "INFO"
     metrics_port: int | None = None
+    metrics_token: str | None = field(default=None, repr=False)  # the web's /metrics asks for it as a bearer token
     bus_prefix: str = ""  # prefixes the exchange and queue names (isolated test runs)
     smtp_url: str | None = field(default=None, repr=False)  # None: no email notifications; may hold a password
     smtp_from: str = DEFAULT_SMTP_FROM
@@ -212,11 +217,17 @@ class Settings:
             rate_limit_per_minute=_maybe(env, "RATE_LIMIT_PER_MINUTE", _positive_int, d.rate_limit_per_minute),
             public_create_per_minute=_maybe(env, "PUBLIC_CREATE_PER_MINUTE", _positive_int,
                                             d.public_create_per_minute),
+            login_failures_per_address=_maybe(env, "LOGIN_FAILURES_PER_ADDRESS", _positive_int,
+                                              d.login_failures_per_address),
+            require_2fa=_maybe(env, "REQUIRE_2FA", _bool, d.require_2fa),
+            signups_per_hour=_maybe(env, "SIGNUPS_PER_HOUR", _positive_int, d.signups_per_hour),
             trusted_proxies=_maybe(env, "TRUSTED_PROXIES", _non_negative_int, d.trusted_proxies),
             idempotency_ttl_hours=_maybe(env, "IDEMPOTENCY_TTL_HOURS", _positive_int, d.idempotency_ttl_hours),
             test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),
             webhook_allow_private_urls=_maybe(env, "WEBHOOK_ALLOW_PRIVATE_URLS", _bool, d.webhook_allow_private_urls),
             webhook_timeout_seconds=_maybe(env, "WEBHOOK_TIMEOUT_SECONDS", float, d.webhook_timeout_seconds),
+            webhook_max_in_flight_per_endpoint=_maybe(env, "WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT", _positive_int,
+                                                      d.webhook_max_in_flight_per_endpoint),
             webhook_retry_schedule=_maybe(env, "WEBHOOK_RETRY_SCHEDULE", _seconds_list, None),
             fixed_rates=_maybe(env, "FIXED_RATES", _fixed_rates, d.fixed_rates),
             fixed_rates_allow_live=_maybe(env, "FIXED_RATES_ALLOW_LIVE", _bool, d.fixed_rates_allow_live),
@@ -239,6 +250,7 @@ class Settings:
             settler_consumers=_maybe(env, "SETTLER_CONSUMERS", _positive_int, d.settler_consumers),
             log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),
             metrics_port=_maybe(env, "METRICS_PORT", int, None),
+            metrics_token=_maybe(env, "METRICS_TOKEN", str, None),
             bus_prefix=_maybe(env, "BUS_PREFIX", str, ""),
             smtp_url=_maybe(env, "SMTP_URL", _smtp_url, None),
             smtp_from=_maybe(env, "SMTP_FROM", str, d.smtp_from),

@@ -21,10 +21,10 @@ from pydantic import (
     WrapValidator,
 )
 
+from kassa_common.emails import valid_email
 from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.pricing import currencies
 
-EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 
 
 class FieldsError(ValueError):
@@ -42,9 +42,7 @@ def _number(value: Any) -> Any:
 
 
 def _email(value: str) -> str:
-    if not EMAIL_RE.match(value):
-        raise ValueError("not a valid email address")
-    return value
+    return valid_email(value)  # the one rule (kassa_common.emails); InvalidEmail is a ValueError
 
 
 def _http_url(value: str) -> str:

@@ -43,9 +43,31 @@ class Merchant(Base):
     # quoted crypto amount holds (None: the payment's lifetime)
     rate_spread_pct: Mapped[Decimal] = mapped_column(sa.Numeric(4, 2), nullable=False, server_default="0")
     rate_lock_minutes: Mapped[int | None] = mapped_column(sa.Integer)
+    # two-factor sign-in (kassa_common.twofactor): on once ``totp_enabled_at`` is set
+    totp_secret: Mapped[str | None] = mapped_column(sa.String(64))
+    totp_enabled_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    totp_last_step: Mapped[int | None] = mapped_column(sa.BigInteger)  # the last code's time step (no replay)
+    recovery_code_hashes: Mapped[list[str]] = mapped_column(ARRAY(sa.Text), nullable=False, server_default="{}")
     created_at: Mapped[datetime] = _created()
 
     __table_args__ = (sa.Index("merchants_email_key", sa.func.lower(email), unique=True),)
+
+
+class DashboardSession(Base):
+    """A dashboard login, kept on the server: the browser's cookie holds only its random id
+    (this row stores the id's SHA-256). Logout, a password change and the settings page's
+    revoke button set ``revoked_at``; a revoked or expired row opens nothing."""
+
+    __tablename__ = "dashboard_sessions"
+    id_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    user_agent: Mapped[str | None] = mapped_column(sa.String(300))
+    address: Mapped[str | None] = mapped_column(sa.String(64))
+    created_at: Mapped[datetime] = _created()
+    last_seen_at: Mapped[datetime] = _created()
+    expires_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False)
+    revoked_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    __table_args__ = (sa.Index("dashboard_sessions_merchant", "merchant_id", "last_seen_at"),)
 
 
 class ApiKey(Base):
@@ -359,6 +381,9 @@ class WebhookDelivery(Base):
         sa.UniqueConstraint("event_id", "endpoint_id"),
         sa.Index("webhook_deliveries_due", "next_attempt_at", postgresql_where=sa.text("status = 'PENDING'")),
         sa.Index("webhook_deliveries_endpoint", "endpoint_id", sa.text("created_at DESC")),
+        # the claims under way per endpoint (a claim counts them: WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT)
+        sa.Index("webhook_deliveries_leased", "endpoint_id",
+                 postgresql_where=sa.text("status = 'PENDING' AND lease_until IS NOT NULL")),
     )
 
 
@@ -385,6 +410,9 @@ class Notification(Base):
     __table_args__ = (
         sa.UniqueConstraint("event_id", "kind", name="notifications_event_kind"),
         sa.Index("notifications_due", "next_attempt_at", postgresql_where=sa.text("status = 'PENDING'")),
+        # the email claim's turns per recipient domain: what was sent or is under way lately
+        sa.Index("notifications_sent", "sent_at", postgresql_where=sa.text("sent_at IS NOT NULL")),
+        sa.Index("notifications_leased", "lease_until", postgresql_where=sa.text("lease_until IS NOT NULL")),
     )
 
 

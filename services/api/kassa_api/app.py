@@ -17,6 +17,8 @@ from kassa_api import deps as deps_module
 from kassa_api import errors
 from kassa_api.ratelimit import make_limiter
 from kassa_api.routes.dashboard.accounts import LOGIN_FAILURES, LOGIN_WINDOW_SECONDS
+from kassa_common.logins import make_store
+from kassa_common.urls import without_password
 
 MAX_BODY = 64 * 1024
 SECURITY_HEADERS = {
@@ -55,10 +57,15 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         rates=make_rates(settings),
         public_limiter=make_limiter(settings.redis_url, settings.public_create_per_minute),
         login_failures=make_limiter(settings.redis_url, LOGIN_FAILURES, window=LOGIN_WINDOW_SECONDS),
+        login_failures_by_address=make_limiter(settings.redis_url, settings.login_failures_per_address,
+                                               window=LOGIN_WINDOW_SECONDS),
+        signups=make_limiter(settings.redis_url, settings.signups_per_hour, window=3600),
+        logins=make_store(engine, settings.redis_url),
     ))
     if settings.trusted_proxies:  # the client address is the one the proxies saw (rate limits, throttling)
         hops = settings.trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
+    app.jinja_env.filters["without_password"] = without_password  # webhook URLs on the dashboard
     errors.init_app(app)
     app.jinja_env.filters.update(money=currencies.money, amount_text=currencies.amount_text, plain=plain)
     _register_blueprints(app)

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from kassa_common.pricing.service import RateService
 from kassa_common.config import Settings
 from kassa_common.db import autocommit_connection, release_autocommit
+from kassa_common.logins import LoginStore
 from kassa_common.owner import Owner
 from kassa_api.ratelimit import RateLimiter
 
@@ -25,6 +26,9 @@ class Deps:
     rates: RateService
     public_limiter: RateLimiter  # payments started from product pages, per client address
     login_failures: RateLimiter  # failed dashboard logins, per client address and email
+    login_failures_by_address: RateLimiter  # failed dashboard logins, per client address across emails
+    signups: RateLimiter  # sign-ups, per client address
+    logins: LoginStore  # dashboard sessions kept on the server
 
 
 def deps() -> Deps:

@@ -131,13 +131,15 @@ def login(client, sessions, mode: str) -> str:
 
 def test_the_dashboard_refuses_a_published_key_for_live_mode_in_production(production, sessions):
     token = login(production, sessions, "live")
-    r = production.post("/dashboard/wallets", data={"csrf_token": token, "chain": "evm", "xpub": TEST_XPUBS["evm"]})
+    r = production.post("/dashboard/wallets", data={"csrf_token": token, "chain": "evm", "xpub": TEST_XPUBS["evm"],
+                                                     "password": "s3cret-pass"})
     assert r.status_code == 422 and "anyone can spend" in r.get_data(as_text=True)
 
 
 def test_the_dashboard_accepts_it_in_development_and_warns(client, sessions):
     token = login(client, sessions, "live")
-    r = client.post("/dashboard/wallets", data={"csrf_token": token, "chain": "evm", "xpub": TEST_XPUBS["evm"]})
+    r = client.post("/dashboard/wallets", data={"csrf_token": token, "chain": "evm", "xpub": TEST_XPUBS["evm"],
+                                                 "password": "s3cret-pass"})
     page = r.get_data(as_text=True)
     assert r.status_code == 200 and 'id="wallet-warning"' in page and "published" in page
 
@@ -232,3 +234,23 @@ def test_the_web_refuses_to_start_with_the_default_secret_key_outside_developmen
     done = subprocess.run(web.argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode != 0
     assert "SECRET_KEY" in done.stderr and "KASSA_ENV=development" in done.stderr
+
+
+def test_a_live_wallet_change_needs_the_password_again(client, sessions):
+    """A stolen session alone cannot redirect live payments: no password, no change."""
+    from kassa_common.models import Wallet
+
+    token = login(client, sessions, "live")
+    address = "0x" + "7" * 40
+    for password in (None, "wrong-pass"):
+        data = {"csrf_token": token, "chain": "evm", "settlement_address": address}
+        if password:
+            data["password"] = password
+        r = client.post("/dashboard/wallets", data=data)
+        assert r.status_code == 403 and "needs your password again" in r.get_data(as_text=True)
+    with sessions() as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(Wallet).where(
+            sa.func.lower(Wallet.settlement_address) == address)) == 0
+    r = client.post("/dashboard/wallets", data={"csrf_token": token, "chain": "evm", "settlement_address": address,
+                                                "password": "s3cret-pass"})
+    assert r.status_code == 200, r.get_data(as_text=True)

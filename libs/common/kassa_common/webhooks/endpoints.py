@@ -18,6 +18,7 @@ from kassa_common.models import WebhookEndpoint
 from kassa_common.netguard import host_is_private_literal
 from kassa_common.owner import Owner, owned
 from kassa_common.timefmt import iso, utcnow
+from kassa_common.urls import without_password
 
 
 SECRET_OVERLAP = timedelta(hours=24)
@@ -125,7 +126,7 @@ class WebhookWithSecret(WebhookOut):
 def webhook_to_dict(w: WebhookEndpoint) -> dict[str, Any]:
     return {
         "id": str(w.id),
-        "url": w.url,
+        "url": without_password(w.url),  # the password is not shown again
         "events": list(w.events),
         "active": w.active,
         "description": w.description,

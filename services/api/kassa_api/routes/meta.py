@@ -1,9 +1,10 @@
 """Unauthenticated routes: networks, the OpenAPI document and its docs page, health."""
 from __future__ import annotations
 
+import hmac
 import time
 
-from flask import Blueprint, current_app, make_response, send_from_directory, url_for
+from flask import Blueprint, current_app, make_response, request, send_from_directory, url_for
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
@@ -119,7 +120,17 @@ class _BusCollector:
 
 @bp.get("/metrics")
 def metrics():
-    """Prometheus text: the bus queues' depths (dead-letter queues included) and consumers."""
+    """Prometheus text: the bus queues' depths (dead-letter queues included) and consumers.
+
+    With METRICS_TOKEN set, only a request bearing it (``Authorization: Bearer <token>``)
+    reads them; anyone else gets 401 (keep the port private otherwise)."""
+    token = deps().settings.metrics_token
+    if token:
+        sent = request.headers.get("Authorization", "")
+        scheme, _, given = sent.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+            return ("metrics need the bearer token (METRICS_TOKEN)\n", 401,
+                    {"WWW-Authenticate": 'Bearer realm="metrics"', "Content-Type": "text/plain; charset=utf-8"})
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_BusCollector())
     return generate_latest(registry), 200, {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}

@@ -4,16 +4,18 @@ from __future__ import annotations
 from flask import Blueprint, jsonify, redirect, request, url_for
 from werkzeug.exceptions import HTTPException
 
-from kassa_api import csrf
+from kassa_api import csrf, query
 from kassa_api.deps import db, deps, make_owner, transaction
 from kassa_api import checkout as h
 from kassa_api.web import error_page, http_error_page, page, secure
 from kassa_common import payments
+from kassa_common.emails import is_valid_email
 from kassa_common.errors import DomainError, InvalidTransition, RateNotAvailable
 from kassa_common.ids import parse_uuid
 from kassa_common.models import Merchant, Product
 
 bp = Blueprint("pages", __name__)
+bp.before_request(query.guard)
 csrf.protect(bp)
 TEST_ACTIONS = ("pay", "pay-part", "expire")
 
@@ -129,8 +131,8 @@ def buy(product_id: str):
     else:
         network, _, token = request.form.get("pair", "").partition(":")
     email = request.form.get("email", "").strip() or None
-    if email and ("@" not in email or len(email) > 320):
-        return _product_page(product, merchant, 422, "Enter a valid email address, or leave it empty.")
+    if email and not is_valid_email(email):  # one address: the receipt must not go to a list
+        return _product_page(product, merchant, 422, "Enter one valid email address, or leave it empty.")
     s = deps().settings
     owner = make_owner(merchant.id, product.test_mode, merchant.payment_lifetime_minutes)
     cmd = payments.NewPayment(token=token, network=network, product_id=str(product.id), customer_email=email)

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from kassa_common.emails import is_valid_email
 from kassa_common.messaging.consumer import Delivered, Reject
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.statuses import NotificationStatus
@@ -40,6 +41,10 @@ def merchant_of(session: Session, event_id: str) -> render.Merchant | None:
 
 def record(session: Session, event_id: str, emails: list[render.Email]) -> list[uuid.UUID]:
     """One PENDING row per email, none for a (event, kind) already recorded; the new ids."""
+    refused = [e for e in emails if not is_valid_email(e.recipient)]
+    for e in refused:  # written before the one email rule: never sent to a list or a header
+        log.warning("event %s: no %s email, the recipient is not one valid address", event_id, e.kind)
+    emails = [e for e in emails if e not in refused]
     if not emails:
         return []
     rows = [{"id": uuid.uuid4(), "event_id": event_id, "kind": e.kind, "recipient": e.recipient,

@@ -6,6 +6,9 @@ Exactly-once as far as SMTP allows, and never silently otherwise:
   stays PENDING until an outcome is recorded; a failure is retried on the webhook
   schedule (``kassa_common.retry``: 5 s, 30 s, 2 min … every 12 h, for 3 days), a 5xx
   refusal of the email itself fails it at once (FAILED, with the server's reply).
+- fair across recipient domains: the claim takes the oldest due email of the domain served
+  least in the last ``SERVED_WINDOW`` seconds (sent or under way), so a flood of emails to
+  one domain (or its slow retries) never holds up another domain's: they take turns.
 - never twice silently: one row is claimed at a time (``FOR UPDATE SKIP LOCKED``, a lease),
   sent, and recorded at once, so several notifiers never send the same row. The one
   window left is a crash between the SMTP server's "250 OK" and the commit of SENT: the
@@ -40,15 +43,32 @@ from kassa_common.timefmt import utcnow
 from kassa_webhook_sender.email import smtp
 
 log = logging.getLogger("kassa.notifier")
+CANDIDATES = 8
+SERVED_WINDOW = 60  # seconds: emails sent (or under way) to a domain this recently count as its turns
 SENT = Counter("kassa_notifier_emails_total", "Emails the notifier sent or gave up on", ["kind", "outcome"])
 
 CLAIM = sa.text("""
-    WITH due AS (
-        SELECT id, lease_until FROM notifications
+    WITH served AS (
+        SELECT lower(split_part(recipient, '@', 2)) AS domain, count(*) AS n FROM (
+            SELECT recipient FROM notifications WHERE lease_until > now()
+            UNION ALL
+            SELECT recipient FROM notifications WHERE sent_at > now() - make_interval(secs => :window)
+        ) recent GROUP BY 1
+    ), ranked AS (
+        SELECT id, next_attempt_at, lower(split_part(recipient, '@', 2)) AS domain,
+               row_number() OVER (PARTITION BY lower(split_part(recipient, '@', 2))
+                                  ORDER BY next_attempt_at, id) AS place
+        FROM notifications
         WHERE status = :pending AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
-        ORDER BY next_attempt_at
+    ), picked AS (
+        SELECT r.id, r.place + coalesce(s.n, 0) AS turn, r.next_attempt_at
+        FROM ranked r LEFT JOIN served s ON s.domain = r.domain
+        ORDER BY turn, r.next_attempt_at LIMIT :candidates
+    ), due AS (
+        SELECT n.id, n.lease_until FROM notifications n JOIN picked p ON p.id = n.id
+        ORDER BY p.turn, p.next_attempt_at
         LIMIT 1
-        FOR UPDATE SKIP LOCKED
+        FOR UPDATE OF n SKIP LOCKED
     )
     UPDATE notifications n SET lease_until = now() + make_interval(secs => :lease)
     FROM due WHERE n.id = due.id
@@ -73,7 +93,8 @@ class Job:
 
 def claim(sessions: sessionmaker[Session], lease_seconds: float) -> Job | None:
     with unit_of_work(sessions) as session:
-        row = session.execute(CLAIM, {"pending": NotificationStatus.PENDING, "lease": lease_seconds}).first()
+        row = session.execute(CLAIM, {"pending": NotificationStatus.PENDING, "lease": lease_seconds,
+                                      "candidates": CANDIDATES, "window": SERVED_WINDOW}).first()
     return Job(**row._mapping) if row else None
 
 
@@ -161,7 +182,7 @@ class EmailSender:
                                text=job.body_text, html=job.body_html, event_id=job.event_id, kind=job.kind)
         if self._conn is None:
             self._conn = self.server.connect()
-        self._conn.send_message(message)
+        self._conn.send_message(message, to_addrs=[job.recipient])  # never the To header's parse of a list
 
     def _failed(self, job: Job, exc: Exception, final: bool) -> None:
         """``final``: the email itself was refused (a 5xx about it, or it cannot be composed)."""

@@ -42,10 +42,11 @@ GATHER_SECONDS = 0.01  # a hand-off waits this long for company before it is cla
 class Dispatcher:
     def __init__(self, sessions: sessionmaker[Session], transport: Transport, *, threads: int = 32,
                  retry: RetryPolicy = DEFAULT_POLICY, poll_interval: float = 0.25, lease_seconds: float = 60,
-                 max_in_flight: int | None = None) -> None:
+                 max_in_flight: int | None = None, per_endpoint: int = store.DEFAULT_PER_ENDPOINT) -> None:
         self.sessions, self.transport, self.retry = sessions, transport, retry
         self.threads, self.poll_interval, self.lease_seconds = threads, poll_interval, lease_seconds
         self.max_in_flight = max_in_flight or 2 * threads
+        self.per_endpoint = per_endpoint  # claims one endpoint may hold at once (store.claim)
         self._handoff: deque[uuid.UUID] = deque()
         self._outcomes: queue.Queue[store.Outcome] = queue.Queue()
         self._in_flight = 0
@@ -115,9 +116,9 @@ class Dispatcher:
         allows, and queue them for sending; True if it claimed something and has room for more."""
         free = self.max_in_flight - self._in_flight
         ids = [self._handoff.popleft() for _ in range(min(free, len(self._handoff)))]
-        jobs = store.claim(self.sessions, len(ids), self.lease_seconds, ids) if ids else []
+        jobs = store.claim(self.sessions, len(ids), self.lease_seconds, ids, self.per_endpoint) if ids else []
         if poll and free > len(jobs):
-            due = store.claim(self.sessions, free - len(jobs), self.lease_seconds)
+            due = store.claim(self.sessions, free - len(jobs), self.lease_seconds, per_endpoint=self.per_endpoint)
             self._backlog = len(due) == free - len(jobs)  # a full batch: more is probably due
             jobs += due
         with self._lock:

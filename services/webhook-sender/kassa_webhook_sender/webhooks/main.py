@@ -82,7 +82,8 @@ def assemble(worker: Worker, *, owns_engine: bool = False, retry: RetryPolicy | 
     transport = Transport(timeout=settings.webhook_timeout_seconds, allow_private=settings.webhook_allow_private_urls,
                           connections=threads)
     dispatcher = Dispatcher(worker.sessions, transport, threads=threads, retry=retry or retry_policy(settings),
-                            poll_interval=poll_interval, lease_seconds=lease_seconds)
+                            poll_interval=poll_interval, lease_seconds=lease_seconds,
+                            per_endpoint=settings.webhook_max_in_flight_per_endpoint)
     consumer = worker.consumer(worker.topology.webhook_intake, handle_event, on_committed=dispatcher.submit)
     return Sender(consumer, dispatcher, worker.engine if owns_engine else None)
 

@@ -3,6 +3,13 @@
 A claim sets ``lease_until`` on rows picked with ``FOR UPDATE SKIP LOCKED``: concurrent
 senders claim disjoint rows, and a crashed sender's claims become due again once the
 lease runs out. Recording an outcome clears the lease.
+
+No endpoint holds more than ``per_endpoint`` claims at a time
+(WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT, 4 by default): a claim counts the endpoint's open
+leases and takes at most the difference, its earliest due first, so a slow or failing
+receiver with thousands of due deliveries takes a few sending threads, never all of them,
+and every other endpoint's deliveries go out beside it. Claims take a transaction-scoped
+advisory lock first, so two senders never both fill the same endpoint's places.
 """
 from __future__ import annotations
 
@@ -18,13 +25,25 @@ from sqlalchemy.orm import Session, sessionmaker
 from kassa_common.db import unit_of_work
 from kassa_common.statuses import DeliveryStatus
 
+CLAIM_LOCK = sa.text("SELECT pg_advisory_xact_lock(hashtext('kassa.webhook_deliveries.claim'))")
 CLAIM = """
-    WITH due AS (
-        SELECT id FROM webhook_deliveries
-        WHERE status = :pending AND next_attempt_at <= now()
-          AND (lease_until IS NULL OR lease_until < now()) {only}
-        ORDER BY next_attempt_at
+    WITH busy AS (
+        SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
+        WHERE status = :pending AND lease_until >= now()
+        GROUP BY endpoint_id
+    ), ranked AS (
+        SELECT d.id, d.endpoint_id, d.next_attempt_at,
+               row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS place
+        FROM webhook_deliveries d
+        WHERE d.status = :pending AND d.next_attempt_at <= now()
+          AND (d.lease_until IS NULL OR d.lease_until < now()) {only}
+    ), picked AS (
+        SELECT r.id FROM ranked r LEFT JOIN busy b ON b.endpoint_id = r.endpoint_id
+        WHERE r.place + coalesce(b.n, 0) <= :per_endpoint
+        ORDER BY r.next_attempt_at
         LIMIT :n
+    ), due AS (
+        SELECT id FROM webhook_deliveries WHERE id IN (SELECT id FROM picked)
         FOR UPDATE SKIP LOCKED
     )
     UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => :lease)
@@ -36,7 +55,8 @@ CLAIM = """
 """
 ENVELOPE_ORDER = ("id", "event", "timestamp", "test_mode", "data")
 CLAIM_DUE = sa.text(CLAIM.format(only=""))
-CLAIM_IDS = sa.text(CLAIM.format(only="AND id = ANY(:ids)"))
+CLAIM_IDS = sa.text(CLAIM.format(only="AND d.id = ANY(:ids)"))
+DEFAULT_PER_ENDPOINT = 4
 
 
 @dataclass(frozen=True)
@@ -81,14 +101,17 @@ class Outcome:
 
 
 def claim(sessions: sessionmaker[Session], n: int, lease_seconds: float,
-          ids: Sequence[uuid.UUID] | None = None) -> list[Job]:
-    """Lease up to ``n`` due deliveries (only among ``ids`` when given)."""
+          ids: Sequence[uuid.UUID] | None = None, per_endpoint: int = DEFAULT_PER_ENDPOINT) -> list[Job]:
+    """Lease up to ``n`` due deliveries (only among ``ids`` when given), at most
+    ``per_endpoint`` leased per endpoint counting those already out."""
     if n <= 0:
         return []
-    params: dict[str, Any] = {"n": n, "lease": lease_seconds, "pending": DeliveryStatus.PENDING}
+    params: dict[str, Any] = {"n": n, "lease": lease_seconds, "pending": DeliveryStatus.PENDING,
+                              "per_endpoint": per_endpoint}
     if ids is not None:
         params["ids"] = list(ids)
     with unit_of_work(sessions) as session:
+        session.execute(CLAIM_LOCK)
         rows = session.execute(CLAIM_IDS if ids is not None else CLAIM_DUE, params).all()
     return [Job(r.id, r.event_id, r.event_type, r.attempts, r.created_at, r.url, r.secret,
                 bool(r.active) and r.deleted_at is None, r.payload, r.previous_secret) for r in rows]

@@ -9,12 +9,13 @@ from __future__ import annotations
 from flask import Blueprint
 from werkzeug.exceptions import HTTPException
 
-from kassa_api import csrf
+from kassa_api import csrf, query
 from kassa_api.routes.dashboard import (accounts, events, keys, notifications, overview, payments, products,
                                         settings, sweeps, wallets, webhooks)
 from kassa_api.web import http_error_page
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
+bp.before_request(query.guard)
 csrf.protect(bp)
 bp.register_error_handler(HTTPException, http_error_page)
 for resource in (accounts, overview, keys, payments, products, webhooks, events, wallets, sweeps, settings,

@@ -1,21 +1,32 @@
 """Signing up, logging in and out, onboarding, the test/live switch, and the front door.
 
-Failed logins are counted per client address and email, across web processes through Redis
-when REDIS_URL is set (in each process otherwise, in bounded memory): after LOGIN_FAILURES
-within a LOGIN_WINDOW_SECONDS window, the login form answers 429 until the window ends.
+Failed logins are counted per client address and email, and per client address across
+emails (rotating emails buys nothing), across web processes through Redis when REDIS_URL
+is set (in each process otherwise, in bounded memory): after LOGIN_FAILURES for one email,
+or LOGIN_FAILURES_PER_ADDRESS for any, within a LOGIN_WINDOW_SECONDS window, the login
+form answers 429 until the window ends. Sign-ups are counted per client address the same
+way (SIGNUPS_PER_HOUR), before any password is hashed.
+
+A login is kept on the server (``kassa_common.logins``): the cookie holds a fresh random
+id made at each login, and logging out revokes it there.
 """
 from __future__ import annotations
+
+import time
+import uuid
 
 from flask import Blueprint, g, redirect, request, session, url_for
 
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import login_required, render
-from kassa_common import accounts
+from kassa_common import accounts, twofactor
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Merchant
 
 bp = Blueprint("accounts", __name__)
+SECOND_STEP_SECONDS = 300  # the code must follow the password within this
 LOGIN_FAILURES, LOGIN_WINDOW_SECONDS = 5, 300
+THROTTLED = "Too many attempts from your address. Wait a while and try again."
 
 
 def authenticated(email: str, password: str) -> Merchant | None:
@@ -33,6 +44,8 @@ def signup():
     if request.method != "POST":  # GET or HEAD
         return render("signup.html")
     form = request.form
+    if not deps().signups.hit(f"signup:{request.remote_addr}").allowed:
+        return render("signup.html", 429, error=THROTTLED, email=form.get("email", "")[:320])
     try:
         with transaction() as s:
             accounts.create_merchant(s, form.get("email", ""), form.get("password", ""), form.get("business_name"))
@@ -46,24 +59,68 @@ def login():
     if request.method != "POST":  # GET or HEAD
         return render("login.html")
     email = request.form.get("email", "").strip().lower()
-    key = f"login:{request.remote_addr}|{email}"
-    failures = deps().login_failures
-    if failures.exceeded(key):
+    email = email[:320]
+    key, address_key = f"login:{request.remote_addr}|{email}", f"login-address:{request.remote_addr}"
+    failures, by_address = deps().login_failures, deps().login_failures_by_address
+    if failures.exceeded(key) or by_address.exceeded(address_key):
         return render("login.html", 429, error="Too many failed attempts. Wait a few minutes and try again.")
     merchant = authenticated(email, request.form.get("password", ""))
     if merchant is None:
         failures.hit(key)
+        by_address.hit(address_key)
         return render("login.html", 401, error="Wrong email or password.", email=email)
     if merchant.banned or not merchant.activated:
         return render("login.html", 403, error="This account is not activated yet.", email=email)
     failures.clear(key)
-    session.clear()
-    session.update(merchant_id=str(merchant.id), mode="test")
+    if merchant.totp_enabled_at is not None:  # the password was right: now the second factor
+        session.clear()
+        session.update(pending_2fa=str(merchant.id), pending_until=time.time() + SECOND_STEP_SECONDS)
+        return redirect(url_for("dashboard.accounts.login_code"), 303)
+    start_login(merchant)
     return redirect(url_for("dashboard.accounts.home"), 303)
+
+
+@bp.route("/login/code", methods=["GET", "POST"])
+def login_code():
+    """The login's second step: a code of the merchant's authenticator app, or a recovery code.
+    Failures are counted per merchant (LOGIN_FAILURES per window, then 429) and per address."""
+    pending, until = session.get("pending_2fa"), session.get("pending_until", 0)
+    if not isinstance(pending, str) or not isinstance(until, (int, float)) or until < time.time():
+        session.clear()
+        return redirect(url_for("dashboard.accounts.login"), 303)
+    if request.method != "POST":  # GET or HEAD
+        return render("login_code.html")
+    key, address_key = f"2fa:{pending}", f"login-address:{request.remote_addr}"
+    failures, by_address = deps().login_failures, deps().login_failures_by_address
+    if failures.exceeded(key) or by_address.exceeded(address_key):
+        return render("login_code.html", 429, error="Too many wrong codes. Wait a few minutes and try again.")
+    code, recovery = request.form.get("code", "")[:20], request.form.get("recovery_code", "")[:40]
+    with transaction() as s:
+        merchant = s.get(Merchant, uuid.UUID(pending))
+        ok = merchant is not None and (twofactor.check_code(s, merchant, code) if code.strip()
+                                       else twofactor.use_recovery_code(s, merchant, recovery))
+    if not ok or merchant is None:
+        failures.hit(key)
+        by_address.hit(address_key)
+        return render("login_code.html", 401, error="That code is not right. Try the current one from your app.")
+    failures.clear(key)
+    start_login(merchant)
+    return redirect(url_for("dashboard.accounts.home"), 303)
+
+
+def start_login(merchant: Merchant) -> None:
+    """A new server-side login and a new cookie: nothing of the session before it survives."""
+    token = deps().logins.create(merchant.id, request.user_agent.string or None, request.remote_addr)
+    session.clear()
+    session.update(sid=token, mode="test")
 
 
 @bp.post("/logout")
 def logout():
+    token = session.get("sid")
+    login = deps().logins.get(token) if isinstance(token, str) else None
+    if login is not None:
+        deps().logins.revoke(login.merchant_id, login.ref)
     session.clear()
     return redirect(url_for("dashboard.accounts.login"), 303)
 

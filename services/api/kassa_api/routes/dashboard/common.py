@@ -6,14 +6,13 @@ as strings), so the dashboard's imports form a tree.
 """
 from __future__ import annotations
 
-import uuid
 from contextlib import contextmanager
 from functools import wraps
 from typing import Iterator
 
 from flask import abort, g, redirect, request, session, url_for
 
-from kassa_api.deps import db, make_owner
+from kassa_api.deps import db, deps, make_owner
 from kassa_common.owner import owned
 from kassa_api.web import page
 from kassa_common.errors import NotFound
@@ -22,6 +21,8 @@ from kassa_common.owner import Owner
 from kassa_common.payments import find_payment
 
 LOGIN, ONBOARDING = "dashboard.accounts.login", "dashboard.accounts.onboarding"
+ENROL_ENDPOINTS = ("dashboard.settings.two_factor", "dashboard.settings.enable_two_factor",
+                   "dashboard.accounts.logout")
 LIST_SIZE = 50
 NO_PAYMENT = "No such payment in this mode."
 NO_PRODUCT = "No such product in this mode."
@@ -37,11 +38,16 @@ def login_required(view):
     """
     @wraps(view)
     def wrapped(*args, **kwargs):
-        merchant = db().get(Merchant, uuid.UUID(session["merchant_id"])) if session.get("merchant_id") else None
+        token = session.get("sid")
+        login = deps().logins.get(token) if isinstance(token, str) else None
+        merchant = db().get(Merchant, login.merchant_id) if login is not None else None
         if merchant is None or merchant.banned or not merchant.activated:
-            session.pop("merchant_id", None)
+            session.pop("sid", None)
             return redirect(url_for(LOGIN), 303)
-        g.merchant = merchant
+        g.merchant, g.login = merchant, login
+        if (deps().settings.require_2fa and merchant.totp_enabled_at is None
+                and request.endpoint not in ENROL_ENDPOINTS):
+            return redirect(url_for(ENROL_ENDPOINTS[0]), 303)  # REQUIRE_2FA: enrol before anything else
         g.test_mode = session.get("mode", "test") == "test"
         if not merchant.business_name and request.endpoint != ONBOARDING:
             return redirect(url_for(ONBOARDING), 303)

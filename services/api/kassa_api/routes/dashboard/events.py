@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, request, url_for
 
+from kassa_api import query
 from kassa_api.deps import db, transaction
 from kassa_common import events as h
 from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
@@ -22,8 +23,8 @@ NO_EVENT = "No such event in this mode (events are kept 30 days)."
 @bp.get("/events")
 @login_required
 def index():
-    kind = request.args.get("type") if request.args.get("type") in PAYMENT_EVENTS else None
-    page_no = max(request.args.get("page", 1, type=int) or 1, 1)
+    kind = query.choice("type", PAYMENT_EVENTS)
+    page_no = query.page_number()
     rows, total = h.list_events(db(), current_owner(), page_no, PAGE_SIZE, type=kind)
     return render("events.html", rows=rows, total=total, page=page_no, type=kind, types=PAYMENT_EVENTS,
                   pages=page_meta(page_no, PAGE_SIZE, total)["pages"])

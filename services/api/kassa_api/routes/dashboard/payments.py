@@ -3,9 +3,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from flask import Blueprint, Response, abort, redirect, request, url_for
+from flask import Blueprint, Response, abort, redirect, url_for
 from sqlalchemy.orm import Session, sessionmaker
 
+from kassa_api import query
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import (NO_PAYMENT, current_owner, get_payment_or_404, login_required,
                                                not_found_as_404, render)
@@ -24,16 +25,14 @@ PAGE_SIZE = 20
 
 def list_filters() -> tuple[str | None, str | None]:
     """The list's filters from the query string: a known status (else any) and the search text."""
-    args = request.args
-    status = args.get("status") if args.get("status") in payments.STATUSES else None
-    return status, args.get("search", "").strip()[:200] or None
+    return query.choice("status", payments.STATUSES), query.text("search")
 
 
 @bp.get("/payments")
 @login_required
 def index():
     status, search = list_filters()
-    page_no = max(request.args.get("page", 1, type=int) or 1, 1)
+    page_no = query.page_number()
     rows, total = payments.list_payments(db(), current_owner(), page=page_no, page_size=PAGE_SIZE, status=status,
                                          search=search)
     return render("payments.html", rows=rows, total=total, page=page_no,

@@ -2,6 +2,9 @@
 confirmed payment may fall and still complete, and the pricing terms (the rate spread and
 how long a quoted rate holds: ``kassa_common.pricing.terms``).
 
+The page also lists the merchant's active logins (browser, address, last seen) with a
+button to revoke each, and changes the password: that revokes every other login.
+
 They belong to the merchant, not to a mode, so the page looks the same switched to test
 or live. The rules and the writing live in ``kassa_common.accounts``, which
 ``kassa merchant settings`` uses too; a refused value re-renders the form with the reason
@@ -9,11 +12,11 @@ or live. The rules and the writing live in ``kassa_common.accounts``, which
 """
 from __future__ import annotations
 
-from flask import Blueprint, g, request
+from flask import Blueprint, g, redirect, request, session, url_for
 
 from kassa_api.deps import deps, transaction
 from kassa_api.routes.dashboard.common import login_required, render
-from kassa_common import accounts
+from kassa_common import accounts, twofactor
 from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
 
@@ -29,7 +32,8 @@ def _page(status: int = 200, /, *, typed: dict[str, str] | None = None, **contex
     values = typed or {"payment_lifetime": "" if current.lifetime_is_default else str(current.payment_lifetime_minutes),
                        "underpayment_tolerance": current.tolerance_percent, "rate_spread_pct": pricing.spread_text,
                        "rate_lock_minutes": str(pricing.lock_minutes or "")}
-    return render("settings.html", status, current=current, values=values, default_lifetime=default,
+    return render("settings.html", status, current=current, logins=deps().logins.active(g.merchant.id),
+                  this_login=g.login.ref, values=values, default_lifetime=default,
                   pricing=pricing, max_spread=terms.MAX_SPREAD, max_lock=terms.MAX_LOCK,
                   min_lifetime=accounts.MIN_LIFETIME, max_lifetime=accounts.MAX_LIFETIME,
                   max_tolerance=accounts.MAX_TOLERANCE_PERCENT, tolerance_step=accounts.TOLERANCE_STEP, **context)
@@ -50,3 +54,77 @@ def index():
     except DomainError as exc:
         return _page(400, typed=typed, error=exc.message)
     return _page(notice="Settings saved.")
+
+
+@bp.post("/settings/password")
+@login_required
+def change_password():
+    form = request.form
+    if form.get("new_password", "") != form.get("confirm_password", ""):
+        return _page(400, password_error="The new passwords do not match.")
+    try:
+        with transaction():
+            accounts.change_password(g.merchant, form.get("current_password", ""), form.get("new_password", ""))
+    except DomainError as exc:
+        return _page(400, password_error=exc.message)
+    deps().logins.revoke_all(g.merchant.id, keep=session.get("sid"))
+    return _page(notice="Password changed. Every other login was signed out.")
+
+
+@bp.post("/settings/logins/<ref>/revoke")
+@login_required
+def revoke_login(ref: str):
+    if len(ref) != 64:
+        return _page(404, error="No such login.")
+    deps().logins.revoke(g.merchant.id, ref)
+    return redirect(url_for("dashboard.settings.index"), 303)
+
+
+def _two_factor_page(status: int = 200, /, **context):
+    merchant = g.merchant
+    if merchant.totp_enabled_at is not None:
+        return render("two_factor.html", status, enabled=True,
+                      recovery_left=len(merchant.recovery_code_hashes or []), **context)
+    secret = session.get("totp_pending")
+    if not isinstance(secret, str):
+        secret = session["totp_pending"] = twofactor.new_secret()
+    uri = twofactor.provisioning_uri(secret, merchant.email)
+    return render("two_factor.html", status, enabled=False, secret=secret, qr=twofactor.qr_svg(uri),
+                  required=deps().settings.require_2fa, **context)
+
+
+@bp.get("/settings/2fa")
+@login_required
+def two_factor():
+    return _two_factor_page()
+
+
+@bp.post("/settings/2fa/enable")
+@login_required
+def enable_two_factor():
+    secret = session.get("totp_pending")
+    if g.merchant.totp_enabled_at is not None or not isinstance(secret, str):
+        return redirect(url_for("dashboard.settings.two_factor"), 303)
+    with transaction() as s:
+        codes = twofactor.enable(s, g.merchant, secret, request.form.get("code", "")[:20])
+    if codes is None:
+        return _two_factor_page(400, error="That code does not match. Enter the current code from your app.")
+    session.pop("totp_pending", None)
+    return render("two_factor.html", enabled=True, recovery_codes=codes, recovery_left=len(codes),
+                  notice="Two-factor sign-in is on.")
+
+
+@bp.post("/settings/2fa/disable")
+@login_required
+def disable_two_factor():
+    form = request.form
+    if deps().settings.require_2fa:
+        return _two_factor_page(403, error="Two-factor sign-in is required on this server.")
+    with transaction() as s:
+        ok = (accounts.check_password(g.merchant.password_hash, form.get("password", ""))
+              and twofactor.check_code(s, g.merchant, form.get("code", "")[:20]))
+        if ok:
+            twofactor.disable(g.merchant)
+    if not ok:
+        return _two_factor_page(400, error="Wrong password or code.")
+    return _two_factor_page(notice="Two-factor sign-in is off.")

@@ -13,12 +13,12 @@ gap limit of 20 then shows less than the merchant was paid.
 """
 from __future__ import annotations
 
-from flask import Blueprint, request
+from flask import Blueprint, g, request
 
 
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
-from kassa_common import accounts
+from kassa_common import accounts, twofactor
 from kassa_common.chains.forwarder import factory_address
 from kassa_common.errors import DomainError
 from kassa_common.payments.addresses import first_address, first_index
@@ -44,6 +44,22 @@ def _page(status: int = 200, /, **context):
     return render("wallets.html", status, chains=chains, factory=factory_address(), **context)
 
 
+CONFIRM = ("Changing where live payments go needs your password again"
+           " (and a code from your app when two-factor sign-in is on).")
+
+
+def _confirmed(password: str, code: str) -> bool:
+    """The merchant's password (and, with two-factor sign-in on, a current code), asked again
+    before a live wallet changes: a stolen session alone cannot redirect the money."""
+    merchant = g.merchant
+    if not accounts.check_password(merchant.password_hash, password[:1000]):
+        return False
+    if merchant.totp_enabled_at is None:
+        return True
+    with transaction() as s:
+        return twofactor.check_code(s, merchant, code[:20])
+
+
 @bp.route("/wallets", methods=["GET", "POST"])
 @login_required
 def index():
@@ -51,6 +67,8 @@ def index():
         return _page()
     owner, form = current_owner(), request.form
     chain = form.get("chain", "")
+    if not owner.test_mode and not _confirmed(form.get("password", ""), form.get("code", "")):
+        return _page(403, error=CONFIRM)
     try:
         with transaction() as s:
             if "settlement_address" in form and chain == "evm":

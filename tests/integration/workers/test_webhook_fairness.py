@@ -1,0 +1,81 @@
+"""No receiver can delay another merchant's webhooks (DESIGN.md section 10): one merchant's
+endpoint that drips bytes and another that never answers, each with dozens of deliveries
+due, beside a healthy endpoint of another merchant. The sender runs as in production (32
+threads, 10 s per attempt, at most WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT = 4 deliveries under
+way per endpoint); the healthy endpoint's webhooks arrive in their normal time, and every
+dripping attempt is cut at 10 s."""
+from __future__ import annotations
+
+import socket
+import statistics
+import threading
+import time
+
+import sqlalchemy as sa
+
+from kassa_common.db import unit_of_work
+from kassa_common.models import DeliveryAttempt, WebhookDelivery
+from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
+from kassa_webhook_sender.webhooks.retry import DEFAULT_POLICY
+from kassa_webhook_sender.webhooks.transport import Transport
+from tests.integration.workers.test_webhook_deadline import RawServer, drip, silent
+from tests.support.webhooks import add_endpoint, add_event, intake
+
+STUCK_EACH = 40  # deliveries due to each bad endpoint: more than the sender's threads together
+HEALTHY = 8
+
+
+class Arrivals:
+    def __init__(self) -> None:
+        self.times: dict[str, float] = {}
+        self.lock = threading.Lock()
+
+    def behave(self, conn: socket.socket) -> None:
+        with self.lock:
+            self.times[str(len(self.times))] = time.monotonic()
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+
+
+def test_a_dripping_and_a_silent_receiver_do_not_delay_another_merchants_webhooks(sessions, make_merchant):
+    attacker, shop = make_merchant(), make_merchant()
+    arrivals = Arrivals()
+    dripping = RawServer(drip(b"HTTP/1.1 200 OK\r\nX-Slow: " + b"z" * 200, every=2.0))
+    never = RawServer(silent)
+    healthy = RawServer(arrivals.behave)
+    add_endpoint(sessions, attacker.id, dripping.url)
+    add_endpoint(sessions, attacker.id, never.url)
+    add_endpoint(sessions, shop.id, healthy.url)
+    for _ in range(STUCK_EACH):
+        intake(sessions, add_event(sessions, attacker.id, "payment.created"))
+    dispatcher = Dispatcher(sessions, Transport(allow_private=True), threads=32, retry=DEFAULT_POLICY,
+                            poll_interval=0.25).start()
+    try:
+        time.sleep(2)  # the bad endpoints' deliveries are under way
+        latencies = []
+        for i in range(HEALTHY):
+            created = time.monotonic()
+            intake(sessions, add_event(sessions, shop.id, "payment.created"))  # found by the claimer's poll
+            deadline = created + 30
+            while len(arrivals.times) <= i and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(arrivals.times) > i, f"the healthy endpoint's webhook {i} did not arrive within 30 s"
+            latencies.append(arrivals.times[str(i)] - created)
+            time.sleep(1)
+        time.sleep(max(0.0, 12 - HEALTHY))  # the first dripping attempts have met their deadline
+        with unit_of_work(sessions) as s:
+            cut = s.execute(sa.select(DeliveryAttempt.duration_ms, DeliveryAttempt.error)
+                            .join(WebhookDelivery, WebhookDelivery.id == DeliveryAttempt.delivery_id)
+                            .where(WebhookDelivery.endpoint_id.in_(
+                                sa.select(sa.text("id")).select_from(sa.text("webhook_endpoints"))
+                                .where(sa.text("url = :u")).params(u=dripping.url)))).all()
+    finally:
+        dispatcher.stop(timeout=15)
+        for server in (dripping, never, healthy):
+            server.close()
+    print(f"\nhealthy endpoint: webhook arrival after the event, seconds: "
+          f"median {statistics.median(latencies):.3f}, max {max(latencies):.3f} "
+          f"({', '.join(f'{x:.3f}' for x in latencies)})")
+    print(f"dripping endpoint: {len(cut)} attempts, durations ms {sorted(d for d, _ in cut)}")
+    assert max(latencies) < 2.0, latencies  # the claimer polls every 0.25 s: not the 10 s of a stuck thread
+    assert cut and all(9_500 <= d <= 11_500 and "timed out" in (e or "") for d, e in cut), cut
+    assert len(cut) <= 2 * 4  # at most four under way at once: the first four, maybe their successors
