@@ -9,6 +9,7 @@ machine is doing shifts the measurement and its references together.
 The creates are a merchant's of their own, and its payments are deleted afterwards: left
 in the table, the expirer would complete every one of them (test mode) through the settler
 while the next scenario measures the settler."""
+
 from __future__ import annotations
 
 from contextlib import ExitStack
@@ -47,12 +48,31 @@ def run(b: Bench) -> list[Result]:
     extra = {"rounds": rounds, "seconds_per_round": seconds, "requests_per_second": measured}
     results = []
     for ref, name, title, target, floor, ref_title in (
-            ("commit", "api_create_vs_commit", "POST /payments vs bare Flask + one-row commit", "≥ 0.8×", 0.8,
-             "bare Flask + psycopg2 commit"),
-            ("bare", "api_create_vs_bare", "POST /payments vs bare Flask", "≥ 0.35× (moonshot)", 0.35, "bare Flask")):
+        (
+            "commit",
+            "api_create_vs_commit",
+            "POST /payments vs bare Flask + one-row commit",
+            "≥ 0.8×",
+            0.8,
+            "bare Flask + psycopg2 commit",
+        ),
+        ("bare", "api_create_vs_bare", "POST /payments vs bare Flask", "≥ 0.35× (moonshot)", 0.35, "bare Flask"),
+    ):
         kassa, reference = median_round(measured["kassa"], measured[ref])
-        results.append(Result(name, title, "requests/s", kassa, target, kassa / reference >= floor, reference,
-                              ref_title, kassa / reference, extra))
+        results.append(
+            Result(
+                name,
+                title,
+                "requests/s",
+                kassa,
+                target,
+                kassa / reference >= floor,
+                reference,
+                ref_title,
+                kassa / reference,
+                extra,
+            )
+        )
     return results
 
 

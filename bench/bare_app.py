@@ -4,6 +4,7 @@
 - ``/commit/v1/api/payments``: the same, committing one row per request through psycopg2
   (a connection per worker thread, kept open): the database-bound ceiling of a create.
 """
+
 import json
 import os
 import threading

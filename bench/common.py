@@ -1,5 +1,6 @@
 """What every scenario of `make bench` shares: the bench database with a merchant and keys,
 free ports, gunicorn and wrk, and the shape of a result."""
+
 from __future__ import annotations
 
 import os
@@ -50,8 +51,11 @@ class Result:
     extra: dict = field(default_factory=dict)
 
     def as_json(self) -> dict:
-        out = {k: (float(f"{v:.4g}") if k in ("value", "reference", "ratio") and v is not None else v)
-               for k, v in self.__dict__.items() if k != "extra"}
+        out = {
+            k: (float(f"{v:.4g}") if k in ("value", "reference", "ratio") and v is not None else v)
+            for k, v in self.__dict__.items()
+            if k != "extra"
+        }
         out.update(self.extra)
         return out
 
@@ -70,16 +74,29 @@ class Bench:
     email: str = ""
 
     def settings(self, **env: str) -> Settings:
-        return Settings.from_env({"DATABASE_URL": self.database_url, "RABBITMQ_URL": RABBITMQ_URL,
-                                  "KASSA_ENV": "development", "FIXED_RATES_ALLOW_LIVE": "true",
-                                  "WEBHOOK_ALLOW_PRIVATE_URLS": "true", **env})
+        return Settings.from_env(
+            {
+                "DATABASE_URL": self.database_url,
+                "RABBITMQ_URL": RABBITMQ_URL,
+                "KASSA_ENV": "development",
+                "FIXED_RATES_ALLOW_LIVE": "true",
+                "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
+                **env,
+            }
+        )
 
     def env(self) -> dict[str, str]:
         """Environment of the processes a scenario starts (the development stack's settings)."""
-        return {"DATABASE_URL": self.database_url, "RABBITMQ_URL": RABBITMQ_URL, "KASSA_ENV": "development",
-                "FIXED_RATES_ALLOW_LIVE": "true", "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
-                "RATE_LIMIT_PER_MINUTE": "100000000", "LOG_LEVEL": "WARNING",
-                "SECRET_KEY": secrets.token_urlsafe(32)}
+        return {
+            "DATABASE_URL": self.database_url,
+            "RABBITMQ_URL": RABBITMQ_URL,
+            "KASSA_ENV": "development",
+            "FIXED_RATES_ALLOW_LIVE": "true",
+            "WEBHOOK_ALLOW_PRIVATE_URLS": "true",
+            "RATE_LIMIT_PER_MINUTE": "100000000",
+            "LOG_LEVEL": "WARNING",
+            "SECRET_KEY": secrets.token_urlsafe(32),
+        }
 
     def new_merchant(self) -> tuple[object, str]:
         """Another merchant with a test key: (id, key), for a scenario that counts its own events."""
@@ -125,8 +142,12 @@ def gunicorn(app: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", "services/api/gunicorn.conf.py", app],
-        cwd=ROOT, env={**os.environ, **env, "BIND": f"127.0.0.1:{port}", "PYTHONPATH": str(ROOT)},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        cwd=ROOT,
+        env={**os.environ, **env, "BIND": f"127.0.0.1:{port}", "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -161,9 +182,13 @@ def ensure_wrk() -> str:
 
 def wrk(url: str, duration: str, *, key: str = "", connections: int = 32) -> float:
     """Requests/s of POST ``url`` with bench/post.lua's body; every response must be a 2xx."""
-    out = subprocess.run([ensure_wrk(), "-t2", f"-c{connections}", f"-d{duration}", "-s",
-                          str(ROOT / "bench" / "post.lua"), url],
-                         env={**os.environ, "KASSA_BENCH_KEY": key}, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [ensure_wrk(), "-t2", f"-c{connections}", f"-d{duration}", "-s", str(ROOT / "bench" / "post.lua"), url],
+        env={**os.environ, "KASSA_BENCH_KEY": key},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if non2xx:
         raise RuntimeError(f"{non2xx.group(1)} failed requests during the benchmark:\n{out}")

@@ -6,6 +6,7 @@ confirmations (seen by polling the node every 10 ms) to the receiver's answer to
 ``payment.completed`` webhook. The report also gives the median time to each stage on the
 way, from the database's own timestamps: the settler wrote the event, a relay published it,
 the sender's intake made the delivery, the sender started the POST."""
+
 from __future__ import annotations
 
 import statistics
@@ -18,13 +19,12 @@ from pathlib import Path
 import requests
 import sqlalchemy as sa
 
+from bench.common import Bench, Result
 from kassa_dev import chain as devchain
 from tests.support.anvil import start_chain
 from tests.support.bus import private_topology
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack
-
-from bench.common import Bench, Result
 
 TRANSFER = "0xa9059cbb"  # transfer(address,uint256)
 
@@ -74,8 +74,9 @@ def pay_all(url: str, payer: str, usdc: str, payments: list[dict], rate: float) 
         time.sleep(max(0.0, start + i / rate - time.monotonic()))
         units = int(Decimal(p["crypto_amount"]) * 10**6)
         data = TRANSFER + p["address"][2:].lower().rjust(64, "0") + format(units, "064x")
-        sent[p["id"]] = rpc(http, url, "eth_sendTransaction", {"from": payer, "to": usdc, "data": data,
-                                                               "gas": hex(100_000)})
+        sent[p["id"]] = rpc(
+            http, url, "eth_sendTransaction", {"from": payer, "to": usdc, "data": data, "gas": hex(100_000)}
+        )
     return sent
 
 
@@ -94,8 +95,14 @@ def stage_medians(b: Bench, arrived: dict[str, float]) -> dict[str, float]:
     """Median ms from the confirming block's arrival to each stage (payment id → arrival)."""
     with b.engine(1) as (engine, _), engine.connect() as conn:
         rows = conn.execute(STAGES, {"ids": list(arrived)}).all()
-    return {stage: round(statistics.median((float(getattr(r, stage)) - arrived[r.payment_id]) * 1000 for r in rows), 1)
-            for stage in ("settled", "published", "intake", "attempt")} if rows else {}
+    return (
+        {
+            stage: round(statistics.median((float(getattr(r, stage)) - arrived[r.payment_id]) * 1000 for r in rows), 1)
+            for stage in ("settled", "published", "intake", "attempt")
+        }
+        if rows
+        else {}
+    )
 
 
 def run(b: Bench) -> list[Result]:
@@ -105,27 +112,43 @@ def run(b: Bench) -> list[Result]:
     clock = BlockClock(chain.url)
     try:
         with private_topology(b.settings().rabbitmq_url) as (prefix, _), tempfile.TemporaryDirectory() as logs:
-            env = {**b.env(), "BUS_PREFIX": prefix, "LOCAL_EVM_RPC_URL": chain.url,
-                   "CHAIN_WATCHER_NETWORKS": "LOCAL_EVM", "LOG_LEVEL": "WARNING"}
+            env = {
+                **b.env(),
+                "BUS_PREFIX": prefix,
+                "LOCAL_EVM_RPC_URL": chain.url,
+                "CHAIN_WATCHER_NETWORKS": "LOCAL_EVM",
+                "LOG_LEVEL": "WARNING",
+            }
             stack = Stack(env, Path(logs))
             try:
                 stack.start_all()
                 stack.start("chain-watcher")
                 headers = {"X-Api-Key": b.live_key}
-                r = requests.post(f"{stack.api}/webhooks", json={"url": receiver.url, "events": ["payment.completed"]},
-                                  headers=headers, timeout=30)
+                r = requests.post(
+                    f"{stack.api}/webhooks",
+                    json={"url": receiver.url, "events": ["payment.completed"]},
+                    headers=headers,
+                    timeout=30,
+                )
                 assert r.status_code == 201, r.text
                 http = requests.Session()
                 payments = []
                 for _ in range(n):
-                    r = http.post(f"{stack.api}/payments", json={"amount": 12.34, "token": "USDC",
-                                                                  "network": "LOCAL_EVM"}, headers=headers, timeout=30)
+                    r = http.post(
+                        f"{stack.api}/payments",
+                        json={"amount": 12.34, "token": "USDC", "network": "LOCAL_EVM"},
+                        headers=headers,
+                        timeout=30,
+                    )
                     assert r.status_code == 201, r.text
                     payments.append(r.json()["data"])
                 time.sleep(3)  # payment.created reaches the watcher's list (a late address is backfilled anyway)
                 sent = pay_all(chain.url, chain.accounts[0], chain.tokens["USDC"], payments, rate)
-                wait_for(lambda: len(receiver.events("payment.completed")) >= n, 60 if b.smoke else 180,
-                         f"{n} payment.completed webhooks\n{stack.logs()}")
+                wait_for(
+                    lambda: len(receiver.events("payment.completed")) >= n,
+                    60 if b.smoke else 180,
+                    f"{n} payment.completed webhooks\n{stack.logs()}",
+                )
             finally:
                 stack.stop_all()
         hits = {h.json["data"]["payment_id"]: h for h in receiver.events("payment.completed")}
@@ -143,11 +166,24 @@ def run(b: Bench) -> list[Result]:
     latencies.sort()
     p50 = statistics.median(latencies) * 1000
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
-    extra = {"payments": n, "payments_per_second": rate, "max_ms": latencies[-1] * 1000,
-             "stage_p50_ms": stages}
+    extra = {"payments": n, "payments_per_second": rate, "max_ms": latencies[-1] * 1000, "stage_p50_ms": stages}
     return [
-        Result("confirm_to_webhook_p50", f"confirmation → webhook p50, {n} payments at {rate:.0f}/s on anvil", "ms",
-               p50, "< 200 ms", p50 < 200, extra=extra),
-        Result("confirm_to_webhook_p99", f"confirmation → webhook p99, {n} payments at {rate:.0f}/s on anvil", "ms",
-               p99, "< 1 s", p99 < 1000, extra=extra),
+        Result(
+            "confirm_to_webhook_p50",
+            f"confirmation → webhook p50, {n} payments at {rate:.0f}/s on anvil",
+            "ms",
+            p50,
+            "< 200 ms",
+            p50 < 200,
+            extra=extra,
+        ),
+        Result(
+            "confirm_to_webhook_p99",
+            f"confirmation → webhook p99, {n} payments at {rate:.0f}/s on anvil",
+            "ms",
+            p99,
+            "< 1 s",
+            p99 < 1000,
+            extra=extra,
+        ),
     ]

@@ -1,4 +1,5 @@
 """Payment rows in bulk for the database-bound scenarios: one INSERT … SELECT generate_series."""
+
 from __future__ import annotations
 
 import sqlalchemy as sa
@@ -18,9 +19,28 @@ def address(base: int, i: int) -> str:
     return "0x" + format(base + i, "040x")
 
 
-def fill(engine, merchant_id, n: int, *, tag: str, base: int, network: str = "LOCAL_EVM", test_mode: bool = False,
-         expires_in_minutes: int = 60) -> None:
+def fill(
+    engine,
+    merchant_id,
+    n: int,
+    *,
+    tag: str,
+    base: int,
+    network: str = "LOCAL_EVM",
+    test_mode: bool = False,
+    expires_in_minutes: int = 60,
+) -> None:
     with engine.begin() as conn:
-        conn.execute(FILL, {"tag": tag, "m": merchant_id, "n": n, "base": base, "network": network,
-                            "test_mode": test_mode, "expires_in_minutes": expires_in_minutes})
+        conn.execute(
+            FILL,
+            {
+                "tag": tag,
+                "m": merchant_id,
+                "n": n,
+                "base": base,
+                "network": network,
+                "test_mode": test_mode,
+                "expires_in_minutes": expires_in_minutes,
+            },
+        )
         conn.execute(sa.text("ANALYZE payments"))

@@ -1,7 +1,7 @@
 """`make bench`: Kassa's speed as ratios and percentiles, each against a reference measured in
 the same run, on this machine.
 
-    python -m bench.run                 # every scenario (~10 min); the tables in docs/performance.md and README.md updated
+    python -m bench.run                 # every scenario (~10 min); updates the tables of docs/performance.md, README
     python -m bench.run --smoke         # seconds-long, tiny sizes: checks the harness works
     python -m bench.run --only NAME     # one scenario (repeatable): api, confirm, webhooks, watcher, settle, expiry
 
@@ -12,6 +12,7 @@ core count and load, and every scenario's numbers; a full run also rewrites the 
 in ``docs/performance.md`` and the compact one in ``README.md``, each between
 ``<!-- bench:start -->`` and ``<!-- bench:end -->``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,8 +34,13 @@ SCENARIOS = ["api", "confirm", "webhooks", "watcher", "settle", "expiry"]
 def git_revision() -> str:
     try:
         rev = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
-                               capture_output=True, text=True, check=False).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
         return rev.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
@@ -45,7 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="seconds-long run with tiny sizes (harness check)")
     parser.add_argument("--only", action="append", choices=SCENARIOS, help="run only this scenario (repeatable)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "latest.json")
-    parser.add_argument("--no-readme", action="store_true", help="leave the tables of README.md and docs/performance.md as they are")
+    parser.add_argument(
+        "--no-readme", action="store_true", help="leave the tables of README.md and docs/performance.md as they are"
+    )
     args = parser.parse_args(argv)
     chosen = args.only or SCENARIOS
     load_before = os.getloadavg()
@@ -63,8 +71,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"   failed: {errors[name]}", flush=True)
                 continue
             for r in got:
-                print(f"   {r.title}: {fmt(r.value)} {r.unit}" + (f" vs {fmt(r.reference)} → {r.ratio}×" if r.ratio
-                      is not None else "") + f"  [{r.target}: {'met' if r.met else 'MISSED'}]", flush=True)
+                print(
+                    f"   {r.title}: {fmt(r.value)} {r.unit}"
+                    + (f" vs {fmt(r.reference)} → {r.ratio}×" if r.ratio is not None else "")
+                    + f"  [{r.target}: {'met' if r.met else 'MISSED'}]",
+                    flush=True,
+                )
             print(f"   ({time.monotonic() - t:.0f} s)", flush=True)
             results += got
     report = {

@@ -1,6 +1,7 @@
 """Settling transfer reports as the settler runs them (batches of ``settler.BATCH`` in one
 transaction each, their payments and transfers locked up front by ``lock_for_reports``, then
 ``payments.settle`` for each) with 1M payments in the table against the same with 10k."""
+
 from __future__ import annotations
 
 import secrets
@@ -8,24 +9,36 @@ import time
 
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.messages import TransferReport
-from kassa_common.statuses import TransferStatus
 from kassa_common.payments import settle
 from kassa_common.payments.settle import lock_for_reports
-from kassa_settler.main import BATCH
-
+from kassa_common.statuses import TransferStatus
 from bench.common import Bench, Result
 from bench.fill import address, fill
+from kassa_settler.main import BATCH
 
 BASE = 3 * 10**12
 
 
 def settle_rate(sessions, addresses: list[str]) -> float:
     """Transfers/s: each address gets one confirmed transfer of its full amount (completes it)."""
-    reports = [TransferReport(TransferStatus.CONFIRMED, "LOCAL_EVM", "0x" + secrets.token_hex(32), 0, "USDC", a,
-                              10_000_000, 100, "0x" + secrets.token_hex(32), 2) for a in addresses]
+    reports = [
+        TransferReport(
+            TransferStatus.CONFIRMED,
+            "LOCAL_EVM",
+            "0x" + secrets.token_hex(32),
+            0,
+            "USDC",
+            a,
+            10_000_000,
+            100,
+            "0x" + secrets.token_hex(32),
+            2,
+        )
+        for a in addresses
+    ]
     t = time.perf_counter()
     for i in range(0, len(reports), BATCH):
-        batch = reports[i:i + BATCH]
+        batch = reports[i : i + BATCH]
         with unit_of_work(sessions) as s:
             lock_for_reports(s, batch)
             for r in batch:
@@ -45,6 +58,16 @@ def run(b: Bench) -> list[Result]:
         step = large // k
         measured = settle_rate(sessions, [address(BASE, i) for i in range(5, large, step)][:k])
     ratio = measured / reference
-    return [Result("settle_1m", f"settle a transfer, {large:,} payments in the table", "transfers/s",
-                   measured, "≥ 0.8×", ratio >= 0.8, reference, f"same with {small:,}",
-                   ratio)]
+    return [
+        Result(
+            "settle_1m",
+            f"settle a transfer, {large:,} payments in the table",
+            "transfers/s",
+            measured,
+            "≥ 0.8×",
+            ratio >= 0.8,
+            reference,
+            f"same with {small:,}",
+            ratio,
+        )
+    ]

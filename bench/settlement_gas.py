@@ -10,6 +10,7 @@ ERC-4337-style accounts (plain, and the transparent proxy over an account that e
 event). Results go to bench/results/settlement_gas.json and a table on stdout, with the
 stipend and its headroom over the hungriest receiver.
 """
+
 from __future__ import annotations
 
 import json
@@ -43,8 +44,10 @@ def main() -> int:
     try:
         w3 = Web3(Web3.HTTPProvider(proc.rpc_url))
         probe = settlements.deploy(w3, "GasProbe")
-        rows = [{"receiver": name, "gas": settlements.least_gas_to_receive(w3, probe, address)}
-                for name, address in receivers(w3)]
+        rows = [
+            {"receiver": name, "gas": settlements.least_gas_to_receive(w3, probe, address)}
+            for name, address in receivers(w3)
+        ]
         artifact = forwarder.artifact("Forwarder")
         implementation = settlements.deploy_artifact(w3, artifact["abi"], artifact["bytecode"])
         native_gas = w3.eth.contract(address=implementation, abi=artifact["abi"]).functions.NATIVE_GAS().call()
@@ -56,8 +59,10 @@ def main() -> int:
     print(f"{'receiver':48} {'least gas on the call, cold':>28}")
     for r in rows:
         print(f"{r['receiver']:48} {r['gas']:>28,}")
-    print(f"\nForwarder.NATIVE_GAS = {native_gas:,}: {native_gas / hungriest:.1f}x the hungriest receiver "
-          "(each also gets the 2,300 a value transfer adds)")
+    print(
+        f"\nForwarder.NATIVE_GAS = {native_gas:,}: {native_gas / hungriest:.1f}x the hungriest receiver "
+        "(each also gets the 2,300 a value transfer adds)"
+    )
     return 0
 
 

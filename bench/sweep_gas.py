@@ -7,6 +7,7 @@ sweep pays for updating balances, not for creating them. Results go to
 bench/results/sweep_gas.json and a table on stdout. Gas is deterministic: what it costs
 in money is gas times the network's gas price.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,9 +19,9 @@ from pathlib import Path
 from web3 import Web3
 
 from kassa_common.chains import forwarder
+from kassa_dev import chain as devchain
 from kassa_sweeper.deploy import deploy_factory
 from kassa_sweeper.txs import Signer
-from kassa_dev import chain as devchain
 
 RESULTS = Path(__file__).resolve().parent / "results" / "sweep_gas.json"
 USDC, ETH = 10**6, 10**18
@@ -47,8 +48,9 @@ def free_port() -> int:
 
 def fund(w3: Web3, tokens: dict[str, str], to: str, symbols) -> None:
     for symbol in symbols:
-        devchain.pay(w3, to=to, amount_base_units=ETH // 100 if symbol == "ETH" else USDC,
-                     token_contract=tokens.get(symbol))
+        devchain.pay(
+            w3, to=to, amount_base_units=ETH // 100 if symbol == "ETH" else USDC, token_contract=tokens.get(symbol)
+        )
 
 
 def measure(w3: Web3, factory, tokens: dict[str, str], symbols, n: int, deployed: bool, one_merchant: bool) -> int:

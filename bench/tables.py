@@ -1,6 +1,7 @@
 """Where `make bench` publishes its numbers: the full table in ``docs/performance.md`` and
 the compact one in ``README.md``, each between ``<!-- bench:start -->`` and
 ``<!-- bench:end -->`` (nothing else in either file changes). Imports nothing of the bench."""
+
 from __future__ import annotations
 
 import re
@@ -34,8 +35,10 @@ def compact_table(results: list[dict]) -> str:
     lines = ["| scenario | measured | target | met |", "|---|---|---|---|"]
     for r in results:
         ratio = f" ({r['ratio']:.2f}×)" if r.get("ratio") is not None else ""
-        lines.append(f"| {r['title']} | {fmt(r['value'])} {r['unit']}{ratio} | {r['target']} | "
-                     f"{'yes' if r['met'] else '**no**'} |")
+        lines.append(
+            f"| {r['title']} | {fmt(r['value'])} {r['unit']}{ratio} | {r['target']} | "
+            f"{'yes' if r['met'] else '**no**'} |"
+        )
     return "\n".join(lines)
 
 
@@ -45,10 +48,12 @@ def between_markers(text: str, table_text: str, report: dict) -> str | None:
     if START not in text or END not in text:
         return None
     load = report["load_average"]
-    body = (f"{START}\n{table_text}\n\nMeasured {report['at']} at `{report['revision'][:12]}` on "
-            f"{report['cpus']} cores (load average before the run {load[0]:.1f}, after {report['load_after'][0]:.1f}); "
-            f"`make bench` writes it.\n{END}")
-    return re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: body, text, flags=re.S)
+    body = (
+        f"{START}\n{table_text}\n\nMeasured {report['at']} at `{report['revision'][:12]}` on "
+        f"{report['cpus']} cores (load average before the run {load[0]:.1f}, after {report['load_after'][0]:.1f}); "
+        f"`make bench` writes it.\n{END}"
+    )
+    return re.sub(re.escape(START) + ".*?" + re.escape(END), lambda _: body, text, flags=re.DOTALL)
 
 
 def write_tables(report: dict, performance: Path = PERFORMANCE, readme: Path = README) -> None:

@@ -3,26 +3,27 @@ publisher (RabbitMQ) catching up on blocks of 10 USDC transfers each to watched 
 with 100k watched addresses against the same with 1k. The node is a canned JSON-RPC
 double serving prebuilt blocks and logs, so what is measured is Kassa's cost, not the node's.
 """
+
 from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import sqlalchemy as sa
 
-from kassa_common.messaging.publisher import Publisher
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.db import unit_of_work
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.models import ChainBlock, ChainCursor, ChainReport
+from bench.common import Bench, Result
 from kassa_chain_watcher.evm import EvmChain, normalize
 from kassa_chain_watcher.main import keep_blocks
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import Watchlist
 from tests.support.bus import private_topology
-
-from bench.common import Bench, Result
 
 PER_BLOCK = 10
 
@@ -41,12 +42,28 @@ class CannedNode:
             for i in range(PER_BLOCK):
                 tx = _hash("tx", n, i)
                 txs.append({"hash": tx, "to": token, "value": "0x0"})
-                logs.append({"blockNumber": hex(n), "blockHash": _hash("block", n), "transactionHash": tx,
-                             "logIndex": hex(i), "address": token, "removed": False, "data": hex(10_000_000),
-                             "topics": [TRANSFER_TOPIC, "0x" + "00" * 12 + "11" * 20,
-                                        "0x" + "00" * 12 + payees[(n * PER_BLOCK + i) % len(payees)][2:]]})
-            self.blocks[n] = {"number": hex(n), "hash": _hash("block", n),
-                              "parentHash": _hash("block", n - 1) if n else "0x" + "00" * 32, "transactions": txs}
+                logs.append(
+                    {
+                        "blockNumber": hex(n),
+                        "blockHash": _hash("block", n),
+                        "transactionHash": tx,
+                        "logIndex": hex(i),
+                        "address": token,
+                        "removed": False,
+                        "data": hex(10_000_000),
+                        "topics": [
+                            TRANSFER_TOPIC,
+                            "0x" + "00" * 12 + "11" * 20,
+                            "0x" + "00" * 12 + payees[(n * PER_BLOCK + i) % len(payees)][2:],
+                        ],
+                    }
+                )
+            self.blocks[n] = {
+                "number": hex(n),
+                "hash": _hash("block", n),
+                "parentHash": _hash("block", n - 1) if n else "0x" + "00" * 32,
+                "transactions": txs,
+            }
             self.logs[n] = logs
         self.tip = blocks
 
@@ -84,8 +101,14 @@ def catch_up(b: Bench, sessions, publisher: Publisher, watched: int, blocks: int
         publisher.publish_batch(messages)
         reports += len(messages)
 
-    scanner = Scanner(network, EvmChain(network, node), Store(sessions, network.name, keep_blocks(network)),
-                      watchlist, publish, start_back=blocks)
+    scanner = Scanner(
+        network,
+        EvmChain(network, node),
+        Store(sessions, network.name, keep_blocks(network)),
+        watchlist,
+        publish,
+        start_back=blocks,
+    )
     t = time.perf_counter()
     while scanner.tick():
         pass
@@ -107,9 +130,23 @@ def run(b: Bench) -> list[Result]:
             publisher.close()
     rate, cost = blocks / measured, measured / reference
     return [
-        Result("watcher_catch_up", f"watcher catch-up, {PER_BLOCK} transfers/block, {large:,} addresses",
-               "blocks/s", rate, "≥ 500 blocks/s", rate >= 500),
-        Result("watcher_address_cost", f"watcher catch-up cost, {large:,} vs {small:,} addresses", "s",
-               measured, "≤ 1.2×", cost <= 1.2, reference, f"{small:,} addresses",
-               cost),
+        Result(
+            "watcher_catch_up",
+            f"watcher catch-up, {PER_BLOCK} transfers/block, {large:,} addresses",
+            "blocks/s",
+            rate,
+            "≥ 500 blocks/s",
+            rate >= 500,
+        ),
+        Result(
+            "watcher_address_cost",
+            f"watcher catch-up cost, {large:,} vs {small:,} addresses",
+            "s",
+            measured,
+            "≤ 1.2×",
+            cost <= 1.2,
+            reference,
+            f"{small:,} addresses",
+            cost,
+        ),
     ]

@@ -1,5 +1,6 @@
 """Shared fixtures: a fresh, migrated PostgreSQL database per test run (per xdist worker),
 the API app on it, and merchants with keys. Tests use random data, never truncate."""
+
 from __future__ import annotations
 
 import os
@@ -114,8 +115,9 @@ class MerchantKeys:
 
 @pytest.fixture
 def make_merchant(sessions):
-    def make(*, activated: bool = True, business_name: str | None = "Acme Ltd", scopes=None,
-             banned: bool = False) -> MerchantKeys:
+    def make(
+        *, activated: bool = True, business_name: str | None = "Acme Ltd", scopes=None, banned: bool = False
+    ) -> MerchantKeys:
         email = f"m-{secrets.token_hex(6)}@example.com"
         with unit_of_work(sessions) as s:
             m = accounts.create_merchant(s, email, None, business_name, activated)

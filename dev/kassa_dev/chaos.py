@@ -19,6 +19,7 @@ The harness is in the development package, beside ``make run``'s launcher, becau
 tooling: the services never import it. ``make test`` runs the short version
 (tests/e2e/test_chaos_short.py).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -45,9 +46,9 @@ import sqlalchemy as sa
 from web3 import Web3
 
 from kassa_common import accounts
-from kassa_common.messaging import admin, topology
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import ensure_database, make_engine, make_session_factory, unit_of_work
+from kassa_common.messaging import admin, topology
 from kassa_common.migrate import upgrade
 from kassa_common.models import Event, Payment, Transfer, WebhookDelivery
 from kassa_common.webhooks.signing import SignatureError, verify_signature
@@ -86,6 +87,7 @@ def tail(path: Path, lines: int = 30) -> str:
 
 # --- the merchant's webhook receiver ---------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Delivery:
     event_id: str
@@ -116,7 +118,7 @@ class Receiver:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
                 if len(body) < length:  # a sender killed mid-request delivered nothing
@@ -151,8 +153,13 @@ class Receiver:
         except SignatureError:
             ok = False
         data = doc.get("data") or {}
-        delivery = Delivery(str(doc.get("id") or headers.get("X-Kassa-Event-Id")), str(doc.get("event")),
-                            data.get("payment_id"), ok, time.time())
+        delivery = Delivery(
+            str(doc.get("id") or headers.get("X-Kassa-Event-Id")),
+            str(doc.get("event")),
+            data.get("payment_id"),
+            ok,
+            time.time(),
+        )
         with self._lock:
             self.deliveries.append(delivery)
         return 200
@@ -167,6 +174,7 @@ class Receiver:
 
 
 # --- the processes, each under a restart loop ------------------------------------------------
+
 
 class Supervised:
     """One process instance restarted whenever it dies (killed by us or not), its output
@@ -192,8 +200,9 @@ class Supervised:
             with self._lock, open(self.log, "ab") as out:
                 out.write(f"=== chaos: start #{self.starts + 1} at {time.strftime('%H:%M:%S')}\n".encode())
                 out.flush()
-                self.proc = subprocess.Popen(self.argv, cwd=self.cwd, env=self.env, stdout=out,
-                                             stderr=subprocess.STDOUT, start_new_session=True)
+                self.proc = subprocess.Popen(
+                    self.argv, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                )
                 self.starts += 1
                 self._killed_by_us = False
             started = time.monotonic()
@@ -201,8 +210,10 @@ class Supervised:
             if self._stopping.is_set():
                 return
             with open(self.log, "ab") as out:
-                out.write(f"=== chaos: exited with {code} at {time.strftime('%H:%M:%S')}"
-                          f"{' (SIGKILL by the harness)' if self._killed_by_us else ''}\n".encode())
+                out.write(
+                    f"=== chaos: exited with {code} at {time.strftime('%H:%M:%S')}"
+                    f"{' (SIGKILL by the harness)' if self._killed_by_us else ''}\n".encode()
+                )
             if not self._killed_by_us:
                 self.unexpected_exits += 1
             backoff = 0.5 if time.monotonic() - started > 10 else min(backoff * 2, 5.0)
@@ -235,17 +246,28 @@ class Supervised:
 
 # --- the load: a steady stream of payments ---------------------------------------------------
 
+
 class Traffic:
     """Creates test-mode and LOCAL_EVM payments at steady rates and pays the live ones on
     anvil. A create that fails (the web, the database or the broker down) is retried with the
     same Idempotency-Key until it succeeds, so a payment is never created twice and the list
     of what the API acknowledged is exact."""
 
-    def __init__(self, api: str, test_key: str, live_key: str, w3: Web3, usdc: str,
-                 test_per_second: float, live_per_second: float) -> None:
+    def __init__(
+        self,
+        api: str,
+        test_key: str,
+        live_key: str,
+        w3: Web3,
+        usdc: str,
+        test_per_second: float,
+        live_per_second: float,
+    ) -> None:
         self.api, self.w3, self.usdc = api, w3, usdc
-        self.plan = (("test", test_key, test_per_second, {"amount": 12.34, "token": "USDC", "network": "BASE"}),
-                     ("live", live_key, live_per_second, {"amount": 12.34, "token": "USDC", "network": "LOCAL_EVM"}))
+        self.plan = (
+            ("test", test_key, test_per_second, {"amount": 12.34, "token": "USDC", "network": "BASE"}),
+            ("live", live_key, live_per_second, {"amount": 12.34, "token": "USDC", "network": "LOCAL_EVM"}),
+        )
         self.created: dict[str, str] = {}  # payment id → "test" | "live"
         self.paid: dict[str, str] = {}  # payment id → the transaction hash that paid it
         self.create_retries = 0
@@ -306,6 +328,7 @@ class Traffic:
 
 # --- the run ---------------------------------------------------------------------------------
 
+
 @dataclass
 class Plan:
     seconds: float
@@ -318,11 +341,29 @@ class Plan:
 
 def plan_for(args) -> Plan:
     if args.short:
-        return Plan(seconds=args.seconds or 50, test_per_second=0.6, live_per_second=0.3, kills_per_type=1,
-                    outages=[("postgres", 5), ("rabbitmq", 5), ("receiver", 10)], quiesce_timeout=240)
-    return Plan(seconds=args.seconds or 420, test_per_second=1.0, live_per_second=0.4, kills_per_type=3,
-                outages=[("postgres", 5), ("rabbitmq", 5), ("receiver", 30), ("postgres", 60), ("rabbitmq", 60),
-                         ("receiver", 20)], quiesce_timeout=360)
+        return Plan(
+            seconds=args.seconds or 50,
+            test_per_second=0.6,
+            live_per_second=0.3,
+            kills_per_type=1,
+            outages=[("postgres", 5), ("rabbitmq", 5), ("receiver", 10)],
+            quiesce_timeout=240,
+        )
+    return Plan(
+        seconds=args.seconds or 420,
+        test_per_second=1.0,
+        live_per_second=0.4,
+        kills_per_type=3,
+        outages=[
+            ("postgres", 5),
+            ("rabbitmq", 5),
+            ("receiver", 30),
+            ("postgres", 60),
+            ("rabbitmq", 60),
+            ("receiver", 20),
+        ],
+        quiesce_timeout=360,
+    )
 
 
 @dataclass
@@ -344,8 +385,9 @@ class Stack:
         return [p for group in self.processes.values() for p in group]
 
     def log_tails(self, names) -> str:
-        return "\n".join(f"--- {p.log} (last lines)\n{tail(p.log)}"
-                         for name in names for p in self.processes.get(name, []))
+        return "\n".join(
+            f"--- {p.log} (last lines)\n{tail(p.log)}" for name in names for p in self.processes.get(name, [])
+        )
 
 
 def process_env(root: Path, database_url: str, rabbit_url: str, rpc_url: str, port: int) -> dict[str, str]:
@@ -356,14 +398,25 @@ def process_env(root: Path, database_url: str, rabbit_url: str, rpc_url: str, po
     base = f"http://127.0.0.1:{port}"
     env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "BUS_PREFIX", "METRICS_PORT")}
     env.update(DEV_DEFAULTS)
-    env.update({
-        "DATABASE_URL": database_url, "RABBITMQ_URL": rabbit_url, "LOCAL_EVM_RPC_URL": rpc_url,
-        "CHAIN_WATCHER_NETWORKS": "LOCAL_EVM", "BIND": f"127.0.0.1:{port}", "WEB_CONCURRENCY": "2",
-        "CHECKOUT_URL": base, "PUBLIC_API_URL": f"{base}/v1/api", "DASHBOARD_URL": f"{base}/dashboard",
-        "TEST_MODE_COMPLETE_SECONDS": "1", "WEBHOOK_RETRY_SCHEDULE": WEBHOOK_RETRY_SCHEDULE,
-        "RATE_LIMIT_PER_MINUTE": "1000000", "PUBLIC_CREATE_PER_MINUTE": "1000000", "DB_POOL_SIZE": "4",
-        "LOG_LEVEL": "INFO",
-    })
+    env.update(
+        {
+            "DATABASE_URL": database_url,
+            "RABBITMQ_URL": rabbit_url,
+            "LOCAL_EVM_RPC_URL": rpc_url,
+            "CHAIN_WATCHER_NETWORKS": "LOCAL_EVM",
+            "BIND": f"127.0.0.1:{port}",
+            "WEB_CONCURRENCY": "2",
+            "CHECKOUT_URL": base,
+            "PUBLIC_API_URL": f"{base}/v1/api",
+            "DASHBOARD_URL": f"{base}/dashboard",
+            "TEST_MODE_COMPLETE_SECONDS": "1",
+            "WEBHOOK_RETRY_SCHEDULE": WEBHOOK_RETRY_SCHEDULE,
+            "RATE_LIMIT_PER_MINUTE": "1000000",
+            "PUBLIC_CREATE_PER_MINUTE": "1000000",
+            "DB_POOL_SIZE": "4",
+            "LOG_LEVEL": "INFO",
+        }
+    )
     return procfile.with_this_python(env)
 
 
@@ -397,8 +450,10 @@ def start_stack(root: Path, log_dir: Path) -> Stack:
     env = process_env(root, database_url, rabbit.url, rpc_url, port)
     stack = Stack(root, log_dir, pg, rabbit, anvil, database_url, f"http://127.0.0.1:{port}")
     for process in procfile.read(root / "Procfile"):
-        stack.processes[process.name] = [Supervised(process.name, i, process.argv, env, root, log_dir)
-                                         for i in range(1, INSTANCES.get(process.name, 1) + 1)]
+        stack.processes[process.name] = [
+            Supervised(process.name, i, process.argv, env, root, log_dir)
+            for i in range(1, INSTANCES.get(process.name, 1) + 1)
+        ]
     for p in stack.every():
         p.start()
     deadline = time.monotonic() + 90
@@ -498,6 +553,7 @@ class Chaos:
 
 # --- quiescence and the checks ---------------------------------------------------------------
 
+
 def queue_depths(stack: Stack) -> list[admin.QueueDepth]:
     return admin.queue_depths(stack.rabbit.url, topology.named(""))
 
@@ -505,17 +561,21 @@ def queue_depths(stack: Stack) -> list[admin.QueueDepth]:
 def quiet(stack: Stack, sessions, receiver: Receiver) -> str | None:
     """None once nothing is left to do; otherwise what is still moving."""
     with sessions() as s:
-        open_payments = s.scalar(sa.select(sa.func.count()).select_from(Payment)
-                                 .where(Payment.status != "COMPLETED"))
+        open_payments = s.scalar(sa.select(sa.func.count()).select_from(Payment).where(Payment.status != "COMPLETED"))
         outbox = s.scalar(sa.select(sa.func.count()).select_from(Event).where(Event.published_at.is_(None)))
-        pending = s.scalar(sa.select(sa.func.count()).select_from(WebhookDelivery)
-                           .where(WebhookDelivery.status == "PENDING"))
+        pending = s.scalar(
+            sa.select(sa.func.count()).select_from(WebhookDelivery).where(WebhookDelivery.status == "PENDING")
+        )
         event_ids = set(s.scalars(sa.select(Event.id).where(Event.type.like("payment.%"))))
     undelivered = len(event_ids - {d.event_id for d in receiver.all()})
     busy = [f"{d.name} {d.messages}" for d in queue_depths(stack) if d.messages]
-    state = [f"{open_payments} payments not completed" if open_payments else "",
-             f"{outbox} outbox rows" if outbox else "", f"{pending} deliveries pending" if pending else "",
-             f"{undelivered} events not received" if undelivered else "", ", ".join(busy)]
+    state = [
+        f"{open_payments} payments not completed" if open_payments else "",
+        f"{outbox} outbox rows" if outbox else "",
+        f"{pending} deliveries pending" if pending else "",
+        f"{undelivered} events not received" if undelivered else "",
+        ", ".join(busy),
+    ]
     state = [x for x in state if x]
     return "; ".join(state) if state else None
 
@@ -547,13 +607,29 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
     """Print the counts; return the violations as (suspects key, what)."""
     violations: list[tuple[str, str]] = []
     with sessions() as s:
-        payments = s.execute(sa.select(Payment.id, Payment.status, Payment.test_mode, Payment.crypto_amount_units,
-                                       Payment.amount_received_units)).all()
+        payments = s.execute(
+            sa.select(
+                Payment.id,
+                Payment.status,
+                Payment.test_mode,
+                Payment.crypto_amount_units,
+                Payment.amount_received_units,
+            )
+        ).all()
         events = s.execute(sa.select(Event.id, Event.type, Event.payment_id, Event.published_at)).all()
-        transfers = s.execute(sa.select(Transfer.payment_id, Transfer.network, Transfer.tx_hash, Transfer.log_index,
-                                        Transfer.status, Transfer.counted)).all()
-        failed_deliveries = s.scalar(sa.select(sa.func.count()).select_from(WebhookDelivery)
-                                     .where(WebhookDelivery.status != "SUCCEEDED"))
+        transfers = s.execute(
+            sa.select(
+                Transfer.payment_id,
+                Transfer.network,
+                Transfer.tx_hash,
+                Transfer.log_index,
+                Transfer.status,
+                Transfer.counted,
+            )
+        ).all()
+        failed_deliveries = s.scalar(
+            sa.select(sa.func.count()).select_from(WebhookDelivery).where(WebhookDelivery.status != "SUCCEEDED")
+        )
     in_db = {str(p.id): p for p in payments}
     by_status = collections.Counter(p.status for p in payments)
 
@@ -563,13 +639,21 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
         violations.append(("payments", f"{len(lost)} payments acknowledged by the API are missing: {lost[:5]}"))
     unfinished = [pid for pid, p in in_db.items() if p.status != "COMPLETED"]
     if unfinished:
-        violations.append(("payments", (f"{len(unfinished)} payments not COMPLETED ({dict(by_status)}): "
-                                       f"{unfinished[:5]}")))
+        violations.append(
+            ("payments", (f"{len(unfinished)} payments not COMPLETED ({dict(by_status)}): {unfinished[:5]}"))
+        )
         with_transfer = {str(t.payment_id) for t in transfers}
         unseen = [pid for pid in unfinished if pid in traffic.paid and pid not in with_transfer]
         if unseen:  # paid on the chain, yet no transfer recorded: the watcher never reported it
-            violations.append(("transfers", (f"{len(unseen)} of them were paid on anvil but no transfer was recorded, "
-                                            f"e.g. payment {unseen[0]} paid by {traffic.paid[unseen[0]]}")))
+            violations.append(
+                (
+                    "transfers",
+                    (
+                        f"{len(unseen)} of them were paid on anvil but no transfer was recorded, "
+                        f"e.g. payment {unseen[0]} paid by {traffic.paid[unseen[0]]}"
+                    ),
+                )
+            )
     unpaid = [pid for pid, kind in traffic.created.items() if kind == "live" and pid not in traffic.paid]
     if unpaid:
         violations.append(("payments", f"{len(unpaid)} live payments were never paid on anvil (harness)"))
@@ -582,13 +666,15 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
     doubled = {k: v for k, v in per_transition.items() if len(v) > 1}
     if doubled:
         (pid, kind), ids = next(iter(doubled.items()))
-        violations.append(("events", (f"{len(doubled)} transitions have several event ids, e.g. {kind} of {pid}: "
-                                     f"{sorted(ids)}")))
+        violations.append(
+            ("events", (f"{len(doubled)} transitions have several event ids, e.g. {kind} of {pid}: {sorted(ids)}"))
+        )
     completed = collections.Counter(str(e.payment_id) for e in events if e.type == "payment.completed")
     no_completed = [pid for pid in in_db if completed[pid] == 0]
     if no_completed:
-        violations.append(("events", (f"{len(no_completed)} payments without a payment.completed event: "
-                                     f"{no_completed[:5]}")))
+        violations.append(
+            ("events", (f"{len(no_completed)} payments without a payment.completed event: {no_completed[:5]}"))
+        )
     twice = [pid for pid, n in completed.items() if n > 1]
     if twice:
         violations.append(("events", f"{len(twice)} payments with several payment.completed events: {twice[:5]}"))
@@ -602,24 +688,37 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
     payment_events = {e.id: e for e in events if e.type.startswith("payment.")}
     missing = sorted(set(payment_events) - received_ids)
     if missing:
-        violations.append(("webhooks", (f"{len(missing)} events never delivered: "
-                                       f"{[(m, payment_events[m].type) for m in missing[:5]]}")))
+        violations.append(
+            (
+                "webhooks",
+                (f"{len(missing)} events never delivered: {[(m, payment_events[m].type) for m in missing[:5]]}"),
+            )
+        )
     unknown = sorted(received_ids - set(payment_events))
     if unknown:
-        violations.append(("webhooks", (f"{len(unknown)} deliveries of event ids that are not in the events table: "
-                                       f"{unknown[:5]}")))
+        violations.append(
+            ("webhooks", (f"{len(unknown)} deliveries of event ids that are not in the events table: {unknown[:5]}"))
+        )
     bad_signatures = [d for d in deliveries if not d.signature_ok]
     if bad_signatures:
-        violations.append(("webhooks", (f"{len(bad_signatures)} deliveries with an invalid signature, e.g. "
-                                       f"{bad_signatures[0]}")))
+        violations.append(
+            ("webhooks", (f"{len(bad_signatures)} deliveries with an invalid signature, e.g. {bad_signatures[0]}"))
+        )
     received_per_transition = collections.defaultdict(set)
     for d in deliveries:
         received_per_transition[(d.payment_id, d.event_type)].add(d.event_id)
     received_doubled = {k: v for k, v in received_per_transition.items() if len(v) > 1}
     if received_doubled:
         (pid, kind), ids = next(iter(received_doubled.items()))
-        violations.append(("webhooks", (f"{len(received_doubled)} transitions arrived under several event ids, e.g. "
-                                       f"{kind} of {pid}: {sorted(ids)}")))
+        violations.append(
+            (
+                "webhooks",
+                (
+                    f"{len(received_doubled)} transitions arrived under several event ids, e.g. "
+                    f"{kind} of {pid}: {sorted(ids)}"
+                ),
+            )
+        )
     if failed_deliveries:
         violations.append(("webhooks", f"{failed_deliveries} webhook deliveries not SUCCEEDED"))
 
@@ -637,15 +736,23 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
     recorded_twice = [k for k, n in keys.items() if n > 1]
     if recorded_twice:
         violations.append(("transfers", f"{len(recorded_twice)} transfers recorded twice: {recorded_twice[:3]}"))
-    over = [pid for pid, p in in_db.items() if p.status == "COMPLETED" and p.amount_received_units != p.crypto_amount_units]
+    over = [
+        pid for pid, p in in_db.items() if p.status == "COMPLETED" and p.amount_received_units != p.crypto_amount_units
+    ]
     if over:
-        violations.append(("transfers", (f"{len(over)} payments whose amount received is not exactly the amount "
-                                        f"paid once (a transfer counted twice or lost): {over[:5]}")))
+        violations.append(
+            (
+                "transfers",
+                (
+                    f"{len(over)} payments whose amount received is not exactly the amount "
+                    f"paid once (a transfer counted twice or lost): {over[:5]}"
+                ),
+            )
+        )
     counted_per_payment = collections.Counter(str(t.payment_id) for t in transfers if t.counted)
     wrong = [pid for pid in in_db if counted_per_payment[pid] != 1]  # each was paid once, in full
     if wrong:
-        violations.append(("transfers", (f"{len(wrong)} payments without exactly one counted transfer: "
-                                        f"{wrong[:5]}")))
+        violations.append(("transfers", (f"{len(wrong)} payments without exactly one counted transfer: {wrong[:5]}")))
 
     # the counts
     kinds = collections.Counter(kind for kind in traffic.created.values())
@@ -654,19 +761,47 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
     duplicates = len(deliveries) - len(received_ids)
     exits = {p: sum(x.unexpected_exits for x in stack.processes[p]) for p in stack.processes}
     rows = [
-        ("payments created", (f"{len(in_db)} (test {kinds['test']}, live {kinds['live']} paid on anvil; "
-                             f"API acknowledged {len(traffic.created)}, {traffic.create_retries} create retries)")),
-        ("payments completed", f"{by_status['COMPLETED']} ({', '.join(f'{k} {v}' for k, v in sorted(by_status.items()))})"),
-        ("transition events", (f"{len(payment_events)} ({', '.join(f'{k} {v}' for k, v in sorted(transition_types.items()))}; "
-                              f"other outbox events: {', '.join(f'{k} {v}' for k, v in sorted(other_types.items())) or 'none'})")),
-        ("webhook event ids delivered", (f"{len(received_ids & set(payment_events))} of {len(payment_events)} "
-                                        f"({len(deliveries)} deliveries, {sum(d.signature_ok for d in deliveries)} "
-                                        f"signatures valid, {receiver.refused} refused with 503 while down)")),
-        ("duplicate deliveries", (f"{duplicates} (same event id again: at-least-once; transitions under two "
-                                 f"event ids: {len(received_doubled) + len(doubled)})")),
+        (
+            "payments created",
+            (
+                f"{len(in_db)} (test {kinds['test']}, live {kinds['live']} paid on anvil; "
+                f"API acknowledged {len(traffic.created)}, {traffic.create_retries} create retries)"
+            ),
+        ),
+        (
+            "payments completed",
+            f"{by_status['COMPLETED']} ({', '.join(f'{k} {v}' for k, v in sorted(by_status.items()))})",
+        ),
+        (
+            "transition events",
+            (
+                f"{len(payment_events)} ({', '.join(f'{k} {v}' for k, v in sorted(transition_types.items()))}; "
+                f"other outbox events: {', '.join(f'{k} {v}' for k, v in sorted(other_types.items())) or 'none'})"
+            ),
+        ),
+        (
+            "webhook event ids delivered",
+            (
+                f"{len(received_ids & set(payment_events))} of {len(payment_events)} "
+                f"({len(deliveries)} deliveries, {sum(d.signature_ok for d in deliveries)} "
+                f"signatures valid, {receiver.refused} refused with 503 while down)"
+            ),
+        ),
+        (
+            "duplicate deliveries",
+            (
+                f"{duplicates} (same event id again: at-least-once; transitions under two "
+                f"event ids: {len(received_doubled) + len(doubled)})"
+            ),
+        ),
         ("completed twice", str(len(twice))),
-        ("transfers", (f"{len(transfers)} recorded, {sum(keys.values()) - len(keys)} recorded twice, "
-                      f"{len(over)} payments over- or under-counted")),
+        (
+            "transfers",
+            (
+                f"{len(transfers)} recorded, {sum(keys.values()) - len(keys)} recorded twice, "
+                f"{len(over)} payments over- or under-counted"
+            ),
+        ),
         ("outbox left", str(outbox_left)),
         ("DLQ depth", f"{sum(dlq.values())} ({', '.join(f'{k} {v}' for k, v in dlq.items())})"),
         ("kills (SIGKILL)", ", ".join(f"{k} {v}" for k, v in sorted(chaos.kills.items()))),
@@ -700,8 +835,15 @@ def main(argv: list[str] | None = None) -> int:
         stack = start_stack(root, log_dir)
         test_key, live_key = set_up_merchant(stack, receiver)
         w3 = Web3(Web3.HTTPProvider(stack.anvil.rpc_url))
-        traffic = Traffic(stack.api, test_key, live_key, w3, chain.dev_token_addresses()["USDC"],
-                          plan.test_per_second, plan.live_per_second)
+        traffic = Traffic(
+            stack.api,
+            test_key,
+            live_key,
+            w3,
+            chain.dev_token_addresses()["USDC"],
+            plan.test_per_second,
+            plan.live_per_second,
+        )
         traffic.start()
         chaos = Chaos(stack, receiver, plan, rng)
         chaos.run()
@@ -721,8 +863,10 @@ def main(argv: list[str] | None = None) -> int:
             print(stack.log_tails(suspects), flush=True)
             for _key, what in violations:
                 log(f"VIOLATION: {what}")
-            log(f"FAILED: {len(violations)} violations; the last lines of {', '.join(suspects)} are above "
-                f"(logs in {log_dir})")
+            log(
+                f"FAILED: {len(violations)} violations; the last lines of {', '.join(suspects)} are above "
+                f"(logs in {log_dir})"
+            )
             return 1
         log("OK: nothing lost, nothing parked, nothing duplicated")
         return 0

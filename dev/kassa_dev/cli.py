@@ -6,17 +6,18 @@ first account: the amount still due by default, or ``--amount`` in token units.
 The operator CLI does not know about this module: the package registers ``add_parser``
 in the ``kassa.cli`` entry-point group, and ``kassa`` calls every plugin it finds there.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 from decimal import Decimal, InvalidOperation
 
-from kassa_common.pricing.amounts import from_base_units, to_base_units
 from kassa_common.cli import unit_of_work_for
 from kassa_common.config import Settings
 from kassa_common.models import Payment
 from kassa_common.payments import find_by_short_id, remaining_units
+from kassa_common.pricing.amounts import from_base_units, to_base_units
 
 NETWORK = "LOCAL_EVM"
 
@@ -37,8 +38,10 @@ def find_payment(settings: Settings, short_id: str) -> Payment:
     if payment is None:
         raise ValueError(f"no payment with short id {short_id!r}")
     if payment.test_mode:
-        raise ValueError(f"payment {short_id} is a test-mode payment: it never touches a chain "
-                         "(use the checkout page's test controls)")
+        raise ValueError(
+            f"payment {short_id} is a test-mode payment: it never touches a chain "
+            "(use the checkout page's test controls)"
+        )
     if payment.network.upper() != NETWORK:
         raise ValueError(f"payment {short_id} is on {payment.network}; `kassa dev pay` only pays on {NETWORK}")
     return payment
@@ -72,9 +75,18 @@ def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
         raise ValueError(f"the {NETWORK} node at {url} is on chain id {w3.eth.chain_id}, not {network.chain_id}")
     tx_hash = chain.pay(w3, to=payment.address, amount_base_units=units, token_contract=token.contract)
     amount = from_base_units(units, token.decimals)
-    data = {"tx_hash": tx_hash, "short_id": payment.short_id, "address": payment.address,
-            "token": token.symbol, "amount": str(amount)}
-    print(json.dumps(data) if getattr(args, "json", False) else f"paid {amount} {token.symbol} to {payment.address} in {tx_hash}")
+    data = {
+        "tx_hash": tx_hash,
+        "short_id": payment.short_id,
+        "address": payment.address,
+        "token": token.symbol,
+        "amount": str(amount),
+    }
+    print(
+        json.dumps(data)
+        if getattr(args, "json", False)
+        else f"paid {amount} {token.symbol} to {payment.address} in {tx_hash}"
+    )
 
 
 def add_parser(sub) -> None:

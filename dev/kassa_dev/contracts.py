@@ -10,6 +10,7 @@ The factory's address follows from its bytecode (it is deployed with CREATE2 thr
 the deterministic deployer), so the compiler settings are part of the contract: the
 metadata hash is left out of the bytecode, so comments and file paths do not move it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,8 +61,11 @@ def build(repo_root: str | os.PathLike[str] | None = None) -> dict[str, str]:
 
 def stale(repo_root: str | os.PathLike[str] | None = None) -> list[str]:
     """The contracts whose committed artifact differs from a fresh compile."""
-    return [name for name, text in build(repo_root).items()
-            if not forwarder.artifact_path(name).is_file() or forwarder.artifact_path(name).read_text() != text]
+    return [
+        name
+        for name, text in build(repo_root).items()
+        if not forwarder.artifact_path(name).is_file() or forwarder.artifact_path(name).read_text() != text
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

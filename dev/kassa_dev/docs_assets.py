@@ -7,6 +7,7 @@ major version that reads 3.1). Its files come from the pinned npm package
 production install needs no Node. This copies them from ``node_modules``; ``--check``
 only compares (a test does the same), so the committed files are the pinned version's.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,11 @@ def wanted(root: Path) -> dict[str, bytes]:
 
 
 def differences(root: Path) -> list[str]:
-    return [name for name, data in wanted(root).items()
-            if not (root / TARGET / name).is_file() or (root / TARGET / name).read_bytes() != data]
+    return [
+        name
+        for name, data in wanted(root).items()
+        if not (root / TARGET / name).is_file() or (root / TARGET / name).read_bytes() != data
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@ again, without ever touching the machine's shared services.
 Both run as their service account when started by root (PostgreSQL refuses root; the
 directory is handed to that account), and as the current user otherwise.
 """
+
 from __future__ import annotations
 
 import glob
@@ -58,11 +59,13 @@ class _Server:
     port: int
     name = "server"
 
-    def _launch(self, argv: list[str], *, env: dict[str, str] | None = None, user: str | None = None,
-                log: Path) -> None:
+    def _launch(
+        self, argv: list[str], *, env: dict[str, str] | None = None, user: str | None = None, log: Path
+    ) -> None:
         with open(log, "ab") as out:
-            self.proc = subprocess.Popen(argv, env=env, user=user, stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True, cwd="/")
+            self.proc = subprocess.Popen(
+                argv, env=env, user=user, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, cwd="/"
+            )
 
     def _wait_ready(self, ready, timeout: float, log: Path) -> None:
         deadline = time.monotonic() + timeout
@@ -121,22 +124,45 @@ class PrivatePostgres(_Server):
     def url(self, database: str) -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
-    def start(self, timeout: float = 60) -> "PrivatePostgres":
+    def start(self, timeout: float = 60) -> PrivatePostgres:
         if not self.data.exists():
-            subprocess.run([_pg_bin("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust",
-                            "-E", "UTF8", "--no-sync"], user=self.user, check=True, capture_output=True, cwd="/")
+            subprocess.run(
+                [_pg_bin("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
+                user=self.user,
+                check=True,
+                capture_output=True,
+                cwd="/",
+            )
         # fsync off: a crash of the server's processes (what this class does) loses nothing, as
         # the OS keeps what they wrote; synchronous_commit stays on, or a SIGKILL would lose commits.
-        self._launch([_pg_bin("postgres"), "-D", str(self.data), "-p", str(self.port), "-k", str(self.dir),
-                      "-c", "listen_addresses=127.0.0.1", "-c", f"max_connections={self.max_connections}",
-                      "-c", "fsync=off", "-c", "full_page_writes=off"],
-                     user=self.user, log=self.log)
+        self._launch(
+            [
+                _pg_bin("postgres"),
+                "-D",
+                str(self.data),
+                "-p",
+                str(self.port),
+                "-k",
+                str(self.dir),
+                "-c",
+                "listen_addresses=127.0.0.1",
+                "-c",
+                f"max_connections={self.max_connections}",
+                "-c",
+                "fsync=off",
+                "-c",
+                "full_page_writes=off",
+            ],
+            user=self.user,
+            log=self.log,
+        )
         self._wait_ready(self._accepts, timeout, self.log)
         return self
 
     def _accepts(self) -> bool:
-        result = subprocess.run([_pg_bin("pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"],
-                                capture_output=True, check=False)
+        result = subprocess.run(
+            [_pg_bin("pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"], capture_output=True, check=False
+        )
         return result.returncode == 0
 
     def remove(self) -> None:
@@ -157,11 +183,13 @@ class PrivateRabbit(_Server):
         self.log = self.dir / "rabbitmq.log"
         self.nodename = f"kassa{self.port}@localhost"
         config = self.dir / "rabbitmq.conf"
-        config.write_text(f"listeners.tcp.default = 127.0.0.1:{self.port}\n"
-                          "loopback_users = none\n"
-                          "disk_free_limit.absolute = 50MB\n"
-                          "vm_memory_high_watermark.relative = 0.2\n"
-                          "management_agent.disable_metrics_collector = true\n")
+        config.write_text(
+            f"listeners.tcp.default = 127.0.0.1:{self.port}\n"
+            "loopback_users = none\n"
+            "disk_free_limit.absolute = 50MB\n"
+            "vm_memory_high_watermark.relative = 0.2\n"
+            "management_agent.disable_metrics_collector = true\n"
+        )
         (self.dir / "enabled_plugins").write_text("[].\n")
         (self.dir / "rabbitmq-env.conf").write_text("")
         if self.user:
@@ -174,18 +202,24 @@ class PrivateRabbit(_Server):
 
     def _env(self) -> dict[str, str]:
         return {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(self.dir), "LANG": "C.UTF-8",
-            "RABBITMQ_NODENAME": self.nodename, "RABBITMQ_NODE_PORT": str(self.port),
-            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1", "RABBITMQ_DIST_PORT": str(self.dist_port),
-            "RABBITMQ_MNESIA_BASE": str(self.dir / "mnesia"), "RABBITMQ_LOG_BASE": str(self.dir / "log"),
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.dir),
+            "LANG": "C.UTF-8",
+            "RABBITMQ_NODENAME": self.nodename,
+            "RABBITMQ_NODE_PORT": str(self.port),
+            "RABBITMQ_NODE_IP_ADDRESS": "127.0.0.1",
+            "RABBITMQ_DIST_PORT": str(self.dist_port),
+            "RABBITMQ_MNESIA_BASE": str(self.dir / "mnesia"),
+            "RABBITMQ_LOG_BASE": str(self.dir / "log"),
             "RABBITMQ_CONFIG_FILE": str(self.dir / "rabbitmq.conf"),
             "RABBITMQ_ENABLED_PLUGINS_FILE": str(self.dir / "enabled_plugins"),
             "RABBITMQ_CONF_ENV_FILE": str(self.dir / "rabbitmq-env.conf"),
-            "RABBITMQ_PID_FILE": str(self.dir / "rabbitmq.pid"), "RABBITMQ_LOGS": "-",
+            "RABBITMQ_PID_FILE": str(self.dir / "rabbitmq.pid"),
+            "RABBITMQ_LOGS": "-",
             "RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS": "+S 1:1 +A 4",
         }
 
-    def start(self, timeout: float = 90) -> "PrivateRabbit":
+    def start(self, timeout: float = 90) -> PrivateRabbit:
         self._launch(["/usr/lib/rabbitmq/bin/rabbitmq-server"], env=self._env(), user=self.user, log=self.log)
         self._wait_ready(self._accepts, timeout, self.log)
         return self

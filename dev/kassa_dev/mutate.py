@@ -23,6 +23,7 @@ No bytecode is written, so a stale ``.pyc`` never stands in for a mutant.
     python -m kassa_dev.mutate --module quorum   # one module (name or path fragment)
     python -m kassa_dev.mutate --list            # the mutants, without running them
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,34 +61,73 @@ class Target:
 
 
 TARGETS = (
-    Target("kassa_common/payments/settle.py",
-           unit=("tests/unit/test_payment_transitions.py",),
-           integration=("tests/integration/payments/test_settlement.py", "tests/integration/chains/test_settlement_reorged.py",
-                        "tests/integration/payments/test_settled_watermark.py", "tests/integration/payments/test_payment_transfers.py",
-                        "tests/integration/payments/test_settle_batch_locks.py", "tests/integration/payments/test_settle_records.py",
-                        "tests/integration/payments/test_settle_shown_transfer.py",
-                        "tests/integration/payments/test_wrong_network_records.py")),
-    Target("kassa_common/payments/watermark.py",
-           unit=("tests/unit/test_chain_scanner.py",),
-           integration=("tests/integration/payments/test_settled_watermark.py", "tests/integration/payments/test_expiry.py")),
-    Target("kassa_common/payments/transitions.py",
-           unit=("tests/unit/test_payment_transitions.py",),
-           integration=("tests/integration/payments/test_settlement.py", "tests/integration/payments/test_expiry.py",
-                        "tests/integration/payments/test_cancel_race.py", "tests/integration/payments/test_transition_lock.py")),
-    Target("kassa_chain_watcher/scanner.py",
-           unit=("tests/unit/test_chain_scanner_edges.py", "tests/unit/test_chain_scanner.py",
-                 "tests/unit/test_rpc_quorum.py")),
-    Target("kassa_chain_watcher/quorum.py",
-           unit=("tests/unit/test_rpc_quorum_edges.py", "tests/unit/test_rpc_quorum.py",
-                 "tests/unit/test_rpc_node_settings.py")),
-    Target("kassa_chain_watcher/evm.py",
-           unit=("tests/unit/test_evm_edges.py", "tests/unit/test_evm_logs.py", "tests/unit/test_evm_receipts.py",
-                 "tests/unit/test_rpc_resilience.py"),
-           integration=("tests/integration/chains/test_evm_value_that_arrived.py",)),
-    Target("kassa_chain_watcher/balances.py",
-           unit=("tests/unit/test_internal_credits_edges.py", "tests/unit/test_internal_credits.py",
-                 "tests/unit/test_evm_receipts.py"),
-           integration=("tests/integration/chains/test_evm_native_from_contracts.py",)),
+    Target(
+        "kassa_common/payments/settle.py",
+        unit=("tests/unit/test_payment_transitions.py",),
+        integration=(
+            "tests/integration/payments/test_settlement.py",
+            "tests/integration/chains/test_settlement_reorged.py",
+            "tests/integration/payments/test_settled_watermark.py",
+            "tests/integration/payments/test_payment_transfers.py",
+            "tests/integration/payments/test_settle_batch_locks.py",
+            "tests/integration/payments/test_settle_records.py",
+            "tests/integration/payments/test_settle_shown_transfer.py",
+            "tests/integration/payments/test_wrong_network_records.py",
+        ),
+    ),
+    Target(
+        "kassa_common/payments/watermark.py",
+        unit=("tests/unit/test_chain_scanner.py",),
+        integration=(
+            "tests/integration/payments/test_settled_watermark.py",
+            "tests/integration/payments/test_expiry.py",
+        ),
+    ),
+    Target(
+        "kassa_common/payments/transitions.py",
+        unit=("tests/unit/test_payment_transitions.py",),
+        integration=(
+            "tests/integration/payments/test_settlement.py",
+            "tests/integration/payments/test_expiry.py",
+            "tests/integration/payments/test_cancel_race.py",
+            "tests/integration/payments/test_transition_lock.py",
+        ),
+    ),
+    Target(
+        "kassa_chain_watcher/scanner.py",
+        unit=(
+            "tests/unit/test_chain_scanner_edges.py",
+            "tests/unit/test_chain_scanner.py",
+            "tests/unit/test_rpc_quorum.py",
+        ),
+    ),
+    Target(
+        "kassa_chain_watcher/quorum.py",
+        unit=(
+            "tests/unit/test_rpc_quorum_edges.py",
+            "tests/unit/test_rpc_quorum.py",
+            "tests/unit/test_rpc_node_settings.py",
+        ),
+    ),
+    Target(
+        "kassa_chain_watcher/evm.py",
+        unit=(
+            "tests/unit/test_evm_edges.py",
+            "tests/unit/test_evm_logs.py",
+            "tests/unit/test_evm_receipts.py",
+            "tests/unit/test_rpc_resilience.py",
+        ),
+        integration=("tests/integration/chains/test_evm_value_that_arrived.py",),
+    ),
+    Target(
+        "kassa_chain_watcher/balances.py",
+        unit=(
+            "tests/unit/test_internal_credits_edges.py",
+            "tests/unit/test_internal_credits.py",
+            "tests/unit/test_evm_receipts.py",
+        ),
+        integration=("tests/integration/chains/test_evm_native_from_contracts.py",),
+    ),
 )
 
 
@@ -98,16 +138,57 @@ def source_of(target: Target) -> Path:
 
 # --- the mutations -------------------------------------------------------------------------
 
-COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-           ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is}
-BINARY = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.FloorDiv, ast.Div: ast.Mult, ast.FloorDiv: ast.Mult,
-          ast.Mod: ast.FloorDiv, ast.BitOr: ast.BitAnd, ast.BitAnd: ast.BitOr, ast.LShift: ast.RShift,
-          ast.RShift: ast.LShift, ast.Pow: ast.Mult}
+COMPARE = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+BINARY = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.Div: ast.Mult,
+    ast.FloorDiv: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.BitOr: ast.BitAnd,
+    ast.BitAnd: ast.BitOr,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+    ast.Pow: ast.Mult,
+}
 BOOL = {ast.And: ast.Or, ast.Or: ast.And}
-SYMBOL = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!=", ast.In: "in",
-          ast.NotIn: "not in", ast.Is: "is", ast.IsNot: "is not", ast.Add: "+", ast.Sub: "-", ast.Mult: "*",
-          ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%", ast.BitOr: "|", ast.BitAnd: "&", ast.LShift: "<<",
-          ast.RShift: ">>", ast.Pow: "**", ast.And: "and", ast.Or: "or"}
+SYMBOL = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.BitOr: "|",
+    ast.BitAnd: "&",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.Pow: "**",
+    ast.And: "and",
+    ast.Or: "or",
+}
 LOGGERS = {"log", "logger", "logging"}
 PRAGMA = "# pragma: no mutate"
 
@@ -146,10 +227,14 @@ def _skipped(tree: ast.AST) -> set[int]:
                     drop(arg.annotation)
         if isinstance(node, ast.AnnAssign):
             drop(node.annotation)
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id in LOGGERS:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in LOGGERS
+        ):
             drop(node)
-        if isinstance(node, ast.ImportFrom) or isinstance(node, ast.Import):
+        if isinstance(node, (ast.ImportFrom, ast.Import)):
             drop(node)
         # ``log = logging.getLogger(...)`` and ``if TYPE_CHECKING:`` decide nothing tested.
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
@@ -176,8 +261,9 @@ def _points(tree: ast.AST, excluded: set[int] = frozenset()) -> list[tuple[int, 
         if isinstance(node, ast.Compare):
             for i, op in enumerate(node.ops):
                 if type(op) in COMPARE:
-                    points.append((index, f"compare:{i}", line,
-                                   f"`{SYMBOL[type(op)]}` -> `{SYMBOL[COMPARE[type(op)]]}`"))
+                    points.append(
+                        (index, f"compare:{i}", line, f"`{SYMBOL[type(op)]}` -> `{SYMBOL[COMPARE[type(op)]]}`")
+                    )
         elif isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in BINARY:
             points.append((index, "binop", line, f"`{SYMBOL[type(node.op)]}` -> `{SYMBOL[BINARY[type(node.op)]]}`"))
         elif isinstance(node, ast.BoolOp):
@@ -197,8 +283,11 @@ def _points(tree: ast.AST, excluded: set[int] = frozenset()) -> list[tuple[int, 
             points.append((index, "break", line, "`break` -> `continue`"))
         elif isinstance(node, ast.Continue):
             points.append((index, "continue", line, "`continue` -> `break`"))
-        elif isinstance(node, ast.Return) and node.value is not None \
-                and not (isinstance(node.value, ast.Constant) and node.value.value is None):
+        elif (
+            isinstance(node, ast.Return)
+            and node.value is not None
+            and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+        ):
             points.append((index, "return", line, "`return x` -> `return None`"))
     return points
 
@@ -221,9 +310,7 @@ def mutated_source(mutant: Mutant) -> str:
         node.op = BINARY[type(node.op)]()
     elif kind == "boolop":
         node.op = BOOL[type(node.op)]()
-    elif kind == "not":
-        _replace(tree, node, node.operand)
-    elif kind == "negate":
+    elif kind == "not" or kind == "negate":
         _replace(tree, node, node.operand)
     elif kind == "bool":
         node.value = not node.value
@@ -258,6 +345,7 @@ def _replace(tree: ast.AST, old: ast.AST, new: ast.AST) -> None:
 
 # --- running -------------------------------------------------------------------------------
 
+
 @dataclass
 class Result:
     target: Target
@@ -286,6 +374,7 @@ def pytest_passes(files: tuple[str, ...], timeout: float) -> tuple[bool, float]:
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
             import pytest
+
             code = int(pytest.main(["-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider", *files]))
         finally:
             os._exit(code)
@@ -314,14 +403,19 @@ def preload(targets: list[Target]) -> None:
     forked run starts with them loaded. The list comes from a collection run in a child."""
     files = sorted({f for t in targets for f in t.unit + t.integration})
     with tempfile.NamedTemporaryFile("r", suffix=".txt") as out:
-        subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "kassa_dev.mutate", *files],
-                       cwd=ROOT, env=dict(os.environ, KASSA_MUTATE_MODULES=out.name),
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "kassa_dev.mutate", *files],
+            cwd=ROOT,
+            env=dict(os.environ, KASSA_MUTATE_MODULES=out.name),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            check=False,
+        )
         names = out.read().split()
     for name in names:
         try:
             __import__(name)
-        except Exception:  # a module that only imports in its package's context: loaded later
+        except Exception:  # noqa: BLE001, S110 - a module that only imports in its package's context: loaded later
             pass
 
 
@@ -344,8 +438,7 @@ def run(targets: list[Target], verbose: bool, lines: frozenset[int] = frozenset(
     overlay = Path(tempfile.mkdtemp(prefix="kassa-mutants-"))
     try:
         for package, parent in PACKAGES.items():
-            shutil.copytree(parent / package, overlay / package,
-                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(parent / package, overlay / package, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         # The overlay goes first for the forked runs and for every process a test starts.
         os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
         sys.dont_write_bytecode = True
@@ -373,8 +466,11 @@ def run_target(target: Target, overlay: Path, verbose: bool, lines: frozenset[in
         ok_integration, integration_time = pytest_passes(target.integration, timeout=1200)
     if not (ok_unit and ok_integration):
         raise SystemExit(f"{target.path}: the focused tests fail without any mutation; fix them first")
-    print(f"{target.path}: {len(mutants)} mutants, {result.excluded} line(s) excluded (tests: unit {unit_time:.0f} s, "
-          f"integration {integration_time:.0f} s unmutated)", flush=True)
+    print(
+        f"{target.path}: {len(mutants)} mutants, {result.excluded} line(s) excluded (tests: unit {unit_time:.0f} s, "
+        f"integration {integration_time:.0f} s unmutated)",
+        flush=True,
+    )
     try:
         for mutant in mutants:
             copy_path.write_text(mutated_source(mutant))
@@ -390,8 +486,7 @@ def run_target(target: Target, overlay: Path, verbose: bool, lines: frozenset[in
                     print(f"  killed    {mutant.label()}", flush=True)
     finally:
         copy_path.write_text(original)
-    print(f"  {target.path}: {result.killed}/{result.total} killed ({score(result.killed, result.total)})",
-          flush=True)
+    print(f"  {target.path}: {result.killed}/{result.total} killed ({score(result.killed, result.total)})", flush=True)
     return result
 
 
@@ -421,10 +516,16 @@ def _stop(signum, _frame) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--module", action="append", default=[],
-                        help="only the modules whose path contains this (repeatable)")
-    parser.add_argument("--line", action="append", type=int, default=[],
-                        help="only the mutants of this line (repeatable; to check survivors again)")
+    parser.add_argument(
+        "--module", action="append", default=[], help="only the modules whose path contains this (repeatable)"
+    )
+    parser.add_argument(
+        "--line",
+        action="append",
+        type=int,
+        default=[],
+        help="only the mutants of this line (repeatable; to check survivors again)",
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants and stop")
     parser.add_argument("--verbose", action="store_true", help="print the killed mutants too")
     args = parser.parse_args(argv)

@@ -5,6 +5,7 @@ processes, and a test holds docker-compose.yml to the same names and commands. R
 it lives here, in the development tooling, because only tooling and tests need it: in
 production a process manager (compose, systemd, Kubernetes) runs the commands itself.
 """
+
 from __future__ import annotations
 
 import os

@@ -2,6 +2,7 @@
 the forwarder factory), write the development settings to ``.env`` (so ``kassa`` in a
 second terminal sees them), then every process of the Procfile in the foreground (Ctrl-C
 stops them all)."""
+
 from __future__ import annotations
 
 import os
@@ -15,12 +16,12 @@ from honcho.manager import Manager
 from honcho.printer import Printer
 from web3 import Web3
 
-from kassa_sweeper.deploy import deploy_factory
-from kassa_sweeper.txs import Signer
 from kassa_common import envfile
 from kassa_common.config import Settings
 from kassa_common.migrate import upgrade
 from kassa_dev import chain, procfile
+from kassa_sweeper.deploy import deploy_factory
+from kassa_sweeper.txs import Signer
 
 DEV_DEFAULTS = {
     "KASSA_ENV": "development",  # the built-in SECRET_KEY and, with a warning, published test keys in live mode
@@ -40,7 +41,8 @@ SETTING = re.compile(
     r"|IDEMPOTENCY_TTL_HOURS|TEST_MODE_COMPLETE_SECONDS|WEBHOOK_\w+|FIXED_RATES\w*|RATES_\w+|STABLECOIN_\w+"
     r"|DB_POOL_SIZE"
     r"|SETTLER_CONSUMERS|LOG_LEVEL|BUS_PREFIX|SMTP_\w+|SWEEP\w+|CHAIN_WATCHER_\w+"
-    r"|\w+_RPC_URLS?|\w+_RPC_QUORUM|\w+_CONFIRMATIONS)$")
+    r"|\w+_RPC_URLS?|\w+_RPC_QUORUM|\w+_CONFIRMATIONS)$"
+)
 ENV_FILE_HEADER = """The development settings of `make run`, rewritten at each start (do not edit: set a
 variable in the environment instead). The kassa command reads this file from the working
 directory, the environment winning, so it sees the stack's settings in a second terminal."""
@@ -77,8 +79,11 @@ def announce_ready(settings: Settings, stop: threading.Event) -> None:
     while not stop.is_set():
         try:
             if requests.get(f"{base}/readyz", timeout=1).ok:
-                print(f"kassa: ready on {base} (API {settings.public_api_url}, docs {settings.public_api_url}/docs, "
-                      f"dashboard {settings.dashboard_url}); Ctrl-C stops everything", flush=True)
+                print(
+                    f"kassa: ready on {base} (API {settings.public_api_url}, docs {settings.public_api_url}/docs, "
+                    f"dashboard {settings.dashboard_url}); Ctrl-C stops everything",
+                    flush=True,
+                )
                 return
         except requests.RequestException:
             pass

@@ -1,4 +1,5 @@
 """gunicorn settings for the API (overridable with the usual GUNICORN_CMD_ARGS)."""
+
 import multiprocessing
 import os
 

@@ -1,4 +1,5 @@
 """Browser tests run against the same process stack as the e2e tests, in real Chromium."""
+
 from __future__ import annotations
 
 import os
@@ -8,11 +9,24 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import (  # noqa: F401
-    broker_proxy, pytest_collection_modifyitems, receiver, sessions, stack, stack_database_url)
+    broker_proxy,
+    pytest_collection_modifyitems,
+    receiver,
+    sessions,
+    stack,
+    stack_database_url,
+)
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def chromium_path() -> str | None:
@@ -41,8 +55,9 @@ def page(browser):
 
 @pytest.fixture
 def phone(browser):
-    context = browser.new_context(viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True,
-                                  has_touch=True)
+    context = browser.new_context(
+        viewport={"width": 390, "height": 844}, device_scale_factor=2, is_mobile=True, has_touch=True
+    )
     context.set_default_timeout(15_000)
     p = context.new_page()
     yield p

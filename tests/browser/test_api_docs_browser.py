@@ -1,6 +1,7 @@
 """The API reference at /v1/api/docs in real Chromium: the OpenAPI 3.1 document renders
 (every operation listed, never "Unable to render this definition"), from the project's own
 files only, under the pages' Content-Security-Policy."""
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -24,9 +25,13 @@ def test_the_api_reference_renders_every_operation_from_local_files(stack, page)
     page.goto(f"{stack.api}/docs")
     expect(page.locator(".opblock").first).to_be_visible(timeout=TIMEOUT_MS)
     expect(page.locator(".info .title")).to_contain_text("Kassa API")
-    shown = {(b.locator(".opblock-summary-method").inner_text().strip(),
-              b.locator(".opblock-summary-path").get_attribute("data-path"))
-             for b in page.locator(".opblock").all()}
+    shown = {
+        (
+            b.locator(".opblock-summary-method").inner_text().strip(),
+            b.locator(".opblock-summary-path").get_attribute("data-path"),
+        )
+        for b in page.locator(".opblock").all()
+    }
     assert shown == expected
     assert ("GET", "/events") in shown and ("POST", "/payments") in shown
     assert "Unable to render" not in page.content()

@@ -1,4 +1,5 @@
 """A customer in real Chromium: the hosted checkout and the product page against the running stack."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -12,10 +13,10 @@ import zxingcpp
 from PIL import Image
 from playwright.sync_api import expect
 
-from kassa_common.messaging import outbox
 from kassa_common.ids import new_event_id
-from kassa_common.statuses import TransferStatus
+from kassa_common.messaging import outbox
 from kassa_common.models import Payment
+from kassa_common.statuses import TransferStatus
 from tests.support.transfers import report
 
 TIMEOUT_MS = 20_000
@@ -146,15 +147,18 @@ def test_after_pay_part_the_qr_code_amount_and_copy_button_ask_for_the_remainder
     assert page.evaluate("navigator.clipboard.readText()") == "5"
 
 
-def test_once_the_transfer_is_seen_the_cancel_link_goes_and_a_cancel_sent_anyway_says_why(stack, merchant, sessions,
-                                                                                         page):
+def test_once_the_transfer_is_seen_the_cancel_link_goes_and_a_cancel_sent_anyway_says_why(
+    stack, merchant, sessions, page
+):
     p = held_payment(stack, merchant, sessions)
     page.goto(p["checkout_url"])
     cancel = page.get_by_role("button", name=re.compile("Cancel payment"))
     expect(cancel).to_be_visible()
     seen = report(p, TransferStatus.SEEN, 12_340_000, 1)
     with sessions.begin() as s:  # the settler gets it through the outbox, as a watcher's report
-        outbox.record(s, seen.to_message(new_event_id()), merchant_id=merchant.id, test_mode=True, payment_id=uuid.UUID(p["id"]))
+        outbox.record(
+            s, seen.to_message(new_event_id()), merchant_id=merchant.id, test_mode=True, payment_id=uuid.UUID(p["id"])
+        )
     expect(page.locator("#status-text")).to_have_text("Payment seen, waiting for confirmations", timeout=TIMEOUT_MS)
     expect(cancel).to_be_hidden()
     with page.expect_navigation() as nav:  # a tab that still had the form, or a replayed post
@@ -172,8 +176,13 @@ def test_funds_sent_on_the_wrong_network_get_a_notice_while_the_payment_still_wa
     expect(page.locator("#wrong-network")).to_have_count(0)
     on_ethereum = dataclasses.replace(report(p, TransferStatus.CONFIRMED, 12_340_000, 12), network="ETHEREUM")
     with sessions.begin() as s:  # the settler gets it through the outbox, as ETHEREUM's watcher's report
-        outbox.record(s, on_ethereum.to_message(new_event_id()), merchant_id=merchant.id, test_mode=True,
-                      payment_id=uuid.UUID(p["id"]))
+        outbox.record(
+            s,
+            on_ethereum.to_message(new_event_id()),
+            merchant_id=merchant.id,
+            test_mode=True,
+            payment_id=uuid.UUID(p["id"]),
+        )
 
     notice = page.locator("#wrong-network")
     expect(notice).to_contain_text("12.34 USDC arrived on ETHEREUM, not on BASE", timeout=TIMEOUT_MS)

@@ -1,4 +1,5 @@
 """A merchant in real Chromium: sign up, activation by the operator, log in, a test key, a payment."""
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,13 @@ def test_merchant_signs_up_creates_a_key_and_finds_its_payment(stack, page):
     page.get_by_role("button", name="Sign up").click()
     expect(page.locator(".notice")).to_contain_text("once an operator has activated it")
 
-    subprocess.run([KASSA, "merchant", "activate", email], check=True, capture_output=True,
-                   env={**os.environ, "DATABASE_URL": stack.env["DATABASE_URL"]}, timeout=60)
+    subprocess.run(
+        [KASSA, "merchant", "activate", email],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "DATABASE_URL": stack.env["DATABASE_URL"]},
+        timeout=60,
+    )
 
     page.goto(f"{stack.base}/dashboard/login")
     page.locator("#email").fill(email)
@@ -40,9 +46,12 @@ def test_merchant_signs_up_creates_a_key_and_finds_its_payment(stack, page):
     key = page.locator("#new-key").inner_text().strip()
     assert key.startswith("kassa_test_")
 
-    r = requests.post(f"{stack.api}/payments", json={"amount": 7.5, "token": "USDC", "network": "BASE",
-                                                     "customer_email": "buyer@example.com"},
-                      headers={"X-Api-Key": key}, timeout=5)
+    r = requests.post(
+        f"{stack.api}/payments",
+        json={"amount": 7.5, "token": "USDC", "network": "BASE", "customer_email": "buyer@example.com"},
+        headers={"X-Api-Key": key},
+        timeout=5,
+    )
     assert r.status_code == 201, r.text
     short_id = r.json()["data"]["short_id"]
 

@@ -1,5 +1,6 @@
 """A merchant manages products, webhooks and wallets in real Chromium; every dashboard page
 fits a 390×844 phone screen."""
+
 from __future__ import annotations
 
 import re

@@ -1,5 +1,6 @@
 """The dashboard overview on a 390×844 phone in real Chromium: the merchant lands on it, and
 the volume chart shows 30 bars within the screen's width."""
+
 from __future__ import annotations
 
 import uuid
@@ -26,21 +27,25 @@ def completed_across_the_month(stack, sessions, email: str) -> None:
         key = accounts.create_key(s, accounts.merchant_by_email(s, email).id, "test", ["payments:create"]).key
     ids = []
     for amount in AMOUNTS:
-        r = requests.post(f"{stack.api}/payments", json={"amount": float(amount), "token": "USDC", "network": "BASE"},
-                          headers={"X-Api-Key": key}, timeout=5)
+        r = requests.post(
+            f"{stack.api}/payments",
+            json={"amount": float(amount), "token": "USDC", "network": "BASE"},
+            headers={"X-Api-Key": key},
+            timeout=5,
+        )
         assert r.status_code == 201, r.text
         ids.append(uuid.UUID(r.json()["data"]["id"]))
 
     def all_completed() -> bool:
         with sessions() as s:
-            return s.scalar(sa.select(sa.func.count()).where(Payment.id.in_(ids), Payment.status == "COMPLETED")) \
-                == len(ids)
+            return s.scalar(
+                sa.select(sa.func.count()).where(Payment.id.in_(ids), Payment.status == "COMPLETED")
+            ) == len(ids)
 
     until(all_completed, 60, message="the stack to complete the test payments")
     with unit_of_work(sessions) as s:
         for back, pid in zip((0, 2, 5, 9, 16, 23, 29), ids, strict=False):
-            s.execute(sa.update(Payment).where(Payment.id == pid)
-                      .values(completed_at=utcnow() - timedelta(days=back)))
+            s.execute(sa.update(Payment).where(Payment.id == pid).values(completed_at=utcnow() - timedelta(days=back)))
 
 
 def test_the_overview_chart_fits_a_phone_screen(stack, sessions, phone, tmp_path):

@@ -1,5 +1,6 @@
 """A merchant sets the payment lifetime and underpayment tolerance on a phone, and downloads
 the filtered payments list as CSV, in real Chromium against the running stack."""
+
 from __future__ import annotations
 
 import csv
@@ -25,8 +26,9 @@ def test_merchant_sets_payment_settings_on_a_phone(stack, sessions, phone, tmp_p
     phone.locator("#payment-lifetime").fill("10")
     phone.locator("#underpayment-tolerance").fill("0.5")
     phone.get_by_role("button", name="Save settings").click()
-    expect(phone.locator(".form-error")).to_contain_text("payment lifetime must be a whole number of minutes from "
-                                                        "15 to 2880")
+    expect(phone.locator(".form-error")).to_contain_text(
+        "payment lifetime must be a whole number of minutes from 15 to 2880"
+    )
     expect(phone.locator("#payment-lifetime")).to_have_value("10")  # kept, to correct it
     assert no_horizontal_scroll(phone)
     phone.screenshot(path=str(tmp_path / "settings-refused-390x844.png"), full_page=True)
@@ -47,8 +49,12 @@ def test_export_csv_downloads_the_filtered_list(stack, sessions, page):
         merchant_id = s.scalars(sa.select(Merchant.id).where(Merchant.email == email)).one()
         key = accounts.create_key(s, merchant_id, "test", ["payments:create"]).key
     for name in ('=HYPERLINK("http://evil.example","x")', "Ann Example", "Bob Nobody"):
-        r = requests.post(f"{stack.api}/payments", json={"amount": 3, "token": "USDC", "network": "BASE",
-                                                         "customer_name": name}, headers={"X-Api-Key": key}, timeout=5)
+        r = requests.post(
+            f"{stack.api}/payments",
+            json={"amount": 3, "token": "USDC", "network": "BASE", "customer_name": name},
+            headers={"X-Api-Key": key},
+            timeout=5,
+        )
         assert r.status_code == 201, r.text
     log_in(page, stack, email)
     page.goto(f"{stack.base}/dashboard/payments")  # login lands on the overview
@@ -60,4 +66,4 @@ def test_export_csv_downloads_the_filtered_list(stack, sessions, page):
     assert re.fullmatch(r"kassa-payments-test-\d{4}-\d{2}-\d{2}\.csv", download.suggested_filename)
     with open(download.path(), newline="", encoding="utf-8") as f:
         names = sorted(row["customer_name"] for row in csv.DictReader(f))
-    assert names == ["'=HYPERLINK(\"http://evil.example\",\"x\")", "Ann Example"]
+    assert names == ['\'=HYPERLINK("http://evil.example","x")', "Ann Example"]

@@ -2,6 +2,7 @@
 the QR page (secret, confirming code, recovery codes), then signs in with a code, is
 refused a wrong code, and signs in with a recovery code; a copied session cookie is
 worthless after logout."""
+
 from __future__ import annotations
 
 import re

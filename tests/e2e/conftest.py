@@ -1,4 +1,5 @@
 """The running stack, shared by every e2e test of this worker (one xdist group)."""
+
 from __future__ import annotations
 
 import pytest

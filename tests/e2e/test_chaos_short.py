@@ -7,6 +7,7 @@ processes' log tails; this test runs it as `make chaos` would, as a process.
 It is in an xdist group of its own: it starts a dozen processes and two servers, so it
 must not share its worker with the e2e stack.
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -20,8 +21,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_short_chaos_run_loses_parks_and_duplicates_nothing():
-    run = subprocess.run([sys.executable, "-m", "kassa_dev.chaos", "--short"], cwd=ROOT, capture_output=True,
-                         text=True, timeout=900, check=False)
+    run = subprocess.run(
+        [sys.executable, "-m", "kassa_dev.chaos", "--short"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
     print(run.stdout[-30000:], run.stderr[-5000:], sep="\n")  # pytest shows it when the test fails
     summary = "\n".join(line for line in run.stdout.splitlines() if line.startswith("chaos: "))
     assert run.returncode == 0, f"the short chaos run failed (its log tails are in the captured output):\n{summary}"

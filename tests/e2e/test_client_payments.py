@@ -1,6 +1,7 @@
 """kassa-client against the running stack (gunicorn, relay, settler, expirer, webhook
 sender; real PostgreSQL and RabbitMQ): payments, pages walked to the end, events, and
 every error answer as its exception."""
+
 from __future__ import annotations
 
 import secrets
@@ -9,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+
 from kassa_client import (
     AuthenticationError,
     BadRequestError,
@@ -21,7 +23,6 @@ from kassa_client import (
     UnprocessableError,
     ValidationError,
 )
-
 from tests.conftest import make_key
 from tests.support.wait import until
 
@@ -40,8 +41,14 @@ def unique_email() -> str:
 
 def test_create_gives_a_typed_payment_with_exact_amounts(kassa):
     email = unique_email()
-    p = kassa.payments.create(amount=Decimal("25.10"), token="usdc", network="base", customer_email=email,
-                              redirect_url="https://shop.example.com/thanks", metadata={"order_id": "1001"})
+    p = kassa.payments.create(
+        amount=Decimal("25.10"),
+        token="usdc",
+        network="base",
+        customer_email=email,
+        redirect_url="https://shop.example.com/thanks",
+        metadata={"order_id": "1001"},
+    )
     assert isinstance(p, Payment) and p.status == "PENDING" and p.test_mode is True
     assert p.amount == Decimal("25.1") and p.crypto_amount == Decimal("25.1") and p.amount_received == 0
     assert (p.token, p.network, p.customer_email, p.metadata) == ("USDC", "BASE", email, {"order_id": "1001"})
@@ -71,8 +78,7 @@ def test_creates_without_a_key_of_their_own_are_distinct_payments(kassa):
 
 def test_iterate_walks_every_page_newest_first(kassa):
     email = unique_email()
-    made = [kassa.payments.create(amount=1 + i, token="USDC", network="BASE", customer_email=email)
-            for i in range(7)]
+    made = [kassa.payments.create(amount=1 + i, token="USDC", network="BASE", customer_email=email) for i in range(7)]
     first = kassa.payments.list(search=email, page_size=3)
     assert (first.total, first.pages, len(first), first.has_more) == (7, 3, 3, True)
     assert first.next_page().page == 2
@@ -101,8 +107,10 @@ def test_cancel_then_cancel_again_is_a_conflict(kassa):
 
 
 def test_an_unknown_key_is_an_authentication_error(stack):
-    with (Kassa("kassa_test_" + secrets.token_urlsafe(32), base_url=stack.api) as stranger,
-          pytest.raises(AuthenticationError) as caught):
+    with (
+        Kassa("kassa_test_" + secrets.token_urlsafe(32), base_url=stack.api) as stranger,
+        pytest.raises(AuthenticationError) as caught,
+    ):
         stranger.payments.list()
     assert caught.value.status == 401 and caught.value.code == "UNAUTHORIZED"
     assert caught.value.headers["www-authenticate"].startswith("ApiKey")
@@ -160,8 +168,11 @@ def test_networks_need_no_key(stack):
 
 def test_events_of_a_payment_are_typed_and_match_their_get(kassa):
     p = kassa.payments.create(amount=4, token="USDC", network="BASE", metadata={"k": "v"})
-    events = until(lambda: [e for e in kassa.events.iterate(payment_id=p.id) if e.type == "payment.completed"],
-                   TIMEOUT, message="payment.completed in the events log")
+    events = until(
+        lambda: [e for e in kassa.events.iterate(payment_id=p.id) if e.type == "payment.completed"],
+        TIMEOUT,
+        message="payment.completed in the events log",
+    )
     completed = events[0]
     assert isinstance(completed, Event) and completed.payment.status == "COMPLETED"
     assert completed.payment.payment_id == p.id and completed.payment.metadata == {"k": "v"}

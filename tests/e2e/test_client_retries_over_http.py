@@ -2,6 +2,7 @@
 (429, 503 with Retry-After) or hangs up on cue, and an API with a low rate limit refuses
 for real. A create keeps its Idempotency-Key across retries, so a retry never doubles a
 payment; what is not safe to repeat is not repeated."""
+
 from __future__ import annotations
 
 import secrets
@@ -9,6 +10,8 @@ import threading
 import uuid
 
 import pytest
+from werkzeug.serving import make_server
+
 from kassa_client import (
     APIConnectionError,
     APIError,
@@ -20,8 +23,6 @@ from kassa_client import (
 )
 from kassa_client.resources import Payments
 from kassa_client.transport import Transport
-from werkzeug.serving import make_server
-
 from tests.support.http_faults import FORWARD_THEN_HANG_UP, HANG_UP, Answer, FaultyProxy
 from tests.support.stack import free_port
 
@@ -109,8 +110,10 @@ def test_a_server_error_or_a_4xx_is_not_retried(kassa, proxy):
 
 def test_with_retries_off_the_first_refusal_is_raised_with_its_retry_after(proxy, merchant):
     proxy.script(Answer(503, {"Retry-After": "7"}))
-    with (Kassa(merchant.test_key, base_url=proxy.url, max_retries=0) as kassa,
-          pytest.raises(ServiceUnavailableError) as caught):
+    with (
+        Kassa(merchant.test_key, base_url=proxy.url, max_retries=0) as kassa,
+        pytest.raises(ServiceUnavailableError) as caught,
+    ):
         kassa.payments.list()
     assert caught.value.retry_after == 7.0 and caught.value.code == "SERVICE_UNAVAILABLE"
     assert len(proxy.requests_seen()) == 1
@@ -125,16 +128,20 @@ def test_a_retry_after_beyond_a_minute_is_raised_not_waited_for(kassa, proxy):
 
 def test_retries_stop_after_max_retries(proxy, merchant):
     proxy.script(*[Answer(503, {"Retry-After": "0"})] * 3)
-    with (Kassa(merchant.test_key, base_url=proxy.url, max_retries=2) as kassa,
-          pytest.raises(ServiceUnavailableError)):
+    with Kassa(merchant.test_key, base_url=proxy.url, max_retries=2) as kassa, pytest.raises(ServiceUnavailableError):
         kassa.payments.list()
     assert len(proxy.requests_seen()) == 3
 
 
 def test_a_connection_never_opened_is_retried_even_for_a_cancel(merchant):
     waits: list[float] = []
-    transport = Transport(api_key=merchant.test_key, base_url=f"http://127.0.0.1:{free_port()}/v1/api",
-                          timeout=5, max_retries=2, sleep=waits.append)
+    transport = Transport(
+        api_key=merchant.test_key,
+        base_url=f"http://127.0.0.1:{free_port()}/v1/api",
+        timeout=5,
+        max_retries=2,
+        sleep=waits.append,
+    )
     with pytest.raises(APIConnectionError):
         Payments(transport).cancel("7KQ2M9XR4T")
     assert len(waits) == 2  # nothing listened: the request never left, so it was safe to send again
@@ -142,8 +149,7 @@ def test_a_connection_never_opened_is_retried_even_for_a_cancel(merchant):
 
 def test_a_cancel_hung_up_on_is_not_retried_by_the_transport(proxy, merchant):
     waits: list[float] = []
-    transport = Transport(api_key=merchant.test_key, base_url=proxy.url, timeout=5, max_retries=2,
-                          sleep=waits.append)
+    transport = Transport(api_key=merchant.test_key, base_url=proxy.url, timeout=5, max_retries=2, sleep=waits.append)
     proxy.script(HANG_UP)
     with pytest.raises(APIConnectionError):
         Payments(transport).cancel("7KQ2M9XR4T")
@@ -178,8 +184,8 @@ def test_one_client_serves_many_threads(kassa):
 @pytest.fixture
 def limited_api(base_env, stack_database_url):
     """The API with a rate limit of 2 requests a minute per key, on a real local HTTP server."""
-    from kassa_api.app import create_app
     from kassa_common.config import Settings
+    from kassa_api.app import create_app
 
     settings = Settings.from_env({**base_env, "DATABASE_URL": stack_database_url, "RATE_LIMIT_PER_MINUTE": "2"})
     server = make_server("127.0.0.1", 0, create_app(settings), threaded=True)
@@ -199,8 +205,7 @@ def test_the_apis_own_rate_limit_is_a_rate_limit_error_and_its_retry_after_is_ho
     assert err.headers["X-RateLimit-Remaining"] == "0" and err.request_id
 
     waits: list[float] = []  # the same refusal with retries on: each wait is at least what the API asked
-    transport = Transport(api_key=merchant.test_key, base_url=limited_api, timeout=5, max_retries=2,
-                          sleep=waits.append)
+    transport = Transport(api_key=merchant.test_key, base_url=limited_api, timeout=5, max_retries=2, sleep=waits.append)
     with pytest.raises(RateLimitError) as again:
         Payments(transport).list()
     if again.value.retry_after <= 60:

@@ -1,10 +1,12 @@
 """kassa-client against the running stack: webhook endpoints and their deliveries, a real
 delivery verified and parsed at a real receiver, and products."""
+
 from __future__ import annotations
 
 from decimal import Decimal
 
 import pytest
+
 from kassa_client import (
     Delivery,
     Kassa,
@@ -16,7 +18,6 @@ from kassa_client import (
     construct_event,
     verify_signature,
 )
-
 from tests.support.wait import until
 
 TIMEOUT = 30
@@ -101,8 +102,7 @@ def test_products_round_trip(kassa):
     tea = kassa.products.create(name="Tea", price=Decimal("4.50"), description="green")
     assert (tea.price, tea.currency_type, tea.active, tea.description) == (Decimal("4.5"), "FIAT", True, "green")
     assert tea.share_link.endswith(f"/products/{tea.id}")
-    coin = kassa.products.create(name="Sats", price="0.012345678", currency_type="CRYPTO", token="ETH",
-                                 network="BASE")
+    coin = kassa.products.create(name="Sats", price="0.012345678", currency_type="CRYPTO", token="ETH", network="BASE")
     assert coin.price == Decimal("0.012345678") and (coin.token, coin.network) == ("ETH", "BASE")
     changed = kassa.products.update(tea.id, price="5", active=False, description=None)
     assert (changed.price, changed.active, changed.description, changed.name) == (Decimal(5), False, None, "Tea")

@@ -1,4 +1,5 @@
 """The API as it is deployed: gunicorn with two workers, real HTTP, the test database."""
+
 from __future__ import annotations
 
 import os
@@ -14,8 +15,13 @@ import requests
 
 GUNICORN = Path(sys.executable).with_name("gunicorn")
 CONF = Path(__file__).resolve().parents[2] / "services" / "api" / "gunicorn.conf.py"  # as deployed
-BODY = {"amount": 19.99, "token": "USDC", "network": "BASE", "customer_email": "smoke@example.com",
-        "metadata": {"order": "smoke-1"}}
+BODY = {
+    "amount": 19.99,
+    "token": "USDC",
+    "network": "BASE",
+    "customer_email": "smoke@example.com",
+    "metadata": {"order": "smoke-1"},
+}
 
 
 def free_port() -> int:
@@ -42,11 +48,31 @@ def wait_ready(base: str, proc: subprocess.Popen, log: Path, deadline_s: float =
 def server(base_env, stack_database_url, tmp_path_factory):
     port = free_port()
     log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
-    env = {**os.environ, **base_env, "DATABASE_URL": stack_database_url, "PUBLIC_API_URL": f"http://127.0.0.1:{port}/v1/api",
-           "CHECKOUT_URL": f"http://127.0.0.1:{port}"}
+    env = {
+        **os.environ,
+        **base_env,
+        "DATABASE_URL": stack_database_url,
+        "PUBLIC_API_URL": f"http://127.0.0.1:{port}/v1/api",
+        "CHECKOUT_URL": f"http://127.0.0.1:{port}",
+    }
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(GUNICORN), "-c", str(CONF), "-w", "2", "-b", f"127.0.0.1:{port}", "--graceful-timeout", "5",
-                                 "kassa_api.wsgi:app"], env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [
+                str(GUNICORN),
+                "-c",
+                str(CONF),
+                "-w",
+                "2",
+                "-b",
+                f"127.0.0.1:{port}",
+                "--graceful-timeout",
+                "5",
+                "kassa_api.wsgi:app",
+            ],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         wait_ready(base, proc, log)
@@ -89,11 +115,16 @@ def test_payment_lifecycle_over_http(server, merchant):
 def test_errors_and_meta_endpoints_over_http(server, merchant):
     unauthorized = requests.get(f"{server}/v1/api/payments", timeout=10)
     assert unauthorized.status_code == 401 and unauthorized.json()["error"]["code"] == "UNAUTHORIZED"
-    too_big = requests.post(f"{server}/v1/api/payments", data=b"{" + b" " * (70 * 1024) + b"}",
-                            headers={"Content-Type": "application/json", "X-Api-Key": merchant.test_key}, timeout=10)
+    too_big = requests.post(
+        f"{server}/v1/api/payments",
+        data=b"{" + b" " * (70 * 1024) + b"}",
+        headers={"Content-Type": "application/json", "X-Api-Key": merchant.test_key},
+        timeout=10,
+    )
     assert too_big.status_code == 413 and too_big.json()["error"]["code"] == "PAYLOAD_TOO_LARGE"
-    long_query = requests.get(f"{server}/v1/api/payments", params={"search": "x" * 5000},
-                              headers={"X-Api-Key": merchant.test_key}, timeout=10)
+    long_query = requests.get(
+        f"{server}/v1/api/payments", params={"search": "x" * 5000}, headers={"X-Api-Key": merchant.test_key}, timeout=10
+    )
     assert long_query.status_code == 414 and long_query.json()["error"]["code"] == "URI_TOO_LONG"
     missing = requests.get(f"{server}/v1/api/nothing", timeout=10)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "NOT_FOUND"

@@ -6,6 +6,7 @@ process, anvil with 1 s blocks, the dev tokens and the forwarder factory, the se
 Only what a user's machine would differ in is replaced: the stack's web port for 8000 and
 the test receiver for the local receiver on port 9000. Blocks share one shell, as they
 share the user's terminal; each must exit 0 (``set -e``, ``pipefail``)."""
+
 from __future__ import annotations
 
 import os
@@ -15,14 +16,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from web3 import Web3
 
-from kassa_sweeper.deploy import deploy_factory
-from kassa_sweeper.txs import Signer
 from kassa_common import envfile
 from kassa_common.config import Settings
 from kassa_dev import chain as devchain
 from kassa_dev.run import DEV_DEFAULTS, dev_settings
+from kassa_sweeper.deploy import deploy_factory
+from kassa_sweeper.txs import Signer
 from tests.conftest import fresh_database
 from tests.support.anvil import start_chain
 from tests.support.bus import private_topology
@@ -38,15 +38,23 @@ pytestmark = pytest.mark.slow
 def walkthrough_blocks(readme: str) -> list[str]:
     """The ```sh blocks of the README's walk-through section, in order."""
     section = readme.split(SECTION, 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"^```sh\n(.*?)^```", section, flags=re.S | re.M)
+    return re.findall(r"^```sh\n(.*?)^```", section, flags=re.DOTALL | re.MULTILINE)
 
 
 def test_the_walkthrough_has_the_steps_it_promises():
     blocks = walkthrough_blocks((ROOT / "README.md").read_text())
     text = "\n".join(blocks)
     assert len(blocks) >= 4
-    for step in (".venv/bin/kassa merchant create", ".venv/bin/kassa wallet set", "key create", "$API/webhooks",
-                 "$API/payments", ".venv/bin/kassa dev pay", "COMPLETED", "/deliveries"):
+    for step in (
+        ".venv/bin/kassa merchant create",
+        ".venv/bin/kassa wallet set",
+        "key create",
+        "$API/webhooks",
+        "$API/payments",
+        ".venv/bin/kassa dev pay",
+        "COMPLETED",
+        "/deliveries",
+    ):
         assert step in text, step
     assert "http://127.0.0.1:8000/v1/api" in text and "http://127.0.0.1:9000/hook" in text  # what the test replaces
 
@@ -59,8 +67,14 @@ def make_run_stack(tmp_path, base_env):
     try:
         deploy_factory(anvil.w3, Signer(devchain.SWEEPER_PRIVATE_KEY))
         with fresh_database("walk_") as database_url, private_topology(base_env["RABBITMQ_URL"]) as (prefix, _):
-            env = {**DEV_DEFAULTS, "DATABASE_URL": database_url, "RABBITMQ_URL": base_env["RABBITMQ_URL"],
-                   "BUS_PREFIX": prefix, "LOCAL_EVM_RPC_URL": anvil.url, "DB_POOL_SIZE": "3"}
+            env = {
+                **DEV_DEFAULTS,
+                "DATABASE_URL": database_url,
+                "RABBITMQ_URL": base_env["RABBITMQ_URL"],
+                "BUS_PREFIX": prefix,
+                "LOCAL_EVM_RPC_URL": anvil.url,
+                "DB_POOL_SIZE": "3",
+            }
             (tmp_path / "logs").mkdir()
             stack = Stack(env, tmp_path / "logs")
             terminal = tmp_path / "terminal"
@@ -86,17 +100,22 @@ def test_every_walkthrough_block_runs_and_the_payment_completes(make_run_stack):
         blocks = walkthrough_blocks((ROOT / "README.md").read_text())
         script = "set -eo pipefail\n" + "".join(
             f"{block.replace('http://127.0.0.1:8000', stack.base).replace('http://127.0.0.1:9000/hook', receiver.url)}"
-            f"\necho '::block {i} ok'\n" for i, block in enumerate(blocks, 1))
+            f"\necho '::block {i} ok'\n"
+            for i, block in enumerate(blocks, 1)
+        )
         user_env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")}  # no Kassa setting
-        done = subprocess.run(["bash", "-c", script], cwd=terminal, env=user_env, capture_output=True, text=True,
-                              timeout=240)
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=terminal, env=user_env, capture_output=True, text=True, timeout=240, check=False
+        )
         output = done.stdout + done.stderr
         assert done.returncode == 0, output + stack.logs()
         for i in range(1, len(blocks) + 1):
             assert f"::block {i} ok" in done.stdout, output
-        tx_hash = re.search(r"^(0x[0-9a-f]{64})$", done.stdout, flags=re.M).group(1)
+        tx_hash = re.search(r"^(0x[0-9a-f]{64})$", done.stdout, flags=re.MULTILINE).group(1)
         assert anvil.w3.eth.get_transaction_receipt(tx_hash)["status"] == 1  # a real transfer on the dev chain
-        assert re.search(r"^payment\.created SUCCEEDED 1 attempt", done.stdout, flags=re.M), output  # the log shown
+        assert re.search(r"^payment\.created SUCCEEDED 1 attempt", done.stdout, flags=re.MULTILINE), (
+            output
+        )  # the log shown
         until(lambda: receiver.events("payment.completed"), timeout=20, message="payment.completed at the receiver")
         completed = receiver.events("payment.completed")
         assert len(completed) >= 1 and completed[0].json["data"]["transaction_hash"] == tx_hash

@@ -1,5 +1,6 @@
 """A test-mode payment from POST /payments to a signed webhook at a real receiver, through
 the running processes, real PostgreSQL and RabbitMQ."""
+
 from __future__ import annotations
 
 import uuid
@@ -60,8 +61,11 @@ def test_overdue_payment_brings_payment_expired(stack, merchant, receiver, sessi
     register_webhook(stack, merchant, receiver.url)
     p = create_payment(stack, merchant)
     with sessions.begin() as s:  # a short lifetime: due now, and no auto-completion
-        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"]))
-                  .values(expires_at=sa.func.now(), test_auto_complete=False))
+        s.execute(
+            sa.update(Payment)
+            .where(Payment.id == uuid.UUID(p["id"]))
+            .values(expires_at=sa.func.now(), test_auto_complete=False)
+        )
     hook = until(lambda: receiver.events("payment.expired", p["id"]), TIMEOUT)[0]
     assert hook.json["data"]["status"] == "EXPIRED"
     assert not receiver.events("payment.completed", p["id"])
@@ -78,21 +82,22 @@ def test_failed_deliveries_are_retried_with_the_same_event_id(stack, merchant, r
     assert len({r.json["id"] for r in tries}) == 1
 
     def recorded():  # the sender records an attempt once it has the answer: after the receiver saw it
-        deliveries = requests.get(f"{stack.api}/webhooks/{hook_id}/deliveries", headers=merchant.headers(),
-                                  timeout=5).json()["data"]
+        deliveries = requests.get(
+            f"{stack.api}/webhooks/{hook_id}/deliveries", headers=merchant.headers(), timeout=5
+        ).json()["data"]
         found = next(d for d in deliveries if d["event_id"] == ok[0].json["id"])
         return found if len(found["attempts_log"]) >= 3 else None
 
     created = until(recorded, TIMEOUT)
     assert [a["status_code"] for a in created["attempts_log"]][:3] == [500, 500, 200]
-    r = requests.post(f"{stack.api}/webhooks/{hook_id}/deliveries/{created['id']}/redeliver",
-                      headers=merchant.headers(), timeout=5)
+    r = requests.post(
+        f"{stack.api}/webhooks/{hook_id}/deliveries/{created['id']}/redeliver", headers=merchant.headers(), timeout=5
+    )
     assert r.status_code == 200
     until(lambda: len(receiver.events("payment.created", p["id"])) == 4, TIMEOUT)
 
 
-def test_payments_are_created_while_the_broker_is_down_and_events_arrive_after(stack, merchant, receiver,
-                                                                              broker_proxy):
+def test_payments_are_created_while_the_broker_is_down_and_events_arrive_after(stack, merchant, receiver, broker_proxy):
     register_webhook(stack, merchant, receiver.url)
     broker_proxy.stop()
     try:
@@ -111,11 +116,15 @@ def test_killing_the_webhook_sender_mid_burst_loses_no_webhook(stack, merchant, 
     payments += [create_payment(stack, merchant) for _ in range(50)]
     stack.start("webhook-sender")
     ids = {p["id"] for p in payments}
-    until(lambda: ids <= {r.json["data"]["payment_id"] for r in receiver.events("payment.completed")}, 90,
-          message="every payment.completed")
+    until(
+        lambda: ids <= {r.json["data"]["payment_id"] for r in receiver.events("payment.completed")},
+        90,
+        message="every payment.completed",
+    )
     with sessions() as s:
-        events = s.execute(sa.select(Event.id, Event.type, Event.payment_id)
-                           .where(Event.payment_id.in_([uuid.UUID(i) for i in ids]))).all()
+        events = s.execute(
+            sa.select(Event.id, Event.type, Event.payment_id).where(Event.payment_id.in_([uuid.UUID(i) for i in ids]))
+        ).all()
     # deliveries the killed sender had claimed come back when their lease (60 s) runs out
     wanted = {e.id for e in events if e.type.startswith("payment.")}
     until(lambda: wanted <= {r.json["id"] for r in receiver.all()}, 150, message="every event delivered")

@@ -1,5 +1,6 @@
 """Fixtures for the merchant API acceptance tests: ready-made payments, products and
 webhooks through the API, and a merchant whose live mode has a wallet."""
+
 from __future__ import annotations
 
 import secrets
@@ -20,8 +21,11 @@ def live_merchant(make_merchant, sessions):
 @pytest.fixture
 def create_payment(client):
     def create(merchant, body=None, mode: str = "test", **headers):
-        r = client.post(f"{API}/payments", json=body or (PAYMENT if mode == "test" else LIVE_PAYMENT),
-                        headers=merchant.headers(mode, **headers))
+        r = client.post(
+            f"{API}/payments",
+            json=body or (PAYMENT if mode == "test" else LIVE_PAYMENT),
+            headers=merchant.headers(mode, **headers),
+        )
         assert r.status_code == 201, r.get_data(as_text=True)
         return r.get_json()["data"]
 

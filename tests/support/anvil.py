@@ -91,8 +91,9 @@ class AnvilChain:
         return self.rpc("eth_getRawTransactionByHash", tx_hash)
 
 
-def start_chain(*, block_time: float | None = None, attempts: int = 3,
-                chain_id: int = devchain.CHAIN_ID, genesis: int | None = None) -> AnvilChain:
+def start_chain(
+    *, block_time: float | None = None, attempts: int = 3, chain_id: int = devchain.CHAIN_ID, genesis: int | None = None
+) -> AnvilChain:
     """Start anvil on a free port, deploy the dev tokens, return the handle (``chain_id``
     ``devchain.CHAIN_ID_2`` for a LOCAL_EVM_2 chain; ``genesis``: the genesis block's number,
     for a chain far higher than the other, like a real network beside a young one)."""
@@ -100,8 +101,9 @@ def start_chain(*, block_time: float | None = None, attempts: int = 3,
     for _ in range(attempts):  # a free port can be taken between probe and bind
         port = free_port()
         try:
-            proc = devchain.start_anvil(port, block_time=block_time, chain_id=chain_id,
-                                        extra_args=("--number", str(genesis)) if genesis else ())
+            proc = devchain.start_anvil(
+                port, block_time=block_time, chain_id=chain_id, extra_args=("--number", str(genesis)) if genesis else ()
+            )
         except devchain.DevChainError as exc:
             last_error = exc
             continue

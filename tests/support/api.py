@@ -1,5 +1,6 @@
 """Helpers for tests of the merchant API: the error envelope of DESIGN.md section 3,
 keys with chosen scopes and live wallets."""
+
 from __future__ import annotations
 
 import uuid
@@ -21,8 +22,9 @@ def assert_error(response, status: int, code: str) -> dict:
     assert set(body) == {"success", "statusCode", "error"}, body
     assert body["success"] is False and body["statusCode"] == status
     error = body["error"]
-    assert {"code", "message", "status", "details"} <= set(error) <= {"code", "message", "status", "details",
-                                                                       "request_id"}, error
+    assert (
+        {"code", "message", "status", "details"} <= set(error) <= {"code", "message", "status", "details", "request_id"}
+    ), error
     assert error["code"] == code and error["status"] == status, error
     assert isinstance(error["message"], str) and error["message"].strip()
     assert isinstance(error["details"], list)

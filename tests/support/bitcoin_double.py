@@ -25,6 +25,7 @@ Reorg recipe that drops payment T confirmed in block B at height h:
      bitcoin_rpc.RegtestNode.drop_tx() does whichever applies.
   3. generatetoaddress(old_tip - h + 2): the longer chain lacks T; old blocks show confirmations -1.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,16 +39,43 @@ from decimal import Decimal, InvalidOperation
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from bitcoin import segwit_addr
-from bitcoin.core import (COIN, CBlock, CBlockHeader, CMutableTransaction, CMutableTxIn, CMutableTxOut, COutPoint,
-                          CoreRegTestParams, CTransaction, CTxInWitness, CTxWitness, Hash, Hash160, b2lx, b2x, lx)
-from bitcoin.core.script import (OPCODE_NAMES, OP_CHECKSIG, OP_DUP, OP_EQUALVERIFY, OP_HASH160, SIGHASH_ALL,
-                                 SIGVERSION_WITNESS_V0, CScript, CScriptOp, CScriptWitness, SignatureHash)
+from bitcoin.core import (
+    COIN,
+    CBlock,
+    CBlockHeader,
+    CMutableTransaction,
+    CMutableTxIn,
+    CMutableTxOut,
+    CoreRegTestParams,
+    COutPoint,
+    CTransaction,
+    CTxInWitness,
+    CTxWitness,
+    Hash,
+    Hash160,
+    b2lx,
+    b2x,
+    lx,
+)
+from bitcoin.core.script import (
+    OP_CHECKSIG,
+    OP_DUP,
+    OP_EQUALVERIFY,
+    OP_HASH160,
+    OPCODE_NAMES,
+    SIGHASH_ALL,
+    SIGVERSION_WITNESS_V0,
+    CScript,
+    CScriptOp,
+    CScriptWitness,
+    SignatureHash,
+)
 from bitcoin.wallet import CKey
 
 HRP = "bcrt"  # regtest constants are used directly: bitcoin.SelectParams() is process-global
 BITS, BLOCK_VERSION = 0x207FFFFF, 0x20000000
 TARGET = 0x7FFFFF << 8 * (0x20 - 3)
-DIFFICULTY = float("%.16g" % (0xFFFF / 0x7FFFFF / 256 ** 3))  # GetDifficulty(0x207fffff), printed as Core does
+DIFFICULTY = float("%.16g" % (0xFFFF / 0x7FFFFF / 256**3))  # GetDifficulty(0x207fffff), printed as Core does
 COINBASE_MATURITY, HALVING_INTERVAL, FEE_RATE = 100, 150, 10  # FEE_RATE in sat/vB
 GENESIS = CoreRegTestParams.GENESIS_BLOCK
 HEX64 = re.compile(r"[0-9a-fA-F]{64}")
@@ -102,12 +130,16 @@ def _bech32_checksum(data: list, const: int) -> list:
 def address_to_script(addr) -> CScript:
     """scriptPubKey of a bcrt1 (bech32 v0 / bech32m v1+) address; RPCError -5 otherwise."""
     if isinstance(addr, str) and addr.lower().startswith(HRP + "1") and addr in (addr.lower(), addr.upper()):
-        data = [segwit_addr.CHARSET.find(c) for c in addr.lower()[len(HRP) + 1:]]
+        data = [segwit_addr.CHARSET.find(c) for c in addr.lower()[len(HRP) + 1 :]]
         if len(data) >= 7 and -1 not in data and data[0] <= 16:
             prog = segwit_addr.convertbits(data[1:-6], 5, 8, False)
             const = 1 if data[0] == 0 else 0x2BC830A3
-            if prog and 2 <= len(prog) <= 40 and _bech32_checksum(data[:-6], const) == data[-6:] \
-                    and (data[0] != 0 or len(prog) in (20, 32)):
+            if (
+                prog
+                and 2 <= len(prog) <= 40
+                and _bech32_checksum(data[:-6], const) == data[-6:]
+                and (data[0] != 0 or len(prog) in (20, 32))
+            ):
                 return CScript([data[0], bytes(prog)])
     raise RPCError(-5, "Invalid address")
 
@@ -140,8 +172,11 @@ def script_asm(script: bytes) -> str:
             elif data is not None:
                 parts.append(data.hex())
             else:
-                parts.append(str(op - 0x50) if 0x51 <= op <= 0x60 or op == 0x4F
-                             else OPCODE_NAMES.get(CScriptOp(op), "OP_UNKNOWN"))
+                parts.append(
+                    str(op - 0x50)
+                    if 0x51 <= op <= 0x60 or op == 0x4F
+                    else OPCODE_NAMES.get(CScriptOp(op), "OP_UNKNOWN")
+                )
     except Exception:  # noqa: BLE001 - shown as Core shows an undecodable script
         parts.append("[error]")
     return " ".join(parts)
@@ -152,11 +187,13 @@ _DESC_CHARS = "0123456789()[],'/*abcdefgh@:$%{}IJKLMNOPQRSTUVWXYZ&+-.;<=>?!^_|~i
 
 def descriptor(desc: str) -> str:
     """desc + '#' + its BIP380 checksum."""
+
     def step(c, val):
         top, c = c >> 35, ((c & 0x7FFFFFFFF) << 5) ^ val
         for i, gen in enumerate((0xF5DEE51989, 0xA9FDCA3312, 0x1BAB10E32D, 0x3706B1677A, 0x644D626FFD)):
             c ^= gen if top >> i & 1 else 0
         return c
+
     c, groups = 1, []
     for ch in desc:
         c = step(c, _DESC_CHARS.index(ch) & 31)
@@ -173,8 +210,13 @@ def descriptor(desc: str) -> str:
 def script_pubkey_json(spk: bytes) -> dict:
     kind, addr = classify(spk)
     desc = f"addr({addr})" if addr else f"pk({spk[1:-1].hex()})" if kind == "pubkey" else f"raw({spk.hex()})"
-    return {"asm": script_asm(spk), "desc": descriptor(desc), "hex": spk.hex(),
-            **({"address": addr} if addr else {}), "type": kind}
+    return {
+        "asm": script_asm(spk),
+        "desc": descriptor(desc),
+        "hex": spk.hex(),
+        **({"address": addr} if addr else {}),
+        "type": kind,
+    }
 
 
 # ---------------------------------------------------------------- chain state and RPC methods
@@ -209,8 +251,11 @@ class RegtestChain:
                 txindex[tx.GetTxid()] = bh
                 for txin in () if tx.is_coinbase() else tx.vin:
                     del utxo[(txin.prevout.hash, txin.prevout.n)]
-                utxo.update(((tx.GetTxid(), n), (o.nValue, bytes(o.scriptPubKey), height, tx.is_coinbase()))
-                            for n, o in enumerate(tx.vout) if o.scriptPubKey[:1] != b"\x6a")
+                utxo.update(
+                    ((tx.GetTxid(), n), (o.nValue, bytes(o.scriptPubKey), height, tx.is_coinbase()))
+                    for n, o in enumerate(tx.vout)
+                    if o.scriptPubKey[:1] != b"\x6a"
+                )
         self._cache = (self.active[-1], utxo, txindex)
         return utxo, txindex
 
@@ -244,8 +289,11 @@ class RegtestChain:
             e = self.index.get(e.prev)
         chain.reverse()
         fork = len(os.path.commonprefix([chain, self.active]))  # first height where the chains differ
-        back = [(tx.GetTxid(), (tx, int(time.time())))  # disconnected blocks' txs, ahead of the old mempool
-                for bh in self.active[fork:] for tx in self.index[bh].block.vtx[1:]]
+        back = [
+            (tx.GetTxid(), (tx, int(time.time())))  # disconnected blocks' txs, ahead of the old mempool
+            for bh in self.active[fork:]
+            for tx in self.index[bh].block.vtx[1:]
+        ]
         self.active = chain
         self._rebuild_mempool(back + list(self.mempool.items()))
 
@@ -255,8 +303,12 @@ class RegtestChain:
         tip, spent, pool = len(self.active) - 1, set(), {}
         for txid, item in candidates:
             ops = [(i.prevout.hash, i.prevout.n) for i in item[0].vin]
-            if txid in txindex or txid in pool or tip < item[0].nLockTime < 500_000_000 or any(
-                    op in spent or (op not in utxo and op[0] not in pool) for op in ops):
+            if (
+                txid in txindex
+                or txid in pool
+                or tip < item[0].nLockTime < 500_000_000
+                or any(op in spent or (op not in utxo and op[0] not in pool) for op in ops)
+            ):
                 continue
             spent.update(ops)
             pool[txid] = item
@@ -271,7 +323,8 @@ class RegtestChain:
         coinbase = CMutableTransaction(
             [CMutableTxIn(COutPoint(), CScript([tip.height + 1, self._extranonce.to_bytes(4, "little")]))],
             [CMutableTxOut(reward, spk), CMutableTxOut(0, CScript(b"\x6a\x24\xaa\x21\xa9\xed" + commitment))],
-            nVersion=2)
+            nVersion=2,
+        )
         coinbase.wit = CTxWitness([CTxInWitness(CScriptWitness([b"\x00" * 32]))])
         vtx = [CTransaction.from_tx(coinbase)] + txs
         root, ntime, nonce = CBlock.build_merkle_tree_from_txs(vtx)[-1], max(self._mtp(tip) + 1, int(time.time())), 0
@@ -290,8 +343,11 @@ class RegtestChain:
         utxo, tip = self._view()[0], len(self.active) - 1
         coins = {op: c for op, c in utxo.items() if c[1] in self.keys and (not c[3] or tip - c[2] >= COINBASE_MATURITY)}
         for txid, (tx, _) in self.mempool.items():
-            coins.update(((txid, n), (o.nValue, bytes(o.scriptPubKey), None, False))
-                         for n, o in enumerate(tx.vout) if bytes(o.scriptPubKey) in self.keys)
+            coins.update(
+                ((txid, n), (o.nValue, bytes(o.scriptPubKey), None, False))
+                for n, o in enumerate(tx.vout)
+                if bytes(o.scriptPubKey) in self.keys
+            )
         for tx, _ in self.mempool.values():
             for i in tx.vin:
                 coins.pop((i.prevout.hash, i.prevout.n), None)
@@ -307,10 +363,15 @@ class RegtestChain:
                 break
         else:
             raise RPCError(-6, "Insufficient funds")
-        outs = [CMutableTxOut(sats, spk)] + ([CMutableTxOut(total - sats - fee, self.change_script)]
-                                              if total - sats - fee >= 1000 else [])  # dust change goes to the fee
-        tx = CMutableTransaction([CMutableTxIn(COutPoint(*op), nSequence=0xFFFFFFFD) for op, _ in chosen], outs,
-                                 nLockTime=len(self.active) - 1, nVersion=2)
+        outs = [CMutableTxOut(sats, spk)] + (
+            [CMutableTxOut(total - sats - fee, self.change_script)] if total - sats - fee >= 1000 else []
+        )  # dust change goes to the fee
+        tx = CMutableTransaction(
+            [CMutableTxIn(COutPoint(*op), nSequence=0xFFFFFFFD) for op, _ in chosen],
+            outs,
+            nLockTime=len(self.active) - 1,
+            nVersion=2,
+        )
         return self._sign(tx, [(coin[0], coin[1]) for _, coin in chosen])
 
     def _sign(self, tx: CMutableTransaction, coins: list) -> CTransaction:
@@ -327,26 +388,54 @@ class RegtestChain:
     def _tx_json(self, tx, with_fee: bool) -> dict:
         weight, vin = tx.calc_weight(), []
         for n, txin in enumerate(tx.vin):
-            item = {"coinbase": txin.scriptSig.hex()} if tx.is_coinbase() else {
-                "txid": b2lx(txin.prevout.hash), "vout": txin.prevout.n,
-                "scriptSig": {"asm": script_asm(txin.scriptSig), "hex": txin.scriptSig.hex()}}
+            item = (
+                {"coinbase": txin.scriptSig.hex()}
+                if tx.is_coinbase()
+                else {
+                    "txid": b2lx(txin.prevout.hash),
+                    "vout": txin.prevout.n,
+                    "scriptSig": {"asm": script_asm(txin.scriptSig), "hex": txin.scriptSig.hex()},
+                }
+            )
             wit = tx.wit.vtxinwit[n].scriptWitness.stack if n < len(tx.wit.vtxinwit) else ()
-            vin.append({**item, **({"txinwitness": [bytes(w).hex() for w in wit]} if wit else {}),
-                        "sequence": txin.nSequence})
-        vout = [{"value": btc(o.nValue), "n": n, "scriptPubKey": script_pubkey_json(o.scriptPubKey)}
-                for n, o in enumerate(tx.vout)]
-        return {"txid": b2lx(tx.GetTxid()), "hash": b2lx(tx.GetHash()), "version": tx.nVersion,
-                "size": len(tx.serialize()), "vsize": (weight + 3) // 4, "weight": weight, "locktime": tx.nLockTime,
-                "vin": vin, "vout": vout, **({"fee": btc(self._fee(tx))} if with_fee and not tx.is_coinbase() else {}),
-                "hex": b2x(tx.serialize())}
+            vin.append(
+                {**item, **({"txinwitness": [bytes(w).hex() for w in wit]} if wit else {}), "sequence": txin.nSequence}
+            )
+        vout = [
+            {"value": btc(o.nValue), "n": n, "scriptPubKey": script_pubkey_json(o.scriptPubKey)}
+            for n, o in enumerate(tx.vout)
+        ]
+        return {
+            "txid": b2lx(tx.GetTxid()),
+            "hash": b2lx(tx.GetHash()),
+            "version": tx.nVersion,
+            "size": len(tx.serialize()),
+            "vsize": (weight + 3) // 4,
+            "weight": weight,
+            "locktime": tx.nLockTime,
+            "vin": vin,
+            "vout": vout,
+            **({"fee": btc(self._fee(tx))} if with_fee and not tx.is_coinbase() else {}),
+            "hex": b2x(tx.serialize()),
+        }
 
     def _header_json(self, e: _Entry) -> dict:
         b, on_chain = e.block, self._on_chain(e)
-        out = {"hash": b2lx(e.hash), "confirmations": len(self.active) - e.height if on_chain else -1,
-               "height": e.height, "version": b.nVersion, "versionHex": "{:08x}".format(b.nVersion),
-               "merkleroot": b2lx(b.hashMerkleRoot), "time": b.nTime, "mediantime": self._mtp(e), "nonce": b.nNonce,
-               "bits": "{:08x}".format(b.nBits), "difficulty": DIFFICULTY, "chainwork": "%064x" % (2 * e.height + 2),
-               "nTx": len(b.vtx)}
+        out = {
+            "hash": b2lx(e.hash),
+            "confirmations": len(self.active) - e.height if on_chain else -1,
+            "height": e.height,
+            "version": b.nVersion,
+            "versionHex": f"{b.nVersion:08x}",
+            "merkleroot": b2lx(b.hashMerkleRoot),
+            "time": b.nTime,
+            "mediantime": self._mtp(e),
+            "nonce": b.nNonce,
+            "bits": f"{b.nBits:08x}",
+            "difficulty": DIFFICULTY,
+            "chainwork": "%064x" % (2 * e.height + 2),
+            "nTx": len(b.vtx),
+        }
         if e.prev is not None:
             out["previousblockhash"] = b2lx(e.prev)
         if on_chain and e.height + 1 < len(self.active):
@@ -355,11 +444,21 @@ class RegtestChain:
 
     def rpc_getblockchaininfo(self):
         tip = self._header_json(self.index[self.active[-1]])
-        return {"chain": "regtest", "blocks": tip["height"], "headers": tip["height"], "bestblockhash": tip["hash"],
-                "difficulty": DIFFICULTY, "time": tip["time"], "mediantime": tip["mediantime"],
-                "verificationprogress": 1, "initialblockdownload": False, "chainwork": tip["chainwork"],
-                "size_on_disk": sum(len(e.block.serialize()) for e in self.index.values()), "pruned": False,
-                "warnings": ""}
+        return {
+            "chain": "regtest",
+            "blocks": tip["height"],
+            "headers": tip["height"],
+            "bestblockhash": tip["hash"],
+            "difficulty": DIFFICULTY,
+            "time": tip["time"],
+            "mediantime": tip["mediantime"],
+            "verificationprogress": 1,
+            "initialblockdownload": False,
+            "chainwork": tip["chainwork"],
+            "size_on_disk": sum(len(e.block.serialize()) for e in self.index.values()),
+            "pruned": False,
+            "warnings": "",
+        }
 
     def rpc_getblockcount(self):
         return len(self.active) - 1
@@ -384,9 +483,13 @@ class RegtestChain:
             raise RPCError(-8, "the double implements getblock verbosity 0, 1 and 2 only")
         if verbosity <= 0:
             return b2x(e.block.serialize())
-        return {**self._header_json(e), "strippedsize": len(e.block.serialize({"include_witness": False})),
-                "size": len(e.block.serialize()), "weight": e.block.GetWeight(),
-                "tx": [b2lx(tx.GetTxid()) if verbosity == 1 else self._tx_json(tx, True) for tx in e.block.vtx]}
+        return {
+            **self._header_json(e),
+            "strippedsize": len(e.block.serialize({"include_witness": False})),
+            "size": len(e.block.serialize()),
+            "weight": e.block.GetWeight(),
+            "tx": [b2lx(tx.GetTxid()) if verbosity == 1 else self._tx_json(tx, True) for tx in e.block.vtx],
+        }
 
     def rpc_getrawmempool(self, verbose=False, mempool_sequence=False):
         if verbose or mempool_sequence:
@@ -398,8 +501,9 @@ class RegtestChain:
         if verbosity > 1:
             raise RPCError(-8, "the double implements getrawtransaction verbosity 0 and 1 only")
         if key == GENESIS.vtx[0].GetTxid():
-            raise RPCError(-5, "The genesis block coinbase is not considered an ordinary transaction "
-                               "and cannot be retrieved")
+            raise RPCError(
+                -5, "The genesis block coinbase is not considered an ordinary transaction and cannot be retrieved"
+            )
         entry = self._entry(blockhash) if blockhash is not None else None
         if entry is None and key in self.mempool:
             tx = self.mempool[key][0]
@@ -407,18 +511,27 @@ class RegtestChain:
             entry = entry or self.index.get(self._view()[1].get(key))
             tx = next((t for t in entry.block.vtx if t.GetTxid() == key), None) if entry else None
             if tx is None:
-                raise RPCError(-5, ("No such mempool or blockchain transaction" if blockhash is None else
-                                    "No such transaction found in the provided block")
-                               + ". Use gettransaction for wallet transactions.")
+                raise RPCError(
+                    -5,
+                    (
+                        "No such mempool or blockchain transaction"
+                        if blockhash is None
+                        else "No such transaction found in the provided block"
+                    )
+                    + ". Use gettransaction for wallet transactions.",
+                )
         if not verbosity:
             return b2x(tx.serialize())
-        out = {**({"in_active_chain": self._on_chain(entry)} if blockhash is not None else {}),
-               **self._tx_json(tx, False)}
+        out = {
+            **({"in_active_chain": self._on_chain(entry)} if blockhash is not None else {}),
+            **self._tx_json(tx, False),
+        }
         if entry is not None:
             out.update(blockhash=b2lx(entry.hash), confirmations=0)
             if self._on_chain(entry):
-                out.update(confirmations=len(self.active) - entry.height, time=entry.block.nTime,
-                           blocktime=entry.block.nTime)
+                out.update(
+                    confirmations=len(self.active) - entry.height, time=entry.block.nTime, blocktime=entry.block.nTime
+                )
         return out
 
     def rpc_generatetoaddress(self, nblocks, address, maxtries=1000000):
@@ -435,10 +548,12 @@ class RegtestChain:
 
     def rpc_reconsiderblock(self, blockhash):
         """Like Core: clear the flag on the block, its ancestors and its descendants, then pick the best chain."""
+
         def lineage(e):
             while e is not None:
                 yield e.hash
                 e = self.index.get(e.prev)
+
         target = self._entry(blockhash)
         ancestors = set(lineage(target))
         self.invalid = {h for h in self.invalid if h not in ancestors and target.hash not in lineage(self.index[h])}
@@ -470,21 +585,35 @@ class RegtestChain:
         if (key := parse_hash(txid, "txid")) not in self.mempool:
             raise RPCError(-5, "Invalid or non-wallet transaction id")
         old = self.mempool[key][0]
-        coins = [(self.txs[i.prevout.hash].vout[i.prevout.n].nValue,
-                  bytes(self.txs[i.prevout.hash].vout[i.prevout.n].scriptPubKey)) for i in old.vin]
+        coins = [
+            (
+                self.txs[i.prevout.hash].vout[i.prevout.n].nValue,
+                bytes(self.txs[i.prevout.hash].vout[i.prevout.n].scriptPubKey),
+            )
+            for i in old.vin
+        ]
         if any(spk not in self.keys for _, spk in coins):
             raise RPCError(-5, "Transaction contains inputs that don't belong to this wallet")
         change = [n for n, o in enumerate(old.vout) if bytes(o.scriptPubKey) == bytes(self.change_script)]
         extra = (old.calc_weight() + 3) // 4 * FEE_RATE  # the fee rate doubles (Core: at least +1 sat/vB)
         if not change or old.vout[change[-1]].nValue - extra < 1000:
             raise RPCError(-4, "Unable to create transaction. Change output is too small to bump the fee")
-        outs = [CMutableTxOut(o.nValue - (extra if n == change[-1] else 0), o.scriptPubKey)
-                for n, o in enumerate(old.vout)]
-        tx = self._sign(CMutableTransaction([CMutableTxIn(i.prevout, nSequence=0xFFFFFFFD) for i in old.vin], outs,
-                                            nLockTime=old.nLockTime, nVersion=2), coins)
+        outs = [
+            CMutableTxOut(o.nValue - (extra if n == change[-1] else 0), o.scriptPubKey) for n, o in enumerate(old.vout)
+        ]
+        tx = self._sign(
+            CMutableTransaction(
+                [CMutableTxIn(i.prevout, nSequence=0xFFFFFFFD) for i in old.vin],
+                outs,
+                nLockTime=old.nLockTime,
+                nVersion=2,
+            ),
+            coins,
+        )
         self.txs[tx.GetTxid()] = tx
-        self._rebuild_mempool([(t, item) for t, item in self.mempool.items() if t != key]
-                              + [(tx.GetTxid(), (tx, int(time.time())))])
+        self._rebuild_mempool(
+            [(t, item) for t, item in self.mempool.items() if t != key] + [(tx.GetTxid(), (tx, int(time.time())))]
+        )
         return {"txid": b2lx(tx.GetTxid()), "origfee": btc(self._fee(old)), "fee": btc(self._fee(tx)), "errors": []}
 
     def rpc_sendrawtransaction(self, hexstring, maxfeerate=None):
@@ -576,7 +705,7 @@ class BitcoinDouble:
         self.url = f"http://kassa:kassa@{self.host}:{self.port}/"  # any credentials are accepted
         self._thread = None
 
-    def start(self) -> "BitcoinDouble":
+    def start(self) -> BitcoinDouble:
         self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
         self._thread.start()
         return self

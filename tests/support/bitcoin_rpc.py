@@ -19,6 +19,7 @@ Use the fixture from a test module or conftest::
 
     from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -57,8 +58,9 @@ class BitcoinRPC:
 
     def call(self, method: str, *params):
         payload = {"jsonrpc": "1.0", "id": next(self._ids), "method": method, "params": list(params)}
-        resp = self._session.post(self.url, data=_dumps(payload), timeout=self.timeout,
-                                  headers={"Content-Type": "application/json"})
+        resp = self._session.post(
+            self.url, data=_dumps(payload), timeout=self.timeout, headers={"Content-Type": "application/json"}
+        )
         try:
             body = json.loads(resp.text, parse_float=Decimal)
         except ValueError:
@@ -123,8 +125,10 @@ class RegtestNode:
         tx = self.rpc.getrawtransaction(txid, True)
         fee = self.rpc.getmempoolentry(txid)["fees"]["base"]
         total_in = sum(out["value"] for out in tx["vout"]) + fee
-        raw = self.rpc.createrawtransaction([{"txid": i["txid"], "vout": i["vout"]} for i in tx["vin"]],
-                                            [{self.new_address(): total_in - 2 * fee - Decimal("0.0001")}])
+        raw = self.rpc.createrawtransaction(
+            [{"txid": i["txid"], "vout": i["vout"]} for i in tx["vin"]],
+            [{self.new_address(): total_in - 2 * fee - Decimal("0.0001")}],
+        )
         signed = self.rpc.signrawtransactionwithwallet(raw)
         assert signed["complete"], signed
         return self.rpc.sendrawtransaction(signed["hex"])

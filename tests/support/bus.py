@@ -1,4 +1,5 @@
 """A private RabbitMQ topology per test run, deleted afterwards."""
+
 from __future__ import annotations
 
 import secrets
@@ -53,8 +54,8 @@ def consuming(consumer):
 def running_settler(settings, topo, sessions, **hooks):
     """The settler's consumers as its process builds them (the chain's reports, test mode's)
     in threads for the block; yields them, the chain's first."""
-    from kassa_settler.main import settler_consumers
     from kassa_common.messaging.consumer import Consumer
+    from kassa_settler.main import settler_consumers
 
     def make(queue, handler, **options):
         return Consumer(settings.rabbitmq_url, topo, queue, handler, sessions, name="test-settler", **options)

@@ -1,6 +1,7 @@
 """The test contracts of ``tests/contracts`` on a test chain: compiled by the pinned npm solc
 (cached like the dev tokens, keyed by the sources, the compiler version and its settings) and
 deployed by anvil's first account."""
+
 from __future__ import annotations
 
 import hashlib
@@ -10,8 +11,7 @@ from typing import Any
 
 from web3 import Web3
 
-from kassa_dev.chain.compiler import SOLC_SETTINGS, _default_cache_dir, _write_atomically, compile_sources, \
-    solc_version
+from kassa_dev.chain.compiler import SOLC_SETTINGS, _default_cache_dir, _write_atomically, compile_sources, solc_version
 
 SOURCES = Path(__file__).resolve().parents[1] / "contracts"
 
@@ -26,9 +26,12 @@ def artifacts() -> dict[str, dict[str, Any]]:
     except (OSError, ValueError):
         pass
     output = compile_sources(sources, SOLC_SETTINGS)
-    built = {name: {"abi": c["abi"], "bytecode": "0x" + c["evm"]["bytecode"]["object"]}
-             for file in output["contracts"].values() for name, c in file.items()
-             if c["evm"]["bytecode"]["object"]}
+    built = {
+        name: {"abi": c["abi"], "bytecode": "0x" + c["evm"]["bytecode"]["object"]}
+        for file in output["contracts"].values()
+        for name, c in file.items()
+        if c["evm"]["bytecode"]["object"]
+    }
     try:
         _write_atomically(cache, json.dumps(built))
     except OSError:

@@ -1,5 +1,6 @@
 """The forwarder factory on a test chain: deployed once per anvil (before any snapshot, so
 it survives the reverts between tests), and web3 handles on it and on its deposits."""
+
 from __future__ import annotations
 
 import secrets
@@ -7,9 +8,9 @@ import secrets
 from web3 import Web3
 
 from kassa_common.chains import forwarder
+from kassa_dev import chain as devchain
 from kassa_sweeper.deploy import deploy_factory
 from kassa_sweeper.txs import Signer
-from kassa_dev import chain as devchain
 
 SWEEPER = Signer(devchain.SWEEPER_PRIVATE_KEY)
 

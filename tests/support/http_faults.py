@@ -3,6 +3,7 @@ tests: it answers some requests itself (429, 503 with a ``Retry-After``…), for
 some and hangs up before answering (the API did the work, the client never hears of
 it), and forwards the rest. It records every request it took (method, path, headers,
 when) and the upstream's answer headers."""
+
 from __future__ import annotations
 
 import json
@@ -65,8 +66,13 @@ class FaultyProxy:
                     self.close_connection = True
                     return None
                 upstream = requests.request(
-                    self.command, outer.upstream + self.path, data=body or None, timeout=30, allow_redirects=False,
-                    headers={k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP})
+                    self.command,
+                    outer.upstream + self.path,
+                    data=body or None,
+                    timeout=30,
+                    allow_redirects=False,
+                    headers={k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP},
+                )
                 outer._record(Seen(**{**seen.__dict__, "upstream_headers": dict(upstream.headers)}))
                 if action == FORWARD_THEN_HANG_UP:
                     self.close_connection = True
@@ -81,9 +87,20 @@ class FaultyProxy:
                 return None
 
             def _answer(self, answer: Answer) -> None:
-                payload = json.dumps({"success": False, "statusCode": answer.status, "error": {
-                    "code": {429: "RATE_LIMIT_EXCEEDED", 503: "SERVICE_UNAVAILABLE"}.get(answer.status, "ERROR"),
-                    "message": f"injected {answer.status}", "status": answer.status, "details": []}}).encode()
+                payload = json.dumps(
+                    {
+                        "success": False,
+                        "statusCode": answer.status,
+                        "error": {
+                            "code": {429: "RATE_LIMIT_EXCEEDED", 503: "SERVICE_UNAVAILABLE"}.get(
+                                answer.status, "ERROR"
+                            ),
+                            "message": f"injected {answer.status}",
+                            "status": answer.status,
+                            "details": [],
+                        },
+                    }
+                ).encode()
                 self.send_response(answer.status)
                 for k, v in answer.headers.items():
                     self.send_header(k, v)
@@ -92,7 +109,7 @@ class FaultyProxy:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            do_GET = do_POST = do_PATCH = do_DELETE = _handle  # noqa: N815
+            do_GET = do_POST = do_PATCH = do_DELETE = _handle
 
             def log_message(self, *args) -> None:
                 pass

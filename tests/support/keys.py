@@ -1,4 +1,5 @@
 """Extended public keys for tests: fresh ones nobody else uses, and one key in another encoding."""
+
 from __future__ import annotations
 
 import secrets
@@ -11,8 +12,14 @@ VERSIONS = {"xpub": "0488b21e", "zpub": "04b24746", "tpub": "043587cf", "vpub": 
 
 def fresh_key(prefix: str = "xpub") -> str:
     """A valid account-level key nobody else uses (so its addresses start at index 0)."""
-    payload = (bytes.fromhex(VERSIONS[prefix]) + bytes([3]) + secrets.token_bytes(4) + (0x80000000).to_bytes(4, "big")
-               + secrets.token_bytes(32) + coincurve.PrivateKey().public_key.format(compressed=True))
+    payload = (
+        bytes.fromhex(VERSIONS[prefix])
+        + bytes([3])
+        + secrets.token_bytes(4)
+        + (0x80000000).to_bytes(4, "big")
+        + secrets.token_bytes(32)
+        + coincurve.PrivateKey().public_key.format(compressed=True)
+    )
     return base58.b58encode_check(payload).decode()
 
 

@@ -5,6 +5,7 @@ real request and response format (Coinbase ``/v2/exchange-rates``, Kraken
 Each double prices what its ``prices`` holds (USD per unit, coins and fiat alike); a test
 changes them, or sets ``down`` (HTTP 503) or ``hang`` (answers after the client's timeout),
 between requests. ``hits`` counts the requests it answered."""
+
 from __future__ import annotations
 
 import json
@@ -15,11 +16,24 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 KRAKEN_NAMES = {"BTC": "XBT"}  # Kraken's asset codes
-KRAKEN_PAIRS = {"ETH": "XETHZUSD", "XBT": "XXBTZUSD", "EUR": "ZEURZUSD", "GBP": "ZGBPZUSD", "USDC": "USDCUSD",
-                "USDT": "USDTZUSD", "AUD": "ZAUDZUSD"}  # the key Kraken answers under, by base
+KRAKEN_PAIRS = {
+    "ETH": "XETHZUSD",
+    "XBT": "XXBTZUSD",
+    "EUR": "ZEURZUSD",
+    "GBP": "ZGBPZUSD",
+    "USDC": "USDCUSD",
+    "USDT": "USDTZUSD",
+    "AUD": "ZAUDZUSD",
+}  # the key Kraken answers under, by base
 KRAKEN_USD_BASED = {"JPY": "ZUSDZJPY", "CAD": "ZUSDZCAD", "CHF": "USDCHF"}
-GECKO_IDS = {"bitcoin": "BTC", "ethereum": "ETH", "usd-coin": "USDC", "tether": "USDT", "binancecoin": "BNB",
-             "polygon-ecosystem-token": "POL"}
+GECKO_IDS = {
+    "bitcoin": "BTC",
+    "ethereum": "ETH",
+    "usd-coin": "USDC",
+    "tether": "USDT",
+    "binancecoin": "BNB",
+    "polygon-ecosystem-token": "POL",
+}
 FIAT = {"EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "USD"}
 
 
@@ -34,7 +48,7 @@ class RateDouble:
         double = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 double.hits += 1
                 if double.hang:
                     time.sleep(double.hang)
@@ -113,8 +127,17 @@ class KrakenDouble(RateDouble):
     @staticmethod
     def _ticker(price: Decimal) -> dict:
         p = f"{price:.5f}"
-        return {"a": [p, "1", "1.000"], "b": [p, "2", "2.000"], "c": [p, "0.01000000"], "v": ["10", "20"],
-                "p": [p, p], "t": [5, 9], "l": [p, p], "h": [p, p], "o": p}
+        return {
+            "a": [p, "1", "1.000"],
+            "b": [p, "2", "2.000"],
+            "c": [p, "0.01000000"],
+            "v": ["10", "20"],
+            "p": [p, p],
+            "t": [5, 9],
+            "l": [p, p],
+            "h": [p, p],
+            "o": p,
+        }
 
 
 class CoinGeckoDouble(RateDouble):
@@ -126,21 +149,42 @@ class CoinGeckoDouble(RateDouble):
     def answer(self, path, query):
         if path == "/simple/price":
             ids = [i for i in query.get("ids", "").split(",") if i]
-            return 200, {i: {"usd": float(self.prices[GECKO_IDS[i]])}
-                         for i in ids if i in GECKO_IDS and GECKO_IDS[i] in self.prices}
+            return 200, {
+                i: {"usd": float(self.prices[GECKO_IDS[i]])}
+                for i in ids
+                if i in GECKO_IDS and GECKO_IDS[i] in self.prices
+            }
         if path == "/exchange_rates":
             btc = self.prices.get("BTC", Decimal(60000))
-            rates = {"btc": {"name": "Bitcoin", "unit": "BTC", "value": 1.0, "type": "crypto"},
-                     "usd": {"name": "US Dollar", "unit": "$", "value": float(btc), "type": "fiat"}}
+            rates = {
+                "btc": {"name": "Bitcoin", "unit": "BTC", "value": 1.0, "type": "crypto"},
+                "usd": {"name": "US Dollar", "unit": "$", "value": float(btc), "type": "fiat"},
+            }
             for code in FIAT & set(self.prices):
-                rates[code.lower()] = {"name": code, "unit": code, "value": float(btc / self.prices[code]),
-                                       "type": "fiat"}
+                rates[code.lower()] = {
+                    "name": code,
+                    "unit": code,
+                    "value": float(btc / self.prices[code]),
+                    "type": "fiat",
+                }
             return 200, {"rates": rates}
         return 404, {"error": "Not found"}
 
 
-MARKET = {"ETH": "3000", "BTC": "60000", "USDC": "1.0001", "USDT": "0.9998", "EUR": "1.08", "GBP": "1.27",
-          "JPY": "0.0067", "CHF": "1.13", "CAD": "0.73", "AUD": "0.66", "POL": "0.5", "BNB": "600"}
+MARKET = {
+    "ETH": "3000",
+    "BTC": "60000",
+    "USDC": "1.0001",
+    "USDT": "0.9998",
+    "EUR": "1.08",
+    "GBP": "1.27",
+    "JPY": "0.0067",
+    "CHF": "1.13",
+    "CAD": "0.73",
+    "AUD": "0.66",
+    "POL": "0.5",
+    "BNB": "600",
+}
 
 
 def start_all(prices: dict[str, str] | None = None) -> dict[str, RateDouble]:
@@ -150,6 +194,11 @@ def start_all(prices: dict[str, str] | None = None) -> dict[str, RateDouble]:
 
 def settings_for(doubles: dict[str, RateDouble], **overrides) -> dict:
     """``Settings.with_`` overrides pointing the market sources at the doubles."""
-    return {"rates_providers": tuple(doubles), "rates_coinbase_url": doubles["coinbase"].url,
-            "rates_kraken_url": doubles["kraken"].url, "rates_coingecko_url": doubles["coingecko"].url,
-            "fixed_rates_allow_live": False, **overrides}
+    return {
+        "rates_providers": tuple(doubles),
+        "rates_coinbase_url": doubles["coinbase"].url,
+        "rates_kraken_url": doubles["kraken"].url,
+        "rates_coingecko_url": doubles["coingecko"].url,
+        "fixed_rates_allow_live": False,
+        **overrides,
+    }

@@ -1,5 +1,6 @@
 """A real HTTP webhook receiver on 127.0.0.1: records every request (path, headers, raw
 body, the status it answered) and can be told to fail the next N requests."""
+
 from __future__ import annotations
 
 import json
@@ -50,7 +51,7 @@ class Receiver:
             protocol_version = "HTTP/1.1"  # keep-alive, as real receivers do
             disable_nagle_algorithm = True  # headers and body are separate writes
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = self.rfile.read(length)
                 if len(body) < length:  # the sender died mid-request: nothing was delivered
@@ -91,9 +92,12 @@ class Receiver:
         return [h for h in self.all() if h.headers.get("X-Kassa-Delivery-Id") == str(delivery_id)]
 
     def events(self, event_type: str | None = None, payment_id: str | None = None) -> list[Hit]:
-        return [h for h in self.all()
-                if (event_type is None or h.json["event"] == event_type)
-                and (payment_id is None or h.json["data"].get("payment_id") == payment_id)]
+        return [
+            h
+            for h in self.all()
+            if (event_type is None or h.json["event"] == event_type)
+            and (payment_id is None or h.json["data"].get("payment_id") == payment_id)
+        ]
 
     def close(self) -> None:
         self.server.shutdown()

@@ -21,14 +21,16 @@ hosted URL carries its key there: tests give it a fake one), except:
 check what happened. Each answer closes its connection (HTTP/1.0), so ``down()`` is seen
 by the very next request.
 """
+
 from __future__ import annotations
 
 import hashlib
 import json
 import threading
 from collections import Counter
-from typing import Any, Callable, Self
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Self
 
 import requests
 
@@ -63,11 +65,11 @@ class RpcProxy:
             self._refuse, self._retry_after = n, retry_after
 
     # -- lifecycle ------------------------------------------------------------------------
-    def up(self) -> "RpcProxy":
+    def up(self) -> RpcProxy:
         proxy = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 status, headers, reply = proxy._answer(body)
                 self.send_response(status)
@@ -118,8 +120,11 @@ class RpcProxy:
         if span is not None:
             if self.max_log_range is not None and span[1] - span[0] + 1 > self.max_log_range:
                 self.counts["too_large"] += 1
-                return 200, {}, json.dumps({"jsonrpc": "2.0", "id": request.get("id"),
-                                            "error": TOO_MANY_RESULTS}).encode()
+                return (
+                    200,
+                    {},
+                    json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "error": TOO_MANY_RESULTS}).encode(),
+                )
             self.log_ranges.append(span)
         self.counts["forwarded"] += 1
         resp = requests.post(self.target, data=body, headers={"Content-Type": "application/json"}, timeout=30)

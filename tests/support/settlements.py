@@ -4,6 +4,7 @@ small contracts of ``tests/contracts/Settlements.sol`` (compiled by the pinned s
 shapes of Safe's and ERC-4337 accounts' receive paths, and hostile receivers (one that
 burns gas, one that refuses the coin, one that needs much gas, one that burns only when
 given much gas)."""
+
 from __future__ import annotations
 
 import json
@@ -68,12 +69,14 @@ def safe(w3: Web3, *, l2: bool = False) -> str:
     singleton_artifact = safe_artifact("SafeL2.sol/SafeL2" if l2 else "Safe.sol/Safe")
     singleton = deploy_artifact(w3, singleton_artifact["abi"], singleton_artifact["bytecode"])
     factory_artifact = safe_artifact("proxies/SafeProxyFactory.sol/SafeProxyFactory")
-    factory = w3.eth.contract(address=deploy_artifact(w3, factory_artifact["abi"], factory_artifact["bytecode"]),
-                              abi=factory_artifact["abi"])
+    factory = w3.eth.contract(
+        address=deploy_artifact(w3, factory_artifact["abi"], factory_artifact["bytecode"]), abi=factory_artifact["abi"]
+    )
     handler_artifact = safe_artifact("handler/CompatibilityFallbackHandler.sol/CompatibilityFallbackHandler")
     handler = deploy_artifact(w3, handler_artifact["abi"], handler_artifact["bytecode"])
     setup = w3.eth.contract(abi=singleton_artifact["abi"]).encode_abi(
-        "setup", [[owner], 1, ZERO, b"", handler, ZERO, 0, ZERO])
+        "setup", [[owner], 1, ZERO, b"", handler, ZERO, 0, ZERO]
+    )
     create = factory.functions.createProxyWithNonce(singleton, bytes.fromhex(setup[2:]), 0)
     proxy = create.call({"from": owner})
     receipt = w3.eth.wait_for_transaction_receipt(create.transact({"from": owner}))

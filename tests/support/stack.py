@@ -5,6 +5,7 @@ The processes are the Procfile's, run with its own commands (the one process reg
 that `make run` and docker-compose.yml agree with too), except the chain-watcher and the
 sweeper: they need a chain node, and the tests that use a chain run them against anvil.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,10 +36,18 @@ class Stack:
     def __init__(self, env: dict[str, str], log_dir: Path) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.env = procfile.with_this_python({
-            **os.environ, **env, "BIND": f"127.0.0.1:{self.port}", "WEB_CONCURRENCY": "2",
-            "CHECKOUT_URL": self.base, "PUBLIC_API_URL": f"{self.base}/v1/api",
-            "DASHBOARD_URL": f"{self.base}/dashboard", "PYTHONUNBUFFERED": "1"})
+        self.env = procfile.with_this_python(
+            {
+                **os.environ,
+                **env,
+                "BIND": f"127.0.0.1:{self.port}",
+                "WEB_CONCURRENCY": "2",
+                "CHECKOUT_URL": self.base,
+                "PUBLIC_API_URL": f"{self.base}/v1/api",
+                "DASHBOARD_URL": f"{self.base}/dashboard",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         self.log_dir = log_dir
         self.procs: dict[str, subprocess.Popen] = {}
 
@@ -49,10 +58,11 @@ class Stack:
     def start(self, name: str) -> None:
         """Start one Procfile process (the chain-watcher and sweeper too, once a chain node is set)."""
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115 - the process writes to it while it runs
-        self.procs[name] = subprocess.Popen(ALL_PROCESSES[name], cwd=ROOT, env=self.env, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs[name] = subprocess.Popen(
+            ALL_PROCESSES[name], cwd=ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
-    def start_all(self) -> "Stack":
+    def start_all(self) -> Stack:
         for name in PROCESSES:
             self.start(name)
         until(self.ready, timeout=30, interval=0.2, message="the API to become ready")

@@ -1,6 +1,7 @@
 """Sweeping in tests: merchants that settle to one address, transfers paid on anvil and
 settled straight through ``payments.settle`` (the settler's own code, without a watcher),
 sweepers on the test chain, and a clean slate of sweeps for each test."""
+
 from __future__ import annotations
 
 import threading
@@ -12,19 +13,19 @@ from decimal import Decimal
 import sqlalchemy as sa
 
 from kassa_common import accounts
-from kassa_common.messaging.publisher import Publisher
 from kassa_common.chains.networks import load_registry
-from kassa_common.pricing.fixed import FixedRates, parse_fixed_rates
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.messages import TransferReport
-from kassa_common.statuses import SweepStatus, TransferStatus
-from kassa_common.models import Event, Payment, Sweep, Transfer
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.messaging.relay import run_relay
+from kassa_common.models import Event, Payment, Sweep, Transfer
 from kassa_common.payments import settle
 from kassa_common.payments.sweeps import SweepPolicy
+from kassa_common.pricing.fixed import FixedRates, parse_fixed_rates
+from kassa_common.statuses import SweepStatus, TransferStatus
+from kassa_dev import chain as devchain
 from kassa_sweeper.chain import DepositChain, web3_for
 from kassa_sweeper.engine import NetworkSweeper
-from kassa_dev import chain as devchain
 from kassa_webhook_sender.webhooks.main import build as build_sender
 from tests.support.forwarder import SWEEPER, fresh_address
 from tests.support.wait import until
@@ -34,15 +35,19 @@ NETWORK = "LOCAL_EVM"
 
 
 def chain_settings(settings, chain, confirmations: int = 2):
-    return settings.with_(networks=load_registry({"LOCAL_EVM_RPC_URL": chain.url,
-                                                  "LOCAL_EVM_CONFIRMATIONS": str(confirmations)}))
+    return settings.with_(
+        networks=load_registry({"LOCAL_EVM_RPC_URL": chain.url, "LOCAL_EVM_CONFIRMATIONS": str(confirmations)})
+    )
 
 
 def reset_sweeps(sessions) -> None:
     """Each test sweeps its own chain from a clean slate: nothing in flight, nothing due."""
     with unit_of_work(sessions) as s:
-        s.execute(sa.update(Sweep).where(Sweep.network == NETWORK, Sweep.status.in_(["PENDING", "MINED"]))
-                  .values(status=SweepStatus.FAILED, error="test reset"))
+        s.execute(
+            sa.update(Sweep)
+            .where(Sweep.network == NETWORK, Sweep.status.in_(["PENDING", "MINED"]))
+            .values(status=SweepStatus.FAILED, error="test reset")
+        )
         s.execute(sa.update(Transfer).where(Transfer.network == NETWORK, Transfer.sweep_due).values(sweep_due=False))
 
 
@@ -60,13 +65,29 @@ def settling_merchant(make_merchant, sessions):
 NO_CAP = Decimal(10**9)
 
 
-def sweeper_for(settings, sessions, *, min_usd="10", max_age=timedelta(hours=24), signer=SWEEPER,
-                replace_after=timedelta(minutes=3), batch_size=50, cap_usd=NO_CAP) -> NetworkSweeper:
+def sweeper_for(
+    settings,
+    sessions,
+    *,
+    min_usd="10",
+    max_age=timedelta(hours=24),
+    signer=SWEEPER,
+    replace_after=timedelta(minutes=3),
+    batch_size=50,
+    cap_usd=NO_CAP,
+) -> NetworkSweeper:
     network = settings.networks.get(NETWORK)
-    return NetworkSweeper(network, sessions, DepositChain(network, web3_for(network)), signer,
-                          FixedRates(parse_fixed_rates(settings.fixed_rates)),
-                          policy=SweepPolicy(Decimal(min_usd), max_age), batch_size=batch_size,
-                          replace_after=replace_after, cap_usd=cap_usd)
+    return NetworkSweeper(
+        network,
+        sessions,
+        DepositChain(network, web3_for(network)),
+        signer,
+        FixedRates(parse_fixed_rates(settings.fixed_rates)),
+        policy=SweepPolicy(Decimal(min_usd), max_age),
+        batch_size=batch_size,
+        replace_after=replace_after,
+        cap_usd=cap_usd,
+    )
 
 
 def pay(chain, payment: dict, amount: int, symbol: str | None = None) -> TransferReport:
@@ -77,8 +98,18 @@ def pay(chain, payment: dict, amount: int, symbol: str | None = None) -> Transfe
     tx = devchain.pay(chain.w3, to=payment["address"], amount_base_units=amount, token_contract=contract)
     receipt = chain.w3.eth.get_transaction_receipt(tx)
     log_index = receipt["logs"][0]["logIndex"] if contract else -1
-    return TransferReport(TransferStatus.CONFIRMED, NETWORK, tx, log_index, symbol, payment["address"].lower(),
-                          amount, receipt["blockNumber"], "0x" + bytes(receipt["blockHash"]).hex(), confirmations=2)
+    return TransferReport(
+        TransferStatus.CONFIRMED,
+        NETWORK,
+        tx,
+        log_index,
+        symbol,
+        payment["address"].lower(),
+        amount,
+        receipt["blockNumber"],
+        "0x" + bytes(receipt["blockHash"]).hex(),
+        confirmations=2,
+    )
 
 
 def settle_report(sessions, report: TransferReport) -> None:
@@ -105,8 +136,11 @@ def events_of(sessions, pid: str, event_type: str | None = None) -> list[Event]:
 
 def sweeps_since(sessions, since) -> list[Sweep]:
     with sessions() as s:
-        return list(s.scalars(sa.select(Sweep).where(Sweep.network == NETWORK, Sweep.created_at >= since)
-                              .order_by(Sweep.created_at)))
+        return list(
+            s.scalars(
+                sa.select(Sweep).where(Sweep.network == NETWORK, Sweep.created_at >= since).order_by(Sweep.created_at)
+            )
+        )
 
 
 @contextmanager

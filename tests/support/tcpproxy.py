@@ -1,5 +1,6 @@
 """A TCP proxy in front of a real server. ``stop()`` drops every connection and refuses new
 ones, which is how the stack under test sees its broker go down; ``start()`` brings it back."""
+
 from __future__ import annotations
 
 import socket

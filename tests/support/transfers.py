@@ -1,5 +1,6 @@
 """Transfer reports as the chain watcher sends them, settled on the test database: for tests
 of what a transfer does to a payment without running a chain."""
+
 from __future__ import annotations
 
 import secrets
@@ -10,20 +11,38 @@ import pytest
 from kassa_common import payments
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.messages import TransferReport
-from kassa_common.statuses import TransferStatus
 from kassa_common.payments.settle import lock_for_reports
+from kassa_common.statuses import TransferStatus
 
 
 def tx_hash() -> str:
     return "0x" + secrets.token_hex(32)
 
 
-def report(p: dict, status: TransferStatus, amount_units: int, confirmations: int, *, tx: str | None = None,
-           block_hash: str = "0xb1", log_index: int = 0) -> TransferReport:
+def report(
+    p: dict,
+    status: TransferStatus,
+    amount_units: int,
+    confirmations: int,
+    *,
+    tx: str | None = None,
+    block_hash: str = "0xb1",
+    log_index: int = 0,
+) -> TransferReport:
     """A report of a transfer of the payment's own token to the payment (``p``: the API's
     payment object); the recipient in lower case, as the watcher reports it."""
-    return TransferReport(status, p["network"], tx or tx_hash(), log_index, p["token"], p["address"].lower(),
-                          amount_units, block_number=100, block_hash=block_hash, confirmations=confirmations)
+    return TransferReport(
+        status,
+        p["network"],
+        tx or tx_hash(),
+        log_index,
+        p["token"],
+        p["address"].lower(),
+        amount_units,
+        block_number=100,
+        block_hash=block_hash,
+        confirmations=confirmations,
+    )
 
 
 @pytest.fixture(autouse=True, params=["each alone", "in one batch"])

@@ -1,8 +1,10 @@
 """Polling with a deadline: tests wait for a condition, never for a fixed time."""
+
 from __future__ import annotations
 
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 

@@ -1,5 +1,6 @@
 """Running the chain watcher in tests: a private bus, the settler in a thread, a live-mode
 API client for a merchant with wallets, and a watcher per network in threads."""
+
 from __future__ import annotations
 
 import threading
@@ -9,14 +10,14 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
+from kassa_common.db import unit_of_work
 from kassa_common.messaging.consumer import Consumer
 from kassa_common.messaging.publisher import Publisher
-from kassa_common.db import unit_of_work
-from kassa_common.models import ChainBlock, ChainCursor, ChainReport, SettledWatermark, Event, Payment, Transfer
 from kassa_common.messaging.relay import relay_pending
-from kassa_settler.main import transfer_handler
+from kassa_common.models import ChainBlock, ChainCursor, ChainReport, Event, Payment, SettledWatermark, Transfer
 from kassa_chain_watcher.main import NetworkWatcher, Options, make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist
+from kassa_settler.main import transfer_handler
 from tests.support.bus import private_topology
 from tests.support.wait import until
 
@@ -50,8 +51,11 @@ class Harness:
 
     # -- payments -------------------------------------------------------------------------
     def create(self, amount=12.34, token="USDC") -> dict:
-        r = self.client.post("/v1/api/payments", json={"amount": amount, "token": token, "network": self.network},
-                             headers=self.merchant.headers("live"))
+        r = self.client.post(
+            "/v1/api/payments",
+            json={"amount": amount, "token": token, "network": self.network},
+            headers=self.merchant.headers("live"),
+        )
         assert r.status_code == 201, r.get_data(as_text=True)
         relay_pending(self.sessions, self.publisher)  # payment.created reaches the watcher's feed
         return r.get_json()["data"]
@@ -65,8 +69,9 @@ class Harness:
 
     def events(self, pid) -> list[str]:
         with self.sessions() as s:
-            return list(s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(pid))
-                                  .order_by(Event.created_at)))
+            return list(
+                s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(pid)).order_by(Event.created_at))
+            )
 
     def transfers(self, pid) -> list[Transfer]:
         with self.sessions() as s:
@@ -84,8 +89,13 @@ class Harness:
         if net.name == self.network:
             self.watchlist = self.watchlists[net.name]
         if self.feed is None:
-            self.feed = PaymentFeed(self.settings.rabbitmq_url, self.topo.exchange, self.watchlists, name="test-feed",
-                                    evm_networks=[n.name for n in self.settings.networks if n.kind == "evm"]).start()
+            self.feed = PaymentFeed(
+                self.settings.rabbitmq_url,
+                self.topo.exchange,
+                self.watchlists,
+                name="test-feed",
+                evm_networks=[n.name for n in self.settings.networks if n.kind == "evm"],
+            ).start()
             until(self.feed.ready.is_set, message="payment feed ready")
         watcher = NetworkWatcher(self.settings, net, self.sessions, self.watchlists[net.name], options)
         thread = threading.Thread(target=watcher.run, daemon=True)
@@ -96,8 +106,14 @@ class Harness:
 
     # -- the settler --------------------------------------------------------------------
     def start_settler(self) -> None:
-        self.settler = Consumer(self.settings.rabbitmq_url, self.topo, self.topo.settler,
-                                transfer_handler(self.topo.settler.name), self.sessions, name="test-settler")
+        self.settler = Consumer(
+            self.settings.rabbitmq_url,
+            self.topo,
+            self.topo.settler,
+            transfer_handler(self.topo.settler.name),
+            self.sessions,
+            name="test-settler",
+        )
         self._settler_thread = threading.Thread(target=self.settler.run, daemon=True)
         self._settler_thread.start()
 
@@ -110,8 +126,9 @@ class Harness:
     def settled_at(self, network: str | None = None):
         """The network's settled line (``SettledWatermark.settled_at``), None before the first."""
         with self.sessions() as s:
-            return s.scalar(sa.select(SettledWatermark.settled_at)
-                            .where(SettledWatermark.network == (network or self.network)))
+            return s.scalar(
+                sa.select(SettledWatermark.settled_at).where(SettledWatermark.network == (network or self.network))
+            )
 
     def stop_watchers(self) -> None:
         for w in self.watchers:
@@ -160,8 +177,10 @@ def live_evm(settings, engine, sessions, make_merchant, rpc_url: str, confirmati
 def at_tip(watcher: NetworkWatcher, chain, confirmations: int, timeout: float = 15.0) -> None:
     """The watcher read the chain's tip and reported what is below it (its confirmed line,
     which moves last, is where the tip makes it)."""
+
     def there() -> bool:
         st = watcher.scanner.state if watcher.scanner is not None else None
         tip = chain.block_number
         return st is not None and st.head == tip and st.confirmed_through == tip - confirmations + 1
+
     until(there, timeout, message="watcher at the tip with its confirmed line moved")

@@ -1,5 +1,6 @@
 """Webhook test kit: a real HTTP receiver, rows written directly (endpoints, events,
 deliveries through intake), dispatchers on a fast retry schedule, and queries."""
+
 from __future__ import annotations
 
 import uuid
@@ -7,11 +8,11 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.messaging.consumer import Delivered
-from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.db import unit_of_work
 from kassa_common.ids import new_event_id, new_webhook_secret
+from kassa_common.messaging.consumer import Delivered
 from kassa_common.messaging.messages import PAYMENT_EVENTS, EventType, PaymentEvent
+from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
 from kassa_common.timefmt import iso, utcnow
 from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
@@ -27,6 +28,7 @@ FAST = RetryPolicy(delays=(0.2, 0.2), repeat_every=0.2, give_up_after=60)
 
 # -- fixtures (import them into a test module) ------------------------------------------
 
+
 @pytest.fixture
 def receiver():
     r = Receiver()
@@ -39,8 +41,9 @@ def dispatcher(sessions):
     started: list[Dispatcher] = []
 
     def make(*, allow_private: bool = True, retry: RetryPolicy = FAST) -> Dispatcher:
-        d = Dispatcher(sessions, Transport(timeout=5, allow_private=allow_private), threads=8, retry=retry,
-                       poll_interval=0.05)
+        d = Dispatcher(
+            sessions, Transport(timeout=5, allow_private=allow_private), threads=8, retry=retry, poll_interval=0.05
+        )
         started.append(d.start())
         return d
 
@@ -51,12 +54,21 @@ def dispatcher(sessions):
 
 # -- rows and queries ----------------------------------------------------------------------
 
-def add_endpoint(sessions, merchant_id, url, *, events=PAYMENT_EVENTS, test_mode=True, active=True,
-                 deleted=False) -> WebhookEndpoint:
+
+def add_endpoint(
+    sessions, merchant_id, url, *, events=PAYMENT_EVENTS, test_mode=True, active=True, deleted=False
+) -> WebhookEndpoint:
     with unit_of_work(sessions) as s:
-        hook = WebhookEndpoint(id=uuid.uuid4(), merchant_id=merchant_id, test_mode=test_mode, url=url,
-                               events=list(events), active=active, secret=new_webhook_secret(),
-                               deleted_at=utcnow() if deleted else None)
+        hook = WebhookEndpoint(
+            id=uuid.uuid4(),
+            merchant_id=merchant_id,
+            test_mode=test_mode,
+            url=url,
+            events=list(events),
+            active=active,
+            secret=new_webhook_secret(),
+            deleted_at=utcnow() if deleted else None,
+        )
         s.add(hook)
     return hook
 
@@ -65,9 +77,14 @@ def add_event(sessions, merchant_id, event_type="payment.completed", *, test_mod
     eid = new_event_id()
     data = {"payment_id": str(uuid.uuid4()), "status": "COMPLETED", "amount": 12.5, "metadata": {"n": "é"}}
     with unit_of_work(sessions) as s:
-        event = Event(id=eid, type=event_type, merchant_id=merchant_id, test_mode=test_mode,
-                      payload=PaymentEvent(eid, EventType(event_type), iso(utcnow()), test_mode, data).body(),
-                      published_at=utcnow())
+        event = Event(
+            id=eid,
+            type=event_type,
+            merchant_id=merchant_id,
+            test_mode=test_mode,
+            payload=PaymentEvent(eid, EventType(event_type), iso(utcnow()), test_mode, data).body(),
+            published_at=utcnow(),
+        )
         s.add(event)
     return event
 
@@ -99,8 +116,13 @@ def deliveries_of(sessions, event_id) -> list[WebhookDelivery]:
 
 def attempts_of(sessions, delivery_id) -> list[DeliveryAttempt]:
     with sessions() as s:
-        return list(s.scalars(sa.select(DeliveryAttempt).where(DeliveryAttempt.delivery_id == delivery_id)
-                              .order_by(DeliveryAttempt.attempt)))
+        return list(
+            s.scalars(
+                sa.select(DeliveryAttempt)
+                .where(DeliveryAttempt.delivery_id == delivery_id)
+                .order_by(DeliveryAttempt.attempt)
+            )
+        )
 
 
 def settled(sessions, delivery_id, status="SUCCEEDED"):
@@ -109,5 +131,8 @@ def settled(sessions, delivery_id, status="SUCCEEDED"):
 
 def count_settled(sessions, ids, status="SUCCEEDED") -> int:
     with sessions() as s:
-        return s.scalar(sa.select(sa.func.count()).select_from(WebhookDelivery).where(
-            WebhookDelivery.id.in_(ids), WebhookDelivery.status == status, WebhookDelivery.lease_until.is_(None)))
+        return s.scalar(
+            sa.select(sa.func.count())
+            .select_from(WebhookDelivery)
+            .where(WebhookDelivery.id.in_(ids), WebhookDelivery.status == status, WebhookDelivery.lease_until.is_(None))
+        )

@@ -3,6 +3,7 @@ no import cycles; nothing below imports above (libs/common, the domain, imports 
 no web framework and no development tooling; a service imports no other service and no
 development tooling); only the payment package writes payment rows; the production image
 holds no dev code; one pyproject builds the product."""
+
 from __future__ import annotations
 
 import ast
@@ -15,8 +16,17 @@ ROOT = Path(__file__).resolve().parents[2]
 PAYMENTS = "kassa_common.payments"
 DEV = "kassa_dev"
 # Columns only a payment has: an assignment to one of them is a payment row being written.
-PAYMENT_ONLY = {"crypto_amount_units", "amount_received_units", "required_confirmations", "transaction_hash",
-                "test_simulated_at", "test_auto_complete", "derivation_index", "exchange_rate", "checkout_url"}
+PAYMENT_ONLY = {
+    "crypto_amount_units",
+    "amount_received_units",
+    "required_confirmations",
+    "transaction_hash",
+    "test_simulated_at",
+    "test_auto_complete",
+    "derivation_index",
+    "exchange_rate",
+    "checkout_url",
+}
 
 
 @dataclass(frozen=True)
@@ -154,8 +164,8 @@ def payment_writes(module: Module) -> list[str]:
             for t in targets:
                 for leaf in ast.walk(t):
                     if isinstance(leaf, ast.Attribute) and (
-                            leaf.attr in PAYMENT_ONLY
-                            or (isinstance(leaf.value, ast.Name) and leaf.value.id == "payment")):
+                        leaf.attr in PAYMENT_ONLY or (isinstance(leaf.value, ast.Name) and leaf.value.id == "payment")
+                    ):
                         found.append(f"{where}: {ast.unparse(t)}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             sql = " ".join(node.value.upper().split())
@@ -170,9 +180,14 @@ def test_only_the_payment_package_writes_payment_rows():
 
 
 def test_the_write_check_would_see_a_write():
-    probe = Module("probe", ROOT / "probe.py", ast.parse(
-        "payment.status = 'X'\nrow.amount_received_units += 1\ns.execute(sa.update(Payment).values(a=1))\n"
-        "Payment(id=1)\nq = 'update payments set status = 1'\n"))
+    probe = Module(
+        "probe",
+        ROOT / "probe.py",
+        ast.parse(
+            "payment.status = 'X'\nrow.amount_received_units += 1\ns.execute(sa.update(Payment).values(a=1))\n"
+            "Payment(id=1)\nq = 'update payments set status = 1'\n"
+        ),
+    )
     assert len(payment_writes(probe)) == 5
 
 
@@ -222,16 +237,30 @@ def test_the_production_image_holds_no_dev_code():
 def test_one_pyproject_builds_the_product_from_every_process_folder():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     where = project["tool"]["setuptools"]["packages"]["find"]["where"]
-    folders = sorted(str(p.parent.parent.relative_to(ROOT)) for p in [*ROOT.glob("libs/*/kassa_*/__init__.py"),
-                                                                       *ROOT.glob("services/*/kassa_*/__init__.py")])
+    folders = sorted(
+        str(p.parent.parent.relative_to(ROOT))
+        for p in [*ROOT.glob("libs/*/kassa_*/__init__.py"), *ROOT.glob("services/*/kassa_*/__init__.py")]
+    )
     assert sorted(where) == folders
-    assert sorted(str(p.relative_to(ROOT)) for p in [*ROOT.glob("libs/**/pyproject.toml"),
-                                                     *ROOT.glob("services/**/pyproject.toml")]) == []
+    assert (
+        sorted(
+            str(p.relative_to(ROOT))
+            for p in [*ROOT.glob("libs/**/pyproject.toml"), *ROOT.glob("services/**/pyproject.toml")]
+        )
+        == []
+    )
 
 
 def test_every_process_folder_is_a_floor_of_its_own():
-    assert {"kassa_api", "kassa_relay", "kassa_settler", "kassa_chain_watcher", "kassa_sweeper",
-            "kassa_webhook_sender", "kassa_expirer"} <= services()
+    assert {
+        "kassa_api",
+        "kassa_relay",
+        "kassa_settler",
+        "kassa_chain_watcher",
+        "kassa_sweeper",
+        "kassa_webhook_sender",
+        "kassa_expirer",
+    } <= services()
 
 
 def test_the_domain_imports_no_service_no_web_framework_and_no_dev_tooling():
@@ -254,20 +283,28 @@ def test_a_service_imports_only_the_domain_and_itself():
 
 
 def test_the_floor_checks_would_see_an_arrow_running_back_up():
-    probe = Module("kassa_common.probe", ROOT / "probe.py", ast.parse(
-        "from kassa_api.app import create_app\nimport flask\n"))
+    probe = Module(
+        "kassa_common.probe", ROOT / "probe.py", ast.parse("from kassa_api.app import create_app\nimport flask\n")
+    )
     assert {floor_of(i) for i in imports(probe)} == {"kassa_api"}
     assert external_imports(probe) & WEB_FRAMEWORKS == {"flask"}
 
 
 def reads_the_environment(module: Module) -> bool:
     """``os.environ`` or ``os.getenv`` anywhere in ``module``."""
-    return any(isinstance(n, ast.Attribute) and n.attr in ("environ", "getenv") and isinstance(n.value, ast.Name)
-               and n.value.id == "os" for n in ast.walk(module.tree))
+    return any(
+        isinstance(n, ast.Attribute)
+        and n.attr in ("environ", "getenv")
+        and isinstance(n.value, ast.Name)
+        and n.value.id == "os"
+        for n in ast.walk(module.tree)
+    )
 
 
 def test_settings_alone_read_the_environment():
     product = {name: m for name, m in MODULES.items() if floor_of(name) != "dev"}
     # kassa_common.envfile only adds a .env file's settings to the environment, for Settings to read
     assert sorted(name for name, m in product.items() if reads_the_environment(m)) == [
-        "kassa_common.config", "kassa_common.envfile"]
+        "kassa_common.config",
+        "kassa_common.envfile",
+    ]

@@ -1,4 +1,5 @@
 """The scanner's cursor, confirmation and reorg logic against an in-memory chain and store."""
+
 from __future__ import annotations
 
 import copy
@@ -6,11 +7,11 @@ import hashlib
 
 import pytest
 
+from kassa_common.chains.networks import Network
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import State
 from kassa_chain_watcher.watchlist import Watchlist
-from kassa_common.chains.networks import Network
 
 NET = Network("TESTNET", "evm", 1, 3, 1.0, "http://node", ())
 ALICE = "0xa11ce"
@@ -43,8 +44,10 @@ class FakeChain:
     def blocks(self, start, end, watched):
         if end > self.tip():
             raise ChainMoved("beyond the tip")
-        return [Block(b.number, b.hash, b.parent_hash, [f for f in b.transfers if f.to in watched])
-                for b in self.chain[start:end + 1]]
+        return [
+            Block(b.number, b.hash, b.parent_hash, [f for f in b.transfers if f.to in watched])
+            for b in self.chain[start : end + 1]
+        ]
 
     def hashes(self, numbers):
         return {n: self.chain[n].hash for n in numbers if n <= self.tip()}
@@ -326,7 +329,10 @@ def test_a_replaced_transaction_orphans_the_first_and_reports_the_replacement(wo
     scanner.tick()
     scanner.tick()
     assert [(m.routing_key.rsplit(".", 1)[1], m.body["tx_hash"]) for m in bus.messages] == [
-        ("seen", "0xfirst"), ("seen", "0xreplacement"), ("orphaned", "0xfirst")]
+        ("seen", "0xfirst"),
+        ("seen", "0xreplacement"),
+        ("orphaned", "0xfirst"),
+    ]
 
 
 def test_a_mempool_transfer_mined_in_a_block_not_read_yet_is_not_reported_dropped():
@@ -466,6 +472,7 @@ def test_a_watermark_never_claims_a_report_the_broker_did_not_confirm(world):
 
 # -- the edges: first start, a shorter chain, deep reorgs, late addresses ------------------
 
+
 def run_until_idle(scanner) -> None:
     for _ in range(50):
         if not scanner.tick():
@@ -482,7 +489,9 @@ def test_a_first_start_begins_required_plus_one_blocks_below_the_tip():
     scanner = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus)
     scanner.tick()
     assert min(store.saved.blocks) == 10 - (NET.required_confirmations + 1) + 1
-    assert [(m.body["tx_hash"], k) for m, (k, _) in zip(bus.messages, bus.kinds())] == [("0xafter", "confirmed")]
+    assert [(m.body["tx_hash"], k) for m, (k, _) in zip(bus.messages, bus.kinds(), strict=True)] == [
+        ("0xafter", "confirmed")
+    ]
     assert store.saved.confirmed_through == 10 - NET.required_confirmations + 1
 
 
@@ -512,6 +521,7 @@ def test_a_chain_that_got_shorter_than_the_head_orphans_what_it_lost(world):
 def test_a_reorg_below_the_confirmed_line_reports_the_confirmed_transfer_reorged(world):
     chain, _, bus, scanner = world
     from kassa_chain_watcher import metrics
+
     deep = metrics.DEEP_REORGS.labels(network=NET.name)
     before = deep._value.get()
     chain.extend(1, [transfer()])
@@ -585,8 +595,9 @@ def test_no_watermark_while_catching_up_one_when_caught_up_then_none_while_idle(
 
 
 def test_an_idle_watcher_records_its_progress_at_most_every_scanned_at_every(world, monkeypatch):
-    chain, store, bus, scanner = world
+    _chain, store, bus, scanner = world
     import kassa_chain_watcher.scanner as scanner_module
+
     first = store.saved.scanned_at
     scanner.tick()
     assert store.saved.scanned_at == first  # within the interval: not written again

@@ -2,6 +2,7 @@
 a chain shorter than the start, reorgs exactly at the confirmed line or deeper than the
 blocks kept, a block that comes back after a reorg, late addresses with no block kept, the
 idle watcher's clock, and what ``tick`` says after a rewind."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -14,8 +15,7 @@ from kassa_chain_watcher.chain import ChainMoved, Found
 from kassa_chain_watcher.scanner import SCANNED_AT_EVERY, Scanner
 from kassa_chain_watcher.store import State
 from kassa_chain_watcher.watchlist import Watchlist
-from tests.unit.test_chain_scanner import (NET, ALICE, Bus, FakeChain, MemoryStore, RacingChain, run_until_idle,
-                                           transfer)
+from tests.unit.test_chain_scanner import ALICE, NET, Bus, FakeChain, MemoryStore, RacingChain, run_until_idle, transfer
 
 pytestmark = pytest.mark.unit
 
@@ -46,6 +46,7 @@ def test_a_first_start_on_a_chain_shorter_than_the_start_reads_it_from_block_zer
 
 # -- what tick says: more to do right away after a rewind --------------------------------
 
+
 def test_tick_asks_to_read_again_right_after_a_reorg_found_on_the_next_blocks_parent():
     chain, store, bus = RacingChain(), MemoryStore(), Bus()
     scanner = Scanner(NET, chain, store, Watchlist(addresses=[ALICE]), bus)
@@ -62,11 +63,13 @@ def test_tick_asks_to_read_again_when_the_chain_moved_while_it_read(world, monke
 
     def moved(*_args):
         raise ChainMoved("block 12 is gone")
+
     monkeypatch.setattr(chain, "blocks", moved)
     assert scanner.tick() is True
 
 
 # -- reorgs at the edges -----------------------------------------------------------------
+
 
 def confirmed_transfer_at_the_line(world) -> int:
     """A transfer in the block the confirmed line stands on; its height."""
@@ -137,6 +140,7 @@ def test_a_confirmed_block_leaves_nothing_in_the_reports_remembered(world):
 
 # -- late addresses with no block kept ---------------------------------------------------
 
+
 class HistoryChain(FakeChain):
     """Records the native-coin addresses each history read asks for."""
 
@@ -189,6 +193,7 @@ def test_a_backfill_asks_for_native_coin_only_to_the_new_addresses_that_take_it(
 
 
 # -- an idle watcher's clock and the quorum ------------------------------------------------
+
 
 def test_an_idle_watcher_records_its_progress_once_exactly_scanned_at_every_passed(world, monkeypatch):
     _, store, _, scanner = world

@@ -1,36 +1,60 @@
 """The overview's bar chart geometry: bars in the plot, proportional to the amounts, zero days
 flat, a round y axis, and date labels that stay inside the viewBox."""
+
 from __future__ import annotations
 
+import itertools
 from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
 
 from kassa_api.chart import HEIGHT, WIDTH, bar_chart, nice_top, short_usd
-import itertools
 
 LAST = date(2026, 11, 24)
 
 
 def month(amounts: dict[int, str]) -> list[tuple[date, Decimal, int]]:
     """30 days ending on LAST; ``amounts`` maps days back from LAST to an amount (one payment)."""
-    return [(LAST - timedelta(days=back), Decimal(amounts.get(back, "0")), 1 if back in amounts else 0)
-            for back in range(29, -1, -1)]
+    return [
+        (LAST - timedelta(days=back), Decimal(amounts.get(back, "0")), 1 if back in amounts else 0)
+        for back in range(29, -1, -1)
+    ]
 
 
-@pytest.mark.parametrize("peak, top", [
-    ("0", "4"), ("0.5", "4"), ("4", "4"), ("4.01", "8"), ("9", "10"), ("37", "40"), ("99.99", "100"),
-    ("1000", "1000"), ("1234.5", "2000"), ("8001", "10000"), ("2500000", "4000000"),
-])
+@pytest.mark.parametrize(
+    "peak, top",
+    [
+        ("0", "4"),
+        ("0.5", "4"),
+        ("4", "4"),
+        ("4.01", "8"),
+        ("9", "10"),
+        ("37", "40"),
+        ("99.99", "100"),
+        ("1000", "1000"),
+        ("1234.5", "2000"),
+        ("8001", "10000"),
+        ("2500000", "4000000"),
+    ],
+)
 def test_the_axis_top_is_four_round_steps_covering_the_peak(peak, top):
     assert nice_top(Decimal(peak)) == Decimal(top)
 
 
-@pytest.mark.parametrize("value, label", [
-    ("0", "$0"), ("2.5", "$2.5"), ("10", "$10"), ("250", "$250"), ("1000", "$1k"), ("1250", "$1.25k"),
-    ("2500", "$2.5k"), ("2000000", "$2M"),
-])
+@pytest.mark.parametrize(
+    "value, label",
+    [
+        ("0", "$0"),
+        ("2.5", "$2.5"),
+        ("10", "$10"),
+        ("250", "$250"),
+        ("1000", "$1k"),
+        ("1250", "$1.25k"),
+        ("2500", "$2.5k"),
+        ("2000000", "$2M"),
+    ],
+)
 def test_axis_labels_are_short(value, label):
     assert short_usd(Decimal(value)) == label
 

@@ -1,5 +1,6 @@
 """``kassa`` finds its plugin commands through the ``kassa.cli`` entry-point group, so the
 product's CLI offers ``kassa dev ...`` without importing the development tooling."""
+
 from __future__ import annotations
 
 from importlib.metadata import entry_points

@@ -1,5 +1,6 @@
 """kassa-client's webhook verification: the same rule as the sender's (kassa_common.webhooks.signing),
 and a verified body read as a typed event."""
+
 from __future__ import annotations
 
 import json
@@ -7,6 +8,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
+
+from kassa_common.webhooks import signing as sender
 from kassa_client import (
     Payment,
     ResponseFormatError,
@@ -15,24 +18,52 @@ from kassa_client import (
     signature_header,
     verify_signature,
 )
-from kassa_common.webhooks import signing as sender
 
 SECRET = "whsec_client_test"
 T = 1_767_225_600
 PAYMENT = {
-    "id": "0b7c6a3e-5f43-4a39-9a39-1df1d2f8c001", "payment_id": "0b7c6a3e-5f43-4a39-9a39-1df1d2f8c001",
-    "short_id": "7KQ2M9XR4T", "status": "COMPLETED", "amount": 25.1, "token": "USDC", "network": "BASE",
-    "address": "0xabc", "crypto_amount": "25.1", "amount_received": "25.100001", "exchange_rate": "1",
-    "confirmations": 2, "required_confirmations": 2, "transaction_hash": "test_tx_1",
-    "checkout_url": "http://127.0.0.1:8000/pay/7KQ2M9XR4T", "customer_email": None, "customer_name": None,
-    "redirect_url": None, "cancel_url": None, "product_id": None, "metadata": {"order_id": "1001"},
-    "test_mode": True, "expires_at": "2026-01-01T01:00:00.000Z", "created_at": "2026-01-01T00:00:00.000Z",
-    "updated_at": "2026-01-01T00:00:05.123Z", "completed_at": "2026-01-01T00:00:05.123Z",
-    "settlement_address": None, "sweep_transaction_hash": None, "swept_at": None, "wrong_network": [],
+    "id": "0b7c6a3e-5f43-4a39-9a39-1df1d2f8c001",
+    "payment_id": "0b7c6a3e-5f43-4a39-9a39-1df1d2f8c001",
+    "short_id": "7KQ2M9XR4T",
+    "status": "COMPLETED",
+    "amount": 25.1,
+    "token": "USDC",
+    "network": "BASE",
+    "address": "0xabc",
+    "crypto_amount": "25.1",
+    "amount_received": "25.100001",
+    "exchange_rate": "1",
+    "confirmations": 2,
+    "required_confirmations": 2,
+    "transaction_hash": "test_tx_1",
+    "checkout_url": "http://127.0.0.1:8000/pay/7KQ2M9XR4T",
+    "customer_email": None,
+    "customer_name": None,
+    "redirect_url": None,
+    "cancel_url": None,
+    "product_id": None,
+    "metadata": {"order_id": "1001"},
+    "test_mode": True,
+    "expires_at": "2026-01-01T01:00:00.000Z",
+    "created_at": "2026-01-01T00:00:00.000Z",
+    "updated_at": "2026-01-01T00:00:05.123Z",
+    "completed_at": "2026-01-01T00:00:05.123Z",
+    "settlement_address": None,
+    "sweep_transaction_hash": None,
+    "swept_at": None,
+    "wrong_network": [],
     "transfers": [],
 }
-BODY = json.dumps({"id": "evt_1", "event": "payment.completed", "timestamp": "2026-01-01T00:00:05.123Z",
-                   "test_mode": True, "data": PAYMENT}, separators=(",", ":")).encode()
+BODY = json.dumps(
+    {
+        "id": "evt_1",
+        "event": "payment.completed",
+        "timestamp": "2026-01-01T00:00:05.123Z",
+        "test_mode": True,
+        "data": PAYMENT,
+    },
+    separators=(",", ":"),
+).encode()
 
 
 def test_a_header_signed_by_the_sender_verifies():
@@ -74,10 +105,17 @@ def test_the_tolerance_is_the_callers():
         verify_signature(SECRET, header, BODY, tolerance=5, now=T + 6)
 
 
-@pytest.mark.parametrize("header, reason", [
-    (None, "missing"), ("", "missing"), ("garbage", "malformed"), (f"t={T}", "no v1"),
-    ("v1=abc", "no timestamp"), ("t=soon,v1=abc", "malformed timestamp"),
-])
+@pytest.mark.parametrize(
+    "header, reason",
+    [
+        (None, "missing"),
+        ("", "missing"),
+        ("garbage", "malformed"),
+        (f"t={T}", "no v1"),
+        ("v1=abc", "no timestamp"),
+        ("t=soon,v1=abc", "malformed timestamp"),
+    ],
+)
 def test_malformed_headers_say_why(header, reason):
     with pytest.raises(SignatureVerificationError, match=reason):
         verify_signature(SECRET, header, BODY, now=T)
@@ -109,8 +147,15 @@ def test_construct_event_refuses_before_parsing():
 
 
 def test_construct_event_keeps_other_event_types_as_json():
-    body = json.dumps({"id": "evt_2", "event": "webhook.test", "timestamp": "2026-01-01T00:00:00.000Z",
-                       "test_mode": False, "data": {"webhook_id": "w1", "message": "hello"}}).encode()
+    body = json.dumps(
+        {
+            "id": "evt_2",
+            "event": "webhook.test",
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "test_mode": False,
+            "data": {"webhook_id": "w1", "message": "hello"},
+        }
+    ).encode()
     event = construct_event(body, sender.sign(SECRET, T, body), SECRET, now=T)
     assert event.data == {"webhook_id": "w1", "message": "hello"} and event.payment is None
 

@@ -1,5 +1,6 @@
 """Watch-only descriptors: the BIP 380 checksum against published vectors, the xpub form of a
 key whatever its encoding, the descriptor strings, and the gap arithmetic."""
+
 from __future__ import annotations
 
 import hashlib
@@ -11,41 +12,55 @@ import coincurve
 import pytest
 
 from kassa_common.chains import descriptor
-from kassa_common.chains.descriptor import (KNOWN_FINGERPRINTS, checksum, checksum_valid, key_origin,
-                                            wallet_descriptors, xpub_form)
+from kassa_common.chains.descriptor import (
+    KNOWN_FINGERPRINTS,
+    checksum,
+    checksum_valid,
+    key_origin,
+    wallet_descriptors,
+    xpub_form,
+)
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.payments.gap import DEFAULT_GAP_LIMIT, GAP_MARGIN, Gap, gap_of
 from tests.support.keys import encoded, fresh_key
 
 # BIP 84's test vector: the account key m/84'/0'/0' of "abandon ... about" (also in test_hd).
-BIP84_ZPUB = "zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs"
+BIP84_ZPUB = (
+    "zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs"
+)
 BIP84_XPUB = encoded(BIP84_ZPUB, "xpub")
 
 
 # ---- the checksum: BIP 380's test vectors ----------------------------------------------------
+
 
 def test_bip380_valid_checksum_vector():
     assert checksum("raw(deadbeef)") == "89f8spxm"
     assert checksum_valid("raw(deadbeef)#89f8spxm")
 
 
-@pytest.mark.parametrize("text", [
-    "raw(deadbeef)",  # no checksum
-    "raw(deadbeef)#",  # missing checksum
-    "raw(deadbeef)#89f8spxmx",  # too long checksum (9 chars)
-    "raw(deadbeef)#89f8spx",  # too short checksum (7 chars)
-    "raw(deedbeef)#89f8spxm",  # error in payload
-    "raw(deedbeef)##9f8spxm",  # error in checksum
-    "raw(Ü)#00000000",  # invalid characters in payload
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "raw(deadbeef)",  # no checksum
+        "raw(deadbeef)#",  # missing checksum
+        "raw(deadbeef)#89f8spxmx",  # too long checksum (9 chars)
+        "raw(deadbeef)#89f8spx",  # too short checksum (7 chars)
+        "raw(deedbeef)#89f8spxm",  # error in payload
+        "raw(deedbeef)##9f8spxm",  # error in checksum
+        "raw(Ü)#00000000",  # invalid characters in payload
+    ],
+)
 def test_bip380_invalid_checksum_vectors(text):
     assert not checksum_valid(text)
 
 
 def test_bitcoin_core_wpkh_vector():
     # src/wallet/test/walletload_tests.cpp in Bitcoin Core: a BIP84 receive descriptor with its origin.
-    body = ("wpkh([d34db33f/84h/0h/0h]xpub6DJ2dNUysrn5Vt36jH2KLBT2i1auw1tTSSomg8PhqNiUtx8QX2SvC9nrHu81fT41fvDUnhMj"
-            "EzQgXnQjKEu3oaqMSzhSrHMxyyoEAmUHQbY/0/*)")
+    body = (
+        "wpkh([d34db33f/84h/0h/0h]xpub6DJ2dNUysrn5Vt36jH2KLBT2i1auw1tTSSomg8PhqNiUtx8QX2SvC9nrHu81fT41fvDUnhMj"
+        "EzQgXnQjKEu3oaqMSzhSrHMxyyoEAmUHQbY/0/*)"
+    )
     assert checksum(body) == "cjjspncu"
     assert checksum_valid(body + "#cjjspncu")
 
@@ -64,11 +79,12 @@ def test_every_single_character_change_is_detected():
     good = wallet_descriptors(BIP84_ZPUB).receive
     body, mark = good.split("#")
     for position in range(0, len(body), 7):
-        changed = body[:position] + ("0" if body[position] != "0" else "1") + body[position + 1:]
+        changed = body[:position] + ("0" if body[position] != "0" else "1") + body[position + 1 :]
         assert not checksum_valid(f"{changed}#{mark}")
 
 
 # ---- the key in descriptor form -----------------------------------------------------------------
+
 
 def test_zpub_becomes_the_xpub_of_the_same_key():
     assert xpub_form(BIP84_ZPUB) == BIP84_XPUB and BIP84_XPUB.startswith("xpub")
@@ -90,8 +106,7 @@ def test_every_encoding_of_a_key_gives_the_same_descriptors(mainnet):
 def test_descriptor_strings():
     d = wallet_descriptors(BIP84_ZPUB)
     assert d.origin is None  # an account xpub does not say its master fingerprint
-    assert re.fullmatch(r"wpkh\(xpub[1-9A-HJ-NP-Za-km-z]{107}/0/\*\)#[qpzry9x8gf2tvdw0s3jn54khce6mua7l]{8}",
-                        d.receive)
+    assert re.fullmatch(r"wpkh\(xpub[1-9A-HJ-NP-Za-km-z]{107}/0/\*\)#[qpzry9x8gf2tvdw0s3jn54khce6mua7l]{8}", d.receive)
     assert d.receive.startswith(f"wpkh({BIP84_XPUB}/0/*)#") and d.change.startswith(f"wpkh({BIP84_XPUB}/1/*)#")
     assert checksum_valid(d.receive) and checksum_valid(d.change)
 
@@ -124,8 +139,14 @@ def test_the_published_test_key_carries_its_known_origin():
         parent = coincurve.PrivateKey(key).public_key.format()
         key, chain_code = _child_private(key, chain_code, 0x80000000 + index)
     parent_fp = hashlib.new("ripemd160", hashlib.sha256(parent).digest()).digest()[:4]
-    vpub = base58.b58encode_check(bytes.fromhex("045f1cf6") + bytes([3]) + parent_fp + (0x80000000).to_bytes(4, "big")
-                                  + chain_code + coincurve.PrivateKey(key).public_key.format()).decode()
+    vpub = base58.b58encode_check(
+        bytes.fromhex("045f1cf6")
+        + bytes([3])
+        + parent_fp
+        + (0x80000000).to_bytes(4, "big")
+        + chain_code
+        + coincurve.PrivateKey(key).public_key.format()
+    ).decode()
     assert vpub == TEST_XPUBS["bitcoin"] and KNOWN_FINGERPRINTS[vpub] == fingerprint == "73c5da0a"
     d = wallet_descriptors(TEST_XPUBS["bitcoin"])
     assert d.origin == "73c5da0a/84h/1h/0h" and d.receive.startswith("wpkh([73c5da0a/84h/1h/0h]tpub")
@@ -134,8 +155,11 @@ def test_the_published_test_key_carries_its_known_origin():
 def test_the_descriptor_key_derives_kassa_addresses():
     # The descriptor's key (re-encoded) derives the same /0/i addresses Kassa hands out.
     xpub = descriptor.xpub_form(BIP84_ZPUB)
-    assert derive_address("bitcoin", xpub, 0) == derive_address("bitcoin", BIP84_ZPUB, 0) == \
-        "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
+    assert (
+        derive_address("bitcoin", xpub, 0)
+        == derive_address("bitcoin", BIP84_ZPUB, 0)
+        == "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
+    )
 
 
 def test_a_key_below_account_depth_has_no_origin_path():
@@ -146,6 +170,7 @@ def test_a_key_below_account_depth_has_no_origin_path():
 
 
 # ---- the gap arithmetic ---------------------------------------------------------------------------
+
 
 def test_gap_runs_between_funded_indexes_and_after_the_last():
     assert gap_of([], None) == Gap(0, 0, 0, None, None, None)

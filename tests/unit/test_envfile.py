@@ -1,5 +1,6 @@
 """``.env`` files: the format ``make run`` writes and ``kassa`` reads, and the precedence
 (the process environment wins over the file)."""
+
 from __future__ import annotations
 
 import stat
@@ -31,8 +32,15 @@ def test_parse_reads_key_value_lines_comments_and_quotes():
     }
 
 
-@pytest.mark.parametrize("line, reason", [("JUST TEXT", "not KEY=VALUE"), ("1KEY=x", "not KEY=VALUE"),
-                                          ("KEY='open", "unterminated quote"), ('KEY="open', "unterminated quote")])
+@pytest.mark.parametrize(
+    "line, reason",
+    [
+        ("JUST TEXT", "not KEY=VALUE"),
+        ("1KEY=x", "not KEY=VALUE"),
+        ("KEY='open", "unterminated quote"),
+        ('KEY="open', "unterminated quote"),
+    ],
+)
 def test_parse_names_the_malformed_line(line, reason):
     with pytest.raises(ValueError, match=f"line 2: {reason}"):
         envfile.parse(f"OK=1\n{line}\n")
@@ -46,7 +54,10 @@ def test_render_reads_back_exactly():
 def test_the_environment_wins_over_the_file():
     environ = {"DATABASE_URL": "postgresql://elsewhere/db", "PATH": "/bin"}
     assert envfile.merged({"DATABASE_URL": "postgresql://file/db", "KASSA_ENV": "development"}, environ) == {
-        "DATABASE_URL": "postgresql://elsewhere/db", "KASSA_ENV": "development", "PATH": "/bin"}
+        "DATABASE_URL": "postgresql://elsewhere/db",
+        "KASSA_ENV": "development",
+        "PATH": "/bin",
+    }
 
 
 def test_load_adds_only_what_the_environment_does_not_set(tmp_path):
@@ -64,7 +75,10 @@ def test_the_cli_reads_the_working_directory_unless_told_otherwise(tmp_path, mon
     (tmp_path / "other.env").write_text("KASSA_ENV=production\nLOG_LEVEL=DEBUG\n")
     monkeypatch.chdir(tmp_path)
     assert envfile.load_working_directory({}) == {"KASSA_ENV": "development"}
-    assert envfile.load_working_directory({"KASSA_ENV_FILE": "other.env"}) == {"KASSA_ENV": "production", "LOG_LEVEL": "DEBUG"}
+    assert envfile.load_working_directory({"KASSA_ENV_FILE": "other.env"}) == {
+        "KASSA_ENV": "production",
+        "LOG_LEVEL": "DEBUG",
+    }
     assert envfile.load_working_directory({"KASSA_ENV_FILE": ""}) == {}
     with pytest.raises(ValueError, match=r"\.env: line 1: not KEY=VALUE"):
         (tmp_path / ".env").write_text("nonsense\n")
@@ -81,13 +95,31 @@ def test_write_is_owner_only_and_replaces_the_file(tmp_path):
 
 
 def test_make_run_writes_its_defaults_and_the_kassa_settings_of_the_environment():
-    env = {**DEV_DEFAULTS, "PATH": "/bin", "HOME": "/root", "BIND": "0.0.0.0:1", "METRICS_PORT": "9100",
-           "KASSA_ENV": "development", "BASE_RPC_URLS": "https://a,https://b", "SWEEP_MIN_USD": "5",
-           "REDIS_URL": "redis://127.0.0.1:6379/0", "DATABASE_URL": "postgresql://x/kassa"}
+    env = {
+        **DEV_DEFAULTS,
+        "PATH": "/bin",
+        "HOME": "/root",
+        "BIND": "0.0.0.0:1",
+        "METRICS_PORT": "9100",
+        "KASSA_ENV": "development",
+        "BASE_RPC_URLS": "https://a,https://b",
+        "SWEEP_MIN_USD": "5",
+        "REDIS_URL": "redis://127.0.0.1:6379/0",
+        "DATABASE_URL": "postgresql://x/kassa",
+    }
     values = dev_settings(env, Settings.from_env(env))
     assert {"PATH", "HOME", "BIND", "METRICS_PORT", "PYTHONUNBUFFERED"}.isdisjoint(values)
     assert values["DATABASE_URL"] == "postgresql://x/kassa"
     assert values["RABBITMQ_URL"] == Settings().rabbitmq_url
-    for k in ("KASSA_ENV", "FIXED_RATES_ALLOW_LIVE", "WEBHOOK_ALLOW_PRIVATE_URLS", "LOCAL_EVM_RPC_URL",
-              "SWEEPER_PRIVATE_KEY", "SWEEP_INTERVAL_SECONDS", "BASE_RPC_URLS", "SWEEP_MIN_USD", "REDIS_URL"):
+    for k in (
+        "KASSA_ENV",
+        "FIXED_RATES_ALLOW_LIVE",
+        "WEBHOOK_ALLOW_PRIVATE_URLS",
+        "LOCAL_EVM_RPC_URL",
+        "SWEEPER_PRIVATE_KEY",
+        "SWEEP_INTERVAL_SECONDS",
+        "BASE_RPC_URLS",
+        "SWEEP_MIN_USD",
+        "REDIS_URL",
+    ):
         assert values[k] == env[k], k

@@ -1,6 +1,7 @@
 """What ``EvmChain.blocks`` reads at its edges (evm.py): the smallest native transfer, a
 token log that belongs to no block of the range or to another fork, a window of no blocks.
 Scripted node answers, no I/O."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,9 +20,16 @@ class LogNode(Node):
 
     def __init__(self, blocks, receipts, number: int, block_hash: str) -> None:
         super().__init__(blocks, receipts)
-        self.log = {"blockNumber": hex(number), "blockHash": block_hash, "logIndex": "0x3", "removed": False,
-                    "transactionHash": "0x" + "7" * 64, "address": USDC, "data": hex(5),
-                    "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + A[2:].rjust(64, "0")]}
+        self.log = {
+            "blockNumber": hex(number),
+            "blockHash": block_hash,
+            "logIndex": "0x3",
+            "removed": False,
+            "transactionHash": "0x" + "7" * 64,
+            "address": USDC,
+            "data": hex(5),
+            "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + A[2:].rjust(64, "0")],
+        }
 
         self.logs = [self.log]
 
@@ -83,6 +91,7 @@ class QueryNode:
 
 def test_a_backfill_asks_only_for_the_logs_to_its_addresses_in_the_to_topic():
     from tests.unit.test_rpc_resilience import NET as TOKENS_ONLY  # no native coin: eth_getLogs only
+
     node = QueryNode()
     EvmChain(TOKENS_ONLY, node).history(5, 9, [A])
     assert [q["topics"] for q in node.queries] == [[TRANSFER_TOPIC, None, ["0x" + "0" * 24 + "aa" * 20]]]

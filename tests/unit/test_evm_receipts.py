@@ -1,13 +1,14 @@
 """Native transfers by a transaction to the address (evm.py): counted only when the
 transaction's receipt says it succeeded; only those transactions' receipts are read."""
+
 from __future__ import annotations
 
 import pytest
 
 from kassa_common.chains.networks import load_registry
+from kassa_common.chains.rpc import RpcError
 from kassa_chain_watcher.chain import ChainMoved, Found
 from kassa_chain_watcher.evm import EvmChain
-from kassa_common.chains.rpc import RpcError
 
 pytestmark = pytest.mark.unit
 NET = load_registry({"LOCAL_EVM_RPC_URL": "http://node"}).get("LOCAL_EVM")  # ETH, USDC, USDT
@@ -21,8 +22,11 @@ class Node:
         self.blocks, self.receipts, self.asked = blocks, receipts, []
 
     def _block(self, n: int) -> dict:
-        return {"hash": f"h{n}", "parentHash": f"h{n - 1}",
-                "transactions": [{"hash": h, "to": to, "value": hex(wei)} for h, to, wei in self.blocks[n - 1]]}
+        return {
+            "hash": f"h{n}",
+            "parentHash": f"h{n - 1}",
+            "transactions": [{"hash": h, "to": to, "value": hex(wei)} for h, to, wei in self.blocks[n - 1]],
+        }
 
     def batch(self, calls, chunk=100):
         self.asked += [(m, p[0]) for m, p in calls]
@@ -48,8 +52,10 @@ def read(node, watched=(A, B)):
 
 
 def test_a_reverted_transaction_to_the_address_credits_nothing():
-    node = Node([[("0xok", A, 5), ("0xrev", A, 7)], [("0xrev2", B, 9)]],
-                {"0xok": ("0x1", "h1"), "0xrev": ("0x0", "h1"), "0xrev2": ("0x0", "h2")})
+    node = Node(
+        [[("0xok", A, 5), ("0xrev", A, 7)], [("0xrev2", B, 9)]],
+        {"0xok": ("0x1", "h1"), "0xrev": ("0x0", "h1"), "0xrev2": ("0x0", "h2")},
+    )
     blocks = read(node)
     assert [b.transfers for b in blocks] == [[Found("0xok", -1, "ETH", A, 5)], []]
 

@@ -1,17 +1,30 @@
 """HD address derivation against public BIP32/BIP44/BIP84 test vectors."""
+
 import base58
 import pytest
 
 from kassa_common.chains.hd import TEST_XPUBS, InvalidXpub, derive_address, validate_xpub
 
 # Account keys of the BIP39 test mnemonic "abandon ... about" (empty passphrase).
-EVM_XPUB = "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt"
-BIP84_ZPUB = "zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs"
-BIP84_VPUB = "vpub5Y6cjg78GGuNLsaPhmYsiw4gYX3HoQiRBiSwDaBXKUafCt9bNwWQiitDk5VZ5BVxYnQdwoTyXSs2JHRPAgjAvtbBrf8ZhDYe2jWAqvZVnsc"
-EVM_XPRV = "xprv9zDSoJv1aBcjX6sNgEpE2J9K6MV2MUnXuqXsFgzVn3zY2aHyupaFQdYCtdCbNMkvcTdx9FeN49sgXw6mjrhrFLRSzJVnRYPfSCCgjeg4GxY"
-BIP84_ZPRV = "zprvAdG4iTXWBoARxkkzNpNh8r6Qag3irQB8PzEMkAFeTRXxHpbF9z4QgEvBRmfvqWvGp42t42nvgGpNgYSJA9iefm1yYNZKEm7z6qUWCroSQnE"
+EVM_XPUB = (
+    "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt"
+)
+BIP84_ZPUB = (
+    "zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs"
+)
+BIP84_VPUB = (
+    "vpub5Y6cjg78GGuNLsaPhmYsiw4gYX3HoQiRBiSwDaBXKUafCt9bNwWQiitDk5VZ5BVxYnQdwoTyXSs2JHRPAgjAvtbBrf8ZhDYe2jWAqvZVnsc"
+)
+EVM_XPRV = (
+    "xprv9zDSoJv1aBcjX6sNgEpE2J9K6MV2MUnXuqXsFgzVn3zY2aHyupaFQdYCtdCbNMkvcTdx9FeN49sgXw6mjrhrFLRSzJVnRYPfSCCgjeg4GxY"
+)
+BIP84_ZPRV = (
+    "zprvAdG4iTXWBoARxkkzNpNh8r6Qag3irQB8PzEMkAFeTRXxHpbF9z4QgEvBRmfvqWvGp42t42nvgGpNgYSJA9iefm1yYNZKEm7z6qUWCroSQnE"
+)
 # BIP32 test vector 1, master (depth 0) public key.
-BIP32_TV1_MASTER = "xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8"
+BIP32_TV1_MASTER = (
+    "xpub661MyMwAqRbcFtXgS5sYJABqqG9YLmC4Q1Rdap9gSE8NqtwybGhePY2gZ29ESFjqJoCu1Rupje8YtGqsefD265TMg7usUDFdp6W1EGMcet8"
+)
 
 
 def _with_version(xkey: str, version_hex: str) -> str:
@@ -57,6 +70,7 @@ def test_mainnet_key_follows_requested_test_prefix():
     address = derive_address("bitcoin", BIP84_ZPUB, 0, bech32_hrp="bcrt")
     assert address.startswith("bcrt1q")
     from bitcoin.segwit_addr import decode as segwit_decode
+
     assert segwit_decode("bcrt", address) == segwit_decode("bc", "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu")
 
 
@@ -70,7 +84,18 @@ def test_depth_zero_master_key_is_accepted():
     assert derive_address("evm", BIP32_TV1_MASTER, 0).startswith("0x")
 
 
-@pytest.mark.parametrize("garbage", ["", "   ", "hello", "xpub", "0x9858EfFD232B4033E47d90003D41EC34EcaEda94", EVM_XPUB[:-5], "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnAT0"])
+@pytest.mark.parametrize(
+    "garbage",
+    [
+        "",
+        "   ",
+        "hello",
+        "xpub",
+        "0x9858EfFD232B4033E47d90003D41EC34EcaEda94",
+        EVM_XPUB[:-5],
+        "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnAT0",
+    ],
+)
 def test_garbage_is_rejected(garbage):
     with pytest.raises(InvalidXpub):
         validate_xpub("evm", garbage)

@@ -1,5 +1,6 @@
 """Native coin from contracts (balances.py) at its edges: nothing to follow, the bisection's
 boundaries, a block that explains exactly its rise. Scripted node answers, no I/O."""
+
 from __future__ import annotations
 
 import pytest
@@ -97,8 +98,13 @@ class Failing(Recording):
         return super().call(method, *params)
 
 
-@pytest.mark.parametrize("error", [RpcUnavailable("http://node: ConnectionError"),
-                                   RpcError("trace_block: {'code': -32000, 'message': 'execution timeout'}")])
+@pytest.mark.parametrize(
+    "error",
+    [
+        RpcUnavailable("http://node: ConnectionError"),
+        RpcError("trace_block: {'code': -32000, 'message': 'execution timeout'}"),
+    ],
+)
 def test_a_tracer_that_fails_for_another_reason_than_lacking_the_method_is_kept(error):
     node = Failing(error, {"h0": {A: 0}, "h1": {A: 9}}, {1: [parity_call("0xtx", A, 9)]})
     credits = InternalCredits(node, "ETH")

@@ -1,5 +1,6 @@
 """Which keys live mode takes, what identifies a key, and where a key's lost index sequence
 restarts: pure logic over extended keys."""
+
 from __future__ import annotations
 
 import pytest
@@ -55,14 +56,17 @@ def test_a_bip49_key_is_refused_with_what_to_enter_instead():
         validate_xpub("bitcoin", fresh_key("ypub"))
 
 
-@pytest.mark.parametrize("used, expected", [
-    (set(), 0),
-    ({0}, 1),
-    (set(range(100)), 100),  # exactly one full window
-    (set(range(101)), 101),
-    (set(range(250)) - {20, 21, 130}, 250),  # a few indexes skipped by rolled-back payments
-    (set(range(123_457)), 123_457),
-])
+@pytest.mark.parametrize(
+    "used, expected",
+    [
+        (set(), 0),
+        ({0}, 1),
+        (set(range(100)), 100),  # exactly one full window
+        (set(range(101)), 101),
+        (set(range(250)) - {20, 21, 130}, 250),  # a few indexes skipped by rolled-back payments
+        (set(range(123_457)), 123_457),
+    ],
+)
 def test_a_lost_sequence_restarts_after_the_last_address_payments_hold(used, expected):
     window, probes = 100, []
 

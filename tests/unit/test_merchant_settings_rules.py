@@ -1,20 +1,21 @@
 """The merchant settings' rules as the dashboard and the CLI both apply them, and the CSV
 export's defusing of cells a spreadsheet would run. Pure logic: no database."""
+
 from __future__ import annotations
 
 from decimal import Decimal
 
 import pytest
 
-from kassa_common.accounts import (AccountError, MerchantSettings, parse_lifetime, parse_tolerance,
-                                   set_merchant_settings)
+from kassa_common.accounts import AccountError, MerchantSettings, parse_lifetime, parse_tolerance, set_merchant_settings
 from kassa_common.models import Merchant
 from kassa_common.payments.export import COLUMNS, csv_row, safe_cell
 from kassa_common.payments.shape import PaymentOut
 
 
-@pytest.mark.parametrize("typed, minutes", [("15", 15), (" 90 ", 90), ("2880", 2880), ("", None), ("default", None),
-                                            ("Default", None)])
+@pytest.mark.parametrize(
+    "typed, minutes", [("15", 15), (" 90 ", 90), ("2880", 2880), ("", None), ("default", None), ("Default", None)]
+)
 def test_a_lifetime_in_range_or_the_default_is_taken(typed, minutes):
     assert parse_lifetime(typed) == minutes
 
@@ -25,8 +26,16 @@ def test_a_lifetime_out_of_range_or_not_whole_minutes_is_refused_saying_the_rang
         parse_lifetime(typed)
 
 
-@pytest.mark.parametrize("typed, fraction", [("0", Decimal("0")), ("0.5", Decimal("0.005")), ("5", Decimal("0.05")),
-                                             ("1.25%", Decimal("0.0125")), ("0.001", Decimal("0.00001"))])
+@pytest.mark.parametrize(
+    "typed, fraction",
+    [
+        ("0", Decimal(0)),
+        ("0.5", Decimal("0.005")),
+        ("5", Decimal("0.05")),
+        ("1.25%", Decimal("0.0125")),
+        ("0.001", Decimal("0.00001")),
+    ],
+)
 def test_a_tolerance_is_a_percentage_stored_as_a_fraction(typed, fraction):
     assert parse_tolerance(typed) == fraction
 
@@ -46,15 +55,28 @@ def test_a_refused_value_changes_neither_setting():
     assert (merchant.payment_lifetime_minutes, merchant.underpayment_tolerance) == (30, Decimal("0.005"))
 
 
-@pytest.mark.parametrize("stored, shown", [(Decimal("0"), "0"), (Decimal("0.00500"), "0.5"),
-                                           (Decimal("0.05000"), "5"), (Decimal("0.00001"), "0.001")])
+@pytest.mark.parametrize(
+    "stored, shown",
+    [(Decimal(0), "0"), (Decimal("0.00500"), "0.5"), (Decimal("0.05000"), "5"), (Decimal("0.00001"), "0.001")],
+)
 def test_the_tolerance_is_shown_in_percent_as_typed(stored, shown):
     assert MerchantSettings(60, True, stored).tolerance_percent == shown
 
 
-@pytest.mark.parametrize("text, cell", [("=HYPERLINK(\"http://x\")", "'=HYPERLINK(\"http://x\")"), ("+1", "'+1"),
-                                        ("-2", "'-2"), ("@SUM(A1)", "'@SUM(A1)"), ("\tcmd", "'\tcmd"),
-                                        ("\r=1", "'\r=1"), ("Ann", "Ann"), ("a=b", "a=b"), ("", "")])
+@pytest.mark.parametrize(
+    "text, cell",
+    [
+        ('=HYPERLINK("http://x")', '\'=HYPERLINK("http://x")'),
+        ("+1", "'+1"),
+        ("-2", "'-2"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tcmd", "'\tcmd"),
+        ("\r=1", "'\r=1"),
+        ("Ann", "Ann"),
+        ("a=b", "a=b"),
+        ("", ""),
+    ],
+)
 def test_a_cell_a_spreadsheet_would_run_gets_a_leading_quote(text, cell):
     assert safe_cell(text) == cell
 
@@ -66,6 +88,10 @@ def test_every_field_of_the_payment_object_has_a_column_lists_as_counts():
     payment.update(metadata={"b": "=1+1", "a": 1}, transfers=[{}, {}], wrong_network=[], test_mode=True, amount=12.5)
     row = dict(zip(COLUMNS, csv_row(payment), strict=True))
     assert row["metadata"] == '{"a": 1, "b": "=1+1"}'
-    assert (row["transfers_count"], row["wrong_network_count"], row["test_mode"], row["amount"]) == ("2", "0", "true",
-                                                                                                    "12.5")
+    assert (row["transfers_count"], row["wrong_network_count"], row["test_mode"], row["amount"]) == (
+        "2",
+        "0",
+        "true",
+        "12.5",
+    )
     assert row["completed_at"] == ""

@@ -1,4 +1,5 @@
 """The bus contracts: each message survives its own wire format, and ids are stable."""
+
 from __future__ import annotations
 
 import json
@@ -25,6 +26,7 @@ def test_message_ids_are_deterministic_and_fit_the_consumer_table():
 def test_the_transfers_of_one_transaction_to_several_addresses_are_several_messages():
     """A batch payout's internal credits: same transaction, same ``log_index`` -2, one per
     recipient; and a second credit to the same recipient ranks -3."""
+
     def native(to, index=-2):
         return TransferReport(TransferStatus.CONFIRMED, "BASE", "0xt1", index, "ETH", to, 5, 7, "0xblock", 3)
 
@@ -33,9 +35,14 @@ def test_the_transfers_of_one_transaction_to_several_addresses_are_several_messa
     assert native("0xA11CE").default_id() == native("0xa11ce").default_id()  # the same address in either case
 
 
-@pytest.mark.parametrize("status, key", [(TransferStatus.SEEN, "chain.transfer.seen"),
-                                         (TransferStatus.CONFIRMED, "chain.transfer.confirmed"),
-                                         (TransferStatus.ORPHANED, "chain.transfer.orphaned")])
+@pytest.mark.parametrize(
+    "status, key",
+    [
+        (TransferStatus.SEEN, "chain.transfer.seen"),
+        (TransferStatus.CONFIRMED, "chain.transfer.confirmed"),
+        (TransferStatus.ORPHANED, "chain.transfer.orphaned"),
+    ],
+)
 def test_a_transfer_report_round_trips_through_json_under_its_routing_key(status, key):
     sent = report(status)
     message = sent.to_message()
@@ -46,8 +53,9 @@ def test_a_transfer_report_round_trips_through_json_under_its_routing_key(status
 
 
 def test_a_simulated_report_travels_under_its_own_key_and_comes_back_simulated():
-    sent = TransferReport(TransferStatus.CONFIRMED, "BASE", "test_tx_1", 0, "USDC", "0xa11ce", 5, confirmations=1,
-                          simulated=True)
+    sent = TransferReport(
+        TransferStatus.CONFIRMED, "BASE", "test_tx_1", 0, "USDC", "0xa11ce", 5, confirmations=1, simulated=True
+    )
     message = sent.to_message("evt_1")
     assert message.routing_key == RoutingKey.TEST_TRANSFER_CONFIRMED == "test.transfer.confirmed"
     assert TransferReport.from_message(message.routing_key, json.loads(json.dumps(message.body))) == sent
@@ -57,11 +65,14 @@ def test_a_transfer_report_keeps_an_explicit_message_id():
     assert report().to_message("evt_1").message_id == "evt_1"
 
 
-@pytest.mark.parametrize("key, body", [
-    ("chain.transfer.lost", report().body()),
-    ("chain.transfer.seen", {"network": "BASE"}),
-    ("chain.transfer.seen", {**report().body(), "amount_units": "five"}),
-])
+@pytest.mark.parametrize(
+    "key, body",
+    [
+        ("chain.transfer.lost", report().body()),
+        ("chain.transfer.seen", {"network": "BASE"}),
+        ("chain.transfer.seen", {**report().body(), "amount_units": "five"}),
+    ],
+)
 def test_anything_else_is_refused(key, body):
     with pytest.raises((KeyError, ValueError, TypeError)):
         TransferReport.from_message(key, body)
@@ -74,14 +85,20 @@ def test_names_are_case_insensitive_on_input():
 
 
 def test_a_payment_event_is_the_webhook_envelope_and_feeds_the_watcher():
-    event = PaymentEvent("evt_1", EventType.PAYMENT_CREATED, "2026-01-01T00:00:00.000Z", False,
-                         {"payment_id": "p1", "address": "0xAbC", "network": "base", "status": PaymentStatus.PENDING})
+    event = PaymentEvent(
+        "evt_1",
+        EventType.PAYMENT_CREATED,
+        "2026-01-01T00:00:00.000Z",
+        False,
+        {"payment_id": "p1", "address": "0xAbC", "network": "base", "status": PaymentStatus.PENDING},
+    )
     message = event.to_message()
     wire = json.loads(json.dumps(message.body))
     assert list(wire) == ["id", "event", "timestamp", "test_mode", "data"]
     assert (message.message_id, message.routing_key) == ("evt_1", "payment.created")
     assert PaymentEvent.from_message(message.routing_key, wire) == PaymentEvent(
-        "evt_1", EventType.PAYMENT_CREATED, "2026-01-01T00:00:00.000Z", False, wire["data"])
+        "evt_1", EventType.PAYMENT_CREATED, "2026-01-01T00:00:00.000Z", False, wire["data"]
+    )
     assert AddressFeed.from_message(message.routing_key, wire) == AddressFeed("BASE", "0xAbC", False)
 
 

@@ -1,5 +1,6 @@
 """``make mutate``'s driver (kassa_dev.mutate): which mutants it makes, and that each one is
 a real, compilable change of one point of the module, never of its text or annotations."""
+
 from __future__ import annotations
 
 import ast
@@ -73,7 +74,7 @@ def test_each_mutant_compiles_and_differs_from_the_module_in_one_place(sample):
 def test_a_mutant_behaves_as_described(sample):
     def f_of(mutant):
         space: dict = {}
-        exec(compile(mutate.mutated_source(mutant), "m.py", "exec"), space)
+        exec(compile(mutate.mutated_source(mutant), "m.py", "exec"), space)  # noqa: S102 - the mutant under test
         return space["f"]
 
     by_text = {(m.line, m.description): m for m in mutate.mutants_of(sample)}
@@ -109,5 +110,9 @@ def test_list_with_line_shows_only_the_mutants_of_those_lines(sample, monkeypatc
     monkeypatch.setattr(mutate.signal, "signal", lambda *_: None)  # the test process keeps its handlers
     assert mutate.main(["--list", "--line", "14", "--line", "15"]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == ["kassa_sample/m.py:14: `break` -> `continue`", "kassa_sample/m.py:15: `return x` -> `return None`",
-                   "kassa_sample/m.py:15: `True` -> `False`", "kassa_sample/m.py: 0 line(s) excluded (# pragma: no mutate)"]
+    assert out == [
+        "kassa_sample/m.py:14: `break` -> `continue`",
+        "kassa_sample/m.py:15: `return x` -> `return None`",
+        "kassa_sample/m.py:15: `True` -> `False`",
+        "kassa_sample/m.py: 0 line(s) excluded (# pragma: no mutate)",
+    ]

@@ -1,11 +1,22 @@
 """Network registry: file loading, settings overrides, lookups."""
+
 import json
 
 import pytest
 
 from kassa_common.chains.networks import Network, Registry, Token, load_registry
 
-EXPECTED_ORDER = ["ETHEREUM", "BASE", "POLYGON", "ARBITRUM", "OPTIMISM", "BSC", "BITCOIN", "LOCAL_EVM", "BITCOIN_REGTEST"]
+EXPECTED_ORDER = [
+    "ETHEREUM",
+    "BASE",
+    "POLYGON",
+    "ARBITRUM",
+    "OPTIMISM",
+    "BSC",
+    "BITCOIN",
+    "LOCAL_EVM",
+    "BITCOIN_REGTEST",
+]
 
 
 @pytest.fixture()
@@ -100,8 +111,14 @@ def _write(tmp_path, networks):
 
 
 def _evm(name="TESTNET", **overrides):
-    net = {"name": name, "kind": "evm", "chain_id": 5, "required_confirmations": 1, "block_time": 1.0,
-           "tokens": [{"symbol": "ETH", "contract": None, "decimals": 18, "native": True}]}
+    net = {
+        "name": name,
+        "kind": "evm",
+        "chain_id": 5,
+        "required_confirmations": 1,
+        "block_time": 1.0,
+        "tokens": [{"symbol": "ETH", "contract": None, "decimals": 18, "native": True}],
+    }
     net.update(overrides)
     return net
 
@@ -113,19 +130,42 @@ def test_custom_path_and_lowercase_contract_is_checksummed(tmp_path):
     assert reg.get("testnet").token("USDC").contract == "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"
 
 
-@pytest.mark.parametrize("bad", [
-    [_evm(), _evm()],
-    [_evm(kind="solana")],
-    [_evm(kind="bitcoin")],  # no bech32_hrp
-    [_evm(tokens=[{"symbol": "X", "contract": "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB4A", "decimals": 6, "native": False}])],
-    [_evm(tokens=[{"symbol": "X", "contract": "0x1234", "decimals": 6, "native": False}])],
-    [_evm(tokens=[{"symbol": "X", "contract": None, "decimals": -1, "native": True}])],
-    [_evm(forwarder_factory="0x73e1075cf6B25666e469D7e8F21Bc4D05f8EDFc3")],  # wrong checksum
-    [_evm(forwarder_factory="not an address")],
-    [{"name": "BTC", "kind": "bitcoin", "chain_id": None, "required_confirmations": 1, "block_time": 1.0,
-      "bech32_hrp": "bc", "forwarder_factory": "0x489C4cb42Ec0F6f04f5cC6Df6C86791cd5550a03",
-      "tokens": [{"symbol": "BTC", "contract": None, "decimals": 8, "native": True}]}],
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        [_evm(), _evm()],
+        [_evm(kind="solana")],
+        [_evm(kind="bitcoin")],  # no bech32_hrp
+        [
+            _evm(
+                tokens=[
+                    {
+                        "symbol": "X",
+                        "contract": "0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB4A",
+                        "decimals": 6,
+                        "native": False,
+                    }
+                ]
+            )
+        ],
+        [_evm(tokens=[{"symbol": "X", "contract": "0x1234", "decimals": 6, "native": False}])],
+        [_evm(tokens=[{"symbol": "X", "contract": None, "decimals": -1, "native": True}])],
+        [_evm(forwarder_factory="0x73e1075cf6B25666e469D7e8F21Bc4D05f8EDFc3")],  # wrong checksum
+        [_evm(forwarder_factory="not an address")],
+        [
+            {
+                "name": "BTC",
+                "kind": "bitcoin",
+                "chain_id": None,
+                "required_confirmations": 1,
+                "block_time": 1.0,
+                "bech32_hrp": "bc",
+                "forwarder_factory": "0x489C4cb42Ec0F6f04f5cC6Df6C86791cd5550a03",
+                "tokens": [{"symbol": "BTC", "contract": None, "decimals": 8, "native": True}],
+            }
+        ],
+    ],
+)
 def test_invalid_files_raise(tmp_path, bad):
     with pytest.raises(ValueError):
         load_registry({}, _write(tmp_path, bad))
@@ -141,5 +181,6 @@ def test_every_evm_network_has_the_one_forwarder_factory_address(registry):
     from kassa_common.chains.forwarder import factory_address
 
     assert {n.name: n.forwarder_factory for n in registry if n.kind == "evm"} == {
-        n.name: factory_address() for n in registry if n.kind == "evm"}
+        n.name: factory_address() for n in registry if n.kind == "evm"
+    }
     assert all(n.forwarder_factory is None for n in registry if n.kind == "bitcoin")

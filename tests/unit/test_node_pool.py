@@ -1,6 +1,7 @@
 """Several nodes per network (``nodes.NodePool``): failover, per-node backoff with jitter,
 the chain check before a node serves, and never a key from a URL in a log or an error.
 Pure logic: scripted nodes and a scripted clock."""
+
 from __future__ import annotations
 
 import logging
@@ -8,9 +9,9 @@ import logging
 import pytest
 from prometheus_client import REGISTRY
 
+from kassa_common.chains.networks import Network
 from kassa_common.chains.nodes import REFUSED_SECONDS, NodePool, NoNode, chain_mismatch
 from kassa_common.chains.rpc import BadAnswer, RpcError, RpcUnavailable, redact
-from kassa_common.chains.networks import Network
 
 URLS = ("https://one.example/v3/KEYONE", "https://two.example:8545/KEYTWO", "http://three.example/?key=KEYTHREE")
 NET = Network("TESTNET", "evm", 7, 3, 1.0, URLS[0], (), rpc_urls=URLS)

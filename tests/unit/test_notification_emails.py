@@ -1,4 +1,5 @@
 """The notifier's emails, rendered from an event alone, and the SMTP_URL it sends through."""
+
 from __future__ import annotations
 
 import smtplib
@@ -14,11 +15,24 @@ SHOP = render.Merchant("owner@shop.example", "Shop & Co")
 
 
 def event(kind: EventType, *, test_mode: bool = False, **data) -> PaymentEvent:
-    payment = {"payment_id": "p1", "id": "p1", "short_id": "7KQ2M9XR4T", "status": "COMPLETED", "amount": 25.0,
-               "token": "USDC", "network": "BASE", "crypto_amount": "25", "amount_received": "25",
-               "transaction_hash": "0x" + "ab" * 32, "customer_email": "jane@buyer.example",
-               "customer_name": "Jane", "test_mode": test_mode, "expires_at": "2026-01-01T01:00:00.000Z",
-               "completed_at": "2026-01-01T00:10:00.000Z", "transfers": []}
+    payment = {
+        "payment_id": "p1",
+        "id": "p1",
+        "short_id": "7KQ2M9XR4T",
+        "status": "COMPLETED",
+        "amount": 25.0,
+        "token": "USDC",
+        "network": "BASE",
+        "crypto_amount": "25",
+        "amount_received": "25",
+        "transaction_hash": "0x" + "ab" * 32,
+        "customer_email": "jane@buyer.example",
+        "customer_name": "Jane",
+        "test_mode": test_mode,
+        "expires_at": "2026-01-01T01:00:00.000Z",
+        "completed_at": "2026-01-01T00:10:00.000Z",
+        "transfers": [],
+    }
     return PaymentEvent("evt_1", kind, "2026-01-01T00:10:00.000Z", test_mode, {**payment, **data})
 
 
@@ -49,8 +63,13 @@ def test_the_html_alternative_says_the_same_escaped():
 
 
 def test_a_partially_paid_payment_emails_the_merchant_only():
-    e = event(EventType.PAYMENT_PARTIALLY_PAID, status="PARTIALLY_PAID", amount_received="12.5",
-              transaction_hash=None, completed_at=None)
+    e = event(
+        EventType.PAYMENT_PARTIALLY_PAID,
+        status="PARTIALLY_PAID",
+        amount_received="12.5",
+        transaction_hash=None,
+        completed_at=None,
+    )
     [merchant] = render.emails(e, SHOP, DASHBOARD)
     assert merchant.subject == "Payment 7KQ2M9XR4T partially paid: 12.5 of 25 USDC"
     assert "until 2026-01-01T01:00:00.000Z" in merchant.text
@@ -58,8 +77,13 @@ def test_a_partially_paid_payment_emails_the_merchant_only():
 
 def test_a_late_payment_names_the_late_transfers():
     late = {"amount": "25", "token": "USDC", "tx_hash": "0xlate", "late": True}
-    e = event(EventType.PAYMENT_LATE_PAYMENT, status="EXPIRED", amount_received="0", transaction_hash=None,
-              transfers=[{"amount": "1", "token": "USDC", "tx_hash": "0xearly", "late": False}, late, late])
+    e = event(
+        EventType.PAYMENT_LATE_PAYMENT,
+        status="EXPIRED",
+        amount_received="0",
+        transaction_hash=None,
+        transfers=[{"amount": "1", "token": "USDC", "tx_hash": "0xearly", "late": False}, late, late],
+    )
     [merchant] = render.emails(e, SHOP, DASHBOARD)
     assert merchant.subject == "Late payment for 7KQ2M9XR4T: 50 USDC"
     assert "received 50 USDC after it was EXPIRED" in merchant.text
@@ -69,8 +93,9 @@ def test_a_late_payment_names_the_late_transfers():
 def test_notifications_off_leaves_the_receipt_and_no_customer_email_no_receipt():
     off = render.Merchant("owner@shop.example", "Shop", notify_email=False)
     assert [e.kind for e in render.emails(event(EventType.PAYMENT_COMPLETED), off, DASHBOARD)] == ["receipt"]
-    assert [e.kind for e in render.emails(event(EventType.PAYMENT_COMPLETED, customer_email=None), SHOP,
-                                          DASHBOARD)] == ["merchant"]
+    assert [
+        e.kind for e in render.emails(event(EventType.PAYMENT_COMPLETED, customer_email=None), SHOP, DASHBOARD)
+    ] == ["merchant"]
 
 
 def test_test_mode_emails_say_so_in_the_subject_and_the_body():
@@ -85,19 +110,29 @@ def test_a_subject_is_one_line_whatever_the_business_name_holds():
     receipt = render.receipt(event(EventType.PAYMENT_COMPLETED), sly)
     assert receipt.subject == "Receipt for your payment to Evil Bcc: everyone@example.com"
     assert "payment to Evil Bcc: everyone@example.com." in receipt.text
-    msg = smtp.compose(sender="Kassa <no-reply@kassa.example>", recipient=receipt.recipient, subject=receipt.subject,
-                       text=receipt.text, html=receipt.html, event_id="evt_1", kind="receipt")
+    msg = smtp.compose(
+        sender="Kassa <no-reply@kassa.example>",
+        recipient=receipt.recipient,
+        subject=receipt.subject,
+        text=receipt.text,
+        html=receipt.html,
+        event_id="evt_1",
+        kind="receipt",
+    )
     assert msg["Bcc"] is None and msg["Message-ID"] == "<evt_1.receipt@kassa.example>"
     assert msg.get_body(("plain",)).get_content() == receipt.text
     assert msg.get_body(("html",)).get_content() == receipt.html
 
 
-@pytest.mark.parametrize("url, expected", [
-    ("smtp://mail.example.com", ("mail.example.com", 25, False, False, None, None)),
-    ("smtp://u%40x:p%3Ass@mail.example.com?starttls=true", ("mail.example.com", 587, False, True, "u@x", "p:ss")),
-    ("smtps://u:p@mail.example.com", ("mail.example.com", 465, True, False, "u", "p")),
-    ("smtp://127.0.0.1:2525?timeout=3", ("127.0.0.1", 2525, False, False, None, None)),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        ("smtp://mail.example.com", ("mail.example.com", 25, False, False, None, None)),
+        ("smtp://u%40x:p%3Ass@mail.example.com?starttls=true", ("mail.example.com", 587, False, True, "u@x", "p:ss")),
+        ("smtps://u:p@mail.example.com", ("mail.example.com", 465, True, False, "u", "p")),
+        ("smtp://127.0.0.1:2525?timeout=3", ("127.0.0.1", 2525, False, False, None, None)),
+    ],
+)
 def test_smtp_url_forms(url, expected):
     server = smtp.SmtpServer.from_url(url)
     assert (server.host, server.port, server.tls, server.starttls, server.username, server.password) == expected

@@ -1,22 +1,31 @@
 """The payment state machine of DESIGN.md section 4, read as a table: which trigger may
 move a payment from which status, to which status, with which event, under which guard.
 Pure logic: no database."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 
 from kassa_common.messaging.messages import EventType
-from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.payments.transitions import (
-    OPEN, STATUSES, TRANSITIONS, Facts, Trigger, refusal, report_trigger, settlement_trigger)
+    OPEN,
+    STATUSES,
+    TRANSITIONS,
+    Facts,
+    Trigger,
+    refusal,
+    report_trigger,
+    settlement_trigger,
+)
+from kassa_common.statuses import PaymentStatus, TransferStatus
 
 PENDING, COMPLETED, PARTIALLY_PAID, EXPIRED, CANCELED = PaymentStatus
 SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 SEEN_PENDING = "a transfer to the payment is seen and waiting for confirmations"
-NOW = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 PAST, FUTURE = NOW - timedelta(minutes=1), NOW + timedelta(minutes=1)
 
 # trigger: (statuses it applies to, status it leads to (None: unchanged), event it fires)
@@ -74,13 +83,16 @@ def test_completed_is_reached_only_from_an_open_payment_and_never_left():
     assert OPEN == {PENDING, PARTIALLY_PAID}
 
 
-@pytest.mark.parametrize("expires_at, pending, refused", [
-    (PAST, False, None),
-    (NOW, False, None),
-    (FUTURE, False, "the payment has not reached its expiry time"),
-    (PAST, True, SEEN_PENDING),
-    (None, False, "the payment has not reached its expiry time"),
-])
+@pytest.mark.parametrize(
+    "expires_at, pending, refused",
+    [
+        (PAST, False, None),
+        (NOW, False, None),
+        (FUTURE, False, "the payment has not reached its expiry time"),
+        (PAST, True, SEEN_PENDING),
+        (None, False, "the payment has not reached its expiry time"),
+    ],
+)
 def test_expiry_waits_for_the_time_and_for_a_seen_transfer_to_settle(expires_at, pending, refused):
     facts = Facts(PENDING, test_mode=False, expires_at=expires_at, transfer_pending=pending)
     assert refusal(Trigger.EXPIRE, facts, NOW) == refused
@@ -97,30 +109,38 @@ def test_cancel_is_refused_while_a_counted_transfer_is_seen(pending, refused):
 @pytest.mark.parametrize("trigger", [Trigger.TEST_PAY, Trigger.TEST_LET_EXPIRE])
 @pytest.mark.parametrize("test_mode, refused", [(True, None), (False, "only a test-mode payment can do this")])
 def test_the_test_mode_controls_refuse_live_payments(trigger, test_mode, refused):
-    assert refusal(trigger, Facts(PENDING, test_mode=test_mode, expires_at=None, transfer_pending=False), NOW) == refused
+    assert (
+        refusal(trigger, Facts(PENDING, test_mode=test_mode, expires_at=None, transfer_pending=False), NOW) == refused
+    )
 
 
 @pytest.mark.parametrize("status", list(PaymentStatus))
-@pytest.mark.parametrize("test_mode, refused", [(False, None),
-                                                (True, "a test-mode payment has nothing on a chain to sweep")])
+@pytest.mark.parametrize(
+    "test_mode, refused", [(False, None), (True, "a test-mode payment has nothing on a chain to sweep")]
+)
 def test_a_sweep_is_recorded_on_a_live_payment_whatever_its_status(status, test_mode, refused):
-    assert refusal(Trigger.RECORD_SWEEP, Facts(status, test_mode=test_mode, expires_at=None, transfer_pending=False),
-                   NOW) == refused
+    assert (
+        refusal(Trigger.RECORD_SWEEP, Facts(status, test_mode=test_mode, expires_at=None, transfer_pending=False), NOW)
+        == refused
+    )
 
 
-@pytest.mark.parametrize("status, received, due, tolerance, trigger", [
-    (PENDING, 100, 100, Decimal(0), Trigger.COMPLETE),
-    (PENDING, 150, 100, Decimal(0), Trigger.COMPLETE),  # over-payment completes
-    (PENDING, 99, 100, Decimal(0), Trigger.PARTIALLY_PAY),
-    (PENDING, 1, 100, Decimal(0), Trigger.PARTIALLY_PAY),
-    (PARTIALLY_PAID, 100, 100, Decimal(0), Trigger.COMPLETE),
-    (PARTIALLY_PAID, 60, 100, Decimal(0), Trigger.PARTIALLY_PAY),  # another part: another partially_paid
-    (PENDING, 98, 100, Decimal("0.02"), Trigger.COMPLETE),  # within the merchant's tolerance
-    (PENDING, 97, 100, Decimal("0.02"), Trigger.PARTIALLY_PAY),
-    (COMPLETED, 200, 100, Decimal(0), Trigger.RECORD_OVERPAYMENT),
-    (EXPIRED, 100, 100, Decimal(0), Trigger.RECORD_LATE_PAYMENT),
-    (CANCELED, 5, 100, Decimal(0), Trigger.RECORD_LATE_PAYMENT),
-])
+@pytest.mark.parametrize(
+    "status, received, due, tolerance, trigger",
+    [
+        (PENDING, 100, 100, Decimal(0), Trigger.COMPLETE),
+        (PENDING, 150, 100, Decimal(0), Trigger.COMPLETE),  # over-payment completes
+        (PENDING, 99, 100, Decimal(0), Trigger.PARTIALLY_PAY),
+        (PENDING, 1, 100, Decimal(0), Trigger.PARTIALLY_PAY),
+        (PARTIALLY_PAID, 100, 100, Decimal(0), Trigger.COMPLETE),
+        (PARTIALLY_PAID, 60, 100, Decimal(0), Trigger.PARTIALLY_PAY),  # another part: another partially_paid
+        (PENDING, 98, 100, Decimal("0.02"), Trigger.COMPLETE),  # within the merchant's tolerance
+        (PENDING, 97, 100, Decimal("0.02"), Trigger.PARTIALLY_PAY),
+        (COMPLETED, 200, 100, Decimal(0), Trigger.RECORD_OVERPAYMENT),
+        (EXPIRED, 100, 100, Decimal(0), Trigger.RECORD_LATE_PAYMENT),
+        (CANCELED, 5, 100, Decimal(0), Trigger.RECORD_LATE_PAYMENT),
+    ],
+)
 def test_a_confirmed_transfer_completes_part_pays_or_is_recorded(status, received, due, tolerance, trigger):
     chosen = settlement_trigger(status, received, due, tolerance)
     assert chosen == trigger

@@ -1,4 +1,5 @@
 """``db.Prepared``: the PREPARE and EXECUTE texts a statement becomes."""
+
 from __future__ import annotations
 
 import pytest

@@ -1,9 +1,10 @@
 """Pricing's pure logic: currencies and minor units, the median combiner, the merchant's
 terms (spread, lock), valuing funds that arrive after the lock, and the settings."""
+
 from __future__ import annotations
 
 from collections import namedtuple
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -33,9 +34,16 @@ def test_amounts_fit_the_currencys_minor_units():
     assert currencies.rounded(D("0.004"), "EUR") == D("0.01")  # at least one minor unit
 
 
-@pytest.mark.parametrize("amount, code, text", [(D("12.5"), "USD", "$12.50"), (12.5, "EUR", "€12.50"),
-                                                (D("400"), "JPY", "¥400"), ("9.99", "CHF", "9.99 CHF"),
-                                                (D("1234.5"), None, "$1234.50")])
+@pytest.mark.parametrize(
+    "amount, code, text",
+    [
+        (D("12.5"), "USD", "$12.50"),
+        (12.5, "EUR", "€12.50"),
+        (D("400"), "JPY", "¥400"),
+        ("9.99", "CHF", "9.99 CHF"),
+        (D("1234.5"), None, "$1234.50"),
+    ],
+)
 def test_money_as_people_read_it(amount, code, text):
     assert currencies.money(amount, code) == text
 
@@ -46,8 +54,7 @@ def test_money_grouped_by_thousands():
 
 
 def test_the_median_of_sources_that_agree():
-    c = combine({"coinbase": D(3000), "kraken": D(3010), "coingecko": D(2990)}, min_sources=2,
-                max_deviation_pct=D(1))
+    c = combine({"coinbase": D(3000), "kraken": D(3010), "coingecko": D(2990)}, min_sources=2, max_deviation_pct=D(1))
     assert c.price == D(3000) and c.used == ("coinbase", "coingecko", "kraken") and not c.excluded
     assert c.describe() == "median of coinbase, coingecko, kraken"
     two = combine({"coinbase": D(3000), "kraken": D(3002)}, min_sources=2, max_deviation_pct=D(1))
@@ -55,19 +62,21 @@ def test_the_median_of_sources_that_agree():
 
 
 def test_a_far_off_source_is_left_out():
-    c = combine({"coinbase": D(3300), "kraken": D(3000), "coingecko": D(3001)}, min_sources=2,
-                max_deviation_pct=D(1))
+    c = combine({"coinbase": D(3300), "kraken": D(3000), "coingecko": D(3001)}, min_sources=2, max_deviation_pct=D(1))
     assert c.price == D("3000.5") and c.excluded == ("coinbase",)
     assert round(c.deviation_pct["coinbase"], 2) == D("9.96")  # from the median of all three, 3001
     assert c.describe() == "median of coingecko, kraken (excluded: coinbase)"
 
 
-@pytest.mark.parametrize("answers, why", [
-    ({"coinbase": D(3000)}, "1 of the 2"),
-    ({}, "0 of the 2"),
-    ({"coinbase": D(3300), "kraken": D(3000)}, "disagree"),
-    ({"coinbase": D(3300), "kraken": D(3000), "coingecko": D(2700)}, "disagree"),
-])
+@pytest.mark.parametrize(
+    "answers, why",
+    [
+        ({"coinbase": D(3000)}, "1 of the 2"),
+        ({}, "0 of the 2"),
+        ({"coinbase": D(3300), "kraken": D(3000)}, "disagree"),
+        ({"coinbase": D(3300), "kraken": D(3000), "coingecko": D(2700)}, "disagree"),
+    ],
+)
 def test_too_few_or_disagreeing_sources_give_no_price(answers, why):
     with pytest.raises(NoConsensus, match=why):
         combine(answers, min_sources=2, max_deviation_pct=D(1))
@@ -77,7 +86,9 @@ def test_one_source_is_enough_when_the_operator_says_so():
     assert combine({"url": D(5)}, min_sources=1, max_deviation_pct=D(1)).describe() == "url"
 
 
-@pytest.mark.parametrize("text, pct", [("0", D("0.00")), ("2.5", D("2.50")), ("10%", D("10.00")), (" 0.01 ", D("0.01"))])
+@pytest.mark.parametrize(
+    "text, pct", [("0", D("0.00")), ("2.5", D("2.50")), ("10%", D("10.00")), (" 0.01 ", D("0.01"))]
+)
 def test_spread_percentages(text, pct):
     assert terms.parse_spread(text) == pct
 
@@ -107,7 +118,7 @@ def test_the_spread_is_paid_by_the_customer_and_amount_equals_crypto_times_rate(
 
 
 def test_the_lock_never_outlasts_the_payment():
-    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    now = datetime(2026, 1, 1, tzinfo=UTC)
     assert terms.lock_until(now, 60, None) == now + timedelta(minutes=60)
     assert terms.lock_until(now, 60, 15) == now + timedelta(minutes=15)
     assert terms.lock_until(now, 60, 120) == now + timedelta(minutes=60)
@@ -115,34 +126,45 @@ def test_the_lock_never_outlasts_the_payment():
 
 Row = namedtuple("Row", "amount_units counted status exchange_rate created_at")
 P = namedtuple("P", "exchange_rate")
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_funds_after_the_lock_count_at_their_arrival_rate():
     p = P(D(3000))
-    rows = [Row(5 * 10**15, True, "CONFIRMED", None, T0),  # in time: as is
-            Row(5 * 10**15, True, "CONFIRMED", D(2400), T0 + timedelta(minutes=5)),  # late, price fell 20%
-            Row(10**18, False, "CONFIRMED", D(9999), T0),  # not the payment's token: never counts
-            Row(10**18, True, "SEEN", D(9999), T0)]  # not confirmed yet
+    rows = [
+        Row(5 * 10**15, True, "CONFIRMED", None, T0),  # in time: as is
+        Row(5 * 10**15, True, "CONFIRMED", D(2400), T0 + timedelta(minutes=5)),  # late, price fell 20%
+        Row(10**18, False, "CONFIRMED", D(9999), T0),  # not the payment's token: never counts
+        Row(10**18, True, "SEEN", D(9999), T0),
+    ]  # not confirmed yet
     assert valued_units(p, rows) == 5 * 10**15 + 4 * 10**15
     assert latest_arrival_rate(rows) == D(2400)  # the latest counted one to arrive
     assert latest_arrival_rate(rows[:1]) is None
 
 
 def test_rate_settings_are_read_and_checked():
-    s = Settings.from_env({"RATES_PROVIDERS": "kraken, coingecko", "RATES_MIN_SOURCES": "2",
-                           "RATES_MAX_DEVIATION_PCT": "0.5", "RATES_CACHE_SECONDS": "10",
-                           "RATES_STALE_SECONDS": "60", "STABLECOIN_PEG_TOLERANCE_PCT": "2",
-                           "RATES_KRAKEN_URL": "http://127.0.0.1:9/"})
+    s = Settings.from_env(
+        {
+            "RATES_PROVIDERS": "kraken, coingecko",
+            "RATES_MIN_SOURCES": "2",
+            "RATES_MAX_DEVIATION_PCT": "0.5",
+            "RATES_CACHE_SECONDS": "10",
+            "RATES_STALE_SECONDS": "60",
+            "STABLECOIN_PEG_TOLERANCE_PCT": "2",
+            "RATES_KRAKEN_URL": "http://127.0.0.1:9/",
+        }
+    )
     assert s.rates_providers == ("kraken", "coingecko") and s.rates_max_deviation_pct == D("0.5")
     assert s.rates_kraken_url == "http://127.0.0.1:9" and s.stablecoin_peg_tolerance_pct == D(2)
     assert Settings.from_env({"RATES_PROVIDERS": "none"}).rates_providers == ()
     assert Settings().rates_providers == ("coinbase", "kraken", "coingecko")
-    for env, name in [({"RATES_PROVIDERS": "binance"}, "RATES_PROVIDERS"),
-                      ({"RATES_PROVIDERS": "kraken"}, "RATES_MIN_SOURCES"),
-                      ({"RATES_MAX_DEVIATION_PCT": "-1"}, "RATES_MAX_DEVIATION_PCT"),
-                      ({"RATES_CACHE_SECONDS": "60", "RATES_STALE_SECONDS": "30"}, "RATES_STALE_SECONDS"),
-                      ({"FIXED_RATES": "EUR=0"}, "FIXED_RATES")]:
+    for env, name in [
+        ({"RATES_PROVIDERS": "binance"}, "RATES_PROVIDERS"),
+        ({"RATES_PROVIDERS": "kraken"}, "RATES_MIN_SOURCES"),
+        ({"RATES_MAX_DEVIATION_PCT": "-1"}, "RATES_MAX_DEVIATION_PCT"),
+        ({"RATES_CACHE_SECONDS": "60", "RATES_STALE_SECONDS": "30"}, "RATES_STALE_SECONDS"),
+        ({"FIXED_RATES": "EUR=0"}, "FIXED_RATES"),
+    ]:
         with pytest.raises(ValueError, match=name):
             Settings.from_env(env)
 

@@ -1,5 +1,6 @@
 """The publisher's confirm bookkeeping (pure logic; the broker round trip itself is covered
 by the integration suites and measured by `make bench`)."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace

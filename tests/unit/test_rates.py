@@ -1,4 +1,5 @@
 """Rates and exact amount arithmetic."""
+
 from decimal import Decimal
 
 import pytest
@@ -9,9 +10,17 @@ from kassa_common.pricing.fixed import DEFAULT_FIXED_RATES, FixedRates, RateProv
 
 def test_parse_default_rates():
     assert parse_fixed_rates(DEFAULT_FIXED_RATES) == {
-        "ETH": Decimal(3000), "BTC": Decimal(60000), "POL": Decimal("0.50"), "BNB": Decimal(600),
-        "EUR": Decimal("1.08"), "GBP": Decimal("1.27"), "CHF": Decimal("1.13"), "CAD": Decimal("0.73"),
-        "AUD": Decimal("0.66"), "JPY": Decimal("0.0067")}
+        "ETH": Decimal(3000),
+        "BTC": Decimal(60000),
+        "POL": Decimal("0.50"),
+        "BNB": Decimal(600),
+        "EUR": Decimal("1.08"),
+        "GBP": Decimal("1.27"),
+        "CHF": Decimal("1.13"),
+        "CAD": Decimal("0.73"),
+        "AUD": Decimal("0.66"),
+        "JPY": Decimal("0.0067"),
+    }
 
 
 def test_parse_is_lenient_about_spacing_and_case():
@@ -19,8 +28,10 @@ def test_parse_is_lenient_about_spacing_and_case():
     assert parse_fixed_rates("") == {}
 
 
-@pytest.mark.parametrize("text", ["ETH", "ETH=", "=5", "ETH=abc", "ETH=0", "ETH=-1", "ETH=NaN", "ETH=Infinity",
-                                  "ETH=1,ETH=2", "E TH=1", "ETH=1=2"])
+@pytest.mark.parametrize(
+    "text",
+    ["ETH", "ETH=", "=5", "ETH=abc", "ETH=0", "ETH=-1", "ETH=NaN", "ETH=Infinity", "ETH=1,ETH=2", "E TH=1", "ETH=1=2"],
+)
 def test_parse_rejects_bad_input(text):
     with pytest.raises(ValueError):
         parse_fixed_rates(text)
@@ -81,7 +92,9 @@ def test_amount_never_underpays():
         assert crypto_amount(usd, rate, 18) * rate >= usd
 
 
-@pytest.mark.parametrize("usd,rate", [(Decimal(-1), Decimal(1)), (Decimal(1), Decimal(0)), (Decimal("NaN"), Decimal(1))])
+@pytest.mark.parametrize(
+    "usd,rate", [(Decimal(-1), Decimal(1)), (Decimal(1), Decimal(0)), (Decimal("NaN"), Decimal(1))]
+)
 def test_amount_rejects_bad_input(usd, rate):
     with pytest.raises(ValueError):
         crypto_amount(usd, rate, 18)
@@ -91,7 +104,7 @@ def test_base_units_round_trip():
     assert to_base_units(Decimal("10.000000"), 6) == 10_000_000
     assert to_base_units(Decimal("0.00333334"), 18) == 3_333_340_000_000_000
     assert to_base_units(Decimal("1E+2"), 8) == 10_000_000_000
-    assert to_base_units(Decimal("0"), 18) == 0
+    assert to_base_units(Decimal(0), 18) == 0
     assert to_base_units(Decimal("-1.5"), 1) == -15
     big = 123456789012345678901234567890123456789
     assert to_base_units(from_base_units(big, 18), 18) == big

@@ -1,11 +1,12 @@
 """The webhook retry schedule of DESIGN.md section 3."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from kassa_webhook_sender.webhooks.retry import DEFAULT_POLICY, RetryPolicy
 
-T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_delays_follow_the_published_schedule_then_every_12_hours():

@@ -1,5 +1,6 @@
 """``<NETWORK>_RPC_URLS``, ``<NETWORK>_RPC_URL`` and ``<NETWORK>_RPC_QUORUM``, read by the one
 Settings class; and the chain each Bitcoin network's nodes must be on."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,7 +25,8 @@ def test_the_single_url_setting_still_works_as_a_list_of_one():
 
 def test_the_list_wins_over_the_single_url():
     assert base({"BASE_RPC_URL": "https://old.example", "BASE_RPC_URLS": "https://new.example"}).nodes == (
-        "https://new.example",)
+        "https://new.example",
+    )
 
 
 def test_no_node_leaves_the_network_off():

@@ -1,6 +1,7 @@
 """``<NETWORK>_RPC_QUORUM=2``: the scanner reads one node, and a transfer is confirmed only
 once another node holds the same block at the required depth with the same transfer in it.
 One node, lagging, down or lying, delays and never credits. Scripted chains, no I/O."""
+
 from __future__ import annotations
 
 import copy
@@ -8,13 +9,13 @@ import copy
 import pytest
 from prometheus_client import REGISTRY
 
-from kassa_chain_watcher.chain import Found
+from kassa_common.chains.networks import Network
 from kassa_common.chains.nodes import NodePool
-from kassa_chain_watcher.quorum import NoQuorum, Quorum
 from kassa_common.chains.rpc import RpcUnavailable, redact
+from kassa_chain_watcher.chain import Found
+from kassa_chain_watcher.quorum import NoQuorum, Quorum
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.watchlist import Watchlist
-from kassa_common.chains.networks import Network
 from tests.unit.test_chain_scanner import ALICE, Bus, FakeChain, MemoryStore, transfer
 
 URLS = ("http://reader:1", "http://other:2")
@@ -57,8 +58,9 @@ class World:
             pass
 
     def reports(self) -> list[tuple[str, str, int]]:
-        return [(m.routing_key.rsplit(".", 1)[1], m.body["tx_hash"], m.body["confirmations"])
-                for m in self.bus.messages]
+        return [
+            (m.routing_key.rsplit(".", 1)[1], m.body["tx_hash"], m.body["confirmations"]) for m in self.bus.messages
+        ]
 
     def confirmed(self, tx: str) -> bool:
         return ("confirmed", tx, NET.required_confirmations) in self.reports()

@@ -1,6 +1,7 @@
 """``Quorum`` at its edges, called directly: how far the confirmed line moves when other
 nodes lag, hold back a block or a transfer at exactly the boundary, and when a late
 address's backfill counts as agreed. Scripted chains, no I/O."""
+
 from __future__ import annotations
 
 import copy
@@ -8,11 +9,11 @@ import copy
 import pytest
 from prometheus_client import REGISTRY
 
+from kassa_common.chains.networks import Network
 from kassa_chain_watcher.chain import Found
 from kassa_chain_watcher.nodes import NodePool
 from kassa_chain_watcher.quorum import NoQuorum, Quorum
 from kassa_chain_watcher.rpc import RpcUnavailable
-from kassa_common.chains.networks import Network
 from tests.unit.test_chain_scanner import ALICE, FakeChain, transfer
 
 pytestmark = pytest.mark.unit
@@ -29,7 +30,7 @@ class Peer:
     def __init__(self, reader: FakeChain, tip: int | None = None) -> None:
         self.chain = copy.deepcopy(reader)
         if tip is not None:
-            del self.chain.chain[tip + 1:]
+            del self.chain.chain[tip + 1 :]
         self.calls: list[str] = []
         self.native: list[set[str]] = []
         self.down = False
@@ -54,10 +55,10 @@ class Peer:
 
 
 def quorum(need: int, *peers: Peer, name: str = "QEDGE") -> Quorum:
-    net = Network(name, "evm", 1, REQUIRED, 1.0, URLS[0], (), rpc_urls=URLS[:1 + len(peers)], rpc_quorum=need)
+    net = Network(name, "evm", 1, REQUIRED, 1.0, URLS[0], (), rpc_urls=URLS[: 1 + len(peers)], rpc_quorum=need)
     pool = NodePool(net, check=lambda *_: None)
     pool.reader = pool.nodes[0]
-    chains = {id(node.rpc): peer for node, peer in zip(pool.nodes[1:], peers)}
+    chains = {id(node.rpc): peer for node, peer in zip(pool.nodes[1:], peers, strict=True)}
     return Quorum(net, pool, lambda rpc: chains[id(rpc)])
 
 
@@ -133,6 +134,7 @@ def test_the_other_node_is_asked_for_native_coin_only_to_the_addresses_paid_in_i
 
 
 # -- a late address's backfill -------------------------------------------------------------
+
 
 def test_a_backfill_with_nothing_to_check_asks_no_node():
     reader = reader_with({5: [transfer()]})

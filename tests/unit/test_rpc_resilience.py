@@ -1,5 +1,6 @@
 """RPC failures told apart (unavailable / range too large / other), URLs never showing their
 keys, and the adaptive ``eth_getLogs`` window: against fake HTTP answers and a fake node."""
+
 from __future__ import annotations
 
 import logging
@@ -7,12 +8,20 @@ import logging
 import pytest
 import requests
 
-from kassa_chain_watcher import evm
-from kassa_chain_watcher.evm import EvmChain
-from kassa_common.chains.rpc import (JsonRpc, RangeTooLarge, RpcError, RpcUnavailable, classify, redact,
-                                     retry_after, scrub)
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import Network, Token
+from kassa_common.chains.rpc import (
+    JsonRpc,
+    RangeTooLarge,
+    RpcError,
+    RpcUnavailable,
+    classify,
+    redact,
+    retry_after,
+    scrub,
+)
+from kassa_chain_watcher import evm
+from kassa_chain_watcher.evm import EvmChain
 
 SECRET_URLS = [
     ("https://mainnet.infura.io/v3/SECRETKEY123", "https://mainnet.infura.io"),
@@ -73,7 +82,8 @@ def test_a_connection_error_is_unavailability_and_its_text_holds_no_key():
     refused = requests.ConnectionError(
         "HTTPSConnectionPool(host='mainnet.infura.io', port=443): Max retries exceeded with url: "
         "/v3/SECRETKEY123 (Caused by NewConnectionError('Failed to establish a new connection: "
-        "[Errno 111] Connection refused'))")
+        "[Errno 111] Connection refused'))"
+    )
     rpc = rpc_answering(refused)
     with pytest.raises(RpcUnavailable) as info:
         rpc.call("eth_blockNumber")
@@ -89,8 +99,14 @@ def test_a_timeout_is_unavailability():
 
 
 def test_http_429_is_unavailability_with_the_wait_the_node_asked_for():
-    rpc = rpc_answering(FakeResponse(429, '{"jsonrpc":"2.0","error":{"code":429,"message":"slow down"}}',
-                                     {"Retry-After": "7"}, "Too Many Requests"))
+    rpc = rpc_answering(
+        FakeResponse(
+            429,
+            '{"jsonrpc":"2.0","error":{"code":429,"message":"slow down"}}',
+            {"Retry-After": "7"},
+            "Too Many Requests",
+        )
+    )
     with pytest.raises(RpcUnavailable) as info:
         rpc.call("eth_blockNumber")
     assert info.value.retry_after == 7.0
@@ -104,8 +120,10 @@ def test_a_5xx_without_a_json_rpc_answer_is_unavailability():
 
 def test_a_5xx_with_a_json_rpc_error_is_that_error():
     """Bitcoin Core answers a failed call with HTTP 500 and the JSON-RPC error."""
-    rpc = rpc_answering(FakeResponse(500, '{"result":null,"error":{"code":-8,"message":"Block height out of range"},'
-                                          '"id":1}'), url="http://user:SECRETKEY123@127.0.0.1:18443")
+    rpc = rpc_answering(
+        FakeResponse(500, '{"result":null,"error":{"code":-8,"message":"Block height out of range"},"id":1}'),
+        url="http://user:SECRETKEY123@127.0.0.1:18443",
+    )
     with pytest.raises(RpcError) as info:
         rpc.call("getblockhash", 10**9)
     assert type(info.value) is RpcError and "out of range" in str(info.value)
@@ -117,16 +135,19 @@ def test_a_batch_entry_refused_as_too_large_raises_range_too_large():
         rpc_answering(FakeResponse(200, reply)).batch([("eth_getLogs", [{}])])
 
 
-@pytest.mark.parametrize("message", [
-    "query returned more than 10000 results",
-    "Query returned more than 10000 results. Try with this block range [0x1, 0x2].",
-    "too many results",
-    "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range",
-    "Under the Free tier plan, you can make eth_getLogs requests with up to a 10 block range.",
-    "block range is too wide",
-    "exceed maximum block range: 5000",
-    "limit exceeded",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        "query returned more than 10000 results",
+        "Query returned more than 10000 results. Try with this block range [0x1, 0x2].",
+        "too many results",
+        "Log response size exceeded. You can make eth_getLogs requests with up to a 2K block range",
+        "Under the Free tier plan, you can make eth_getLogs requests with up to a 10 block range.",
+        "block range is too wide",
+        "exceed maximum block range: 5000",
+        "limit exceeded",
+    ],
+)
 def test_providers_ways_of_saying_too_many_logs_are_range_too_large(message):
     assert type(classify({"code": -32000, "message": message}, "eth_getLogs")) is RangeTooLarge
 
@@ -136,28 +157,43 @@ def test_code_32005_is_range_too_large_unless_it_says_rate():
     assert type(classify({"code": -32005, "message": "project ID request rate exceeded"}, "x")) is RpcUnavailable
 
 
-@pytest.mark.parametrize("error", [
-    {"code": 429, "message": "Your app has exceeded its compute units per second capacity"},
-    {"code": -32000, "message": "rate limit reached"},
-    {"code": -32603, "message": "Too Many Requests"},
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"code": 429, "message": "Your app has exceeded its compute units per second capacity"},
+        {"code": -32000, "message": "rate limit reached"},
+        {"code": -32603, "message": "Too Many Requests"},
+    ],
+)
 def test_rate_limits_in_a_json_rpc_error_are_unavailability(error):
     assert type(classify(error, "eth_call")) is RpcUnavailable
 
 
-@pytest.mark.parametrize("error", [
-    {"code": -32601, "message": "the method eth_foo does not exist/is not available"},
-    {"code": -32602, "message": "invalid argument 0: hex string without 0x prefix"},
-    {"code": -8, "message": "Block height out of range"},
-])
+@pytest.mark.parametrize(
+    "error",
+    [
+        {"code": -32601, "message": "the method eth_foo does not exist/is not available"},
+        {"code": -32602, "message": "invalid argument 0: hex string without 0x prefix"},
+        {"code": -8, "message": "Block height out of range"},
+    ],
+)
 def test_other_errors_stay_plain_rpc_errors(error):
     assert type(classify(error, "x")) is RpcError
 
 
-@pytest.mark.parametrize(("value", "seconds"), [
-    (None, None), ("", None), ("2", 2.0), ("0.5", 0.5), ("-3", 0.0), ("99999", 300.0), ("soon", None),
-    ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date in the past: now
-])
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (None, None),
+        ("", None),
+        ("2", 2.0),
+        ("0.5", 0.5),
+        ("-3", 0.0),
+        ("99999", 300.0),
+        ("soon", None),
+        ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0),  # a date in the past: now
+    ],
+)
 def test_retry_after_header(value, seconds):
     assert retry_after(value) == seconds
 
@@ -180,10 +216,19 @@ class LimitedNode:
         self.asked.append((lo, hi))
         if hi - lo + 1 > self.limit:
             raise RangeTooLarge("eth_getLogs: query returned more than 10000 results")
-        return [{"blockNumber": hex(n), "blockHash": f"0x{n:064x}", "logIndex": "0x0", "removed": False,
-                 "transactionHash": f"0x{n:064x}", "address": USDC, "data": hex(n),
-                 "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + ALICE[2:].rjust(64, "0")]}
-                for n in range(lo, hi + 1)]
+        return [
+            {
+                "blockNumber": hex(n),
+                "blockHash": f"0x{n:064x}",
+                "logIndex": "0x0",
+                "removed": False,
+                "transactionHash": f"0x{n:064x}",
+                "address": USDC,
+                "data": hex(n),
+                "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + ALICE[2:].rjust(64, "0")],
+            }
+            for n in range(lo, hi + 1)
+        ]
 
     def close(self) -> None:
         pass
@@ -216,8 +261,8 @@ def test_the_window_grows_back_after_answers_in_a_row_up_to_its_maximum():
     assert [n for n, _, _ in found] == list(range(16, 1017))
     sizes = [hi - lo + 1 for lo, hi in node.asked]
     more = evm.GROW_AFTER - 2  # answers still needed for a streak of GROW_AFTER
-    assert sizes[:more + 1] == [8] * more + [16]
-    assert sizes[more:more + evm.GROW_AFTER + 1] == [16] * evm.GROW_AFTER + [32]
+    assert sizes[: more + 1] == [8] * more + [16]
+    assert sizes[more : more + evm.GROW_AFTER + 1] == [16] * evm.GROW_AFTER + [32]
     assert max(sizes) == 64 and chain.log_range == 64  # never beyond the configured maximum
 
 
@@ -301,7 +346,7 @@ def test_failing_scans_back_off_exponentially_and_a_success_resets_the_backoff(c
     watcher = watcher_running([down] * 6 + [False] + [down, False])
     waits = watcher.stopping.waits
     assert len(waits) == 7
-    assert all(0.1 * 2 ** i <= w <= 0.2 * 2 ** i for i, w in enumerate(waits[:6]))  # 0.2 · 2ⁿ, its upper half
+    assert all(0.1 * 2**i <= w <= 0.2 * 2**i for i, w in enumerate(waits[:6]))  # 0.2 · 2ⁿ, its upper half
     assert waits[5] >= 3.2  # no tight loop: the sixth wait is over 3 s
     assert 0.1 <= waits[6] <= 0.2  # after a good tick, back to the first wait
     text = caplog.text

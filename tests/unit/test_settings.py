@@ -1,5 +1,6 @@
 """The deployment settings that make a stack a development one: KASSA_ENV, the built-in
 SECRET_KEY and FIXED_RATES_ALLOW_LIVE (read from an environment mapping, nothing else)."""
+
 from __future__ import annotations
 
 import pytest
@@ -14,8 +15,14 @@ def test_production_is_the_default_and_refuses_the_built_in_secret():
         settings.check_web()
 
 
-@pytest.mark.parametrize("env", [{"SECRET_KEY": "a-long-random-secret-of-the-operator"},
-                                 {"KASSA_ENV": "development"}, {"KASSA_ENV": " Development "}])
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"SECRET_KEY": "a-long-random-secret-of-the-operator"},
+        {"KASSA_ENV": "development"},
+        {"KASSA_ENV": " Development "},
+    ],
+)
 def test_an_own_secret_or_a_development_stack_starts(env):
     Settings.from_env(env).check_web()
 
@@ -32,8 +39,14 @@ def test_fixed_rates_for_live_payments_are_a_boolean_setting():
 
 
 def test_the_chain_watchers_and_the_sweepers_settings_are_read_with_the_rest():
-    settings = Settings.from_env({"CHAIN_WATCHER_POLL_SECONDS": "0.5", "CHAIN_WATCHER_NETWORKS": "local_evm, base",
-                                  "SWEEP_BATCH_SIZE": "7", "SWEEPER_NETWORKS": "base"})
+    settings = Settings.from_env(
+        {
+            "CHAIN_WATCHER_POLL_SECONDS": "0.5",
+            "CHAIN_WATCHER_NETWORKS": "local_evm, base",
+            "SWEEP_BATCH_SIZE": "7",
+            "SWEEPER_NETWORKS": "base",
+        }
+    )
     assert settings.chain_watcher_poll_seconds == 0.5 and settings.chain_watcher_networks == ("LOCAL_EVM", "BASE")
     assert settings.chain_watcher_batch_blocks == 500 and settings.chain_watcher_reload_seconds == 30
     assert settings.sweep_batch_size == 7 and settings.sweeper_networks == ("BASE",)

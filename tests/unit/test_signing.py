@@ -1,4 +1,5 @@
 """Webhook signatures: t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body>")>."""
+
 from __future__ import annotations
 
 import hashlib
@@ -85,14 +86,17 @@ def test_unknown_schemes_and_spaces_are_ignored():
     assert verify_signature(SECRET, f"t={T}, v0=abc, {v1}", BODY, now=T)
 
 
-@pytest.mark.parametrize("header, reason", [
-    ("", "missing"),
-    ("garbage", "malformed"),
-    ("t=abc,v1=00", "malformed timestamp"),
-    ("v1=00", "no timestamp"),
-    (f"t={T}", "no v1 signature"),
-    (f"t={T},v0=00", "no v1 signature"),
-])
+@pytest.mark.parametrize(
+    "header, reason",
+    [
+        ("", "missing"),
+        ("garbage", "malformed"),
+        ("t=abc,v1=00", "malformed timestamp"),
+        ("v1=00", "no timestamp"),
+        (f"t={T}", "no v1 signature"),
+        (f"t={T},v0=00", "no v1 signature"),
+    ],
+)
 def test_malformed_headers_say_why(header, reason):
     with pytest.raises(SignatureError, match=reason):
         verify_signature(SECRET, header, BODY, now=T)

@@ -1,4 +1,5 @@
 """Telling an outage from a bad message (DESIGN §1), and the waits while one lasts."""
+
 from __future__ import annotations
 
 import psycopg2
@@ -19,26 +20,32 @@ def wrapped(exc: Exception) -> Exception:
         return outer
 
 
-@pytest.mark.parametrize("exc", [
-    sa_exc.OperationalError("SELECT 1", {}, psycopg2.OperationalError("connection refused")),
-    sa_exc.InterfaceError("SELECT 1", {}, psycopg2.InterfaceError("connection already closed")),
-    sa_exc.TimeoutError("QueuePool limit reached"),
-    ConnectionRefusedError(111, "Connection refused"),
-    TimeoutError("timed out"),
-    type("AMQPConnectionError", (Exception,), {})(),
-    wrapped(ConnectionResetError(104, "reset by peer")),
-])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        sa_exc.OperationalError("SELECT 1", {}, psycopg2.OperationalError("connection refused")),
+        sa_exc.InterfaceError("SELECT 1", {}, psycopg2.InterfaceError("connection already closed")),
+        sa_exc.TimeoutError("QueuePool limit reached"),
+        ConnectionRefusedError(111, "Connection refused"),
+        TimeoutError("timed out"),
+        type("AMQPConnectionError", (Exception,), {})(),
+        wrapped(ConnectionResetError(104, "reset by peer")),
+    ],
+)
 def test_connection_failures_and_timeouts_are_transient(exc):
     assert is_transient(exc)
 
 
-@pytest.mark.parametrize("exc", [
-    ValueError("malformed transfer report"),
-    KeyError("network"),
-    sa_exc.IntegrityError("INSERT", {}, psycopg2.IntegrityError("duplicate key")),
-    sa_exc.ProgrammingError("SELECT", {}, psycopg2.ProgrammingError("no such column")),
-    wrapped(ZeroDivisionError()),
-])
+@pytest.mark.parametrize(
+    "exc",
+    [
+        ValueError("malformed transfer report"),
+        KeyError("network"),
+        sa_exc.IntegrityError("INSERT", {}, psycopg2.IntegrityError("duplicate key")),
+        sa_exc.ProgrammingError("SELECT", {}, psycopg2.ProgrammingError("no such column")),
+        wrapped(ZeroDivisionError()),
+    ],
+)
 def test_a_failure_of_the_message_itself_is_not_transient(exc):
     assert not is_transient(exc)
 

@@ -1,5 +1,6 @@
 """One worker bootstrap: what ``wire`` builds for a process, and the stop order of ``run``.
 Nothing here reaches a server: ``wire`` must not connect."""
+
 from __future__ import annotations
 
 import signal
@@ -10,13 +11,18 @@ import pytest
 
 from kassa_common import db
 from kassa_common import worker as worker_module
-from kassa_common.messaging import topology
 from kassa_common.config import Settings
+from kassa_common.messaging import topology
 from kassa_common.worker import loop, wire
 
 # Ports nothing listens on: wiring must succeed without them.
-UNREACHABLE = Settings.from_env({"DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
-                                 "RABBITMQ_URL": "amqp://nobody:x@127.0.0.1:9/%2F", "BUS_PREFIX": "t-abc"})
+UNREACHABLE = Settings.from_env(
+    {
+        "DATABASE_URL": "postgresql://nobody@127.0.0.1:9/none",
+        "RABBITMQ_URL": "amqp://nobody:x@127.0.0.1:9/%2F",
+        "BUS_PREFIX": "t-abc",
+    }
+)
 
 
 @contextmanager

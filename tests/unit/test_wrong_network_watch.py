@@ -1,5 +1,6 @@
 """Wrong network, the watcher's side: which payments' addresses a network's watcher matches,
 and where a new payment's address goes when it arrives over the bus."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,13 @@ def test_a_bitcoin_watcher_watches_only_its_own_network():
 
 
 def created(network: str, address: str, test_mode: bool = False) -> tuple:
-    body = {"id": "evt_1", "event": "payment.created", "timestamp": "2026-01-01T00:00:00.000Z",
-            "test_mode": test_mode, "data": {"network": network, "address": address, "test_mode": test_mode}}
+    body = {
+        "id": "evt_1",
+        "event": "payment.created",
+        "timestamp": "2026-01-01T00:00:00.000Z",
+        "test_mode": test_mode,
+        "data": {"network": network, "address": address, "test_mode": test_mode},
+    }
     return None, SimpleNamespace(routing_key="payment.created"), None, json.dumps(body).encode()
 
 

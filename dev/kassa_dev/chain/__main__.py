@@ -28,7 +28,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default=DEFAULT_HOST)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument(
-        "--block-time", type=float, default=1.0,
+        "--block-time",
+        type=float,
+        default=1.0,
         help="seconds between blocks (default 1, like LOCAL_EVM); 0 for automine",
     )
     parser.add_argument("--deploy-only", action="store_true", help="deploy onto a running anvil and exit")

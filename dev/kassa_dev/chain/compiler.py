@@ -90,7 +90,8 @@ def compile_sources(
         input=json.dumps(standard_input),
         capture_output=True,
         text=True,
-        timeout=300, check=False,
+        timeout=300,
+        check=False,
     )
     if proc.returncode != 0:
         raise DevChainError(f"solcjs failed (exit {proc.returncode}): {proc.stderr.strip()}")

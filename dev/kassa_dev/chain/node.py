@@ -65,9 +65,12 @@ def start_anvil(
         raise DevChainError(f"something already answers JSON-RPC at {url}; not starting anvil")
     args = [
         str(anvil_binary(repo_root)),
-        "--host", host,
-        "--port", str(port),
-        "--chain-id", str(chain_id),
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--chain-id",
+        str(chain_id),
         "--silent",
     ]
     if block_time is not None:

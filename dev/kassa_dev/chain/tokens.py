@@ -12,10 +12,10 @@ from kassa_common.chains.evm import TRANSFER_TOPIC  # re-exported: topic 0 of th
 
 from .compiler import compile_token
 from .constants import (
-    DEV_CHAIN_IDS,
     DEPLOYER_ADDRESS,
     DEPLOYER_FUNDING_WEI,
     DEPLOYER_PRIVATE_KEY,
+    DEV_CHAIN_IDS,
     DEV_TOKENS,
     dev_token_addresses,
 )
@@ -246,8 +246,8 @@ __all__ = [
     "TOKEN_ABI",
     "TRANSFER_TOPIC",
     "deploy_dev_tokens",
+    "erc20",
     "mint",
     "pay",
     "token_balance",
-    "erc20",
 ]

@@ -1,5 +1,6 @@
 """Merchant accounts, API keys, wallets and settings (their commands and reads): used by the
 operator CLI and the dashboard."""
+
 from __future__ import annotations
 
 import re
@@ -77,8 +78,9 @@ def merchant_by_email(session: Session, email: str) -> Merchant:
     return merchant
 
 
-def create_merchant(session: Session, email: str, password: str | None, business_name: str | None,
-                    activate: bool = False) -> Merchant:
+def create_merchant(
+    session: Session, email: str, password: str | None, business_name: str | None, activate: bool = False
+) -> Merchant:
     try:
         email = valid_email(email)
     except InvalidEmail:
@@ -86,8 +88,13 @@ def create_merchant(session: Session, email: str, password: str | None, business
     exists = session.scalar(sa.select(Merchant.id).where(sa.func.lower(Merchant.email) == email.lower()))
     if exists:
         raise AccountError(f"a merchant with email {email} already exists")
-    merchant = Merchant(id=uuid.uuid4(), email=email, password_hash=hash_password(password) if password else None,
-                        business_name=(business_name or "").strip() or None, activated=activate)
+    merchant = Merchant(
+        id=uuid.uuid4(),
+        email=email,
+        password_hash=hash_password(password) if password else None,
+        business_name=(business_name or "").strip() or None,
+        activated=activate,
+    )
     session.add(merchant)
     session.flush()
     return merchant
@@ -99,15 +106,24 @@ class NewKey:
     row: ApiKey
 
 
-def create_key(session: Session, merchant_id: uuid.UUID, mode: str, scopes: list[str], name: str | None = None) -> NewKey:
+def create_key(
+    session: Session, merchant_id: uuid.UUID, mode: str, scopes: list[str], name: str | None = None
+) -> NewKey:
     if mode not in MODES:
         raise AccountError(f"mode must be one of {', '.join(MODES)}")
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown or not scopes:
         raise AccountError(f"unknown scopes {unknown}; choose from {', '.join(SCOPES)}")
     key = new_api_key(mode)
-    row = ApiKey(id=uuid.uuid4(), merchant_id=merchant_id, mode=mode, name=name, prefix=key[:18] + "…",
-                 key_hash=hash_api_key(key), scopes=sorted(set(scopes)))
+    row = ApiKey(
+        id=uuid.uuid4(),
+        merchant_id=merchant_id,
+        mode=mode,
+        name=name,
+        prefix=key[:18] + "…",
+        key_hash=hash_api_key(key),
+        scopes=sorted(set(scopes)),
+    )
     session.add(row)
     session.flush()
     return NewKey(key, row)
@@ -126,8 +142,9 @@ class SavedWallet(NamedTuple):
     warning: str | None  # shown to whoever set it (a published test key in development)
 
 
-def set_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: str, xpub: str, *,
-               allow_test_keys: bool = False) -> SavedWallet:
+def set_wallet(
+    session: Session, merchant_id: uuid.UUID, mode: str, chain: str, xpub: str, *, allow_test_keys: bool = False
+) -> SavedWallet:
     """Set the merchant's key for ``chain`` in ``mode``. Live mode takes only mainnet keys
     that are not published test keys (``allow_test_keys``: with a warning, for development)."""
     if mode not in MODES or chain not in CHAINS:
@@ -154,14 +171,21 @@ def set_settlement_address(session: Session, merchant_id: uuid.UUID, mode: str, 
     return address
 
 
-def _upsert_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: str, *, xpub: str | None = None,
-                   settlement_address: str | None = None) -> None:
+def _upsert_wallet(
+    session: Session,
+    merchant_id: uuid.UUID,
+    mode: str,
+    chain: str,
+    *,
+    xpub: str | None = None,
+    settlement_address: str | None = None,
+) -> None:
     """A chain's wallet is one thing at a time: the key or the settlement address."""
     now = utcnow()
     values = {"xpub": xpub, "settlement_address": settlement_address, "updated_at": now}
     session.execute(
-        pg_insert(Wallet).values(id=uuid.uuid4(), merchant_id=merchant_id, mode=mode, chain=chain, created_at=now,
-                                 **values)
+        pg_insert(Wallet)
+        .values(id=uuid.uuid4(), merchant_id=merchant_id, mode=mode, chain=chain, created_at=now, **values)
         .on_conflict_do_update(index_elements=["merchant_id", "mode", "chain"], set_=values)
     )
 
@@ -178,6 +202,7 @@ _FRACTION = Decimal("0.00001")
 class MerchantSettings(NamedTuple):
     """What a merchant's new payments get: how long they stay open, and how far short of
     the amount due a confirmed total may fall and still complete (wallet fees, rounding)."""
+
     payment_lifetime_minutes: int
     lifetime_is_default: bool  # the merchant has none of its own: PAYMENT_LIFETIME_MINUTES applies
     underpayment_tolerance: Decimal  # a fraction of the amount due, as stored
@@ -194,18 +219,19 @@ def merchant_settings(merchant: Merchant, default_lifetime: int) -> MerchantSett
     return MerchantSettings(own or default_lifetime, own is None, merchant.underpayment_tolerance or Decimal(0))
 
 
-def set_merchant_settings(merchant: Merchant, *, payment_lifetime: str | None = None,
-                          underpayment_tolerance: str | None = None) -> None:
+def set_merchant_settings(
+    merchant: Merchant, *, payment_lifetime: str | None = None, underpayment_tolerance: str | None = None
+) -> None:
     """Change the settings given as text (None: keep), as the dashboard and the CLI take them.
 
     Both are checked before either changes, so a refusal writes nothing. The lifetime is
     read when a payment is made (``Owner.lifetime_minutes``: existing payments keep their
     expiry), the tolerance when a transfer confirms (``settle``: open payments too).
     """
-    lifetime = (merchant.payment_lifetime_minutes if payment_lifetime is None
-                else parse_lifetime(payment_lifetime))
-    tolerance = (merchant.underpayment_tolerance if underpayment_tolerance is None
-                 else parse_tolerance(underpayment_tolerance))
+    lifetime = merchant.payment_lifetime_minutes if payment_lifetime is None else parse_lifetime(payment_lifetime)
+    tolerance = (
+        merchant.underpayment_tolerance if underpayment_tolerance is None else parse_tolerance(underpayment_tolerance)
+    )
     merchant.payment_lifetime_minutes, merchant.underpayment_tolerance = lifetime, tolerance
 
 
@@ -215,8 +241,10 @@ def parse_lifetime(text: str) -> int | None:
     if text.lower() in ("", "default"):
         return None
     if not re.fullmatch(r"[0-9]{1,6}", text) or not MIN_LIFETIME <= int(text) <= MAX_LIFETIME:
-        raise AccountError(f"payment lifetime must be a whole number of minutes from {MIN_LIFETIME} to "
-                           f"{MAX_LIFETIME} (two days), or empty for the default; got {_shown(text)}")
+        raise AccountError(
+            f"payment lifetime must be a whole number of minutes from {MIN_LIFETIME} to "
+            f"{MAX_LIFETIME} (two days), or empty for the default; got {_shown(text)}"
+        )
     return int(text)
 
 
@@ -227,10 +255,16 @@ def parse_tolerance(text: str) -> Decimal:
         percent = Decimal(raw) if len(raw) <= 20 else None
     except InvalidOperation:
         percent = None
-    if (percent is None or not percent.is_finite() or not 0 <= percent <= MAX_TOLERANCE_PERCENT
-            or percent.quantize(TOLERANCE_STEP) != percent):
-        raise AccountError(f"underpayment tolerance must be a percentage from 0 to {MAX_TOLERANCE_PERCENT} "
-                           f"in steps of {TOLERANCE_STEP}; got {_shown(text.strip())}")
+    if (
+        percent is None
+        or not percent.is_finite()
+        or not 0 <= percent <= MAX_TOLERANCE_PERCENT
+        or percent.quantize(TOLERANCE_STEP) != percent
+    ):
+        raise AccountError(
+            f"underpayment tolerance must be a percentage from 0 to {MAX_TOLERANCE_PERCENT} "
+            f"in steps of {TOLERANCE_STEP}; got {_shown(text.strip())}"
+        )
     return (percent / 100).quantize(_FRACTION)
 
 
@@ -240,14 +274,18 @@ def _shown(text: str) -> str:
 
 # ---- reads -----------------------------------------------------------------------------
 
+
 def api_keys(session: Session, merchant_id: uuid.UUID) -> list[ApiKey]:
     """Every key of the merchant, of both modes and revoked ones too, newest first."""
-    return list(session.scalars(sa.select(ApiKey).where(ApiKey.merchant_id == merchant_id)
-                                .order_by(ApiKey.created_at.desc())))
+    return list(
+        session.scalars(sa.select(ApiKey).where(ApiKey.merchant_id == merchant_id).order_by(ApiKey.created_at.desc()))
+    )
 
 
 def wallets(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, Wallet]:
     """The merchant's wallet per chain (``evm``, ``bitcoin``) in ``mode``: an extended
     public key, or (EVM) a forwarder settlement address."""
-    return {w.chain: w for w in session.scalars(
-        sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode))}
+    return {
+        w.chain: w
+        for w in session.scalars(sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode))
+    }

@@ -6,14 +6,16 @@ entry point names a callable that takes the top-level subparsers and adds its ow
 as ``run(args, settings)``, like the built-in ones. This module never imports a plugin by
 name, so the product does not depend on what happens to be installed beside it.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from pika.exceptions import AMQPError
 from sqlalchemy.exc import SQLAlchemyError
@@ -43,7 +45,11 @@ def cmd_merchant_create(args, settings: Settings) -> None:
     with unit_of_work_for(settings) as s:
         m = accounts.create_merchant(s, args.email, args.password, args.business_name, args.activate)
         data = {"id": str(m.id), "email": m.email, "activated": m.activated}
-    _out(args, data, f"merchant {data['email']} created ({'active' if data['activated'] else 'not activated'}), id {data['id']}")
+    _out(
+        args,
+        data,
+        f"merchant {data['email']} created ({'active' if data['activated'] else 'not activated'}), id {data['id']}",
+    )
 
 
 def _set_flag(flag: str, value: bool) -> Callable:
@@ -53,6 +59,7 @@ def _set_flag(flag: str, value: bool) -> Callable:
             setattr(m, flag, value)
             data = {"id": str(m.id), "email": m.email, "activated": m.activated, "banned": m.banned}
         _out(args, data, f"merchant {data['email']}: {flag} = {value}")
+
     return run
 
 
@@ -70,26 +77,37 @@ def cmd_merchant_settings(args, settings: Settings) -> None:
     """Print the merchant's settings, after changing those given."""
     with unit_of_work_for(settings) as s:
         m = accounts.merchant_by_email(s, args.email)
-        accounts.set_merchant_settings(m, payment_lifetime=args.payment_lifetime,
-                                       underpayment_tolerance=args.underpayment_tolerance)
+        accounts.set_merchant_settings(
+            m, payment_lifetime=args.payment_lifetime, underpayment_tolerance=args.underpayment_tolerance
+        )
         terms.set_terms(m, spread=args.rate_spread, lock=args.rate_lock)
         now, address = accounts.merchant_settings(m, settings.payment_lifetime_minutes), m.email
         pricing = terms.terms_of(m)
-    data = {"email": address, "payment_lifetime_minutes": now.payment_lifetime_minutes,
-            "payment_lifetime_default": now.lifetime_is_default,
-            "underpayment_tolerance_percent": now.tolerance_percent,
-            "rate_spread_pct": pricing.spread_text, "rate_lock_minutes": pricing.lock_minutes}
+    data = {
+        "email": address,
+        "payment_lifetime_minutes": now.payment_lifetime_minutes,
+        "payment_lifetime_default": now.lifetime_is_default,
+        "underpayment_tolerance_percent": now.tolerance_percent,
+        "rate_spread_pct": pricing.spread_text,
+        "rate_lock_minutes": pricing.lock_minutes,
+    }
     default = " (the default, PAYMENT_LIFETIME_MINUTES)" if now.lifetime_is_default else ""
     lock = f"{pricing.lock_minutes} minutes" if pricing.lock_minutes else "the payment lifetime"
-    _out(args, data, f"merchant {address}: payment lifetime {now.payment_lifetime_minutes} minutes{default}, "
-                     f"underpayment tolerance {now.tolerance_percent}%, rate spread {pricing.spread_text}%, "
-                     f"rate lock {lock}")
+    _out(
+        args,
+        data,
+        f"merchant {address}: payment lifetime {now.payment_lifetime_minutes} minutes{default}, "
+        f"underpayment tolerance {now.tolerance_percent}%, rate spread {pricing.spread_text}%, "
+        f"rate lock {lock}",
+    )
 
 
 def cmd_key_create(args, settings: Settings) -> None:
     with unit_of_work_for(settings) as s:
         m = accounts.merchant_by_email(s, args.email)
-        new = accounts.create_key(s, m.id, args.mode, [x.strip() for x in args.scopes.split(",") if x.strip()], args.name)
+        new = accounts.create_key(
+            s, m.id, args.mode, [x.strip() for x in args.scopes.split(",") if x.strip()], args.name
+        )
         data = {"key": new.key, "id": str(new.row.id), "mode": args.mode, "scopes": new.row.scopes}
     _out(args, data, f"{data['key']}\n(shown once: store it now; id {data['id']})")
 
@@ -104,8 +122,13 @@ def cmd_wallet_set(args, settings: Settings) -> None:
         m = accounts.merchant_by_email(s, args.email)
         saved = accounts.set_wallet(s, m.id, args.mode, args.chain, args.xpub, allow_test_keys=settings.development)
     first = first_address(args.chain, saved.xpub, args.mode == "test")
-    data = {"email": args.email, "mode": args.mode, "chain": args.chain, "first_address": first,
-            "warning": saved.warning}
+    data = {
+        "email": args.email,
+        "mode": args.mode,
+        "chain": args.chain,
+        "first_address": first,
+        "warning": saved.warning,
+    }
     if saved.warning:
         print(f"kassa: warning: {saved.warning}", file=sys.stderr)
     _out(args, data, f"{args.chain} wallet set for {args.email} ({args.mode}); first address {first}")
@@ -121,36 +144,57 @@ def cmd_wallet_descriptor(args, settings: Settings) -> None:
         m = accounts.merchant_by_email(s, args.email)
         watch = bitcoin_watch_only(s, m.id, args.mode, settings.networks, fingerprint=args.fingerprint)
     if watch is None:
-        raise ValueError(f"no bitcoin wallet is set for {args.email} in {args.mode} mode"
-                         + (" (test payments use Kassa's published test key)" if args.mode == "test" else "")
-                         + f": set one with `kassa wallet set --email {args.email} --mode {args.mode} "
-                           "--chain bitcoin --xpub ...`")
+        raise ValueError(
+            f"no bitcoin wallet is set for {args.email} in {args.mode} mode"
+            + (" (test payments use Kassa's published test key)" if args.mode == "test" else "")
+            + f": set one with `kassa wallet set --email {args.email} --mode {args.mode} "
+            "--chain bitcoin --xpub ...`"
+        )
     d, gap = watch.descriptors, watch.gap
     if gap.warning():
         print(f"kassa: warning: {gap.warning()}", file=sys.stderr)
-    origin = (f"key origin: [{d.origin}]" if d.origin else
-              "key origin: unknown (an account xpub does not carry its master key's fingerprint): the descriptors "
-              "watch without it; add --fingerprint F (your wallet shows it) to include it")
-    lines = ["receive (the addresses Kassa hands out):", f"  {d.receive}",
-             "change (for a wallet that also spends):", f"  {d.change}", origin, "",
-             f"gap: {gap.summary()}", *(f"  {line}" for line in gap.advice())]
+    origin = (
+        f"key origin: [{d.origin}]"
+        if d.origin
+        else "key origin: unknown (an account xpub does not carry its master key's fingerprint): the descriptors "
+        "watch without it; add --fingerprint F (your wallet shows it) to include it"
+    )
+    lines = [
+        "receive (the addresses Kassa hands out):",
+        f"  {d.receive}",
+        "change (for a wallet that also spends):",
+        f"  {d.change}",
+        origin,
+        "",
+        f"gap: {gap.summary()}",
+        *(f"  {line}" for line in gap.advice()),
+    ]
     if not gap.over_default:
         lines.append(f"  (the default gap limit of {DEFAULT_GAP_LIMIT} finds every payment so far)")
-    lines += ["", "Bitcoin Core (a watch-only wallet: createwallet NAME true true):",
-              f"  importdescriptors '{json.dumps(watch.import_request())}'"]
+    lines += [
+        "",
+        "Bitcoin Core (a watch-only wallet: createwallet NAME true true):",
+        f"  importdescriptors '{json.dumps(watch.import_request())}'",
+    ]
     _out(args, {"email": args.email, "mode": args.mode, "chain": "bitcoin", **watch.to_json()}, "\n".join(lines))
 
 
 def _set_settlement_address(args, settings: Settings) -> None:
     if args.chain != "evm":
-        raise ValueError("a settlement address (forwarder settlement) is for --chain evm; "
-                         "give Bitcoin an extended public key with --xpub")
+        raise ValueError(
+            "a settlement address (forwarder settlement) is for --chain evm; "
+            "give Bitcoin an extended public key with --xpub"
+        )
     with unit_of_work_for(settings) as s:
         m = accounts.merchant_by_email(s, args.email)
         address = accounts.set_settlement_address(s, m.id, args.mode, args.address)
     data = {"email": args.email, "mode": args.mode, "chain": "evm", "settlement_address": address}
-    _out(args, data, f"evm settlement address {address} set for {args.email} ({args.mode}): each payment gets "
-                     "its own deposit address, which can only forward to it")
+    _out(
+        args,
+        data,
+        f"evm settlement address {address} set for {args.email} ({args.mode}): each payment gets "
+        "its own deposit address, which can only forward to it",
+    )
 
 
 def cmd_bus_status(args, settings: Settings) -> None:
@@ -227,17 +271,24 @@ def build_parser() -> argparse.ArgumentParser:
     tf.set_defaults(run=cmd_merchant_2fa)
     st = leaf(merchant, "settings", help="print a merchant's settings, changing those given")
     st.add_argument("email")
-    st.add_argument("--payment-lifetime", metavar="MIN",
-                    help=f"minutes new payments stay open, {accounts.MIN_LIFETIME}-{accounts.MAX_LIFETIME} "
-                         "(\"default\": PAYMENT_LIFETIME_MINUTES)")
-    st.add_argument("--underpayment-tolerance", metavar="PCT",
-                    help="percent a confirmed total may fall short and still complete, "
-                         f"0-{accounts.MAX_TOLERANCE_PERCENT}")
-    st.add_argument("--rate-spread", metavar="PCT",
-                    help=f"percent added to what customers pay, 0-{terms.MAX_SPREAD}")
-    st.add_argument("--rate-lock", metavar="MIN",
-                    help=f"minutes a quoted crypto amount holds, {terms.MIN_LOCK}-{terms.MAX_LOCK} "
-                         "(\"default\": the payment lifetime)")
+    st.add_argument(
+        "--payment-lifetime",
+        metavar="MIN",
+        help=f"minutes new payments stay open, {accounts.MIN_LIFETIME}-{accounts.MAX_LIFETIME} "
+        '("default": PAYMENT_LIFETIME_MINUTES)',
+    )
+    st.add_argument(
+        "--underpayment-tolerance",
+        metavar="PCT",
+        help=f"percent a confirmed total may fall short and still complete, 0-{accounts.MAX_TOLERANCE_PERCENT}",
+    )
+    st.add_argument("--rate-spread", metavar="PCT", help=f"percent added to what customers pay, 0-{terms.MAX_SPREAD}")
+    st.add_argument(
+        "--rate-lock",
+        metavar="MIN",
+        help=f"minutes a quoted crypto amount holds, {terms.MIN_LOCK}-{terms.MAX_LOCK} "
+        '("default": the payment lifetime)',
+    )
     st.set_defaults(run=cmd_merchant_settings)
 
     key = group("key")
@@ -255,15 +306,20 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--chain", required=True, choices=accounts.CHAINS)
     where = w.add_mutually_exclusive_group(required=True)
     where.add_argument("--xpub", help="account-level extended public key: each payment gets its next address")
-    where.add_argument("--address", help="EVM settlement address (forwarder settlement): each payment gets a "
-                                         "deposit address that can only forward to it")
+    where.add_argument(
+        "--address",
+        help="EVM settlement address (forwarder settlement): each payment gets a "
+        "deposit address that can only forward to it",
+    )
     w.set_defaults(run=cmd_wallet_set)
     wd = leaf(wallet, "descriptor", help="the watch-only output descriptors and the gap limit the wallet needs")
     wd.add_argument("--email", required=True)
     wd.add_argument("--mode", required=True, choices=accounts.MODES)
     wd.add_argument("--chain", required=True, choices=accounts.CHAINS, help="bitcoin (descriptors are Bitcoin's)")
-    wd.add_argument("--fingerprint", help="your wallet's master key fingerprint (8 hex characters), to include "
-                                          "the key origin [F/84h/0h/0h]")
+    wd.add_argument(
+        "--fingerprint",
+        help="your wallet's master key fingerprint (8 hex characters), to include the key origin [F/84h/0h/0h]",
+    )
     wd.set_defaults(run=cmd_wallet_descriptor)
 
     bus = group("bus")

@@ -3,12 +3,14 @@
 Nothing below an entrypoint reads ``os.environ``: ``Settings.from_env()`` is the only
 place, and every value has a documented default (docs/settings.md).
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from decimal import Decimal, InvalidOperation
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from kassa_common.chains.networks import Registry, load_registry
@@ -95,6 +97,7 @@ def _pct(low: str, high: str) -> Callable[[str], Decimal]:
         if not pct.is_finite() or not Decimal(low) <= pct <= Decimal(high):
             raise ValueError(f"must be a percentage from {low} to {high}: {value!r}")
         return pct
+
     return parse
 
 
@@ -108,8 +111,11 @@ def _positive_seconds(value: str) -> float:
 def _fixed_rates(value: str) -> str:
     parse_fixed_rates(value)  # refuses a malformed list at start, naming the entry
     return value
+
+
 def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     """A coercer to a positive ``kind`` (int, float, Decimal)."""
+
     def coerce(value: str) -> Any:
         try:
             n = kind(value.strip())
@@ -118,6 +124,7 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
         if n is None or n <= 0:
             raise ValueError(f"must be a positive number, got {value!r}")
         return n
+
     return coerce
 
 
@@ -201,7 +208,7 @@ class Settings:
     networks: Registry = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
         d = cls()
         return cls(
@@ -215,10 +222,10 @@ class Settings:
             kassa_env=_maybe(env, "KASSA_ENV", _environment, d.kassa_env),
             payment_lifetime_minutes=_maybe(env, "PAYMENT_LIFETIME_MINUTES", _positive_int, d.payment_lifetime_minutes),
             rate_limit_per_minute=_maybe(env, "RATE_LIMIT_PER_MINUTE", _positive_int, d.rate_limit_per_minute),
-            public_create_per_minute=_maybe(env, "PUBLIC_CREATE_PER_MINUTE", _positive_int,
-                                            d.public_create_per_minute),
-            login_failures_per_address=_maybe(env, "LOGIN_FAILURES_PER_ADDRESS", _positive_int,
-                                              d.login_failures_per_address),
+            public_create_per_minute=_maybe(env, "PUBLIC_CREATE_PER_MINUTE", _positive_int, d.public_create_per_minute),
+            login_failures_per_address=_maybe(
+                env, "LOGIN_FAILURES_PER_ADDRESS", _positive_int, d.login_failures_per_address
+            ),
             require_2fa=_maybe(env, "REQUIRE_2FA", _bool, d.require_2fa),
             signups_per_hour=_maybe(env, "SIGNUPS_PER_HOUR", _positive_int, d.signups_per_hour),
             trusted_proxies=_maybe(env, "TRUSTED_PROXIES", _non_negative_int, d.trusted_proxies),
@@ -226,8 +233,9 @@ class Settings:
             test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),
             webhook_allow_private_urls=_maybe(env, "WEBHOOK_ALLOW_PRIVATE_URLS", _bool, d.webhook_allow_private_urls),
             webhook_timeout_seconds=_maybe(env, "WEBHOOK_TIMEOUT_SECONDS", float, d.webhook_timeout_seconds),
-            webhook_max_in_flight_per_endpoint=_maybe(env, "WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT", _positive_int,
-                                                      d.webhook_max_in_flight_per_endpoint),
+            webhook_max_in_flight_per_endpoint=_maybe(
+                env, "WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT", _positive_int, d.webhook_max_in_flight_per_endpoint
+            ),
             webhook_retry_schedule=_maybe(env, "WEBHOOK_RETRY_SCHEDULE", _seconds_list, None),
             fixed_rates=_maybe(env, "FIXED_RATES", _fixed_rates, d.fixed_rates),
             fixed_rates_allow_live=_maybe(env, "FIXED_RATES_ALLOW_LIVE", _bool, d.fixed_rates_allow_live),
@@ -239,13 +247,13 @@ class Settings:
             rates_coingecko_url=_maybe(env, "RATES_COINGECKO_URL", str, d.rates_coingecko_url).rstrip("/"),
             rates_coingecko_api_key=_maybe(env, "RATES_COINGECKO_API_KEY", str, None),
             rates_min_sources=_maybe(env, "RATES_MIN_SOURCES", _positive_int, d.rates_min_sources),
-            rates_max_deviation_pct=_maybe(env, "RATES_MAX_DEVIATION_PCT", _pct("0", "100"),
-                                           d.rates_max_deviation_pct),
+            rates_max_deviation_pct=_maybe(env, "RATES_MAX_DEVIATION_PCT", _pct("0", "100"), d.rates_max_deviation_pct),
             rates_cache_seconds=_maybe(env, "RATES_CACHE_SECONDS", _positive_seconds, d.rates_cache_seconds),
             rates_stale_seconds=_maybe(env, "RATES_STALE_SECONDS", _positive_seconds, d.rates_stale_seconds),
             rates_timeout_seconds=_maybe(env, "RATES_TIMEOUT_SECONDS", _positive_seconds, d.rates_timeout_seconds),
-            stablecoin_peg_tolerance_pct=_maybe(env, "STABLECOIN_PEG_TOLERANCE_PCT", _pct("0", "50"),
-                                                d.stablecoin_peg_tolerance_pct),
+            stablecoin_peg_tolerance_pct=_maybe(
+                env, "STABLECOIN_PEG_TOLERANCE_PCT", _pct("0", "50"), d.stablecoin_peg_tolerance_pct
+            ),
             db_pool_size=_maybe(env, "DB_POOL_SIZE", _positive_int, d.db_pool_size),
             settler_consumers=_maybe(env, "SETTLER_CONSUMERS", _positive_int, d.settler_consumers),
             log_level=_maybe(env, "LOG_LEVEL", str, d.log_level).upper(),
@@ -256,8 +264,9 @@ class Settings:
             smtp_from=_maybe(env, "SMTP_FROM", str, d.smtp_from),
             chain_watcher_poll_seconds=_maybe(env, "CHAIN_WATCHER_POLL_SECONDS", float, None),
             chain_watcher_batch_blocks=_maybe(env, "CHAIN_WATCHER_BATCH_BLOCKS", int, d.chain_watcher_batch_blocks),
-            chain_watcher_reload_seconds=_maybe(env, "CHAIN_WATCHER_RELOAD_SECONDS", float,
-                                                d.chain_watcher_reload_seconds),
+            chain_watcher_reload_seconds=_maybe(
+                env, "CHAIN_WATCHER_RELOAD_SECONDS", float, d.chain_watcher_reload_seconds
+            ),
             chain_watcher_networks=_maybe(env, "CHAIN_WATCHER_NETWORKS", _names, ()),
             sweeper_private_key=(env.get("SWEEPER_PRIVATE_KEY") or "").strip() or None,
             sweep_min_usd=_maybe(env, "SWEEP_MIN_USD", _positive(Decimal), d.sweep_min_usd),
@@ -265,8 +274,9 @@ class Settings:
             sweep_interval_seconds=_maybe(env, "SWEEP_INTERVAL_SECONDS", _positive(float), d.sweep_interval_seconds),
             sweep_replace_seconds=_maybe(env, "SWEEP_REPLACE_SECONDS", _positive(float), d.sweep_replace_seconds),
             sweep_batch_size=_maybe(env, "SWEEP_BATCH_SIZE", _positive(int), d.sweep_batch_size),
-            sweep_max_spend_usd_per_hour=_maybe(env, "SWEEP_MAX_SPEND_USD_PER_HOUR", _positive(Decimal),
-                                                d.sweep_max_spend_usd_per_hour),
+            sweep_max_spend_usd_per_hour=_maybe(
+                env, "SWEEP_MAX_SPEND_USD_PER_HOUR", _positive(Decimal), d.sweep_max_spend_usd_per_hour
+            ),
             sweeper_networks=_maybe(env, "SWEEPER_NETWORKS", _names, ()),
             networks=load_registry(env),
         )
@@ -274,12 +284,14 @@ class Settings:
     def __post_init__(self) -> None:
         sources = len(self.rates_providers) + (1 if self.rates_url else 0)
         if sources and self.rates_min_sources > sources:
-            raise ValueError(f"setting RATES_MIN_SOURCES: {self.rates_min_sources} sources needed but only {sources} "
-                             f"configured (RATES_PROVIDERS, RATES_URL)")
+            raise ValueError(
+                f"setting RATES_MIN_SOURCES: {self.rates_min_sources} sources needed but only {sources} "
+                f"configured (RATES_PROVIDERS, RATES_URL)"
+            )
         if self.rates_stale_seconds < self.rates_cache_seconds:
             raise ValueError("setting RATES_STALE_SECONDS: must be at least RATES_CACHE_SECONDS")
 
-    def with_(self, **overrides: Any) -> "Settings":
+    def with_(self, **overrides: Any) -> Settings:
         return replace(self, **overrides)
 
     @property
@@ -294,4 +306,5 @@ class Settings:
             raise UnsafeSettings(
                 "SECRET_KEY is the built-in development value, which anyone can read: set SECRET_KEY to a long "
                 "random string (e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(48))'), or run a "
-                "development stack with KASSA_ENV=development")
+                "development stack with KASSA_ENV=development"
+            )

@@ -12,11 +12,13 @@ only a connection with something to read is pinged. ``pre_ping`` adds a round tr
 is a request, goes without. A connection lost while a statement runs fails that statement
 (the web answers 503) and is replaced.
 """
+
 from __future__ import annotations
 
 import select
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, cast
+from typing import Any, cast
 
 import sqlalchemy as sa
 from psycopg2.extensions import connection as PgConnection
@@ -32,8 +34,9 @@ def sqlalchemy_url(database_url: str) -> str:
     return url.render_as_string(hide_password=False)
 
 
-def make_engine(database_url: str, *, pool_size: int = 10, application_name: str = "kassa",
-                pre_ping: bool = True) -> Engine:
+def make_engine(
+    database_url: str, *, pool_size: int = 10, application_name: str = "kassa", pre_ping: bool = True
+) -> Engine:
     engine = sa.create_engine(
         sqlalchemy_url(database_url),
         pool_size=pool_size,
@@ -55,7 +58,7 @@ def _replace_if_closed_by_server(dbapi_connection, record, proxy) -> None:
         with dbapi_connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         dbapi_connection.rollback()
-    except Exception as exc:  # noqa: BLE001 - any failure here means the connection is gone
+    except Exception as exc:
         raise sa.exc.DisconnectionError(f"the server closed the connection: {exc}") from exc
 
 
@@ -119,7 +122,7 @@ class Prepared:
         for position, param in enumerate(types, start=1):
             numbered = numbered.replace(f"%({param})s", f"${position}")
         if "%(" in numbered:
-            raise ValueError(f"{name}: a parameter has no type: {numbered[numbered.index('%('):][:40]}")
+            raise ValueError(f"{name}: a parameter has no type: {numbered[numbered.index('%(') :][:40]}")
         self.prepare = f"PREPARE {name} ({', '.join(types.values())}) AS {numbered}"
         self.execute = f"EXECUTE {name} ({', '.join(f'%({param})s' for param in types)})"
 
@@ -141,8 +144,14 @@ class Prepared:
             lost = conn.dialect.is_disconnect(exc, pooled.dbapi_connection, None)
             if lost:
                 conn.invalidate(exc)
-            raise sa.exc.DBAPIError.instance(statement, params, exc, conn.dialect.loaded_dbapi.Error,
-                                             connection_invalidated=lost, dialect=conn.dialect) from exc
+            raise sa.exc.DBAPIError.instance(
+                statement,
+                params,
+                exc,
+                conn.dialect.loaded_dbapi.Error,
+                connection_invalidated=lost,
+                dialect=conn.dialect,
+            ) from exc
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

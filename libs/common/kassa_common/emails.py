@@ -7,6 +7,7 @@ labels of letters, digits and hyphens ending in a label of letters (or an IDN's 
 The notifier sends only to addresses that pass it too, so nothing that slipped in before
 this rule can turn the operator's SMTP account into a relay.
 """
+
 from __future__ import annotations
 
 import re

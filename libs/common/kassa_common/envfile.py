@@ -7,12 +7,13 @@ The format is the common subset: ``KEY=VALUE`` lines (an optional leading ``expo
 blank lines and ``#`` comments, values bare (a `` #`` starts a comment), in single quotes
 (taken as written) or in double quotes (``\\"``, ``\\\\`` and ``\\n`` escapes).
 """
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import Mapping, MutableMapping
 
 DEFAULT_PATH = ".env"
 _LINE = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$")
@@ -77,8 +78,10 @@ def load_working_directory(environ: MutableMapping[str, str] | None = None) -> d
 
 def render(values: Mapping[str, str]) -> str:
     """``.env`` text that ``parse`` reads back as ``values`` (every value double-quoted)."""
+
     def quote(v: str) -> str:
         return '"' + v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
     return "".join(f"{k}={quote(v)}\n" for k, v in values.items())
 
 

@@ -1,5 +1,6 @@
 """Domain errors: small named classes. Each edge maps them to its own shape in one place
 (the API to its JSON error envelope, consumers to retry or dead-letter)."""
+
 from __future__ import annotations
 
 

@@ -2,23 +2,24 @@
 last 30 days, per merchant and mode, exactly as its webhooks carry it; and a resend of
 one to a chosen endpoint (the dashboard's events log), through the redeliver path.
 """
+
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timedelta, timezone
-from typing import Any, Optional
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import insert as pg_insert
 from pydantic import BaseModel, Field
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
 from kassa_common.fields import EventName, ListPage, PageMeta
-from kassa_common.statuses import DeliveryStatus
 from kassa_common.models import Event, WebhookDelivery, WebhookEndpoint
 from kassa_common.owner import Owner, owned
 from kassa_common.paging import page_of
+from kassa_common.statuses import DeliveryStatus
 from kassa_common.timefmt import utcnow
 from kassa_common.webhooks import deliveries
 
@@ -29,23 +30,35 @@ def _utc(moment: datetime) -> datetime:
     """The moment in UTC (no offset given: already UTC). Any offset the document allows is
     accepted; one that moves the moment past datetime's range clamps to the range's end."""
     if moment.tzinfo is None:
-        return moment.replace(tzinfo=timezone.utc)
+        return moment.replace(tzinfo=UTC)
     try:
-        return moment.astimezone(timezone.utc)
+        return moment.astimezone(UTC)
     except OverflowError:
         edge = datetime.min if moment.year == datetime.min.year else datetime.max
-        return edge.replace(tzinfo=timezone.utc)
+        return edge.replace(tzinfo=UTC)
 
 
 def _visible(owner: Owner) -> list:
     """The owner's payment events still readable (internal bus messages are not events)."""
-    return [Event.merchant_id == owner.merchant_id, Event.test_mode == owner.test_mode,
-            Event.type.like("payment.%"), Event.created_at >= utcnow() - RETENTION]
+    return [
+        Event.merchant_id == owner.merchant_id,
+        Event.test_mode == owner.test_mode,
+        Event.type.like("payment.%"),
+        Event.created_at >= utcnow() - RETENTION,
+    ]
 
 
-def list_events(session: Session, owner: Owner, page: int, page_size: int, *, type: str | None = None,
-                payment_id: uuid.UUID | None = None, created_gte: datetime | None = None,
-                created_lte: datetime | None = None) -> tuple[list[dict[str, Any]], int]:
+def list_events(
+    session: Session,
+    owner: Owner,
+    page: int,
+    page_size: int,
+    *,
+    type: str | None = None,
+    payment_id: uuid.UUID | None = None,
+    created_gte: datetime | None = None,
+    created_lte: datetime | None = None,
+) -> tuple[list[dict[str, Any]], int]:
     """A page of events, newest first, each as its webhook body."""
     conds = _visible(owner)
     if type is not None:
@@ -75,22 +88,37 @@ def resend(session: Session, owner: Owner, event_id: str, webhook_ref: str) -> W
     hook = owned(session, WebhookEndpoint, webhook_ref, owner, what="webhook")
     deliveries.require_active(hook)
     now = utcnow()
-    session.execute(pg_insert(WebhookDelivery).values(
-        id=uuid.uuid4(), endpoint_id=hook.id, event_id=event.id, event_type=event.type,
-        status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=now, created_at=now, updated_at=now,
-    ).on_conflict_do_nothing(index_elements=["event_id", "endpoint_id"]))
-    delivery_id = session.scalar(sa.select(WebhookDelivery.id).where(WebhookDelivery.event_id == event.id,
-                                                                      WebhookDelivery.endpoint_id == hook.id))
+    session.execute(
+        pg_insert(WebhookDelivery)
+        .values(
+            id=uuid.uuid4(),
+            endpoint_id=hook.id,
+            event_id=event.id,
+            event_type=event.type,
+            status=DeliveryStatus.PENDING,
+            attempts=0,
+            next_attempt_at=now,
+            created_at=now,
+            updated_at=now,
+        )
+        .on_conflict_do_nothing(index_elements=["event_id", "endpoint_id"])
+    )
+    delivery_id = session.scalar(
+        sa.select(WebhookDelivery.id).where(
+            WebhookDelivery.event_id == event.id, WebhookDelivery.endpoint_id == hook.id
+        )
+    )
     return deliveries.redeliver(session, owner, str(hook.id), str(delivery_id))
 
 
 # ---- API shape -------------------------------------------------------------------------
 
+
 class ListEvents(ListPage):
-    type: Optional[EventName] = Field(None, description="only events of this type")
-    payment_id: Optional[uuid.UUID] = Field(None, description="only events of this payment (its UUID)")
-    created_gte: Optional[datetime] = Field(None, description="created at or after (ISO 8601; UTC if no offset)")
-    created_lte: Optional[datetime] = Field(None, description="created at or before (ISO 8601; UTC if no offset)")
+    type: EventName | None = Field(None, description="only events of this type")
+    payment_id: uuid.UUID | None = Field(None, description="only events of this payment (its UUID)")
+    created_gte: datetime | None = Field(None, description="created at or after (ISO 8601; UTC if no offset)")
+    created_lte: datetime | None = Field(None, description="created at or before (ISO 8601; UTC if no offset)")
 
 
 class EventOut(BaseModel):
@@ -106,5 +134,3 @@ class EventOut(BaseModel):
 class EventPage(BaseModel):
     data: list[EventOut]
     meta: PageMeta
-
-

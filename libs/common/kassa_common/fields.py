@@ -1,12 +1,13 @@
 """The API's field types and base models, shared by every resource's request and response
 models (each resource keeps its own: ``products``, ``webhooks``, ``events``, the payment's in
 ``payments.shape``): they validate input and generate the OpenAPI document."""
+
 from __future__ import annotations
 
 import math
 import re
 from decimal import Decimal
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -26,7 +27,6 @@ from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.pricing import currencies
 
 
-
 class FieldsError(ValueError):
     """A rule spanning several fields: the error details name each of ``fields``."""
 
@@ -37,7 +37,7 @@ class FieldsError(ValueError):
 
 def _number(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
-        raise ValueError("must be a JSON number")
+        raise ValueError("must be a JSON number")  # noqa: TRY004 - pydantic reports a ValueError
     return value
 
 
@@ -46,7 +46,7 @@ def _email(value: str) -> str:
 
 
 def _http_url(value: str) -> str:
-    if not re.match(r"^https?://[^\s/$.?#][^\s]*$", value, re.I):
+    if not re.match(r"^https?://[^\s/$.?#][^\s]*$", value, re.IGNORECASE):
         raise ValueError("must be an absolute http(s) URL")
     try:
         parts = urlsplit(value)
@@ -83,26 +83,61 @@ def _upper(value: Any) -> Any:
     return value.strip().upper() if isinstance(value, str) else value
 
 
-Amount = Annotated[Decimal, BeforeValidator(_number),
-                   Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=2),
-                   WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9, "multipleOf": 0.01,
-                                   "description": "in `currency`, at most its minor units (2 for USD/EUR, 0 for JPY)"})]
-CurrencyCode = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=8),
-                         AfterValidator(_currency),
-                         WithJsonSchema({"type": "string", "pattern": "^[A-Za-z]{3}$", "default": "USD",
-                                         "x-kassa-values": "currencies",
-                                         "description": "ISO 4217 code, e.g. EUR (any case; upper case on output). "
-                                                        "Listed: those this server always prices; live mode also "
-                                                        "takes others its market sources price"})]
-Price = Annotated[Decimal, BeforeValidator(_number),
-                  Field(ge=Decimal("0.01"), le=Decimal("1000000000"), decimal_places=18),
-                  WithJsonSchema({"type": "number", "minimum": 0.01, "maximum": 1e9,
-                                  "description": "in `currency` (its minor units) for FIAT; token units for CRYPTO"})]
-Email = Annotated[str, StringConstraints(strip_whitespace=True, max_length=320), AfterValidator(_email),
-                  WithJsonSchema({"type": "string", "format": "email", "maxLength": 320})]
-HttpUrl = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2048), AfterValidator(_http_url),
-                    WithJsonSchema({"type": "string", "format": "uri", "maxLength": 2048,
-                                    "description": "absolute http(s) URL"})]
+Amount = Annotated[
+    Decimal,
+    BeforeValidator(_number),
+    Field(ge=Decimal("0.01"), le=Decimal(1000000000), decimal_places=2),
+    WithJsonSchema(
+        {
+            "type": "number",
+            "minimum": 0.01,
+            "maximum": 1e9,
+            "multipleOf": 0.01,
+            "description": "in `currency`, at most its minor units (2 for USD/EUR, 0 for JPY)",
+        }
+    ),
+]
+CurrencyCode = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=8),
+    AfterValidator(_currency),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": "^[A-Za-z]{3}$",
+            "default": "USD",
+            "x-kassa-values": "currencies",
+            "description": "ISO 4217 code, e.g. EUR (any case; upper case on output). "
+            "Listed: those this server always prices; live mode also "
+            "takes others its market sources price",
+        }
+    ),
+]
+Price = Annotated[
+    Decimal,
+    BeforeValidator(_number),
+    Field(ge=Decimal("0.01"), le=Decimal(1000000000), decimal_places=18),
+    WithJsonSchema(
+        {
+            "type": "number",
+            "minimum": 0.01,
+            "maximum": 1e9,
+            "description": "in `currency` (its minor units) for FIAT; token units for CRYPTO",
+        }
+    ),
+]
+Email = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, max_length=320),
+    AfterValidator(_email),
+    WithJsonSchema({"type": "string", "format": "email", "maxLength": 320}),
+]
+HttpUrl = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, max_length=2048),
+    AfterValidator(_http_url),
+    WithJsonSchema({"type": "string", "format": "uri", "maxLength": 2048, "description": "absolute http(s) URL"}),
+]
 Code = Annotated[str, BeforeValidator(_upper), StringConstraints(min_length=1, max_length=32, pattern=r"^[A-Z0-9_]+$")]
 # Token and network names: openapi.py lists the values of the running server's registry
 # wherever this marker is (case-insensitive on input, upper case on output).
@@ -110,8 +145,9 @@ TokenCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": 
 NetworkCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": "networks"})]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=r"\S")]
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
-MetaValue = Annotated[Union[Annotated[str, StringConstraints(max_length=500)], int, float, bool, None],
-                      WrapValidator(_meta_value)]
+MetaValue = Annotated[
+    Annotated[str, StringConstraints(max_length=500)] | int | float | bool | None, WrapValidator(_meta_value)
+]
 if TYPE_CHECKING:
     EventName = str
 else:  # the payment events, as a Literal for the OpenAPI document

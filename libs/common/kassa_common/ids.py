@@ -1,4 +1,5 @@
 """Identifiers and secrets: short ids, event ids, API keys, webhook secrets."""
+
 from __future__ import annotations
 
 import hashlib

@@ -6,6 +6,7 @@ seen. Logging out revokes the login, a password change revokes every other login
 merchant, and the settings page lists them with a revoke button: a cookie copied before
 any of these opens nothing after it. A fresh id is made at each login (no fixation).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -13,7 +14,7 @@ import json
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol, cast
 
 import sqlalchemy as sa
@@ -68,16 +69,29 @@ class PostgresLogins:
     def create(self, merchant_id: uuid.UUID, user_agent: str | None, address: str | None) -> str:
         token, now = new_token(), utcnow()
         with self.engine.begin() as conn:
-            conn.execute(sa.insert(DashboardSession).values(
-                id_hash=id_hash(token), merchant_id=merchant_id, user_agent=_clip(user_agent, _AGENT_MAX),
-                address=_clip(address, _ADDRESS_MAX), created_at=now, last_seen_at=now, expires_at=now + LIFETIME))
+            conn.execute(
+                sa.insert(DashboardSession).values(
+                    id_hash=id_hash(token),
+                    merchant_id=merchant_id,
+                    user_agent=_clip(user_agent, _AGENT_MAX),
+                    address=_clip(address, _ADDRESS_MAX),
+                    created_at=now,
+                    last_seen_at=now,
+                    expires_at=now + LIFETIME,
+                )
+            )
         return token
 
     def get(self, token: str) -> Login | None:
         t, now = cast(sa.Table, DashboardSession.__table__), utcnow()
         with self.engine.begin() as conn:
-            row = conn.execute(sa.select(t).where(t.c.id_hash == id_hash(token), t.c.revoked_at.is_(None),
-                                                  t.c.expires_at > now)).mappings().first()
+            row = (
+                conn.execute(
+                    sa.select(t).where(t.c.id_hash == id_hash(token), t.c.revoked_at.is_(None), t.c.expires_at > now)
+                )
+                .mappings()
+                .first()
+            )
             if row is None:
                 return None
             if now - row["last_seen_at"] >= TOUCH_EVERY:
@@ -87,8 +101,11 @@ class PostgresLogins:
     def revoke(self, merchant_id: uuid.UUID, ref: str) -> bool:
         t = cast(sa.Table, DashboardSession.__table__)
         with self.engine.begin() as conn:
-            done = conn.execute(sa.update(t).where(t.c.id_hash == ref, t.c.merchant_id == merchant_id,
-                                                   t.c.revoked_at.is_(None)).values(revoked_at=utcnow()))
+            done = conn.execute(
+                sa.update(t)
+                .where(t.c.id_hash == ref, t.c.merchant_id == merchant_id, t.c.revoked_at.is_(None))
+                .values(revoked_at=utcnow())
+            )
         return bool(done.rowcount)
 
     def revoke_all(self, merchant_id: uuid.UUID, *, keep: str | None = None) -> int:
@@ -102,9 +119,16 @@ class PostgresLogins:
     def active(self, merchant_id: uuid.UUID) -> list[Login]:
         t = cast(sa.Table, DashboardSession.__table__)
         with self.engine.connect() as conn:
-            rows = conn.execute(sa.select(t).where(t.c.merchant_id == merchant_id, t.c.revoked_at.is_(None),
-                                                   t.c.expires_at > utcnow())
-                                .order_by(t.c.last_seen_at.desc()).limit(100)).mappings().all()
+            rows = (
+                conn.execute(
+                    sa.select(t)
+                    .where(t.c.merchant_id == merchant_id, t.c.revoked_at.is_(None), t.c.expires_at > utcnow())
+                    .order_by(t.c.last_seen_at.desc())
+                    .limit(100)
+                )
+                .mappings()
+                .all()
+            )
         return [_login(dict(r)) for r in rows]
 
 
@@ -125,9 +149,13 @@ class RedisLogins:
     def create(self, merchant_id: uuid.UUID, user_agent: str | None, address: str | None) -> str:
         token, now = new_token(), utcnow()
         ref = id_hash(token)
-        record = {"merchant_id": str(merchant_id), "user_agent": _clip(user_agent, _AGENT_MAX) or "",
-                  "address": _clip(address, _ADDRESS_MAX) or "", "created_at": now.isoformat(),
-                  "last_seen_at": now.isoformat()}
+        record = {
+            "merchant_id": str(merchant_id),
+            "user_agent": _clip(user_agent, _AGENT_MAX) or "",
+            "address": _clip(address, _ADDRESS_MAX) or "",
+            "created_at": now.isoformat(),
+            "last_seen_at": now.isoformat(),
+        }
         seconds = int(LIFETIME.total_seconds())
         pipe = self.client.pipeline()
         pipe.set(self._key(ref), json.dumps(record), ex=seconds)
@@ -181,16 +209,23 @@ class RedisLogins:
 
 
 def _login(row: dict[str, Any]) -> Login:
-    return Login(row["id_hash"], row["merchant_id"], row["user_agent"], row["address"], row["created_at"],
-                 row["last_seen_at"])
+    return Login(
+        row["id_hash"], row["merchant_id"], row["user_agent"], row["address"], row["created_at"], row["last_seen_at"]
+    )
 
 
 def _redis_login(ref: str, record: dict[str, Any]) -> Login:
     def at(text: str) -> datetime:
-        return datetime.fromisoformat(text).astimezone(timezone.utc)
+        return datetime.fromisoformat(text).astimezone(UTC)
 
-    return Login(ref, uuid.UUID(record["merchant_id"]), record["user_agent"] or None, record["address"] or None,
-                 at(record["created_at"]), at(record["last_seen_at"]))
+    return Login(
+        ref,
+        uuid.UUID(record["merchant_id"]),
+        record["user_agent"] or None,
+        record["address"] or None,
+        at(record["created_at"]),
+        at(record["last_seen_at"]),
+    )
 
 
 def make_store(engine: Engine, redis_url: str | None) -> LoginStore:

@@ -1,4 +1,5 @@
 """Schema migrations (Alembic), driven from code so no alembic.ini is needed."""
+
 from __future__ import annotations
 
 from pathlib import Path

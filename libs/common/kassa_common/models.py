@@ -1,4 +1,5 @@
 """SQLAlchemy models: the tables of Kassa (schema owned by the Alembic migrations)."""
+
 from __future__ import annotations
 
 import uuid
@@ -157,8 +158,7 @@ class Payment(Base):
     # created: an EVM address is watched on the other EVM networks too (wrong network), and
     # each of their watchers backfills it from its own height here, never from another
     # network's. Empty in test mode; a network missing here had no watcher running yet.
-    watch_points: Mapped[dict[str, int]] = mapped_column(JSONB, nullable=False, default=dict,
-                                                         server_default="{}")
+    watch_points: Mapped[dict[str, int]] = mapped_column(JSONB, nullable=False, default=dict, server_default="{}")
     customer_email: Mapped[str | None] = mapped_column(sa.String(320))
     customer_name: Mapped[str | None] = mapped_column(sa.String(200))
     redirect_url: Mapped[str | None] = mapped_column(sa.Text)
@@ -181,16 +181,22 @@ class Payment(Base):
     sweep_tx_hash: Mapped[str | None] = mapped_column(sa.String(66))
     # Supported tokens that reached ``address`` on another EVM network (not counted; see
     # ``payments.settle``): one entry per confirmed transfer, as ``PaymentOut.wrong_network``.
-    wrong_network: Mapped[list[dict[str, Any]]] = mapped_column(JSONB, nullable=False, default=list,
-                                                              server_default="[]")
+    wrong_network: Mapped[list[dict[str, Any]]] = mapped_column(
+        JSONB, nullable=False, default=list, server_default="[]"
+    )
 
     __table_args__ = (
-        sa.Index("payments_test_due", "created_at",
-                 postgresql_where=sa.text("test_mode AND status = 'PENDING' AND test_simulated_at IS NULL")),
+        sa.Index(
+            "payments_test_due",
+            "created_at",
+            postgresql_where=sa.text("test_mode AND status = 'PENDING' AND test_simulated_at IS NULL"),
+        ),
         sa.Index("payments_merchant_list", "merchant_id", "test_mode", sa.text("created_at DESC"), "id"),
         # Addresses are case-insensitive (EIP-55, bech32): unique as such, and looked up so.
         sa.Index("payments_address_key", sa.func.lower(address), unique=True),
-        sa.Index("payments_open_expiry", "expires_at", postgresql_where=sa.text("status IN ('PENDING','PARTIALLY_PAID')")),
+        sa.Index(
+            "payments_open_expiry", "expires_at", postgresql_where=sa.text("status IN ('PENDING','PARTIALLY_PAID')")
+        ),
     )
 
 
@@ -255,7 +261,9 @@ class Transfer(Base):
     payment_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("payments.id", ondelete="CASCADE"), nullable=False)
     network: Mapped[str] = mapped_column(sa.String(32), nullable=False)
     tx_hash: Mapped[str] = mapped_column(sa.String(100), nullable=False)
-    log_index: Mapped[int] = mapped_column(sa.Integer, nullable=False)  # log index (EVM) or vout (Bitcoin); -1 native EVM
+    log_index: Mapped[int] = mapped_column(
+        sa.Integer, nullable=False
+    )  # log index (EVM) or vout (Bitcoin); -1 native EVM
     # Its place inside its transaction (what a reorg cannot change): the rank of an ERC-20 log
     # among the transaction's logs to this address, -1 native EVM, -2, -3, … the transaction's
     # internal native credits to this address, the vout for Bitcoin.
@@ -282,8 +290,12 @@ class Transfer(Base):
         # several payments is one row for each
         sa.UniqueConstraint("network", "tx_hash", "payment_id", "position", name="transfers_identity"),
         sa.Index("transfers_payment", "payment_id"),
-        sa.Index("transfers_sweep_due", "network", "created_at",
-                 postgresql_where=sa.text("sweep_due AND status = 'CONFIRMED'")),
+        sa.Index(
+            "transfers_sweep_due",
+            "network",
+            "created_at",
+            postgresql_where=sa.text("sweep_due AND status = 'CONFIRMED'"),
+        ),
     )
 
 
@@ -335,8 +347,7 @@ class SweepHold(Base):
     """
 
     __tablename__ = "sweep_holds"
-    payment_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("payments.id", ondelete="CASCADE"),
-                                                  primary_key=True)
+    payment_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("payments.id", ondelete="CASCADE"), primary_key=True)
     network: Mapped[str] = mapped_column(sa.String(32), primary_key=True)
     status: Mapped[str] = mapped_column(sa.String(8), nullable=False)  # SOLO | HELD
     reason: Mapped[str] = mapped_column(sa.Text, nullable=False)
@@ -354,8 +365,7 @@ class SweepItem(Base):
 
     __tablename__ = "sweep_items"
     sweep_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("sweeps.id", ondelete="CASCADE"), primary_key=True)
-    payment_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("payments.id", ondelete="CASCADE"),
-                                                  primary_key=True)
+    payment_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("payments.id", ondelete="CASCADE"), primary_key=True)
     token: Mapped[str] = mapped_column(sa.String(16), primary_key=True)
     amount_units: Mapped[Decimal] = mapped_column(sa.Numeric(78, 0), nullable=False)
     __table_args__ = (sa.Index("sweep_items_payment", "payment_id"),)
@@ -366,7 +376,9 @@ class WebhookDelivery(Base):
 
     __tablename__ = "webhook_deliveries"
     id: Mapped[uuid.UUID] = _uuid_pk()
-    endpoint_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("webhook_endpoints.id", ondelete="CASCADE"), nullable=False)
+    endpoint_id: Mapped[uuid.UUID] = mapped_column(
+        sa.ForeignKey("webhook_endpoints.id", ondelete="CASCADE"), nullable=False
+    )
     event_id: Mapped[str] = mapped_column(sa.ForeignKey("events.id", ondelete="CASCADE"), nullable=False)
     event_type: Mapped[str] = mapped_column(sa.String(64), nullable=False)
     status: Mapped[str] = mapped_column(sa.String(10), nullable=False)  # PENDING | SUCCEEDED | FAILED
@@ -382,8 +394,11 @@ class WebhookDelivery(Base):
         sa.Index("webhook_deliveries_due", "next_attempt_at", postgresql_where=sa.text("status = 'PENDING'")),
         sa.Index("webhook_deliveries_endpoint", "endpoint_id", sa.text("created_at DESC")),
         # the claims under way per endpoint (a claim counts them: WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT)
-        sa.Index("webhook_deliveries_leased", "endpoint_id",
-                 postgresql_where=sa.text("status = 'PENDING' AND lease_until IS NOT NULL")),
+        sa.Index(
+            "webhook_deliveries_leased",
+            "endpoint_id",
+            postgresql_where=sa.text("status = 'PENDING' AND lease_until IS NOT NULL"),
+        ),
     )
 
 
@@ -419,7 +434,9 @@ class Notification(Base):
 class DeliveryAttempt(Base):
     __tablename__ = "delivery_attempts"
     id: Mapped[uuid.UUID] = _uuid_pk()
-    delivery_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), nullable=False)
+    delivery_id: Mapped[uuid.UUID] = mapped_column(
+        sa.ForeignKey("webhook_deliveries.id", ondelete="CASCADE"), nullable=False
+    )
     attempt: Mapped[int] = mapped_column(sa.Integer, nullable=False)
     status_code: Mapped[int | None] = mapped_column(sa.SmallInteger)
     duration_ms: Mapped[int] = mapped_column(sa.Integer, nullable=False)
@@ -427,8 +444,10 @@ class DeliveryAttempt(Base):
     error: Mapped[str | None] = mapped_column(sa.Text)
     next_retry_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
     created_at: Mapped[datetime] = _created()
-    __table_args__ = (sa.Index("delivery_attempts_delivery", "delivery_id", "attempt"),
-                      sa.Index("delivery_attempts_retention", "created_at"))
+    __table_args__ = (
+        sa.Index("delivery_attempts_delivery", "delivery_id", "attempt"),
+        sa.Index("delivery_attempts_retention", "created_at"),
+    )
 
 
 class ProcessedMessage(Base):

@@ -12,20 +12,44 @@ the sender connects to exactly that address (the URL's name stays in ``Host`` an
 TLS SNI), so a DNS answer that changes between the check and the connection (DNS
 rebinding) never reaches an internal address.
 """
+
 from __future__ import annotations
 
 import ipaddress
 import socket
-from typing import Callable
+from collections.abc import Callable
 
 LOCAL_NAMES = {"localhost", "localhost.localdomain"}
-NOT_PUBLIC = [ipaddress.ip_network(n) for n in (
-    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-    "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-    "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-    "::/128", "::1/128", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
-    "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
-)]
+NOT_PUBLIC = [
+    ipaddress.ip_network(n)
+    for n in (
+        "0.0.0.0/8",
+        "10.0.0.0/8",
+        "100.64.0.0/10",
+        "127.0.0.0/8",
+        "169.254.0.0/16",
+        "172.16.0.0/12",
+        "192.0.0.0/24",
+        "192.0.2.0/24",
+        "192.88.99.0/24",
+        "192.168.0.0/16",
+        "198.18.0.0/15",
+        "198.51.100.0/24",
+        "203.0.113.0/24",
+        "224.0.0.0/4",
+        "240.0.0.0/4",
+        "::/128",
+        "::1/128",
+        "64:ff9b:1::/48",
+        "100::/64",
+        "2001::/23",
+        "2001:db8::/32",
+        "fc00::/7",
+        "fe80::/10",
+        "fec0::/10",
+        "ff00::/8",
+    )
+]
 METADATA = {ipaddress.ip_address("100.100.100.200"), ipaddress.ip_address("fd00:ec2::254")}
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
 
@@ -80,8 +104,9 @@ def system_resolver(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-def resolve_destination(host: str, port: int, *, allow_private: bool = False,
-                        resolver: Resolver = system_resolver) -> str:
+def resolve_destination(
+    host: str, port: int, *, allow_private: bool = False, resolver: Resolver = system_resolver
+) -> str:
     """The one address to connect to for ``host``, resolved once; ``DestinationRefused``
     when it cannot be resolved or any of its addresses is not public (unless allowed)."""
     host = host.strip("[]")

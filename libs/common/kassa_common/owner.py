@@ -6,6 +6,7 @@ in one place (``kassa_api.deps.make_owner``) for the API key, the dashboard sess
 the public product page. Below it, the guards every resource shares: the ownership check
 (``owned``), soft delete and owned lists.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -43,13 +44,16 @@ class _Owned(Protocol):
 T = TypeVar("T", bound=_Owned)
 
 
-def owned(session: Session, model: type[T], ref: str, owner: Owner,
-          *, what: str, lock: bool = False) -> T:
+def owned(session: Session, model: type[T], ref: str, owner: Owner, *, what: str, lock: bool = False) -> T:
     """The merchant's live (not deleted) object of this mode, or NotFound: never confirm others exist."""
     oid = parse_uuid(ref)
     obj = session.get(model, oid, with_for_update=lock) if oid else None
-    if (obj is None or obj.merchant_id != owner.merchant_id or obj.test_mode != owner.test_mode
-            or getattr(obj, "deleted_at", None) is not None):
+    if (
+        obj is None
+        or obj.merchant_id != owner.merchant_id
+        or obj.test_mode != owner.test_mode
+        or getattr(obj, "deleted_at", None) is not None
+    ):
         raise NotFound(f"{what} not found")
     return obj
 

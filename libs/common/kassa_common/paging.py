@@ -1,4 +1,5 @@
 """Pages of a merchant's objects: newest first, with the ``meta`` every list answers."""
+
 from __future__ import annotations
 
 import math
@@ -16,8 +17,7 @@ def page_of(session: Session, model, conds: list, page: int, page_size: int) -> 
     """One page of ``model`` rows matching ``conds``, newest first, and the total count."""
     total = session.scalar(sa.select(sa.func.count()).select_from(model).where(*conds)) or 0
     rows = session.scalars(
-        sa.select(model).where(*conds).order_by(*newest_first(model))
-        .limit(page_size).offset((page - 1) * page_size)
+        sa.select(model).where(*conds).order_by(*newest_first(model)).limit(page_size).offset((page - 1) * page_size)
     ).all()
     return list(rows), total
 

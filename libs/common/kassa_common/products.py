@@ -1,22 +1,23 @@
 """Products: priced items with a public share link. Their commands (create, update), their
 API shape (the request models and ``product_to_dict``) in one place; the web only routes."""
+
 from __future__ import annotations
 
 import uuid
 from decimal import Decimal
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StrictBool, StringConstraints
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Registry
-from kassa_common.pricing.amounts import plain
 from kassa_common.errors import DomainError
 from kassa_common.fields import CurrencyCode, Name, NetworkCode, Price, Strict, TokenCode
 from kassa_common.models import Product
 from kassa_common.owner import Owner, owned
 from kassa_common.payments import resolve_pair
 from kassa_common.pricing import currencies
+from kassa_common.pricing.amounts import plain
 from kassa_common.timefmt import iso, utcnow
 
 
@@ -29,51 +30,68 @@ def _check(fields: dict[str, Any], registry: Registry, test_mode: bool) -> None:
     price: Decimal = fields["price"]
     if fields["currency_type"] == "FIAT":
         if fields.get("token") or fields.get("network"):
-            raise InvalidProduct("FIAT products take no token or network: the customer chooses at checkout",
-                                 [{"field": "token", "message": "not allowed for FIAT"}])
+            raise InvalidProduct(
+                "FIAT products take no token or network: the customer chooses at checkout",
+                [{"field": "token", "message": "not allowed for FIAT"}],
+            )
         currency = fields["currency"] = fields.get("currency") or currencies.DEFAULT
         if not currencies.fits(price, currency):
             places = currencies.minor_units(currency)
-            raise InvalidProduct(f"a FIAT price in {currency} has at most {places} decimal places",
-                                 [{"field": "price", "message": f"at most {places} decimals in {currency}"}])
+            raise InvalidProduct(
+                f"a FIAT price in {currency} has at most {places} decimal places",
+                [{"field": "price", "message": f"at most {places} decimals in {currency}"}],
+            )
         return
     if fields.get("currency") not in (None, currencies.DEFAULT) and fields.get("currency_type") == "CRYPTO":
-        raise InvalidProduct("CRYPTO products are priced in their token, not a currency",
-                             [{"field": "currency", "message": "not allowed for CRYPTO"}])
+        raise InvalidProduct(
+            "CRYPTO products are priced in their token, not a currency",
+            [{"field": "currency", "message": "not allowed for CRYPTO"}],
+        )
     fields["currency"] = currencies.DEFAULT
     missing = [f for f in ("token", "network") if not fields.get(f)]
     if missing:
-        raise InvalidProduct("CRYPTO products need token and network",
-                             [{"field": f, "message": "required for CRYPTO"} for f in missing])
+        raise InvalidProduct(
+            "CRYPTO products need token and network", [{"field": f, "message": "required for CRYPTO"} for f in missing]
+        )
     _, token = resolve_pair(registry, fields["network"], fields["token"], test_mode)
     fields["token"], fields["network"] = token.symbol, fields["network"].upper()
     if price != price.quantize(Decimal(1).scaleb(-token.decimals)):
-        raise InvalidProduct(f"{token.symbol} has {token.decimals} decimals", [{"field": "price", "message": "too precise"}])
+        raise InvalidProduct(
+            f"{token.symbol} has {token.decimals} decimals", [{"field": "price", "message": "too precise"}]
+        )
 
 
-def create_product(session: Session, owner: Owner, fields: dict[str, Any],
-                   registry: Registry) -> Product:
+def create_product(session: Session, owner: Owner, fields: dict[str, Any], registry: Registry) -> Product:
     fields = {k: v for k, v in fields.items() if v is not None}
     fields.setdefault("currency_type", "FIAT")
     _check(fields, registry, owner.test_mode)
     now = utcnow()
-    product = Product(id=uuid.uuid4(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, created_at=now,
-                      updated_at=now,
-                      active=fields.pop("active", True), **fields)
+    product = Product(
+        id=uuid.uuid4(),
+        merchant_id=owner.merchant_id,
+        test_mode=owner.test_mode,
+        created_at=now,
+        updated_at=now,
+        active=fields.pop("active", True),
+        **fields,
+    )
     session.add(product)
     session.flush()
     return product
 
 
-def update_product(session: Session, owner: Owner, ref: str, changes: dict[str, Any],
-                   registry: Registry) -> Product:
+def update_product(session: Session, owner: Owner, ref: str, changes: dict[str, Any], registry: Registry) -> Product:
     product = owned(session, Product, ref, owner, what="product", lock=True)
-    merged = {f: getattr(product, f)
-              for f in ("name", "description", "price", "currency_type", "currency", "token", "network")}
+    merged = {
+        f: getattr(product, f)
+        for f in ("name", "description", "price", "currency_type", "currency", "token", "network")
+    }
     merged.update(changes)
     cleared = [f for f in ("name", "price", "currency_type", "active") if f in changes and changes[f] is None]
     if cleared:
-        raise InvalidProduct("these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared])
+        raise InvalidProduct(
+            "these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared]
+        )
     if changes.get("currency_type") == "FIAT" and "token" not in changes and "network" not in changes:
         merged["token"] = merged["network"] = None
     if changes.get("currency_type") == "CRYPTO" and "currency" not in changes:
@@ -89,15 +107,16 @@ def update_product(session: Session, owner: Owner, ref: str, changes: dict[str, 
 
 # ---- API shape -------------------------------------------------------------------------
 
+
 class ProductFields(Strict):
-    name: Optional[Name] = None
-    description: Optional[Annotated[str, StringConstraints(max_length=2000)]] = None
-    price: Optional[Price] = None
-    currency_type: Optional[Literal["FIAT", "CRYPTO"]] = None
-    currency: Optional[CurrencyCode] = Field(None, description="ISO 4217 code of a FIAT price, USD by default")
-    token: Optional[TokenCode] = None
-    network: Optional[NetworkCode] = None
-    active: Optional[StrictBool] = None
+    name: Name | None = None
+    description: Annotated[str, StringConstraints(max_length=2000)] | None = None
+    price: Price | None = None
+    currency_type: Literal["FIAT", "CRYPTO"] | None = None
+    currency: CurrencyCode | None = Field(None, description="ISO 4217 code of a FIAT price, USD by default")
+    token: TokenCode | None = None
+    network: NetworkCode | None = None
+    active: StrictBool | None = None
 
 
 class CreateProduct(ProductFields):
@@ -117,12 +136,12 @@ class UpdateProduct(ProductFields):
 class ProductOut(BaseModel):
     id: str
     name: str
-    description: Optional[str]
-    price: Union[float, str]
+    description: str | None
+    price: float | str
     currency_type: Literal["FIAT", "CRYPTO"]
-    currency: Optional[str] = Field(description="ISO 4217 code of a FIAT price; null for CRYPTO")
-    token: Optional[str]
-    network: Optional[str]
+    currency: str | None = Field(description="ISO 4217 code of a FIAT price; null for CRYPTO")
+    token: str | None
+    network: str | None
     active: bool
     share_link: str
     test_mode: bool

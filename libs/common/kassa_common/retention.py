@@ -15,6 +15,7 @@ Each batch takes at most ``batch`` rows through the ``created_at`` index, skippi
 another transaction holds (``FOR UPDATE SKIP LOCKED``), and deletes them by ``ctid``: short
 transactions that never wait for, nor block, the writers. The expirer runs it now and then.
 """
+
 from __future__ import annotations
 
 import logging
@@ -49,8 +50,14 @@ def windows(idempotency_ttl: timedelta) -> list[Window]:
     ]
 
 
-def purge(sessions: sessionmaker[Session], idempotency_ttl: timedelta, *, batch: int = 5000,
-          max_batches: int = 20, now: datetime | None = None) -> dict[str, int]:
+def purge(
+    sessions: sessionmaker[Session],
+    idempotency_ttl: timedelta,
+    *,
+    batch: int = 5000,
+    max_batches: int = 20,
+    now: datetime | None = None,
+) -> dict[str, int]:
     """Delete what is past its window, ``batch`` rows per transaction, at most ``max_batches``
     per table per call (the rest waits for the next call). Returns rows deleted per table."""
     now = now or utcnow()
@@ -59,10 +66,17 @@ def purge(sessions: sessionmaker[Session], idempotency_ttl: timedelta, *, batch:
         total = 0
         for _ in range(max_batches):
             with unit_of_work(sessions) as s:
-                n = cast(sa.CursorResult[Any], s.execute(sa.text(
-                    f"DELETE FROM {w.table} WHERE ctid = ANY(ARRAY("
-                    f"SELECT ctid FROM {w.table} WHERE created_at < :cut AND {w.only} "
-                    f"LIMIT :batch FOR UPDATE SKIP LOCKED))"), {"cut": now - w.keep, "batch": batch})).rowcount
+                n = cast(
+                    sa.CursorResult[Any],
+                    s.execute(
+                        sa.text(
+                            f"DELETE FROM {w.table} WHERE ctid = ANY(ARRAY("
+                            f"SELECT ctid FROM {w.table} WHERE created_at < :cut AND {w.only} "
+                            f"LIMIT :batch FOR UPDATE SKIP LOCKED))"
+                        ),
+                        {"cut": now - w.keep, "batch": batch},
+                    ),
+                ).rowcount
             total += n
             if n < batch:
                 break

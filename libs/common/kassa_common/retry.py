@@ -8,6 +8,7 @@ SMTP server on the same one, so it lives here rather than in either service.
 A manual redelivery of an old delivery therefore gets one attempt: if it fails, the
 delivery is FAILED again rather than restarting the three-day schedule.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -38,14 +39,15 @@ class RetryPolicy:
         return at
 
     @classmethod
-    def from_schedule(cls, delays: tuple[float, ...] | list[float]) -> "RetryPolicy":
+    def from_schedule(cls, delays: tuple[float, ...] | list[float]) -> RetryPolicy:
         """These delays, then the last one repeating, still giving up after three days."""
         return cls(tuple(delays), delays[-1], GIVE_UP_AFTER)
 
-    def scaled(self, factor: float) -> "RetryPolicy":
+    def scaled(self, factor: float) -> RetryPolicy:
         """The same schedule, ``factor`` times as long (tests use a tiny factor)."""
-        return RetryPolicy(tuple(d * factor for d in self.delays), self.repeat_every * factor,
-                           self.give_up_after * factor)
+        return RetryPolicy(
+            tuple(d * factor for d in self.delays), self.repeat_every * factor, self.give_up_after * factor
+        )
 
 
 DEFAULT_POLICY = RetryPolicy()

@@ -3,6 +3,7 @@
 Statuses are ``StrEnum``s whose values are exactly what the database stores and the API
 shows, so they compare equal to the plain strings read back from either.
 """
+
 from __future__ import annotations
 
 from enum import StrEnum

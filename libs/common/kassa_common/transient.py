@@ -9,6 +9,7 @@ coming back with the infrastructure up still counts against the message. ``Backo
 gives the waits: exponential, capped, with full jitter so a fleet of workers does not
 come back in lockstep.
 """
+
 from __future__ import annotations
 
 import random
@@ -21,9 +22,16 @@ CAP_SECONDS = 30.0
 # Names of exception classes from libraries this module need not import (requests, web3's
 # transport, pika): connection-level failures, not answers.
 _TRANSIENT_NAMES = {
-    "ConnectionError", "ConnectTimeout", "ReadTimeout", "Timeout",  # requests
-    "AMQPConnectionError", "ConnectionClosed", "StreamLostError", "ConnectionWrongStateError",
-    "ChannelWrongStateError", "ConnectionClosedByBroker",  # pika
+    "ConnectionError",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "Timeout",  # requests
+    "AMQPConnectionError",
+    "ConnectionClosed",
+    "StreamLostError",
+    "ConnectionWrongStateError",
+    "ChannelWrongStateError",
+    "ConnectionClosedByBroker",  # pika
 }
 
 
@@ -40,8 +48,9 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def _transient(exc: BaseException) -> bool:
-    if isinstance(exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError,
-                        sa_exc.DisconnectionError)):
+    if isinstance(
+        exc, (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.TimeoutError, sa_exc.DisconnectionError)
+    ):
         return True
     if isinstance(exc, sa_exc.DBAPIError) and exc.connection_invalidated:
         return True
@@ -60,7 +69,7 @@ class Backoff:
     _n: int = field(default=0, repr=False)
 
     def next(self) -> float:
-        ceiling = min(self.cap, self.initial * (2 ** self._n))
+        ceiling = min(self.cap, self.initial * (2**self._n))
         self._n = min(self._n + 1, 32)
         return random.uniform(ceiling / 2, ceiling)
 

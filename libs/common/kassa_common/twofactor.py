@@ -5,17 +5,17 @@ takes effect only once a code from the merchant's app confirms it; it makes ten 
 recovery codes, shown once and stored as SHA-256 hashes (they are random, not passwords).
 An operator resets it with ``kassa merchant 2fa EMAIL --disable``.
 """
+
 from __future__ import annotations
 
 import hashlib
 import re
 import secrets
 import time
+from typing import Any, cast
 
 import pyotp
 import segno
-from typing import Any, cast
-
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
@@ -62,9 +62,14 @@ def check_code(session: Session, merchant: Merchant, code: str) -> bool:
     step = matching_step(merchant.totp_secret, code)
     if step is None:
         return False
-    used = cast(sa.CursorResult[Any], session.execute(sa.update(Merchant).where(
-        Merchant.id == merchant.id, sa.func.coalesce(Merchant.totp_last_step, -1) < step)
-        .values(totp_last_step=step))).rowcount
+    used = cast(
+        sa.CursorResult[Any],
+        session.execute(
+            sa.update(Merchant)
+            .where(Merchant.id == merchant.id, sa.func.coalesce(Merchant.totp_last_step, -1) < step)
+            .values(totp_last_step=step)
+        ),
+    ).rowcount
     return bool(used)
 
 
@@ -85,9 +90,14 @@ def use_recovery_code(session: Session, merchant: Merchant, code: str) -> bool:
     if merchant.totp_enabled_at is None or not code.strip() or len(code) > 40:
         return False
     digest = _hash(code)
-    spent = cast(sa.CursorResult[Any], session.execute(sa.update(Merchant).where(
-        Merchant.id == merchant.id, Merchant.recovery_code_hashes.any(digest))  # type: ignore[arg-type]
-        .values(recovery_code_hashes=sa.func.array_remove(Merchant.recovery_code_hashes, digest)))).rowcount
+    spent = cast(
+        sa.CursorResult[Any],
+        session.execute(
+            sa.update(Merchant)
+            .where(Merchant.id == merchant.id, Merchant.recovery_code_hashes.any(digest))  # type: ignore[arg-type]
+            .values(recovery_code_hashes=sa.func.array_remove(Merchant.recovery_code_hashes, digest))
+        ),
+    ).rowcount
     return bool(spent)
 
 

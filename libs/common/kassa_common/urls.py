@@ -1,5 +1,6 @@
 """URLs shown back to people: a webhook URL may carry credentials (``https://user:pw@host``)
 for a receiver behind basic auth; its password is never shown again (API, dashboard, logs)."""
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit

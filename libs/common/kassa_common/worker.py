@@ -18,6 +18,7 @@ The ``run`` family turns SIGTERM/SIGINT into the one stop order every worker kee
 taking work, finish what is in hand (its transaction commits, its message is acked),
 then close the connections.
 """
+
 from __future__ import annotations
 
 import json
@@ -26,19 +27,20 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from prometheus_client import start_http_server
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
+from kassa_common.config import Settings
+from kassa_common.db import make_engine, make_session_factory
 from kassa_common.messaging import topology as bus_topology
 from kassa_common.messaging.consumer import Consumer, Handler
 from kassa_common.messaging.publisher import Publisher
-from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory
 
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 log = logging.getLogger("kassa.worker")
@@ -50,8 +52,13 @@ class JsonFormatter(logging.Formatter):
         self.process = process
 
     def format(self, record: logging.LogRecord) -> str:
-        out = {"ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-               "level": record.levelname, "process": self.process, "logger": record.name, "msg": record.getMessage()}
+        out = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "process": self.process,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
         out.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
@@ -107,7 +114,7 @@ def loop(tick: Callable[[], bool], stop: threading.Event, interval: float) -> No
         try:
             busy = tick()
             backoff.reset()
-        except Exception as exc:  # noqa: BLE001 - a failed tick is logged and retried next time
+        except Exception as exc:
             if transient.is_transient(exc):
                 delay = backoff.next()
                 log.warning("infrastructure unreachable (%s); next try in %.1fs", type(exc).__name__, delay)
@@ -141,18 +148,25 @@ class Worker:
         ``label`` tells apart several publishers of one process (e.g. one per network).
         """
         name = f"{self.connection_name}-{label}" if label else self.connection_name
-        return Publisher(self.settings.rabbitmq_url, self.topology.exchange, name=name,
-                         declare=self.topology.declare)
+        return Publisher(self.settings.rabbitmq_url, self.topology.exchange, name=name, declare=self.topology.declare)
 
     def consumer(self, queue: bus_topology.QueueSpec, handler: Handler, **options: Any) -> Consumer:
         """A consumer of ``queue`` that runs ``handler`` in one transaction per message and
         acks after commit (``options``: ``prefetch``, ``on_committed``)."""
-        return Consumer(self.settings.rabbitmq_url, self.topology, queue, handler, self.sessions,
-                        name=self.connection_name, **options)
+        return Consumer(
+            self.settings.rabbitmq_url,
+            self.topology,
+            queue,
+            handler,
+            self.sessions,
+            name=self.connection_name,
+            **options,
+        )
 
     # -- running ------------------------------------------------------------------------
-    def run(self, run: Callable[[], None], on_stop: Callable[[], None], *,
-            drain: Callable[[], None] | None = None) -> None:
+    def run(
+        self, run: Callable[[], None], on_stop: Callable[[], None], *, drain: Callable[[], None] | None = None
+    ) -> None:
         """Run ``run`` until SIGTERM/SIGINT calls ``on_stop`` (stop taking work) and ``run``
         returns; then ``drain`` finishes work handed elsewhere, then the engine closes."""
         try:

@@ -1,4 +1,5 @@
 """The Flask application factory."""
+
 from __future__ import annotations
 
 import logging
@@ -8,17 +9,17 @@ from flask import Flask, g, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from kassa_common.config import Settings
+from kassa_common.db import make_engine, make_session_factory
+from kassa_common.logins import make_store
 from kassa_common.pricing import currencies
 from kassa_common.pricing.amounts import plain
 from kassa_common.pricing.service import make_rates
-from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory
+from kassa_common.urls import without_password
 from kassa_api import deps as deps_module
 from kassa_api import errors
 from kassa_api.ratelimit import make_limiter
 from kassa_api.routes.dashboard.accounts import LOGIN_FAILURES, LOGIN_WINDOW_SECONDS
-from kassa_common.logins import make_store
-from kassa_common.urls import without_password
 
 MAX_BODY = 64 * 1024
 SECURITY_HEADERS = {
@@ -47,21 +48,26 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     app.url_map.strict_slashes = False
     app.session_interface = CookieSessions()
     logging.basicConfig(level=settings.log_level)
-    engine = engine or make_engine(settings.database_url, pool_size=settings.db_pool_size, application_name="kassa-api",
-                                   pre_ping=False)  # a checkout is a request: see kassa_common.db
-    deps_module.init_app(app, deps_module.Deps(
-        settings=settings,
-        engine=engine,
-        sessions=make_session_factory(engine),
-        limiter=make_limiter(settings.redis_url, settings.rate_limit_per_minute),
-        rates=make_rates(settings),
-        public_limiter=make_limiter(settings.redis_url, settings.public_create_per_minute),
-        login_failures=make_limiter(settings.redis_url, LOGIN_FAILURES, window=LOGIN_WINDOW_SECONDS),
-        login_failures_by_address=make_limiter(settings.redis_url, settings.login_failures_per_address,
-                                               window=LOGIN_WINDOW_SECONDS),
-        signups=make_limiter(settings.redis_url, settings.signups_per_hour, window=3600),
-        logins=make_store(engine, settings.redis_url),
-    ))
+    engine = engine or make_engine(
+        settings.database_url, pool_size=settings.db_pool_size, application_name="kassa-api", pre_ping=False
+    )  # a checkout is a request: see kassa_common.db
+    deps_module.init_app(
+        app,
+        deps_module.Deps(
+            settings=settings,
+            engine=engine,
+            sessions=make_session_factory(engine),
+            limiter=make_limiter(settings.redis_url, settings.rate_limit_per_minute),
+            rates=make_rates(settings),
+            public_limiter=make_limiter(settings.redis_url, settings.public_create_per_minute),
+            login_failures=make_limiter(settings.redis_url, LOGIN_FAILURES, window=LOGIN_WINDOW_SECONDS),
+            login_failures_by_address=make_limiter(
+                settings.redis_url, settings.login_failures_per_address, window=LOGIN_WINDOW_SECONDS
+            ),
+            signups=make_limiter(settings.redis_url, settings.signups_per_hour, window=3600),
+            logins=make_store(engine, settings.redis_url),
+        ),
+    )
     if settings.trusted_proxies:  # the client address is the one the proxies saw (rate limits, throttling)
         hops = settings.trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]

@@ -3,6 +3,7 @@
 The key is looked up with its merchant in one prepared statement on the request's
 connection (the one a create then writes on), outside any transaction: it only reads.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -18,12 +19,16 @@ from kassa_common.owner import Owner
 from kassa_api.deps import connection, deps, make_owner
 from kassa_api.errors import ApiError
 
-KEY_LOOKUP = Prepared("kassa_key_lookup", """
+KEY_LOOKUP = Prepared(
+    "kassa_key_lookup",
+    """
 SELECT k.id, k.merchant_id, k.scopes, k.mode, k.revoked_at,
        m.activated, m.banned, m.business_name, m.payment_lifetime_minutes
 FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
 WHERE k.key_hash = %(key_hash)s
-""", {"key_hash": "text"})
+""",
+    {"key_hash": "text"},
+)
 
 
 class StoredKey(NamedTuple):
@@ -69,13 +74,21 @@ def authenticate(scope: str) -> Principal:
         raise _unauthorized("this account is banned")
     if not row.activated or not row.business_name:
         raise _unauthorized("this account is not activated or has no merchant profile yet")
-    principal = Principal(row.id, row.merchant_id, mode == "test", frozenset(row.scopes),
-                          make_owner(row.merchant_id, mode == "test", row.payment_lifetime_minutes))
+    principal = Principal(
+        row.id,
+        row.merchant_id,
+        mode == "test",
+        frozenset(row.scopes),
+        make_owner(row.merchant_id, mode == "test", row.payment_lifetime_minutes),
+    )
     verdict = deps().limiter.hit(str(row.id))
     g.rate_limit = verdict
     if not verdict.allowed:
-        raise ApiError(429, f"rate limit of {verdict.limit} requests per minute exceeded",
-                       headers={"Retry-After": str(verdict.reset_in)})
+        raise ApiError(
+            429,
+            f"rate limit of {verdict.limit} requests per minute exceeded",
+            headers={"Retry-After": str(verdict.reset_in)},
+        )
     if scope not in principal.scopes:
         raise ApiError(403, f"this API key lacks the {scope} scope")
     g.principal = principal

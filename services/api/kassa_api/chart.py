@@ -5,13 +5,14 @@ template only places what this module computes: bars, y-axis ticks and sparse da
 in a fixed viewBox that scales to the screen's width. It is pure (numbers in, numbers and
 labels out), so the layout is unit-tested without a request or a browser.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
-from typing import Sequence
 
 # The viewBox, in user units. Small on purpose: at a phone's width (about 340 CSS pixels
 # inside the card) one unit is about one pixel, so the 11-unit labels stay readable.
@@ -66,8 +67,9 @@ def nice_top(peak: Decimal) -> Decimal:
     """
     raw = max(peak / TICKS, Decimal(1))
     scale = Decimal(10) ** math.floor(math.log10(raw))
-    step = next(m * scale for m in (Decimal(1), Decimal(2), Decimal("2.5"), Decimal(5), Decimal(10))
-                if m * scale >= raw)
+    step = next(
+        m * scale for m in (Decimal(1), Decimal(2), Decimal("2.5"), Decimal(5), Decimal(10)) if m * scale >= raw
+    )
     return step * TICKS
 
 
@@ -96,12 +98,33 @@ def bar_chart(days: Sequence[tuple[date, Decimal, int]], symbol: str = "$") -> B
         height = float(amount / top) * plot_height
         height = round(max(height, 1.0) if amount > 0 else 0.0, 2)
         slot_x = LEFT + i * slot
-        bars.append(Bar(x=round(slot_x + (slot - bar_width) / 2, 2), y=round(baseline - height, 2), width=bar_width,
-                        height=height, slot_x=round(slot_x, 2), slot_width=round(slot, 2), day=day, amount=amount,
-                        count=count))
+        bars.append(
+            Bar(
+                x=round(slot_x + (slot - bar_width) / 2, 2),
+                y=round(baseline - height, 2),
+                width=bar_width,
+                height=height,
+                slot_x=round(slot_x, 2),
+                slot_width=round(slot, 2),
+                day=day,
+                amount=amount,
+                count=count,
+            )
+        )
         if (len(days) - 1 - i) % LABEL_EVERY == 0:
             labels.append(DayLabel(x=round(slot_x + slot / 2, 2), label=f"{day:%b} {day.day}"))
-    ticks = [Tick(y=round(baseline - plot_height * k / TICKS, 2), label=short_usd(top * k / TICKS, symbol))
-             for k in range(TICKS + 1)]
-    return BarChart(width=WIDTH, height=HEIGHT, left=LEFT, right=WIDTH - RIGHT, top=TOP, baseline=baseline, bars=bars,
-                    ticks=ticks, labels=labels)
+    ticks = [
+        Tick(y=round(baseline - plot_height * k / TICKS, 2), label=short_usd(top * k / TICKS, symbol))
+        for k in range(TICKS + 1)
+    ]
+    return BarChart(
+        width=WIDTH,
+        height=HEIGHT,
+        left=LEFT,
+        right=WIDTH - RIGHT,
+        top=TOP,
+        baseline=baseline,
+        bars=bars,
+        ticks=ticks,
+        labels=labels,
+    )

@@ -1,14 +1,15 @@
 """What the hosted checkout shows besides the payment itself: the wallet URI of what is
 still due and its QR code, why a cancel was refused, and the networks a product page offers."""
+
 from __future__ import annotations
 
 import segno
 
 from kassa_common.chains.networks import Network, Registry
-from kassa_common.pricing.amounts import units_text
-from kassa_common.statuses import PaymentStatus
 from kassa_common.models import Payment
 from kassa_common.payments import remaining_units
+from kassa_common.pricing.amounts import units_text
+from kassa_common.statuses import PaymentStatus
 
 
 def payment_uri(payment: Payment, network: Network | None) -> str:
@@ -33,8 +34,10 @@ def qr_svg(uri: str) -> str:
 def why_not_canceled(payment: Payment) -> str:
     """The customer's words for a refused cancel."""
     if payment.status == PaymentStatus.PENDING:
-        return ("Your transfer to this payment has been seen on the chain, so the payment can no longer be "
-                "canceled. It completes once the transfer has its confirmations.")
+        return (
+            "Your transfer to this payment has been seen on the chain, so the payment can no longer be "
+            "canceled. It completes once the transfer has its confirmations."
+        )
     return f"This payment is {payment.status.lower().replace('_', ' ')} and can no longer be canceled."
 
 

@@ -3,6 +3,7 @@
 ``csrf_token()`` puts the token in the (signed) Flask session and returns it for a hidden
 input; ``protect(bp)`` makes every POST of a blueprint present it, or get a 403 page.
 """
+
 from __future__ import annotations
 
 import hmac

@@ -1,19 +1,20 @@
 """What a request needs, built once by create_app and reached through ``current_app``."""
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 from flask import Flask, current_app, g
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_common.pricing.service import RateService
 from kassa_common.config import Settings
 from kassa_common.db import autocommit_connection, release_autocommit
 from kassa_common.logins import LoginStore
 from kassa_common.owner import Owner
+from kassa_common.pricing.service import RateService
 from kassa_api.ratelimit import RateLimiter
 
 

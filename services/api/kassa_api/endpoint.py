@@ -2,13 +2,15 @@
 declared once per view. The same declaration feeds the OpenAPI document (openapi.py),
 so what is validated is what is documented.
 """
+
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Callable
+from typing import Any
 
 from flask import request
 from pydantic import BaseModel, ValidationError
@@ -68,9 +70,19 @@ def _nul_paths(data: Any) -> list[str]:
 def _no_nul(data: Any, code: str, message: str) -> None:
     paths = _nul_paths(data)
     if paths:
-        raise ApiError(400, message, code=code,
-                       details=[{"field": p.replace("\x00", "\\u0000"), "message": "must not contain NUL characters",
-                                 "type": "nul_character"} for p in paths])
+        raise ApiError(
+            400,
+            message,
+            code=code,
+            details=[
+                {
+                    "field": p.replace("\x00", "\\u0000"),
+                    "message": "must not contain NUL characters",
+                    "type": "nul_character",
+                }
+                for p in paths
+            ],
+        )
 
 
 def parse_json_body() -> Any:

@@ -1,4 +1,5 @@
 """The one place where failures become the JSON error envelope of DESIGN.md section 3."""
+
 from __future__ import annotations
 
 import logging
@@ -6,7 +7,8 @@ import uuid
 from typing import Any
 
 from flask import Flask, g, jsonify, request
-from werkzeug.exceptions import HTTPException, RequestURITooLarge as URITooLong
+from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import RequestURITooLarge as URITooLong
 
 from kassa_common.errors import DomainError
 from kassa_common.transient import is_transient
@@ -85,8 +87,9 @@ def init_app(app: Flask) -> None:
     def _domain_error(exc: DomainError):
         status = CODE_STATUS.get(exc.code, 400)
         retry_after = getattr(exc, "retry_after", None)
-        return _respond(status, exc.code, exc.message, exc.details,
-                        {"Retry-After": str(retry_after)} if retry_after else None)
+        return _respond(
+            status, exc.code, exc.message, exc.details, {"Retry-After": str(retry_after)} if retry_after else None
+        )
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException):
@@ -105,7 +108,11 @@ def init_app(app: Flask) -> None:
             message = f"the URL (path and query) is longer than {MAX_URL} bytes"
         else:
             message = exc.description or exc.name
-        headers = {"Allow": exc.response.headers["Allow"]} if exc.response is not None and "Allow" in exc.response.headers else {}
+        headers = (
+            {"Allow": exc.response.headers["Allow"]}
+            if exc.response is not None and "Allow" in exc.response.headers
+            else {}
+        )
         if status == 405 and exc.valid_methods:  # type: ignore[attr-defined]
             headers["Allow"] = ", ".join(exc.valid_methods)  # type: ignore[attr-defined]
         return _respond(status, HTTP_CODES.get(status, "ERROR"), message, headers=headers)
@@ -115,7 +122,14 @@ def init_app(app: Flask) -> None:
         request_id = getattr(g, "request_id", None) or uuid.uuid4().hex
         if is_transient(exc):  # the database is unreachable (a retry with the same Idempotency-Key is safe)
             log.warning("service unavailable: %s", str(exc).splitlines()[0], extra={"request_id": request_id})
-            return _respond(503, "SERVICE_UNAVAILABLE", "a service Kassa depends on is unreachable right now; retry shortly",
-                            headers={"Retry-After": str(RETRY_AFTER_OUTAGE)}, request_id=request_id)
+            return _respond(
+                503,
+                "SERVICE_UNAVAILABLE",
+                "a service Kassa depends on is unreachable right now; retry shortly",
+                headers={"Retry-After": str(RETRY_AFTER_OUTAGE)},
+                request_id=request_id,
+            )
         log.exception("unhandled error", extra={"request_id": request_id})
-        return _respond(500, "INTERNAL_ERROR", "internal error; quote the request id when reporting it", request_id=request_id)
+        return _respond(
+            500, "INTERNAL_ERROR", "internal error; quote the request id when reporting it", request_id=request_id
+        )

@@ -1,5 +1,6 @@
 """The OpenAPI 3.1 document, generated from the ``@endpoint`` declarations and the same
 pydantic models that validate requests."""
+
 from __future__ import annotations
 
 import re
@@ -10,10 +11,10 @@ from flask import Flask
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from kassa_api.endpoint import EndpointSpec
 from kassa_common.chains.networks import Registry
-from kassa_common.pricing import currencies
 from kassa_common.fields import PageMeta
+from kassa_common.pricing import currencies
+from kassa_api.endpoint import EndpointSpec
 
 REF = "#/components/schemas/{model}"
 ERROR_SCHEMA = {
@@ -35,9 +36,16 @@ ERROR_SCHEMA = {
         },
     },
 }
-ERROR_TEXT = {400: "Invalid request (BAD_REQUEST or VALIDATION_ERROR)", 401: "Missing, unknown or revoked key",
-              403: "The key lacks the scope", 404: "Not found", 409: "Conflict", 422: "Cannot be processed",
-              429: "Rate limit exceeded", 503: "Temporarily unavailable"}
+ERROR_TEXT = {
+    400: "Invalid request (BAD_REQUEST or VALIDATION_ERROR)",
+    401: "Missing, unknown or revoked key",
+    403: "The key lacks the scope",
+    404: "Not found",
+    409: "Conflict",
+    422: "Cannot be processed",
+    429: "Rate limit exceeded",
+    503: "Temporarily unavailable",
+}
 
 
 def _models(spec: EndpointSpec) -> list[type[BaseModel]]:
@@ -87,8 +95,10 @@ def _query_params(model: type[BaseModel] | None, schemas: dict) -> list[dict]:
         return []
     schema = schemas[model.__name__]
     required = set(schema.get("required", []))
-    return [{"name": name, "in": "query", "required": name in required, "schema": _param_schema(prop)}
-            for name, prop in schema["properties"].items()]
+    return [
+        {"name": name, "in": "query", "required": name in required, "schema": _param_schema(prop)}
+        for name, prop in schema["properties"].items()
+    ]
 
 
 def _registry_values(node: Any, values: dict[str, list[str]]) -> None:
@@ -122,8 +132,16 @@ def _no_nul(node: Any) -> None:
 def _whole(field: str, codes: list[str]) -> list[dict[str, Any]]:
     """Currencies without minor units (JPY) take whole amounts only."""
     zero = [c for c in codes if currencies.minor_units(c) == 0]
-    return [{"if": {"properties": {"currency": {"enum": zero}}, "required": ["currency"]},
-             "then": {"properties": {field: {"multipleOf": 1}}}}] if zero else []
+    return (
+        [
+            {
+                "if": {"properties": {"currency": {"enum": zero}}, "required": ["currency"]},
+                "then": {"properties": {field: {"multipleOf": 1}}},
+            }
+        ]
+        if zero
+        else []
+    )
 
 
 def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]) -> None:
@@ -131,35 +149,59 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]
     by the document is never refused for them: exactly one of amount or product_id; each
     network's own tokens; CRYPTO products need a token and network (priced in the token's
     units), FIAT ones take neither (priced in cents)."""
+
     def token_of(network, nullable: bool) -> list[dict[str, Any]]:
         tokens: list[Any] = sorted({t.symbol for t in network.tokens})
-        return [{"if": {"properties": {"network": {"const": network.name}}, "required": ["network"]},
-                 "then": {"properties": {"token": {"enum": tokens + ([None] if nullable else [])}}}}]
+        return [
+            {
+                "if": {"properties": {"network": {"const": network.name}}, "required": ["network"]},
+                "then": {"properties": {"token": {"enum": tokens + ([None] if nullable else [])}}},
+            }
+        ]
 
     def precision(network) -> list[dict[str, Any]]:  # a CRYPTO price has at most the token's decimals
-        return [{"if": {"properties": {"network": {"const": network.name}, "token": {"const": t.symbol}},
-                        "required": ["network", "token"]},
-                 "then": {"properties": {"price": {"multipleOf": float(f"1e-{t.decimals}")}}}}
-                for t in network.tokens]
+        return [
+            {
+                "if": {
+                    "properties": {"network": {"const": network.name}, "token": {"const": t.symbol}},
+                    "required": ["network", "token"],
+                },
+                "then": {"properties": {"price": {"multipleOf": float(f"1e-{t.decimals}")}}},
+            }
+            for t in network.tokens
+        ]
 
     payment = schemas.get("CreatePayment")
     if payment is not None:
-        payment["oneOf"] = [{"required": ["amount"], "properties": {"amount": {"type": "number"}}},
-                            {"required": ["product_id"], "properties": {"product_id": {"type": "string"}}}]
+        payment["oneOf"] = [
+            {"required": ["amount"], "properties": {"amount": {"type": "number"}}},
+            {"required": ["product_id"], "properties": {"product_id": {"type": "string"}}},
+        ]
         payment["allOf"] = [rule for n in networks for rule in token_of(n, nullable=False)] + _whole("amount", codes)
     product = schemas.get("CreateProduct")
     if product is not None:
-        product["allOf"] = [{
-            "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
-            "then": {"required": ["token", "network"],
-                     "properties": {"token": {"type": "string"}, "network": {"type": "string"}},
-                     "allOf": [rule for n in networks for rule in precision(n)]},
-            "else": {"properties": {"token": {"type": "null"}, "network": {"type": "null"},
-                                    "price": {"multipleOf": 0.01}}, "allOf": _whole("price", codes)},
-        }, {  # a CRYPTO price is in its token: no currency but the default
-            "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
-            "then": {"properties": {"currency": {"enum": [currencies.DEFAULT, None]}}},
-        }] + [rule for n in networks for rule in token_of(n, nullable=True)]
+        product["allOf"] = [
+            {
+                "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
+                "then": {
+                    "required": ["token", "network"],
+                    "properties": {"token": {"type": "string"}, "network": {"type": "string"}},
+                    "allOf": [rule for n in networks for rule in precision(n)],
+                },
+                "else": {
+                    "properties": {
+                        "token": {"type": "null"},
+                        "network": {"type": "null"},
+                        "price": {"multipleOf": 0.01},
+                    },
+                    "allOf": _whole("price", codes),
+                },
+            },
+            {  # a CRYPTO price is in its token: no currency but the default
+                "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
+                "then": {"properties": {"currency": {"enum": [currencies.DEFAULT, None]}}},
+            },
+        ] + [rule for n in networks for rule in token_of(n, nullable=True)]
 
 
 def _operation_ids(endpoints: list[str]) -> dict[str, str]:
@@ -175,7 +217,7 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
         spec = getattr(app.view_functions[rule.endpoint], "endpoint_spec", None)
         if spec is None or not rule.rule.startswith("/v1/api"):
             continue
-        path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule[len("/v1/api"):])
+        path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule[len("/v1/api") :])
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
             specs.append((path, method.lower(), list(rule.arguments), spec, rule.endpoint))
     operation_ids = _operation_ids(sorted({s[4] for s in specs}))
@@ -185,8 +227,14 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
     schemas = defs.get("$defs", {})
     networks = list(registry or [])
     codes = codes or [currencies.DEFAULT]
-    _registry_values(schemas, {"networks": [n.name for n in networks],
-                               "tokens": sorted({t.symbol for n in networks for t in n.tokens}), "currencies": codes})
+    _registry_values(
+        schemas,
+        {
+            "networks": [n.name for n in networks],
+            "tokens": sorted({t.symbol for n in networks for t in n.tokens}),
+            "currencies": codes,
+        },
+    )
     _no_nul(schemas)
     _cross_field_rules(schemas, networks, codes)
     schemas["Error"] = ERROR_SCHEMA
@@ -194,24 +242,40 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
     paths: dict[str, dict] = {}
     for path, method, args, spec, view in specs:
         op: dict[str, Any] = {"summary": spec.summary, "tags": [spec.tag], "operationId": operation_ids[view]}
-        params = [{"name": a, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}}
-                  for a in args]
+        params = [
+            {"name": a, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}} for a in args
+        ]
         params += _query_params(spec.query, schemas)
         if spec.tag == "payments" and method == "post" and path == "/payments":
-            params.append({"name": "Idempotency-Key", "in": "header", "required": False,
-                           "schema": {"type": "string", "minLength": 1, "maxLength": 255}})
+            params.append(
+                {
+                    "name": "Idempotency-Key",
+                    "in": "header",
+                    "required": False,
+                    "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+                }
+            )
         if params:
             op["parameters"] = params
         if spec.body is not None:
-            op["requestBody"] = {"required": True,
-                                 "content": {"application/json": {"schema": _ref(spec.body)}}}
-        responses: dict[str, Any] = {str(spec.status): {"description": "Success",
-                                                        "content": {"application/json": {"schema": _success(spec)}}}}
-        statuses = set(spec.errors) | ({400, 401, 403, 429} if spec.scope else set()) | ({400} if spec.body or spec.query else set())
+            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(spec.body)}}}
+        responses: dict[str, Any] = {
+            str(spec.status): {"description": "Success", "content": {"application/json": {"schema": _success(spec)}}}
+        }
+        statuses = (
+            set(spec.errors)
+            | ({400, 401, 403, 429} if spec.scope else set())
+            | ({400} if spec.body or spec.query else set())
+        )
         for code in sorted(statuses):
-            responses[str(code)] = {"description": ERROR_TEXT.get(code, "Error"),
-                                    "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}}}
-        responses["default"] = {"description": "Error", "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}}}
+            responses[str(code)] = {
+                "description": ERROR_TEXT.get(code, "Error"),
+                "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}},
+            }
+        responses["default"] = {
+            "description": "Error",
+            "content": {"application/json": {"schema": {"$ref": REF.format(model="Error")}}},
+        }
         op["responses"] = responses
         if spec.scope:
             op["security"] = [{"ApiKey": []}]
@@ -220,11 +284,16 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
 
     return {
         "openapi": "3.1.0",
-        "info": {"title": "Kassa API", "version": "1.0.0",
-                 "description": "Self-hosted, non-custodial crypto payments. Every request but /networks needs "
-                                "an X-Api-Key header; every error has the same JSON shape (see Error)."},
+        "info": {
+            "title": "Kassa API",
+            "version": "1.0.0",
+            "description": "Self-hosted, non-custodial crypto payments. Every request but /networks needs "
+            "an X-Api-Key header; every error has the same JSON shape (see Error).",
+        },
         "servers": [{"url": server_url}],
         "paths": paths,
-        "components": {"schemas": schemas,
-                       "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}}},
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "X-Api-Key"}},
+        },
     }

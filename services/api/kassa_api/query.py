@@ -8,10 +8,11 @@ overflows the database's bigint, and no NUL reaches PostgreSQL (which refuses it
 ``guard`` refuses a NUL or an overlong value in any query parameter or path part of a page
 before its view runs.
 """
+
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from flask import abort, request
 

@@ -10,6 +10,7 @@ near the limit it is one hit and every request is counted in Redis as it comes. 
 in Redis includes every reserved place: the limit is never exceeded across processes; a
 place a process reserved and did not hand out before the window ended is lost, so a key
 used from several processes at once may be refused a few requests early."""
+
 from __future__ import annotations
 
 import threading

@@ -1,39 +1,54 @@
 """Request and response models of the payments and networks endpoints (the field types and
 base models are ``kassa_common.fields``; each resource keeps its own models beside its
 commands)."""
+
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from kassa_common.fields import (
-    Amount, CurrencyCode, Email, FieldsError, HttpUrl, MetaKey, MetaValue, Name, NetworkCode, PageMeta, Strict,
-    TokenCode)
-from kassa_common.pricing import currencies
+    Amount,
+    CurrencyCode,
+    Email,
+    FieldsError,
+    HttpUrl,
+    MetaKey,
+    MetaValue,
+    Name,
+    NetworkCode,
+    PageMeta,
+    Strict,
+    TokenCode,
+)
 from kassa_common.payments.shape import PaymentOut, StatusName  # PaymentOut: the payment object, defined once
-
+from kassa_common.pricing import currencies
 
 # ---- payments ---------------------------------------------------------------------------
+
 
 class CreatePayment(Strict):
     # The document states "exactly one of amount or product_id" (kassa_api.openapi).
 
-    amount: Optional[Amount] = Field(None, description="amount in `currency`; required unless product_id is given")
-    currency: Optional[CurrencyCode] = Field(None, description="ISO 4217 code of `amount`, USD by default (a FIAT "
-                                                               "product's payment is in the product's currency)")
-    product_id: Optional[str] = Field(None, min_length=1, max_length=64,
-                                      description="charge for this product instead of an amount")
+    amount: Amount | None = Field(None, description="amount in `currency`; required unless product_id is given")
+    currency: CurrencyCode | None = Field(
+        None,
+        description="ISO 4217 code of `amount`, USD by default (a FIAT product's payment is in the product's currency)",
+    )
+    product_id: str | None = Field(
+        None, min_length=1, max_length=64, description="charge for this product instead of an amount"
+    )
     token: TokenCode = Field(description="token symbol, e.g. USDC (see GET /networks)")
     network: NetworkCode = Field(description="network name, e.g. BASE (see GET /networks)")
-    customer_email: Optional[Email] = None
-    customer_name: Optional[Name] = None
-    redirect_url: Optional[HttpUrl] = None
-    cancel_url: Optional[HttpUrl] = None
-    metadata: Optional[dict[MetaKey, MetaValue]] = Field(None, max_length=50)
+    customer_email: Email | None = None
+    customer_name: Name | None = None
+    redirect_url: HttpUrl | None = None
+    cancel_url: HttpUrl | None = None
+    metadata: dict[MetaKey, MetaValue] | None = Field(None, max_length=50)
 
     @model_validator(mode="after")
-    def _amount_or_product(self) -> "CreatePayment":
+    def _amount_or_product(self) -> CreatePayment:
         if (self.amount is None) == (self.product_id is None):
             raise FieldsError("give exactly one of amount or product_id", ["amount", "product_id"])
         if self.amount is not None and self.currency and not currencies.fits(self.amount, self.currency):
@@ -45,8 +60,8 @@ class CreatePayment(Strict):
 class ListPayments(Strict):
     page: int = Field(1, ge=1, le=1_000_000)
     pageSize: int = Field(10, ge=1, le=100)
-    status: Optional[StatusName] = None
-    search: Optional[Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]] = None
+    status: StatusName | None = None
+    search: Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)] | None = None
 
 
 class PaymentPage(BaseModel):
@@ -56,9 +71,10 @@ class PaymentPage(BaseModel):
 
 # ---- networks ---------------------------------------------------------------------------
 
+
 class TokenOut(BaseModel):
     symbol: str
-    contract: Optional[str]
+    contract: str | None
     decimals: int
     native: bool
 
@@ -66,7 +82,7 @@ class TokenOut(BaseModel):
 class NetworkOut(BaseModel):
     name: str
     kind: Literal["evm", "bitcoin"]
-    chain_id: Optional[int]
+    chain_id: int | None
     required_confirmations: int
     live_enabled: bool
     tokens: list[TokenOut]

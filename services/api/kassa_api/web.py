@@ -1,4 +1,5 @@
 """What every server-rendered page shares: its security headers and the HTML error page."""
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -6,10 +7,22 @@ from urllib.parse import urlsplit
 from flask import Response, make_response, render_template
 from werkzeug.exceptions import HTTPException
 
-CSP = ("default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
-       "frame-ancestors 'none'; form-action 'self'")
-TITLES = {400: "Bad request", 403: "Forbidden", 404: "Not found", 405: "Not allowed", 409: "Conflict",
-          410: "Gone", 413: "Too large", 422: "Cannot do that", 429: "Too many requests", 500: "Something went wrong"}
+CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "frame-ancestors 'none'; form-action 'self'"
+)
+TITLES = {
+    400: "Bad request",
+    403: "Forbidden",
+    404: "Not found",
+    405: "Not allowed",
+    409: "Conflict",
+    410: "Gone",
+    413: "Too large",
+    422: "Cannot do that",
+    429: "Too many requests",
+    500: "Something went wrong",
+}
 
 
 def origin(url: str | None) -> str | None:

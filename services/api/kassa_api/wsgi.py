@@ -1,4 +1,5 @@
 """gunicorn entrypoint: ``gunicorn kassa_api.wsgi:app``."""
+
 from kassa_api.app import create_app
 
 app = create_app()

@@ -30,14 +30,16 @@ watched address):
 Assumes the address pays nothing out while its payment is open (a fresh HD child or a
 forwarder deposit): an outflow in the same range hides as much credit.
 """
+
 from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Any, Collection, Iterable
+from collections.abc import Collection, Iterable
+from typing import Any
 
-from kassa_chain_watcher.chain import Block, ChainMoved, Found
 from kassa_common.chains.rpc import JsonRpc, RpcError, RpcUnavailable
+from kassa_chain_watcher.chain import Block, ChainMoved, Found
 
 log = logging.getLogger("kassa.chain_watcher")
 TOP_LEVEL = -1  # log_index of a transaction's own value to the address (evm.NATIVE)
@@ -46,7 +48,9 @@ Call = tuple[str, str, int]  # (tx hash, recipient, value) of a call that moved 
 
 
 class InternalCredits:
-    def __init__(self, rpc: JsonRpc, symbol: str, *, chunk: int = 100) -> None:  # EvmChain passes its own  # pragma: no mutate
+    def __init__(
+        self, rpc: JsonRpc, symbol: str, *, chunk: int = 100
+    ) -> None:  # EvmChain passes its own  # pragma: no mutate
         self.rpc, self.symbol, self.chunk = rpc, symbol, chunk
         self._tracers = ["trace_block", "debug_traceBlockByNumber"]  # those the node turned down are dropped
         self._last: dict[str, tuple[str, int]] = {}  # address -> (block hash, balance) at the last range's end
@@ -70,17 +74,20 @@ class InternalCredits:
         after = {a: got[(a, last.hash)] for a in wanted}
         if follow:
             self._last = {a: (last.hash, bal) for a, bal in after.items()}
-        top = {a: [sum(f.amount_units for f in b.transfers if f.to == a and f.index == TOP_LEVEL) for b in blocks]
-               for a in wanted}
+        top = {
+            a: [sum(f.amount_units for f in b.transfers if f.to == a and f.index == TOP_LEVEL) for b in blocks]
+            for a in wanted
+        }
         traces: dict[str, list[tuple[str, str, int]]] = {}
         for a in wanted:
             self._split(a, blocks, 0, len(blocks) - 1, before[a], after[a], top[a], traces)
 
-    def _split(self, address: str, blocks: list[Block], lo: int, hi: int, start: int, end: int,
-               top: list[int], traces: dict) -> None:
+    def _split(
+        self, address: str, blocks: list[Block], lo: int, hi: int, start: int, end: int, top: list[int], traces: dict
+    ) -> None:
         """Find the blocks of ``blocks[lo..hi]`` where ``address`` gained more than its
         top-level transfers brought (``start``/``end``: its balance before and after them)."""
-        unexplained = end - start - sum(top[lo:hi + 1])
+        unexplained = end - start - sum(top[lo : hi + 1])
         if unexplained <= 0:
             return
         if lo == hi:
@@ -97,12 +104,21 @@ class InternalCredits:
         traced = credits_to(traces[block.hash], address, self.symbol)
         found = capped(traced, unexplained)
         if found != traced:  # only logged  # pragma: no mutate
-            log.warning("native coin from a contract: traces of block %d claim %d for %s, its balance rose by %d: "
-                        "capped", block.number, sum(f.amount_units for f in traced), address, unexplained)
+            log.warning(
+                "native coin from a contract: traces of block %d claim %d for %s, its balance rose by %d: capped",
+                block.number,
+                sum(f.amount_units for f in traced),
+                address,
+                unexplained,
+            )
         if not found:  # no traces on this node: the block's unexplained rise, identified by the block
             found = [Found(block.hash, INTERNAL, self.symbol, address, unexplained)]
-        log.info("native coin from a contract: %s in block %d: %s", address, block.number,
-                 ", ".join(f"{f.tx_hash} ({f.amount_units})" for f in found))
+        log.info(
+            "native coin from a contract: %s in block %d: %s",
+            address,
+            block.number,
+            ", ".join(f"{f.tx_hash} ({f.amount_units})" for f in found),
+        )
         known = {f.identity for f in block.transfers}
         block.transfers.extend(f for f in found if f.identity not in known)
 
@@ -139,8 +155,15 @@ class InternalCredits:
 def _unsupported(exc: RpcError) -> bool:
     """The node said it has no such method (not: it is busy or away)."""
     text = str(exc).lower()
-    said = ("not found", "not supported", "unsupported", "does not exist", "not available", "-32601",
-            "method not allowed")
+    said = (
+        "not found",
+        "not supported",
+        "unsupported",
+        "does not exist",
+        "not available",
+        "-32601",
+        "method not allowed",
+    )
     return not isinstance(exc, RpcUnavailable) and any(s in text for s in said)
 
 
@@ -211,8 +234,11 @@ def calls_from_call_tracer(results: list[dict[str, Any]] | None) -> list[Call]:
         for call in frame.get("calls") or []:
             if call.get("error"):
                 continue  # a reverted call moved nothing (nor did anything below it)
-            if call.get("type") in ("CALL", "CREATE", "CREATE2", "SELFDESTRUCT") and call.get("to") \
-                    and int(call.get("value") or "0x0", 16):
+            if (
+                call.get("type") in ("CALL", "CREATE", "CREATE2", "SELFDESTRUCT")
+                and call.get("to")
+                and int(call.get("value") or "0x0", 16)
+            ):
                 out.append((tx, call["to"].lower(), int(call["value"], 16)))
             walk(tx, call)
 

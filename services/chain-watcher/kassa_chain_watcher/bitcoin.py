@@ -13,16 +13,17 @@ address before its payment exists, and an address reaches the watcher within the
 period of its payment's creation (30 s by default) or when the watcher (re)starts, which
 reads the whole mempool again.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Collection, Container
 from decimal import Decimal
-from typing import Any, Collection, Container
+from typing import Any
 
 from kassa_common.chains.networks import Network
-
-from kassa_chain_watcher.chain import Block, ChainMoved, Found
 from kassa_common.chains.rpc import JsonRpc, RpcError, RpcUnavailable
+from kassa_chain_watcher.chain import Block, ChainMoved, Found
 
 SATS = Decimal(100_000_000)
 REMATCH_SECONDS = 600.0  # every output of a transaction is kept this long after it was read
@@ -33,8 +34,9 @@ def normalize(address: str) -> str:
 
 
 class BitcoinChain:
-    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 50,
-                 rematch_seconds: float = REMATCH_SECONDS) -> None:
+    def __init__(
+        self, network: Network, rpc: JsonRpc, *, batch: int = 50, rematch_seconds: float = REMATCH_SECONDS
+    ) -> None:
         self.network, self.rpc, self.batch = network, rpc, batch
         self.symbol = network.tokens[0].symbol if network.tokens else "BTC"
         self.rematch_seconds = rematch_seconds
@@ -110,8 +112,12 @@ class BitcoinChain:
                 break
             self._older[txid] = [f for f in outputs if f.to in watched]
             del self._recent[txid]
-        return [f for outputs in (*(o for _, o in self._recent.values()), *self._older.values())
-                for f in outputs if f.to in watched]
+        return [
+            f
+            for outputs in (*(o for _, o in self._recent.values()), *self._older.values())
+            for f in outputs
+            if f.to in watched
+        ]
 
     def history(self, start: int, end: int, addresses: Collection[str], native: Collection[str] = ()) -> list[Block]:
         """Backfill for newly watched addresses: no address index here, so whole blocks."""

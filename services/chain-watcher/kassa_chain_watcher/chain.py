@@ -1,8 +1,10 @@
 """What the scanner needs from a chain, and the values it passes around."""
+
 from __future__ import annotations
 
+from collections.abc import Collection, Container
 from dataclasses import dataclass, field
-from typing import Any, Collection, Container, Protocol
+from typing import Any, Protocol
 
 
 class ChainMoved(Exception):
@@ -48,7 +50,7 @@ class Found:
         return d
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> "Found":
+    def from_json(cls, d: dict[str, Any]) -> Found:
         return cls(d["tx"], int(d["i"]), d["token"], d["to"], int(d["units"]), d.get("p"))
 
 
@@ -80,5 +82,4 @@ class Chain(Protocol):
         with those transfers only; ``parent_hash`` may be empty. ``native``: the watched
         addresses of open native-coin payments (EVM: their balances are followed too)."""
 
-    def close(self) -> None:
-        ...
+    def close(self) -> None: ...

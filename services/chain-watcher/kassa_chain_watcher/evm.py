@@ -9,18 +9,18 @@ reverted moved nothing. Native coin moved by a contract's internal call (no top-
 transaction to the address) is found through the balances of open native-coin payments'
 addresses (``balances.py``).
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Any, Collection, Container
+from collections.abc import Collection, Container
+from typing import Any
 
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import Network
-
+from kassa_common.chains.rpc import JsonRpc, RangeTooLarge
 from kassa_chain_watcher.balances import InternalCredits
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
-from kassa_common.chains.rpc import JsonRpc, RangeTooLarge
-
 
 log = logging.getLogger("kassa.chain_watcher")
 NATIVE = -1  # index of a native transfer by a transaction to the address itself
@@ -39,8 +39,14 @@ def normalize(address: str) -> str:
 
 
 class EvmChain:
-    def __init__(self, network: Network, rpc: JsonRpc, *, batch: int = 100,  # tuning  # pragma: no mutate
-                 log_range: int = HISTORY_RANGE) -> None:
+    def __init__(
+        self,
+        network: Network,
+        rpc: JsonRpc,
+        *,
+        batch: int = 100,  # tuning  # pragma: no mutate
+        log_range: int = HISTORY_RANGE,
+    ) -> None:
         self.network, self.rpc, self.batch = network, rpc, batch
         self.max_log_range = self.log_range = max(1, log_range)  # blocks per eth_getLogs (GROW_AFTER)
         # eth_getLogs answered in a row since the window last changed; it starts at its
@@ -56,8 +62,10 @@ class EvmChain:
 
     def hashes(self, numbers: list[int]) -> dict[int, str]:
         # Transactions (True) or only their hashes (False): the same block hash.
-        heads = self.rpc.batch([("eth_getBlockByNumber", [hex(n), False]) for n in numbers],  # pragma: no mutate
-                               chunk=self.batch)
+        heads = self.rpc.batch(
+            [("eth_getBlockByNumber", [hex(n), False]) for n in numbers],  # pragma: no mutate
+            chunk=self.batch,
+        )
         return {n: h["hash"] for n, h in zip(numbers, heads, strict=False) if h}
 
     def mempool(self, watched: Container[str]) -> list[Found]:
@@ -65,8 +73,9 @@ class EvmChain:
 
     def blocks(self, start: int, end: int, watched: Container[str]) -> list[Block]:
         full = self.native is not None
-        raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), full]) for n in range(start, end + 1)],
-                             chunk=self.batch)
+        raw = self.rpc.batch(
+            [("eth_getBlockByNumber", [hex(n), full]) for n in range(start, end + 1)], chunk=self.batch
+        )
         blocks: list[Block] = []
         for n, b in enumerate(raw, start):
             if not b:
@@ -105,8 +114,13 @@ class EvmChain:
             if not receipt or str(receipt.get("blockHash", "")).lower() != block.hash.lower():
                 raise ChainMoved(f"transaction {f.tx_hash} is no longer in block {block.number}")
             if not _succeeded(receipt):
-                log.info("%s: transaction %s to %s reverted: its %d wei credit nothing",
-                         self.network.name, f.tx_hash, f.to, f.amount_units)
+                log.info(
+                    "%s: transaction %s to %s reverted: its %d wei credit nothing",
+                    self.network.name,
+                    f.tx_hash,
+                    f.to,
+                    f.amount_units,
+                )
                 reverted.add(f.identity)
         if reverted:
             for block in blocks:
@@ -122,8 +136,9 @@ class EvmChain:
         for block in blocks:
             block.transfers.sort(key=lambda f: f.index)
 
-    def _token_transfers(self, start: int, end: int, watched: Container[str], *,
-                         recipients: list[str] | None = None) -> list[tuple[int, str, Found]]:
+    def _token_transfers(
+        self, start: int, end: int, watched: Container[str], *, recipients: list[str] | None = None
+    ) -> list[tuple[int, str, Found]]:
         """Transfer logs of the configured tokens to ``watched`` in ``start..end``: (block, hash, found).
 
         ``recipients`` narrows the query itself to those addresses (the ``to`` topic), for
@@ -145,9 +160,20 @@ class EvmChain:
                 continue
             rank = ranks[(log["transactionHash"], to)] = ranks.get((log["transactionHash"], to), -1) + 1
             data = log["data"]
-            out.append((int(log["blockNumber"], 16), log["blockHash"], Found(
-                log["transactionHash"], int(log["logIndex"], 16), self.tokens[log["address"].lower()], to,
-                int(data, 16) if data not in ("0x", "") else 0, rank)))
+            out.append(
+                (
+                    int(log["blockNumber"], 16),
+                    log["blockHash"],
+                    Found(
+                        log["transactionHash"],
+                        int(log["logIndex"], 16),
+                        self.tokens[log["address"].lower()],
+                        to,
+                        int(data, 16) if data not in ("0x", "") else 0,
+                        rank,
+                    ),
+                )
+            )
         return out
 
     def _get_logs(self, start: int, end: int, query: dict[str, Any]) -> list[dict[str, Any]]:
@@ -178,16 +204,19 @@ class EvmChain:
         found: dict[int, Block] = {}
         wanted = sorted(addresses)
         for i in range(0, len(wanted), ADDRESS_CHUNK):
-            chunk = wanted[i:i + ADDRESS_CHUNK]
+            chunk = wanted[i : i + ADDRESS_CHUNK]
             for lo in range(start, end + 1, HISTORY_RANGE):
-                for number, block_hash, f in self._token_transfers(lo, min(end, lo + HISTORY_RANGE - 1), set(chunk),
-                                                                   recipients=chunk):
+                for number, block_hash, f in self._token_transfers(
+                    lo, min(end, lo + HISTORY_RANGE - 1), set(chunk), recipients=chunk
+                ):
                     found.setdefault(number, Block(number, block_hash, "")).transfers.append(f)
         if self.native is not None:
             read: list[Block] = []  # every block of the range, for the balances of ``native``
             for lo in range(start, end + 1, self.batch):
-                raw = self.rpc.batch([("eth_getBlockByNumber", [hex(n), True])
-                                      for n in range(lo, min(end, lo + self.batch - 1) + 1)], chunk=self.batch)
+                raw = self.rpc.batch(
+                    [("eth_getBlockByNumber", [hex(n), True]) for n in range(lo, min(end, lo + self.batch - 1) + 1)],
+                    chunk=self.batch,
+                )
                 for n, b in enumerate(raw, lo):
                     if not b or (read and b["parentHash"] != read[-1].hash):
                         raise ChainMoved(f"block {n} changed during a backfill")

@@ -16,28 +16,28 @@ backoff resets on the first good tick. Each streak of failures is logged once (a
 more if the failure changes kind), with the RPC URL redacted (hosted nodes' URLs hold
 their API key); a node that is merely unavailable gets no stack trace.
 """
+
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
-from typing import Callable
 
+from kassa_common.chains.locks import NetworkLock
+from kassa_common.chains.networks import Network
+from kassa_common.chains.nodes import NodePool
+from kassa_common.chains.rpc import RpcUnavailable
+from kassa_common.config import Settings
 from kassa_common.messaging import topology
 from kassa_common.messaging.publisher import Publisher
-from kassa_common.chains.networks import Network
-from kassa_common.config import Settings
 from kassa_common.transient import Backoff
 from kassa_common.worker import Worker, bootstrap
-
 from kassa_chain_watcher import bitcoin, evm
-from kassa_common.chains.locks import NetworkLock
-from kassa_common.chains.nodes import NodePool
 from kassa_chain_watcher.quorum import Quorum
-from kassa_common.chains.rpc import RpcUnavailable
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, address_networks, reload
@@ -62,9 +62,13 @@ class Options:
     networks: tuple[str, ...] = ()  # upper-case names; empty: every network with an RPC URL
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "Options":
-        return cls(poll_seconds=settings.chain_watcher_poll_seconds, batch_blocks=settings.chain_watcher_batch_blocks,
-                   reload_seconds=settings.chain_watcher_reload_seconds, networks=settings.chain_watcher_networks)
+    def from_settings(cls, settings: Settings) -> Options:
+        return cls(
+            poll_seconds=settings.chain_watcher_poll_seconds,
+            batch_blocks=settings.chain_watcher_batch_blocks,
+            reload_seconds=settings.chain_watcher_reload_seconds,
+            networks=settings.chain_watcher_networks,
+        )
 
     def watched(self, settings: Settings) -> list[Network]:
         """The networks to follow: those with an RPC URL, narrowed to ``networks`` if set."""
@@ -98,8 +102,16 @@ def keep_blocks(network: Network) -> int:
 class NetworkWatcher:
     """Follows one network while holding its lock; ``active`` tells whether it does now."""
 
-    def __init__(self, settings: Settings, network: Network, sessions, watchlist: Watchlist,
-                 options: Options = Options(), *, publisher: Callable[[], Publisher] | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        network: Network,
+        sessions,
+        watchlist: Watchlist,
+        options: Options = Options(),
+        *,
+        publisher: Callable[[], Publisher] | None = None,
+    ) -> None:
         self.settings, self.network, self.sessions, self.watchlist = settings, network, sessions, watchlist
         self.options = options
         self.publisher = publisher or self._default_publisher
@@ -115,7 +127,7 @@ class NetworkWatcher:
             try:
                 if self.lock.try_acquire():
                     self._follow()
-            except Exception:  # noqa: BLE001 - database or node trouble: stand by and retry
+            except Exception:
                 log.exception("%s: watcher failed; retrying", self.network.name)
             finally:
                 self.active.clear()
@@ -129,8 +141,12 @@ class NetworkWatcher:
     def _default_publisher(self) -> Publisher:
         """In-process use (tests): the process passes its worker's publisher factory instead."""
         topo = topology.named(self.settings.bus_prefix)
-        return Publisher(self.settings.rabbitmq_url, topo.exchange, declare=topo.declare,
-                         name=f"kassa-chain-watcher-{self.network.name.lower()}")
+        return Publisher(
+            self.settings.rabbitmq_url,
+            topo.exchange,
+            declare=topo.declare,
+            name=f"kassa-chain-watcher-{self.network.name.lower()}",
+        )
 
     def _follow(self) -> None:
         publisher = self.publisher()
@@ -138,14 +154,26 @@ class NetworkWatcher:
         try:
             reload(self.watchlist, self.sessions, self.address_networks, initial=True)
             store = Store(self.sessions, self.network.name, keep_blocks(self.network))
-            self.scanner = Scanner(self.network, chain, store, self.watchlist, publisher.publish_batch,
-                                   batch_blocks=self.options.batch_blocks, quorum=quorum)
+            self.scanner = Scanner(
+                self.network,
+                chain,
+                store,
+                self.watchlist,
+                publisher.publish_batch,
+                batch_blocks=self.options.batch_blocks,
+                quorum=quorum,
+            )
             # Payments the last watcher may not have heard of before it stopped: backfilled first.
-            recent = store.recent_addresses(self.address_networks,
-                                            timedelta(seconds=self.options.reload_seconds) + RESTART_SLACK)
+            recent = store.recent_addresses(
+                self.address_networks, timedelta(seconds=self.options.reload_seconds) + RESTART_SLACK
+            )
             self.watchlist.requeue({self.watchlist.normalize(a) for a in recent})
-            log.info("%s: active, following from block %s with %d watched addresses", self.network.name,
-                     self.scanner.state.head, len(self.watchlist))
+            log.info(
+                "%s: active, following from block %s with %d watched addresses",
+                self.network.name,
+                self.scanner.state.head,
+                len(self.watchlist),
+            )
             self.active.set()
             self._loop()
         finally:
@@ -186,8 +214,9 @@ class NetworkWatcher:
         if kind == failing:
             log.debug("%s: scan failed again (%s); next try in %.1f s", self.network.name, exc, wait)
         elif isinstance(exc, RpcUnavailable):  # its text names nodes by their redacted URL only
-            log.warning("%s: RPC unavailable (%s); retrying with backoff, quietly until it answers",
-                        self.network.name, exc)
+            log.warning(
+                "%s: RPC unavailable (%s); retrying with backoff, quietly until it answers", self.network.name, exc
+            )
         else:
             log.exception("%s: scan failed; retrying with backoff", self.network.name)
         return kind
@@ -196,12 +225,24 @@ class NetworkWatcher:
 class WatcherProcess:
     def __init__(self, worker: Worker, networks: list[Network], options: Options) -> None:
         self.watchlists = {n.name.upper(): make_watchlist(n) for n in networks}
-        self.watchers = [NetworkWatcher(worker.settings, n, worker.sessions, self.watchlists[n.name.upper()], options,
-                                        publisher=partial(worker.publisher, n.name.lower()))
-                         for n in networks]
-        self.feed = PaymentFeed(worker.settings.rabbitmq_url, worker.topology.exchange, self.watchlists,
-                                name=f"{worker.connection_name}-feed",
-                                evm_networks=[n.name for n in worker.settings.networks if n.kind == "evm"])
+        self.watchers = [
+            NetworkWatcher(
+                worker.settings,
+                n,
+                worker.sessions,
+                self.watchlists[n.name.upper()],
+                options,
+                publisher=partial(worker.publisher, n.name.lower()),
+            )
+            for n in networks
+        ]
+        self.feed = PaymentFeed(
+            worker.settings.rabbitmq_url,
+            worker.topology.exchange,
+            self.watchlists,
+            name=f"{worker.connection_name}-feed",
+            evm_networks=[n.name for n in worker.settings.networks if n.kind == "evm"],
+        )
         self._stopped = threading.Event()
 
     def run(self) -> None:

@@ -20,11 +20,13 @@ the earlier sighting's, already processed. A watcher that dies between publishin
 sighting's ``seen`` and remembering it reports it again after the restart under a new
 token: a second ``seen`` of a transfer already seen, which changes nothing.
 """
+
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, NamedTuple
+from typing import NamedTuple
 
 from kassa_chain_watcher.chain import Found
 
@@ -52,8 +54,15 @@ class Step:
     after: Pending  # what to remember from now on
 
 
-def look(known: Mapping[Key, Sighting], pool: Iterable[Found], mined: set[Key], *,
-         at_tip: bool, misses: int = MISSES, token: Callable[[], str] = new_token) -> Step:
+def look(
+    known: Mapping[Key, Sighting],
+    pool: Iterable[Found],
+    mined: set[Key],
+    *,
+    at_tip: bool,
+    misses: int = MISSES,
+    token: Callable[[], str] = new_token,
+) -> Step:
     """Compare one look at the mempool (``pool``) with what was remembered (``known``)."""
     current = {f.key: f for f in pool}
     seen, gone, after = [], [], {}

@@ -24,17 +24,17 @@ The same holds for a late address's backfill: the transfers it finds below the c
 line are reported confirmed only once enough nodes read the same (``check_backfill``),
 otherwise the backfill waits (``NoQuorum``) and is tried again after a backoff.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from kassa_common.chains.networks import Network
-
-from kassa_chain_watcher import metrics
-from kassa_chain_watcher.chain import Block, Chain, ChainMoved
 from kassa_common.chains.nodes import Node, NodePool
 from kassa_common.chains.rpc import JsonRpc, RpcError, RpcUnavailable
+from kassa_chain_watcher import metrics
+from kassa_chain_watcher.chain import Block, Chain, ChainMoved
 
 log = logging.getLogger("kassa.chain_watcher")
 
@@ -44,8 +44,9 @@ class NoQuorum(RpcUnavailable):
 
 
 class Quorum:
-    def __init__(self, network: Network, pool: NodePool, chain_on: Callable[[JsonRpc], Chain], *,
-                 need: int | None = None) -> None:
+    def __init__(
+        self, network: Network, pool: NodePool, chain_on: Callable[[JsonRpc], Chain], *, need: int | None = None
+    ) -> None:
         self.network, self.pool, self.chain_on = network, pool, chain_on
         self.name, self.required = network.name, network.required_confirmations
         self.need = need if need is not None else network.rpc_quorum
@@ -59,13 +60,18 @@ class Quorum:
         ``blocks``: the stored blocks, every height above ``floor`` among them."""
         if self.need <= 1 or line <= floor:
             return line
-        agreed = sorted((self._agreement(node, tip, line, floor, blocks) for node in self.pool.peers()),
-                        reverse=True)
+        agreed = sorted((self._agreement(node, tip, line, floor, blocks) for node in self.pool.peers()), reverse=True)
         others = self.need - 1
         moved = agreed[others - 1] if len(agreed) >= others else floor
         if moved < line and not self._waiting:  # pragma: no mutate
-            log.warning("%s: confirmations held at block %d (the reader is at %d): %d of %d node(s) agree",
-                        self.name, moved, line, 1 + sum(a >= line for a in agreed), self.need)
+            log.warning(
+                "%s: confirmations held at block %d (the reader is at %d): %d of %d node(s) agree",
+                self.name,
+                moved,
+                line,
+                1 + sum(a >= line for a in agreed),
+                self.need,
+            )
         elif moved >= line and self._waiting:  # pragma: no mutate
             log.info("%s: %d node(s) agree up to block %d again", self.name, self.need, line)
         if moved < line:
@@ -89,8 +95,11 @@ class Quorum:
                 continue
         if agreeing < self.need - 1:
             said = agreeing + 1  # the reader too, in the message only  # pragma: no mutate
-            raise NoQuorum(f"{self.name}: {said} of {self.need} node(s) agree on the transfers a backfill "
-                           f"found in block(s) {', '.join(str(b.number) for b in blocks)}", retry_after=1.0)
+            raise NoQuorum(
+                f"{self.name}: {said} of {self.need} node(s) agree on the transfers a backfill "
+                f"found in block(s) {', '.join(str(b.number) for b in blocks)}",
+                retry_after=1.0,
+            )
 
     # -- one other node ---------------------------------------------------------------------
     def _agreement(self, node: Node, tip: int, line: int, floor: int, blocks: dict[int, Block]) -> int:
@@ -138,4 +147,3 @@ class Quorum:
         if self._said.get(node.index) != kind:  # pragma: no mutate
             log.log(level, "%s: %s %s", self.name, node.name, text)
         self._said[node.index] = kind
-

@@ -44,19 +44,19 @@ several payments (a batch payout) are as many messages. A mempool report's id al
 its sighting's token: the same transaction dropped and broadcast again is seen (and maybe
 dropped) again.
 """
+
 from __future__ import annotations
 
 import hashlib
 import logging
 import math
-from typing import Callable
+from collections.abc import Callable
 
-from kassa_common.messaging.publisher import Message
 from kassa_common.chains.networks import Network
 from kassa_common.messaging.messages import ChainWatermark, TransferReport
+from kassa_common.messaging.publisher import Message
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
-
 from kassa_chain_watcher import mempool, metrics
 from kassa_chain_watcher.chain import Block, Chain, ChainMoved, Found
 from kassa_chain_watcher.store import Store
@@ -67,12 +67,24 @@ SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 SCANNED_AT_EVERY = 1.0  # seconds between cursor writes of an idle, caught-up watcher
 
 
-def report(network: str, status: TransferStatus, f: Found, block: Block | None, confirmations: int,
-           sighting: str = "") -> Message:
+def report(
+    network: str, status: TransferStatus, f: Found, block: Block | None, confirmations: int, sighting: str = ""
+) -> Message:
     """The report's message; ``sighting``: the token of an unconfirmed transfer's stay in the
     mempool (``mempool.py``), part of its id so that a transaction seen again is news."""
-    r = TransferReport(status, network, f.tx_hash, f.index, f.token, f.to, f.amount_units,
-                       block.number if block else None, block.hash if block else None, confirmations, f.position)
+    r = TransferReport(
+        status,
+        network,
+        f.tx_hash,
+        f.index,
+        f.token,
+        f.to,
+        f.amount_units,
+        block.number if block else None,
+        block.hash if block else None,
+        confirmations,
+        f.position,
+    )
     if not sighting:
         return r.to_message()
     digest = hashlib.sha256(f"{r.default_id()}:{sighting}".encode()).hexdigest()[:40]  # pragma: no mutate
@@ -80,9 +92,18 @@ def report(network: str, status: TransferStatus, f: Found, block: Block | None, 
 
 
 class Scanner:
-    def __init__(self, network: Network, chain: Chain, store: Store, watchlist: Watchlist,
-                 publish: Callable[[list[Message]], None], *, batch_blocks: int = 500,  # pragma: no mutate
-                 start_back: int | None = None, quorum=None) -> None:
+    def __init__(
+        self,
+        network: Network,
+        chain: Chain,
+        store: Store,
+        watchlist: Watchlist,
+        publish: Callable[[list[Message]], None],
+        *,
+        batch_blocks: int = 500,  # pragma: no mutate
+        start_back: int | None = None,
+        quorum=None,
+    ) -> None:
         self.network, self.chain, self.store, self.watchlist, self.publish = network, chain, store, watchlist, publish
         self.name = network.name
         self.required = network.required_confirmations
@@ -128,8 +149,11 @@ class Scanner:
     # -- reorgs ---------------------------------------------------------------------------
     def _head_replaced(self, tip: int) -> bool:
         st = self.state
-        return (st.head is not None and st.head_hash is not None
-                and (tip < st.head or self.chain.hashes([st.head]).get(st.head) != st.head_hash))
+        return (
+            st.head is not None
+            and st.head_hash is not None
+            and (tip < st.head or self.chain.hashes([st.head]).get(st.head) != st.head_hash)
+        )
 
     def _rewind_to_fork(self) -> None:
         st = self.state
@@ -140,14 +164,24 @@ class Scanner:
             fork = min(heights) - 1
             log.error("%s: reorg deeper than the %d blocks kept; resuming from %d", self.name, len(heights), fork)
         dropped = [st.blocks[n] for n in heights if n > fork]
-        orphans = [report(self.name, REORGED, f, b, self.required) if b.number <= st.confirmed_through
-                   else report(self.name, ORPHANED, f, b, 0) for b in reversed(dropped) for f in b.transfers]
+        orphans = [
+            report(self.name, REORGED, f, b, self.required)
+            if b.number <= st.confirmed_through
+            else report(self.name, ORPHANED, f, b, 0)
+            for b in reversed(dropped)
+            for f in b.transfers
+        ]
         if fork < st.confirmed_through:
             self._deep_reorg(fork, [b for b in dropped if b.number <= st.confirmed_through])
         if orphans:
             self._publish(orphans)
-        log.warning("%s: reorg, %d block(s) above %d replaced, %d transfer(s) orphaned",
-                    self.name, len(dropped), fork, len(orphans))
+        log.warning(
+            "%s: reorg, %d block(s) above %d replaced, %d transfer(s) orphaned",
+            self.name,
+            len(dropped),
+            fork,
+            len(orphans),
+        )
         self.store.rewind(st, fork)
         gone = {b.hash for b in dropped}
         self._published = {k: v for k, v in self._published.items() if k[0] not in gone}
@@ -156,10 +190,16 @@ class Scanner:
         lost = [f for b in confirmed for f in b.transfers]
         metrics.DEEP_REORGS.labels(network=self.name).inc()
         metrics.TRANSFERS_REORGED.labels(network=self.name).inc(len(lost))
-        log.error("%s: reorg below the confirmed line (fork at %d, confirmed through %d, %d confirmation(s) "
-                  "required): %d confirmed transfer(s) lost, reported reorged: %s", self.name, fork,
-                  self.state.confirmed_through, self.required, len(lost),
-                  ", ".join(f"{f.tx_hash} to {f.to}" for f in lost) or "none")
+        log.error(
+            "%s: reorg below the confirmed line (fork at %d, confirmed through %d, %d confirmation(s) "
+            "required): %d confirmed transfer(s) lost, reported reorged: %s",
+            self.name,
+            fork,
+            self.state.confirmed_through,
+            self.required,
+            len(lost),
+            ", ".join(f"{f.tx_hash} to {f.to}" for f in lost) or "none",
+        )
 
     # -- late addresses -------------------------------------------------------------------
     def _backfill_new_addresses(self) -> None:
@@ -173,8 +213,12 @@ class Scanner:
         except Exception:
             self.watchlist.requeue(new)  # tried again next tick
             raise
-        log.info("%s: %d new address(es) backfilled, %d transfer(s) found past the confirmed line",
-                 self.name, len(new), len(old))
+        log.info(
+            "%s: %d new address(es) backfilled, %d transfer(s) found past the confirmed line",
+            self.name,
+            len(new),
+            len(old),
+        )
 
     def _backfill(self, new: set[str]) -> list[Message]:
         """Find the transfers to ``new`` since their payments were created; return the reports

@@ -7,11 +7,12 @@ that the settler recognises by id. Every block above ``confirmed_through`` stays
 (however many a catch-up reads at once): only blocks both confirmed-reported and older
 than the ``keep`` blocks kept for reorg tracking are pruned.
 """
+
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Collection
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -20,10 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 from kassa_common.db import unit_of_work
 from kassa_common.models import ChainBlock, ChainCursor, ChainMempoolTransfer, ChainReport, Payment
 from kassa_common.timefmt import utcnow
-
 from kassa_chain_watcher.chain import Block, Found
 from kassa_chain_watcher.mempool import Pending, Sighting
-
 
 # One statement whatever the batch's size (compiled once, the ids as one array).
 RECORD_REPORTS = sa.text("""
@@ -69,8 +68,9 @@ class Store:
             rows = s.scalars(sa.select(ChainBlock).where(ChainBlock.network == self.network)).all()
         if cursor is None:
             return State()
-        blocks = {r.number: Block(r.number, r.hash, r.parent_hash, [Found.from_json(t) for t in r.transfers])
-                  for r in rows}
+        blocks = {
+            r.number: Block(r.number, r.hash, r.parent_hash, [Found.from_json(t) for t in r.transfers]) for r in rows
+        }
         return State(cursor.block_number, cursor.confirmed_through, blocks, cursor.scanned_at)
 
     def created_blocks(self, addresses: Collection[str]) -> dict[str, int | None]:
@@ -78,11 +78,16 @@ class Store:
         payment's ``created_block`` on its own network, its ``watch_points`` entry for this one
         on another (an EVM address watched for funds sent on the wrong network). Another
         network's height means nothing here; None: no watcher of this network ran then."""
-        here = sa.case((Payment.network == self.network, Payment.created_block),
-                       else_=Payment.watch_points[self.network].as_integer())
+        here = sa.case(
+            (Payment.network == self.network, Payment.created_block),
+            else_=Payment.watch_points[self.network].as_integer(),
+        )
         with self.sessions() as s:
-            rows = s.execute(sa.select(sa.func.lower(Payment.address), here)
-                             .where(sa.func.lower(Payment.address).in_([a.lower() for a in addresses]))).all()
+            rows = s.execute(
+                sa.select(sa.func.lower(Payment.address), here).where(
+                    sa.func.lower(Payment.address).in_([a.lower() for a in addresses])
+                )
+            ).all()
         return dict(rows)
 
     def recent_addresses(self, networks: Collection[str], slack: timedelta) -> list[str]:
@@ -94,8 +99,15 @@ class Store:
             last = s.scalar(sa.select(ChainCursor.updated_at).where(ChainCursor.network == self.network))
             if last is None:
                 return []
-            return list(s.scalars(sa.select(Payment.address).where(
-                Payment.network.in_(list(networks)), Payment.test_mode.is_(False), Payment.created_at >= last - slack)))
+            return list(
+                s.scalars(
+                    sa.select(Payment.address).where(
+                        Payment.network.in_(list(networks)),
+                        Payment.test_mode.is_(False),
+                        Payment.created_at >= last - slack,
+                    )
+                )
+            )
 
     def append(self, state: State, new: list[Block], *, confirmed_through: int | None = None) -> None:
         """Record newly scanned blocks (and optionally a new confirmed line), prune old ones."""
@@ -103,16 +115,36 @@ class Store:
         assert head is not None  # blocks follow a first scan
         with unit_of_work(self.sessions) as s:
             if new:
-                s.execute(pg_insert(ChainBlock).values([
-                    {"network": self.network, "number": b.number, "hash": b.hash, "parent_hash": b.parent_hash,
-                     "transfers": [f.to_json() for f in b.transfers]} for b in new
-                ]).on_conflict_do_update(index_elements=["network", "number"], set_={
-                    "hash": sa.text("excluded.hash"), "parent_hash": sa.text("excluded.parent_hash"),
-                    "transfers": sa.text("excluded.transfers")}))
+                s.execute(
+                    pg_insert(ChainBlock)
+                    .values(
+                        [
+                            {
+                                "network": self.network,
+                                "number": b.number,
+                                "hash": b.hash,
+                                "parent_hash": b.parent_hash,
+                                "transfers": [f.to_json() for f in b.transfers],
+                            }
+                            for b in new
+                        ]
+                    )
+                    .on_conflict_do_update(
+                        index_elements=["network", "number"],
+                        set_={
+                            "hash": sa.text("excluded.hash"),
+                            "parent_hash": sa.text("excluded.parent_hash"),
+                            "transfers": sa.text("excluded.transfers"),
+                        },
+                    )
+                )
             confirmed = state.confirmed_through if confirmed_through is None else confirmed_through
             self._cursor(s, head, new[-1].hash if new else state.head_hash, confirmed, state.scanned_at)
-            s.execute(sa.delete(ChainBlock).where(ChainBlock.network == self.network,
-                                                  ChainBlock.number <= min(head - self.keep, confirmed)))
+            s.execute(
+                sa.delete(ChainBlock).where(
+                    ChainBlock.network == self.network, ChainBlock.number <= min(head - self.keep, confirmed)
+                )
+            )
         for b in new:
             state.blocks[b.number] = b
         state.head, state.confirmed_through = head, confirmed
@@ -127,9 +159,13 @@ class Store:
 
     def set_transfers(self, state: State, block: Block) -> None:
         with unit_of_work(self.sessions) as s:
-            s.execute(sa.update(ChainBlock).where(ChainBlock.network == self.network, ChainBlock.number == block.number,
-                                                  ChainBlock.hash == block.hash)
-                      .values(transfers=[f.to_json() for f in block.transfers]))
+            s.execute(
+                sa.update(ChainBlock)
+                .where(
+                    ChainBlock.network == self.network, ChainBlock.number == block.number, ChainBlock.hash == block.hash
+                )
+                .values(transfers=[f.to_json() for f in block.transfers])
+            )
         state.blocks[block.number] = block
 
     def rewind(self, state: State, fork: int) -> None:
@@ -155,8 +191,14 @@ class Store:
     def reports_through(self) -> int:
         """The ledger's highest number for the network (0: none)."""
         with self.sessions() as s:
-            return s.scalar(sa.select(sa.func.coalesce(sa.func.max(ChainReport.seq), 0))
-                            .where(ChainReport.network == self.network)) or 0
+            return (
+                s.scalar(
+                    sa.select(sa.func.coalesce(sa.func.max(ChainReport.seq), 0)).where(
+                        ChainReport.network == self.network
+                    )
+                )
+                or 0
+            )
 
     # -- unconfirmed transfers reported seen (mempool.py) ---------------------------------
     def load_mempool(self) -> Pending:
@@ -167,24 +209,54 @@ class Store:
     def save_mempool(self, before: Pending, after: Pending) -> None:
         """Write the difference between two mempool memories (one transaction)."""
         gone = [k for k in before if k not in after]
-        changed = [{"network": self.network, "tx_hash": k[0], "log_index": k[1], "transfer": s.found.to_json(),
-                    "misses": s.misses, "sighting": s.token} for k, s in after.items() if before.get(k) != s]
+        changed = [
+            {
+                "network": self.network,
+                "tx_hash": k[0],
+                "log_index": k[1],
+                "transfer": s.found.to_json(),
+                "misses": s.misses,
+                "sighting": s.token,
+            }
+            for k, s in after.items()
+            if before.get(k) != s
+        ]
         if not gone and not changed:
             return
         with unit_of_work(self.sessions) as s:
             if gone:
-                s.execute(sa.delete(ChainMempoolTransfer).where(
-                    ChainMempoolTransfer.network == self.network,
-                    sa.tuple_(ChainMempoolTransfer.tx_hash, ChainMempoolTransfer.log_index).in_(gone)))
+                s.execute(
+                    sa.delete(ChainMempoolTransfer).where(
+                        ChainMempoolTransfer.network == self.network,
+                        sa.tuple_(ChainMempoolTransfer.tx_hash, ChainMempoolTransfer.log_index).in_(gone),
+                    )
+                )
             if changed:
-                s.execute(pg_insert(ChainMempoolTransfer).values(changed).on_conflict_do_update(
-                    index_elements=["network", "tx_hash", "log_index"],
-                    set_={"transfer": sa.text("excluded.transfer"), "misses": sa.text("excluded.misses"),
-                          "sighting": sa.text("excluded.sighting")}))
+                s.execute(
+                    pg_insert(ChainMempoolTransfer)
+                    .values(changed)
+                    .on_conflict_do_update(
+                        index_elements=["network", "tx_hash", "log_index"],
+                        set_={
+                            "transfer": sa.text("excluded.transfer"),
+                            "misses": sa.text("excluded.misses"),
+                            "sighting": sa.text("excluded.sighting"),
+                        },
+                    )
+                )
 
-    def _cursor(self, s: Session, head: int | None, head_hash: str | None, confirmed: int,
-                scanned_at: datetime | None) -> None:
-        values = {"block_number": head if head is not None else -1, "block_hash": head_hash,
-                  "confirmed_through": confirmed, "scanned_at": scanned_at, "updated_at": utcnow()}
-        s.execute(pg_insert(ChainCursor).values(network=self.network, **values)
-                  .on_conflict_do_update(index_elements=["network"], set_=values))
+    def _cursor(
+        self, s: Session, head: int | None, head_hash: str | None, confirmed: int, scanned_at: datetime | None
+    ) -> None:
+        values = {
+            "block_number": head if head is not None else -1,
+            "block_hash": head_hash,
+            "confirmed_through": confirmed,
+            "scanned_at": scanned_at,
+            "updated_at": utcnow(),
+        }
+        s.execute(
+            pg_insert(ChainCursor)
+            .values(network=self.network, **values)
+            .on_conflict_do_update(index_elements=["network"], set_=values)
+        )

@@ -14,23 +14,24 @@ also watches the payments of the other EVM networks (``address_networks``); what
 there it reports as a transfer on its own network, and the settler records it on the
 payment without counting it.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import threading
+from collections.abc import Callable, Collection, Iterable
 from datetime import timedelta
-from typing import Callable, Collection, Iterable
 
 import pika
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_common.messaging.publisher import connection_parameters
 from kassa_common.chains.networks import Network
 from kassa_common.messaging.messages import AddressFeed
-from kassa_common.statuses import PaymentStatus
+from kassa_common.messaging.publisher import connection_parameters
 from kassa_common.models import Payment
+from kassa_common.statuses import PaymentStatus
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.chain_watcher")
@@ -44,8 +45,13 @@ class Watchlist:
     native-coin payments' addresses (``native``, a subset); None otherwise.
     """
 
-    def __init__(self, normalize: Callable[[str], str] = str.lower, addresses: Iterable[str] = (), *,
-                 coin: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        normalize: Callable[[str], str] = str.lower,
+        addresses: Iterable[str] = (),
+        *,
+        coin: tuple[str, str] | None = None,
+    ) -> None:
         self.normalize, self.coin = normalize, coin
         self._all = {normalize(a) for a in addresses}
         self._native: frozenset[str] = frozenset()
@@ -113,19 +119,32 @@ def watched_addresses(session: Session, network: str | Collection[str]) -> list[
     still receive funds worth reporting."""
     names = [network] if isinstance(network, str) else list(network)
     horizon = utcnow() - timedelta(days=LATE_DAYS)
-    return list(session.scalars(sa.select(Payment.address).where(
-        Payment.network.in_(names), Payment.test_mode.is_(False), Payment.expires_at > horizon)))
+    return list(
+        session.scalars(
+            sa.select(Payment.address).where(
+                Payment.network.in_(names), Payment.test_mode.is_(False), Payment.expires_at > horizon
+            )
+        )
+    )
 
 
 def open_native_addresses(session: Session, network: str, symbol: str) -> list[str]:
     """Open live payments on ``network`` in its native coin (``symbol``)."""
-    return list(session.scalars(sa.select(Payment.address).where(
-        Payment.network == network, Payment.token == symbol, Payment.test_mode.is_(False),
-        Payment.status.in_([PaymentStatus.PENDING, PaymentStatus.PARTIALLY_PAID]))))
+    return list(
+        session.scalars(
+            sa.select(Payment.address).where(
+                Payment.network == network,
+                Payment.token == symbol,
+                Payment.test_mode.is_(False),
+                Payment.status.in_([PaymentStatus.PENDING, PaymentStatus.PARTIALLY_PAID]),
+            )
+        )
+    )
 
 
-def reload(watchlist: Watchlist, sessions: sessionmaker[Session], network: str | Collection[str], *,
-           initial: bool = False) -> int:
+def reload(
+    watchlist: Watchlist, sessions: sessionmaker[Session], network: str | Collection[str], *, initial: bool = False
+) -> int:
     with sessions() as s:
         native = open_native_addresses(s, *watchlist.coin) if watchlist.coin else ()
         return watchlist.replace(watched_addresses(s, network), native=native, initial=initial)
@@ -138,9 +157,15 @@ class PaymentFeed:
     covered by the periodic reload from the database.
     """
 
-
-    def __init__(self, url: str, exchange: str, watchlists: dict[str, Watchlist], *, name: str,
-                 evm_networks: Collection[str] = ()) -> None:
+    def __init__(
+        self,
+        url: str,
+        exchange: str,
+        watchlists: dict[str, Watchlist],
+        *,
+        name: str,
+        evm_networks: Collection[str] = (),
+    ) -> None:
         self.url, self.exchange, self.watchlists, self.name = url, exchange, watchlists, name
         # a payment on one of these is watched by the watchlists of all of them (wrong network)
         self.evm_networks = frozenset(n.upper() for n in evm_networks)
@@ -149,7 +174,7 @@ class PaymentFeed:
         self._conn: pika.BlockingConnection | None = None
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "PaymentFeed":
+    def start(self) -> PaymentFeed:
         self._thread = threading.Thread(target=self._run, name=f"{self.name}-feed", daemon=True)
         self._thread.start()
         return self
@@ -159,8 +184,11 @@ class PaymentFeed:
             try:
                 conn = self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
                 channel = conn.channel()
-                channel.exchange_declare(exchange=self.exchange, exchange_type="topic",  # type: ignore[arg-type]
-                                         durable=True)  # pika takes a str (its stubs: an enum)
+                channel.exchange_declare(
+                    exchange=self.exchange,
+                    exchange_type="topic",  # type: ignore[arg-type]
+                    durable=True,
+                )  # pika takes a str (its stubs: an enum)
                 queue = channel.queue_declare("", exclusive=True, auto_delete=True).method.queue or ""
                 channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=AddressFeed.ROUTING_KEY)
                 channel.basic_consume(queue, self._on_message, auto_ack=True)  # a hint; the DB is the truth

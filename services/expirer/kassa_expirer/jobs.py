@@ -1,4 +1,5 @@
 """The expirer's jobs, one unit of work each; every job is safe with several expirers."""
+
 from __future__ import annotations
 
 import logging

@@ -1,12 +1,13 @@
 """The expirer process: expires overdue payments, completes test payments, and trims the
 consumers' processed-message log. It publishes nothing: its events leave through the
 outbox, which the relay alone publishes."""
+
 from __future__ import annotations
 
 import gc
 import time
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Callable
 
 from kassa_common.config import Settings
 from kassa_common.worker import Worker, bootstrap
@@ -17,8 +18,11 @@ INTERVAL = 0.5
 
 
 def build_jobs(worker: Worker) -> Jobs:
-    return Jobs(worker.sessions, timedelta(seconds=worker.settings.test_mode_complete_seconds),
-                idempotency_ttl=timedelta(hours=worker.settings.idempotency_ttl_hours))
+    return Jobs(
+        worker.sessions,
+        timedelta(seconds=worker.settings.test_mode_complete_seconds),
+        idempotency_ttl=timedelta(hours=worker.settings.idempotency_ttl_hours),
+    )
 
 
 def with_purge(jobs: Jobs, every: float = PURGE_EVERY) -> Callable[[], bool]:

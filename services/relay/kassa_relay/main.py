@@ -1,4 +1,5 @@
 """The outbox relay process: publishes committed events to RabbitMQ."""
+
 from __future__ import annotations
 
 from kassa_common.config import Settings

@@ -12,6 +12,7 @@ transfer is final; the payment's row lock orders the changes). The watchers' wat
 (``chain.watermark``) come through the same queue and move a network's settled line only
 once every report before them is applied, whatever the order (``payments.watermark``).
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -19,12 +20,12 @@ from functools import partial
 from prometheus_client import Counter
 from sqlalchemy.orm import Session
 
+from kassa_common.config import Settings
 from kassa_common.messaging import topology as bus_topology
 from kassa_common.messaging.consumer import Consumer, Delivered, Reject
-from kassa_common.messaging.topology import Topology
-from kassa_common.config import Settings
 from kassa_common.messaging.messages import ChainWatermark, RoutingKey, TransferReport
 from kassa_common.messaging.relay import Relay
+from kassa_common.messaging.topology import Topology
 from kassa_common.payments import settle
 from kassa_common.payments.settle import lock_for_reports
 from kassa_common.payments.watermark import apply_watermark
@@ -46,8 +47,9 @@ def lock_reported(session: Session, msgs: list[Delivered]) -> None:
     lock_for_reports(session, reports)
 
 
-def handle_transfer(session: Session, msg: Delivered, *, consumer: str = bus_topology.SETTLER.name,
-                    rates: RateService | None = None) -> None:
+def handle_transfer(
+    session: Session, msg: Delivered, *, consumer: str = bus_topology.SETTLER.name, rates: RateService | None = None
+) -> None:
     """A transfer report, or a watcher's watermark; ``consumer``: the queue this runs for (its
     processed messages are those a watermark checks); ``rates``: values funds arriving after a
     payment's rate lock."""
@@ -76,8 +78,10 @@ def settler_consumers(make, topology: Topology, n: int, rates: RateService | Non
     wait in a queue of their own: a tester completing a thousand payments at once never
     holds up a live confirmation. ``make`` builds a consumer (``Worker.consumer``)."""
     queues = [topology.settler] * n + [topology.settler_test]
-    return [make(q, transfer_handler(q.name, rates), batch=BATCH, prefetch=2 * BATCH, prepare=lock_reported, **hooks)
-            for q in queues]
+    return [
+        make(q, transfer_handler(q.name, rates), batch=BATCH, prefetch=2 * BATCH, prepare=lock_reported, **hooks)
+        for q in queues
+    ]
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ money cannot come back).
 USD rather than the native coin, so that one setting means the same on every network
 (ETH, POL, BNB…) and reads beside ``SWEEP_MIN_USD``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,9 +24,9 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Network
+from kassa_common.models import Sweep
 from kassa_common.pricing.fixed import RateProvider, RateUnavailable
 from kassa_common.statuses import SweepStatus
-from kassa_common.models import Sweep
 
 WINDOW = timedelta(hours=1)
 IN_FLIGHT = (SweepStatus.PENDING, SweepStatus.MINED)
@@ -49,8 +50,11 @@ class Spending:
 def spent_units(session: Session, network: str, sender: str, now: datetime) -> tuple[int, datetime | None]:
     """What ``sender`` spent (or may still spend) on ``network`` in the last hour; the oldest
     sweep counted."""
-    rows = session.execute(sa.select(Sweep.status, Sweep.cost_units, Sweep.gas_limit, Sweep.attempts, Sweep.created_at)
-                           .where(Sweep.network == network, Sweep.sender == sender, Sweep.created_at > now - WINDOW))
+    rows = session.execute(
+        sa.select(Sweep.status, Sweep.cost_units, Sweep.gas_limit, Sweep.attempts, Sweep.created_at).where(
+            Sweep.network == network, Sweep.sender == sender, Sweep.created_at > now - WINDOW
+        )
+    )
     total, oldest = 0, None
     for status, cost, gas_limit, attempts, created_at in rows:
         if cost is not None:
@@ -61,8 +65,9 @@ def spent_units(session: Session, network: str, sender: str, now: datetime) -> t
     return total, oldest
 
 
-def spending(session: Session, network: Network, native: str, sender: str, cap_usd: Decimal, rates: RateProvider,
-             now: datetime) -> Spending:
+def spending(
+    session: Session, network: Network, native: str, sender: str, cap_usd: Decimal, rates: RateProvider, now: datetime
+) -> Spending:
     spent, oldest = spent_units(session, network.name, sender, now)
     token = network.token(native)
     try:

@@ -2,11 +2,13 @@
 call that moves it, and what a mined sweep actually moved (the forwarders' ``Flushed``
 events, one per token and deposit: the record of a sweep is what the chain says moved,
 not what was planned) or left behind (``NotFlushed``)."""
+
 from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any, Iterable, cast
+from collections.abc import Iterable
+from typing import Any, cast
 
 import requests
 from eth_typing import HexStr
@@ -62,8 +64,10 @@ def web3_for(network: Network, timeout: float = 15.0) -> Web3:
 class DepositChain:
     def __init__(self, network: Network, w3: Web3) -> None:
         self.network, self.w3 = network, w3
-        self.factory = w3.eth.contract(address=network.forwarder_factory,  # type: ignore[arg-type]  # may be None
-                                       abi=forwarder.artifact("ForwarderFactory")["abi"])
+        self.factory = w3.eth.contract(
+            address=network.forwarder_factory,  # type: ignore[arg-type]  # may be None
+            abi=forwarder.artifact("ForwarderFactory")["abi"],
+        )
         self.tokens = {t.symbol: t.contract for t in network.tokens if t.contract}
         self.native = next((t.symbol for t in network.tokens if t.native), None)
         self._symbols: dict[str, str | None] = {c.lower(): s for s, c in self.tokens.items()}
@@ -79,27 +83,40 @@ class DepositChain:
     def balances(self, addresses: Iterable[str]) -> dict[str, dict[str, int]]:
         """address (lower case) -> symbol -> balance, for the native coin and every token of
         the network, in batched JSON-RPC requests."""
-        wanted = [(Web3.to_checksum_address(a), symbol) for a in addresses for symbol in [self.native, *self.tokens]
-                  if symbol is not None]
+        wanted = [
+            (Web3.to_checksum_address(a), symbol)
+            for a in addresses
+            for symbol in [self.native, *self.tokens]
+            if symbol is not None
+        ]
         held: dict[str, dict[str, int]] = defaultdict(dict)
         for start in range(0, len(wanted), CALLS_PER_BATCH):
-            chunk = wanted[start:start + CALLS_PER_BATCH]
+            chunk = wanted[start : start + CALLS_PER_BATCH]
             with self.w3.batch_requests() as batch:
                 for address, symbol in chunk:
-                    batch.add(self.w3.eth.get_balance(address) if symbol == self.native else
-                              self.w3.eth.call({"to": self.tokens[symbol], "data": HexStr(_balance_of(address))}))
+                    batch.add(
+                        self.w3.eth.get_balance(address)
+                        if symbol == self.native
+                        else self.w3.eth.call({"to": self.tokens[symbol], "data": HexStr(_balance_of(address))})
+                    )
                 results = batch.execute()
             for (address, symbol), result in zip(chunk, results, strict=False):
-                held[address.lower()][symbol] = result if isinstance(result, int) else int.from_bytes(cast(bytes, result), "big")
+                held[address.lower()][symbol] = (
+                    result if isinstance(result, int) else int.from_bytes(cast(bytes, result), "big")
+                )
         return dict(held)
 
     def flush_many(self, deposits: list[tuple[str, str, list[str]]], factory: str | None = None) -> dict[str, str]:
         """The call that flushes ``(settlement, salt, token symbols)`` deposits: to and data;
         through ``factory`` (an earlier version's, same ABI) or the network's."""
-        args = [(Web3.to_checksum_address(settlement), bytes.fromhex(salt[2:]), [self.tokens[s] for s in symbols])
-                for settlement, salt, symbols in deposits]
-        return {"to": Web3.to_checksum_address(factory or self.factory.address),
-                "data": self.factory.encode_abi("flushMany", [args])}
+        args = [
+            (Web3.to_checksum_address(settlement), bytes.fromhex(salt[2:]), [self.tokens[s] for s in symbols])
+            for settlement, salt, symbols in deposits
+        ]
+        return {
+            "to": Web3.to_checksum_address(factory or self.factory.address),
+            "data": self.factory.encode_abi("flushMany", [args]),
+        }
 
     def moved(self, receipt: dict[str, Any]) -> dict[str, dict[str, int]]:
         """deposit address (lower case) -> token symbol -> base units, from ``Flushed`` logs."""

@@ -18,6 +18,7 @@ Registered in the ``kassa.cli`` entry-point group by this package (the operator 
   now, on its own (the operator fixed the cause, e.g. the settlement contract's
   ``receive``); if it fails again it is held again, with the new reason.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,16 +29,16 @@ from typing import Any, cast
 
 from kassa_common import accounts
 from kassa_common.chains.networks import Network, Token
-from kassa_common.pricing.amounts import units_text
-from kassa_common.pricing.service import make_rates
+from kassa_common.chains.rpc import RpcUnavailable
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.models import Sweep
+from kassa_common.pricing.amounts import units_text
+from kassa_common.pricing.service import make_rates
 from kassa_common.timefmt import utcnow
-from kassa_common.chains.rpc import RpcUnavailable
+from kassa_sweeper import held
 from kassa_sweeper.chain import DepositChain, PoolProvider, web3_for
 from kassa_sweeper.deploy import deploy_factory
-from kassa_sweeper import held
 from kassa_sweeper.engine import NetworkSweeper, Outcome
 from kassa_sweeper.isolation import call_failure
 from kassa_sweeper.options import SweepOptions
@@ -77,13 +78,24 @@ def cmd_contracts_deploy(args: argparse.Namespace, settings: Settings) -> None:
         raise ValueError(f"networks.json has no forwarder_factory for {network.name}")
     address, tx_hash = deploy_factory(_chain(network).w3, Signer(key))
     data = {"network": network.name, "factory": address, "deployed": tx_hash is not None, "tx_hash": tx_hash}
-    _print(args, data, f"forwarder factory {address} on {network.name}: "
-                       + (f"deployed in {tx_hash}" if tx_hash else "already deployed"))
+    _print(
+        args,
+        data,
+        f"forwarder factory {address} on {network.name}: "
+        + (f"deployed in {tx_hash}" if tx_hash else "already deployed"),
+    )
 
 
 def _sweeper(settings: Settings, options: SweepOptions, network: Network, engine) -> NetworkSweeper:
-    return NetworkSweeper(network, make_session_factory(engine), _chain(network), options.signer(),
-                          make_rates(settings), batch_size=options.batch_size, cap_usd=options.max_spend_usd_per_hour)
+    return NetworkSweeper(
+        network,
+        make_session_factory(engine),
+        _chain(network),
+        options.signer(),
+        make_rates(settings),
+        batch_size=options.batch_size,
+        cap_usd=options.max_spend_usd_per_hour,
+    )
 
 
 def _merchant_id(email: str | None, sessions):
@@ -135,18 +147,32 @@ def _dry_run(args, sweeper: NetworkSweeper, merchant_id) -> None:
     try:
         for factory in {d["factory"] for d in deposits}:  # one flushMany per factory
             gas += sweeper.estimate_gas(sweeper.call_for([d for d in deposits if d["factory"] == factory]))
-    except Exception as exc:  # noqa: BLE001 - shown: a sweep would isolate the deposits that fail
+    except Exception as exc:
         if (failure := call_failure(exc)) is None:
             raise
     fee = market_fees(sweeper.w3).max_fee_per_gas
     native = sweeper.chain.native_token()
-    data = {"network": network.name, "deposits": deposits, "already_flushed": [d.short_id for d in plan.empty()],
-            "gas_limit": gas, "max_cost": units_text(gas * fee, native.decimals), "estimation_failed": failure}
+    data = {
+        "network": network.name,
+        "deposits": deposits,
+        "already_flushed": [d.short_id for d in plan.empty()],
+        "gas_limit": gas,
+        "max_cost": units_text(gas * fee, native.decimals),
+        "estimation_failed": failure,
+    }
     lines = [f"{d['short_id']} {d['address']}: {_amounts(network, d['held'])}" for d in deposits]
-    cost = (f"gas estimation fails ({failure}): a sweep would hold the deposits that fail on their own" if failure
-            else f"gas limit {gas}, at most {data['max_cost']} {native.symbol} at today's fees")
-    _print(args, data, (f"would sweep {len(deposits)} deposit(s) on {network.name}:\n  " + "\n  ".join(lines)
-                        + f"\n{cost}") if deposits else f"nothing to sweep on {network.name}")
+    cost = (
+        f"gas estimation fails ({failure}): a sweep would hold the deposits that fail on their own"
+        if failure
+        else f"gas limit {gas}, at most {data['max_cost']} {native.symbol} at today's fees"
+    )
+    _print(
+        args,
+        data,
+        (f"would sweep {len(deposits)} deposit(s) on {network.name}:\n  " + "\n  ".join(lines) + f"\n{cost}")
+        if deposits
+        else f"nothing to sweep on {network.name}",
+    )
 
 
 def _sweep_now(args, sweeper: NetworkSweeper, merchant_id, retried: list[uuid.UUID] | None = None) -> None:
@@ -164,17 +190,22 @@ def _sweep_now(args, sweeper: NetworkSweeper, merchant_id, retried: list[uuid.UU
         if step.outcome in (Outcome.IDLE, Outcome.SKIPPED, Outcome.CAPPED):
             break
         if time.monotonic() > deadline:
-            raise ValueError(f"sweeps still in flight on {network.name} after {args.timeout:g} s; "
-                             "the sweeper process (or kassa sweep again) follows them")
+            raise ValueError(
+                f"sweeps still in flight on {network.name} after {args.timeout:g} s; "
+                "the sweeper process (or kassa sweep again) follows them"
+            )
         if not step.progressed:
             time.sleep(poll)
     native = sweeper.chain.native_token()
     holds = held.held_since(sweeper.sessions, network, started)
     data = {"network": network.name, "sweeps": [_summary(s) for s in done], "held": [held.as_dict(h) for h in holds]}
-    lines = [f"{s.status.lower()}: {s.tx_hash}, {s.deposit_count} deposit(s), gas {s.gas_used}, cost "
-             f"{units_text(int(s.cost_units or 0), native.decimals)} {native.symbol}"
-             + (f" (${s.cost_usd})" if s.cost_usd is not None else "") + (f"; {s.error}" if s.error else "")
-             for s in done] + [f"held: {h.short_id} {h.address}: {h.reason}" for h in holds if h.status == "HELD"]
+    lines = [
+        f"{s.status.lower()}: {s.tx_hash}, {s.deposit_count} deposit(s), gas {s.gas_used}, cost "
+        f"{units_text(int(s.cost_units or 0), native.decimals)} {native.symbol}"
+        + (f" (${s.cost_usd})" if s.cost_usd is not None else "")
+        + (f"; {s.error}" if s.error else "")
+        for s in done
+    ] + [f"held: {h.short_id} {h.address}: {h.reason}" for h in holds if h.status == "HELD"]
     _print(args, data, "\n".join(lines) if lines else f"nothing to sweep on {network.name}")
     if step.outcome in (Outcome.SKIPPED, Outcome.CAPPED):
         raise ValueError(step.note or "nothing could be sent")
@@ -183,10 +214,16 @@ def _sweep_now(args, sweeper: NetworkSweeper, merchant_id, retried: list[uuid.UU
 
 
 def _summary(s: Sweep) -> dict[str, Any]:
-    return {"tx_hash": s.tx_hash, "status": s.status, "deposits": s.deposit_count, "gas_used": s.gas_used,
-            "cost_units": str(s.cost_units) if s.cost_units is not None else None,
-            "cost_usd": str(s.cost_usd) if s.cost_usd is not None else None, "error": s.error,
-            "payments": [d["payment_id"] for d in s.deposits]}
+    return {
+        "tx_hash": s.tx_hash,
+        "status": s.status,
+        "deposits": s.deposit_count,
+        "gas_used": s.gas_used,
+        "cost_units": str(s.cost_units) if s.cost_units is not None else None,
+        "cost_usd": str(s.cost_usd) if s.cost_usd is not None else None,
+        "error": s.error,
+        "payments": [d["payment_id"] for d in s.deposits],
+    }
 
 
 def add_parser(sub) -> None:
@@ -203,7 +240,11 @@ def add_parser(sub) -> None:
     s.add_argument("--email", help="only this merchant's deposits")
     s.add_argument("--dry-run", action="store_true", help="show what would be swept and what it would cost")
     s.add_argument("--held", action="store_true", help="list the held deposits, why, and the key's spending")
-    s.add_argument("--retry-held", action="append", metavar="PAYMENT",
-                   help="release a held deposit (payment id or short id) and sweep it now, on its own")
+    s.add_argument(
+        "--retry-held",
+        action="append",
+        metavar="PAYMENT",
+        help="release a held deposit (payment id or short id) and sweep it now, on its own",
+    )
     s.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the sweeps to confirm")
     s.set_defaults(run=cmd_sweep)

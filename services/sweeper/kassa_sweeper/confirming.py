@@ -9,6 +9,7 @@
   settlement address refused it) is held with that reason, its transfers still due; a
   solo deposit swept in full is free again.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,11 +19,11 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.orm import Session
 
 from kassa_common.chains import forwarder
-from kassa_common.pricing.amounts import units_text
-from kassa_common.statuses import SweepStatus
 from kassa_common.models import Sweep
 from kassa_common.payments import sweep_holds, sweeps
 from kassa_common.payments.sweep_holds import HoldStatus
+from kassa_common.pricing.amounts import units_text
+from kassa_common.statuses import SweepStatus
 from kassa_common.timefmt import utcnow
 from kassa_sweeper import metrics
 from kassa_sweeper.isolation import refused_reason
@@ -71,25 +72,51 @@ class Confirming:
         moved_at = self.chain.moved(receipt)
         moved = {uuid.UUID(d["payment_id"]): moved_at.get(d["address"].lower(), {}) for d in sweep.deposits}
         left = self._left(sweep.deposits, moved)
-        paid = sweeps.record_sweep(s, sweep.id, sweep.tx_hash, moved, now=now,
-                                   left={uuid.UUID(d["payment_id"]): set(units) for d, units in left})
-        self._set(sweep, status=CONFIRMED, block_number=receipt["blockNumber"], confirmed_at=now,
-                  error=_left_behind(sweep.deposits, moved), **self._costs(receipt))
+        paid = sweeps.record_sweep(
+            s,
+            sweep.id,
+            sweep.tx_hash,
+            moved,
+            now=now,
+            left={uuid.UUID(d["payment_id"]): set(units) for d, units in left},
+        )
+        self._set(
+            sweep,
+            status=CONFIRMED,
+            block_number=receipt["blockNumber"],
+            confirmed_at=now,
+            error=_left_behind(sweep.deposits, moved),
+            **self._costs(receipt),
+        )
         self._hold_left(s, sweep, receipt, left)
         kept = {d["payment_id"] for d, _ in left}
-        sweep_holds.clear(s, self.network.name, [uuid.UUID(d["payment_id"]) for d in sweep.deposits
-                                                 if d.get("solo") and d["payment_id"] not in kept])
+        sweep_holds.clear(
+            s,
+            self.network.name,
+            [uuid.UUID(d["payment_id"]) for d in sweep.deposits if d.get("solo") and d["payment_id"] not in kept],
+        )
         if sweep.error:
             log.warning("%s: sweep %s left funds behind: %s", self.network.name, sweep.tx_hash, sweep.error)
-        log.info("%s: sweep %s confirmed: %d payment(s) swept, gas %d, cost %s wei", self.network.name,
-                 sweep.tx_hash, len(paid), sweep.gas_used, sweep.cost_units)
+        log.info(
+            "%s: sweep %s confirmed: %d payment(s) swept, gas %d, cost %s wei",
+            self.network.name,
+            sweep.tx_hash,
+            len(paid),
+            sweep.gas_used,
+            sweep.cost_units,
+        )
         return Step(Outcome.CONFIRMED, sweep)
 
     def _fail(self, s: Session, sweep: Sweep, why: str) -> Step:
         released = sweeps.release(s, sweep.id)
         self._set(sweep, status=FAILED, error=why)
-        log.error("%s: sweep %s failed (%s); %d transfer(s) wait for the next one", self.network.name,
-                  sweep.tx_hash, why, released)
+        log.error(
+            "%s: sweep %s failed (%s); %d transfer(s) wait for the next one",
+            self.network.name,
+            sweep.tx_hash,
+            why,
+            released,
+        )
         return Step(Outcome.FAILED, sweep)
 
     # -- holds --------------------------------------------------------------------------------
@@ -97,21 +124,41 @@ class Confirming:
         """A batch that reverted: each of its deposits goes alone next; one alone is held."""
         now, alone = utcnow(), sweep.deposit_count == 1
         for d in sweep.deposits:
-            reason = (f"its sweep {sweep.tx_hash} reverted on chain (gas used {sweep.gas_used:,} of "
-                      f"{sweep.gas_limit:,})" if alone else f"in sweep {sweep.tx_hash}, which reverted on chain")
-            sweep_holds.hold(s, self.network.name, uuid.UUID(d["payment_id"]), reason, now=now, sweep_id=sweep.id,
-                             held={k: int(v) for k, v in d["held"].items()},
-                             status=HoldStatus.HELD if alone else HoldStatus.SOLO)
+            reason = (
+                f"its sweep {sweep.tx_hash} reverted on chain (gas used {sweep.gas_used:,} of {sweep.gas_limit:,})"
+                if alone
+                else f"in sweep {sweep.tx_hash}, which reverted on chain"
+            )
+            sweep_holds.hold(
+                s,
+                self.network.name,
+                uuid.UUID(d["payment_id"]),
+                reason,
+                now=now,
+                sweep_id=sweep.id,
+                held={k: int(v) for k, v in d["held"].items()},
+                status=HoldStatus.HELD if alone else HoldStatus.SOLO,
+            )
         if alone:
             metrics.HELD.labels(self.network.name).inc()
-            log.error("%s: deposit %s of payment %s held: its sweep %s reverted on its own", self.network.name,
-                      sweep.deposits[0]["address"], sweep.deposits[0]["short_id"], sweep.tx_hash)
+            log.error(
+                "%s: deposit %s of payment %s held: its sweep %s reverted on its own",
+                self.network.name,
+                sweep.deposits[0]["address"],
+                sweep.deposits[0]["short_id"],
+                sweep.tx_hash,
+            )
         else:
-            log.warning("%s: sweep %s reverted: its %d deposits are swept one by one next", self.network.name,
-                        sweep.tx_hash, sweep.deposit_count)
+            log.warning(
+                "%s: sweep %s reverted: its %d deposits are swept one by one next",
+                self.network.name,
+                sweep.tx_hash,
+                sweep.deposit_count,
+            )
 
-    def _left(self, planned: list[dict[str, Any]],
-              moved: dict[uuid.UUID, dict[str, int]]) -> list[tuple[dict[str, Any], dict[str, int]]]:
+    def _left(
+        self, planned: list[dict[str, Any]], moved: dict[uuid.UUID, dict[str, int]]
+    ) -> list[tuple[dict[str, Any], dict[str, int]]]:
         """The deposits that did not give all they held when planned and still hold it now
         (funds someone else flushed meanwhile are not left behind): (deposit, symbol -> units)."""
         short = [d for d in planned if any(sym not in moved[uuid.UUID(d["payment_id"])] for sym in d["held"])]
@@ -120,30 +167,45 @@ class Confirming:
         now = self.chain.balances(d["address"] for d in short)
         out = []
         for d in short:
-            still = {sym: now.get(d["address"].lower(), {}).get(sym, 0) for sym in d["held"]
-                     if sym not in moved[uuid.UUID(d["payment_id"])]}
+            still = {
+                sym: now.get(d["address"].lower(), {}).get(sym, 0)
+                for sym in d["held"]
+                if sym not in moved[uuid.UUID(d["payment_id"])]
+            }
             if still := {sym: units for sym, units in still.items() if units > 0}:
                 out.append((d, still))
         return out
 
-    def _hold_left(self, s: Session, sweep: Sweep, receipt: dict[str, Any],
-                   left: list[tuple[dict[str, Any], dict[str, int]]]) -> None:
+    def _hold_left(
+        self, s: Session, sweep: Sweep, receipt: dict[str, Any], left: list[tuple[dict[str, Any], dict[str, int]]]
+    ) -> None:
         if not left:
             return
         not_moved, now = self.chain.not_moved(receipt), utcnow()
         for d, units in left:
-            reason = refused_reason(d["settlement"], units, not_moved.get(d["address"].lower(), {}),
-                                    self.chain.native, self._amount, forwarder.NATIVE_GAS)
-            sweep_holds.hold(s, self.network.name, uuid.UUID(d["payment_id"]), reason, held=units, now=now,
-                             sweep_id=sweep.id)
+            reason = refused_reason(
+                d["settlement"],
+                units,
+                not_moved.get(d["address"].lower(), {}),
+                self.chain.native,
+                self._amount,
+                forwarder.NATIVE_GAS,
+            )
+            sweep_holds.hold(
+                s, self.network.name, uuid.UUID(d["payment_id"]), reason, held=units, now=now, sweep_id=sweep.id
+            )
             log.error("%s: deposit %s of payment %s held: %s", self.network.name, d["address"], d["short_id"], reason)
         metrics.HELD.labels(self.network.name).inc(len(left))
 
     # -- helpers ------------------------------------------------------------------------------
     def _costs(self, receipt: dict[str, Any]) -> dict[str, Any]:
         cost = int(receipt["gasUsed"]) * int(receipt["effectiveGasPrice"])
-        return {"gas_used": int(receipt["gasUsed"]), "effective_gas_price": int(receipt["effectiveGasPrice"]),
-                "cost_units": cost, "cost_usd": self._usd(cost)}
+        return {
+            "gas_used": int(receipt["gasUsed"]),
+            "effective_gas_price": int(receipt["effectiveGasPrice"]),
+            "cost_units": cost,
+            "cost_usd": self._usd(cost),
+        }
 
     def _amount(self, symbol: str, units: int) -> str:
         token = self.network.token(symbol)
@@ -153,6 +215,10 @@ class Confirming:
 def _left_behind(planned: list[dict[str, Any]], moved: dict[uuid.UUID, dict[str, int]]) -> str | None:
     """What a deposit held when planned but did not move (a paused token, a blacklisted
     settlement address, a settlement contract refusing the coin): kept for the operator."""
-    missing = [f"{d['short_id']} {symbol}" for d in planned for symbol in d["held"]
-               if symbol not in moved.get(uuid.UUID(d["payment_id"]), {})]
+    missing = [
+        f"{d['short_id']} {symbol}"
+        for d in planned
+        for symbol in d["held"]
+        if symbol not in moved.get(uuid.UUID(d["payment_id"]), {})
+    ]
     return ("did not move: " + ", ".join(missing)) if missing else None

@@ -5,6 +5,7 @@ with CREATE2 from a fixed salt and the committed bytecode, so the factory lands 
 same address on every chain: the address ``networks.json`` records. Deploying again is a
 no-op, and anyone may deploy it: whoever pays, the code and the address are the same.
 """
+
 from __future__ import annotations
 
 from web3 import Web3

@@ -20,6 +20,7 @@ One sweep is in flight per network at a time, and the step holds a transaction-l
 advisory lock on the network: two sweepers, or a sweeper and ``kassa sweep``, take turns
 instead of racing for the key's nonce or sweeping a deposit twice.
 """
+
 from __future__ import annotations
 
 import logging
@@ -36,16 +37,16 @@ from web3.exceptions import TransactionNotFound, Web3Exception
 from web3.types import TxParams
 
 from kassa_common.chains import forwarder
+from kassa_common.chains.locks import lock_key
 from kassa_common.chains.networks import Network
-from kassa_common.pricing.fixed import RateProvider
+from kassa_common.chains.rpc import scrub
 from kassa_common.db import unit_of_work
-from kassa_common.statuses import SweepStatus
 from kassa_common.models import Sweep
 from kassa_common.payments import sweeps
 from kassa_common.payments.sweeps import Deposit, SweepPolicy
+from kassa_common.pricing.fixed import RateProvider
+from kassa_common.statuses import SweepStatus
 from kassa_common.timefmt import utcnow
-from kassa_common.chains.locks import lock_key
-from kassa_common.chains.rpc import scrub
 from kassa_sweeper import budget, metrics
 from kassa_sweeper.chain import DepositChain
 from kassa_sweeper.confirming import Confirming
@@ -62,18 +63,30 @@ DEFAULT_CAP_USD = Decimal(100)
 
 DEFAULT_POLICY = SweepPolicy()  # frozen: one instance serves every sweeper
 
+
 class NetworkSweeper(Sending, Confirming):
-    def __init__(self, network: Network, sessions: sessionmaker[Session], chain: DepositChain, signer: Signer | None,
-                 rates: RateProvider, *, policy: SweepPolicy = DEFAULT_POLICY, batch_size: int = 50,
-                 replace_after: timedelta = timedelta(minutes=3), cap_usd: Decimal = DEFAULT_CAP_USD) -> None:
+    def __init__(
+        self,
+        network: Network,
+        sessions: sessionmaker[Session],
+        chain: DepositChain,
+        signer: Signer | None,
+        rates: RateProvider,
+        *,
+        policy: SweepPolicy = DEFAULT_POLICY,
+        batch_size: int = 50,
+        replace_after: timedelta = timedelta(minutes=3),
+        cap_usd: Decimal = DEFAULT_CAP_USD,
+    ) -> None:
         self.network, self.sessions, self.chain, self.signer, self.rates = network, sessions, chain, signer, rates
         self.policy, self.batch_size, self.replace_after, self.cap_usd = policy, batch_size, replace_after, cap_usd
         self.w3 = chain.w3
         self.lock_key = lock_key(network.name, "sweeper")
 
     # -- the step ---------------------------------------------------------------------------
-    def tick(self, *, force: bool = False, merchant_id: uuid.UUID | None = None,
-             only: list[uuid.UUID] | None = None) -> Step:
+    def tick(
+        self, *, force: bool = False, merchant_id: uuid.UUID | None = None, only: list[uuid.UUID] | None = None
+    ) -> Step:
         """One step; ``force`` sweeps every deposit with confirmed funds, whatever the policy;
         ``merchant_id``, ``only``: that merchant's deposits, these payments' deposits."""
         if self.signer is None:
@@ -81,28 +94,51 @@ class NetworkSweeper(Sending, Confirming):
         with unit_of_work(self.sessions) as s:
             if not s.scalar(sa.select(sa.func.pg_try_advisory_xact_lock(self.lock_key))):
                 return Step(Outcome.BUSY)
-            sweep = s.scalars(sa.select(Sweep).where(Sweep.network == self.network.name, Sweep.status.in_(IN_FLIGHT))
-                              .order_by(Sweep.nonce)).first()
+            sweep = s.scalars(
+                sa.select(Sweep)
+                .where(Sweep.network == self.network.name, Sweep.status.in_(IN_FLIGHT))
+                .order_by(Sweep.nonce)
+            ).first()
             step = self._follow(s, sweep) if sweep is not None else self._start(s, force, merchant_id, only)
         if step.broadcast is not None:
             try:
                 broadcast(self.w3, step.broadcast)
             except (Web3Exception, RequestException, ValueError) as exc:  # recorded: the next step sends it again
-                log.warning("%s: broadcasting sweep %s failed (%s); it is sent again next time",
-                            self.network.name, step.sweep.tx_hash if step.sweep else None, self.safe(exc))
+                log.warning(
+                    "%s: broadcasting sweep %s failed (%s); it is sent again next time",
+                    self.network.name,
+                    step.sweep.tx_hash if step.sweep else None,
+                    self.safe(exc),
+                )
         return step
 
-    def plan(self, session: Session, *, force: bool = False, merchant_id: uuid.UUID | None = None,
-             only: list[uuid.UUID] | None = None) -> Plan:
-        deposits = sweeps.deposits_due(session, self.network, policy=None if force else self.policy, rates=self.rates,
-                                       now=utcnow(), merchant_id=merchant_id, only=only, limit=self.batch_size)
+    def plan(
+        self,
+        session: Session,
+        *,
+        force: bool = False,
+        merchant_id: uuid.UUID | None = None,
+        only: list[uuid.UUID] | None = None,
+    ) -> Plan:
+        deposits = sweeps.deposits_due(
+            session,
+            self.network,
+            policy=None if force else self.policy,
+            rates=self.rates,
+            now=utcnow(),
+            merchant_id=merchant_id,
+            only=only,
+            limit=self.batch_size,
+        )
         return Plan(deposits, self.chain.balances(d.address for d in deposits) if deposits else {})
 
     def call_for(self, planned: list[dict[str, Any]]) -> dict[str, str]:
         """The ``flushMany`` of planned deposits (``steps.planned``, all of one factory), each
         listing the tokens it holds; a replacement rebuilds the same call from the sweep's record."""
-        return self.chain.flush_many([(d["settlement"], d["salt"], [t for t in d["held"] if t != self.chain.native])
-                                      for d in planned], planned[0].get("factory") if planned else None)
+        return self.chain.flush_many(
+            [(d["settlement"], d["salt"], [t for t in d["held"] if t != self.chain.native]) for d in planned],
+            planned[0].get("factory") if planned else None,
+        )
 
     def planned(self, plan: Plan, deposits: list[Deposit] | None = None) -> list[dict[str, Any]]:
         """``deposits`` (default: every full one of the plan) as a sweep records them, each with
@@ -121,14 +157,23 @@ class NetworkSweeper(Sending, Confirming):
 
     def spending(self, session: Session) -> budget.Spending:
         """What the key spent here in the last hour, against ``SWEEP_MAX_SPEND_USD_PER_HOUR``."""
-        spent = budget.spending(session, self.network, self.chain.native_token().symbol, self._key.address, self.cap_usd,
-                                self.rates, utcnow())
+        spent = budget.spending(
+            session,
+            self.network,
+            self.chain.native_token().symbol,
+            self._key.address,
+            self.cap_usd,
+            self.rates,
+            utcnow(),
+        )
         metrics.SPENT.labels(self.network.name).set(spent.spent_units)
         return spent
 
     # -- following --------------------------------------------------------------------------
     def _follow(self, s: Session, sweep: Sweep) -> Step:
-        used = self.w3.eth.get_transaction_count(cast(ChecksumAddress, sweep.sender), "latest")  # before the receipts: no race
+        used = self.w3.eth.get_transaction_count(
+            cast(ChecksumAddress, sweep.sender), "latest"
+        )  # before the receipts: no race
         receipt = self._receipt(sweep)
         if receipt is not None:
             return self._mined(s, sweep, receipt)
@@ -164,8 +209,14 @@ class NetworkSweeper(Sending, Confirming):
         fees = Fees(last["max_fee_per_gas"], last["max_priority_fee_per_gas"]).replacing(market_fees(self.w3))
         tx_hash, raw = self._sign(self.call_for(sweep.deposits), sweep.nonce, sweep.gas_limit, fees)
         self._set(sweep, tx_hash=tx_hash, attempts=[*sweep.attempts, attempt(tx_hash, raw, fees, utcnow())])
-        log.warning("%s: sweep nonce %d unmined for %s; replaced by %s (max fee %d)", self.network.name, sweep.nonce,
-                    self.replace_after, tx_hash, fees.max_fee_per_gas)
+        log.warning(
+            "%s: sweep nonce %d unmined for %s; replaced by %s (max fee %d)",
+            self.network.name,
+            sweep.nonce,
+            self.replace_after,
+            tx_hash,
+            fees.max_fee_per_gas,
+        )
         return Step(Outcome.REPLACED, sweep, raw)
 
     # -- helpers ------------------------------------------------------------------------------
@@ -187,4 +238,3 @@ class NetworkSweeper(Sending, Confirming):
         for url in self.network.nodes:
             text = scrub(text.replace(url, f"<{self.network.name} RPC>"), url)
         return text
-

@@ -6,31 +6,42 @@ when, and per sweepable network what the sweeper key spent in the last hour agai
 ``SWEEP_MAX_SPEND_USD_PER_HOUR``. ``--retry-held PAYMENT`` releases a held deposit: it is
 swept once more, on its own, and held again (with the new reason) if that fails too.
 """
+
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from kassa_common import accounts
 from kassa_common.chains.networks import Network
-from kassa_common.pricing.amounts import units_text
-from kassa_common.pricing.service import make_rates
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.payments import sweep_holds
 from kassa_common.payments.sweep_holds import Held
+from kassa_common.pricing.amounts import units_text
+from kassa_common.pricing.service import make_rates
 from kassa_common.timefmt import utcnow
 from kassa_sweeper import budget
 from kassa_sweeper.options import SweepOptions
 
 
 def as_dict(h: Held) -> dict[str, Any]:
-    return {"payment_id": str(h.payment_id), "short_id": h.short_id, "network": h.network, "address": h.address,
-            "settlement_address": h.settlement, "status": h.status, "reason": h.reason, "held": h.held,
-            "times_held": h.times_held, "since": h.since.isoformat(),
-            "released_at": h.released_at.isoformat() if h.released_at else None,
-            "sweep_id": str(h.sweep_id) if h.sweep_id else None}
+    return {
+        "payment_id": str(h.payment_id),
+        "short_id": h.short_id,
+        "network": h.network,
+        "address": h.address,
+        "settlement_address": h.settlement,
+        "status": h.status,
+        "reason": h.reason,
+        "held": h.held,
+        "times_held": h.times_held,
+        "since": h.since.isoformat(),
+        "released_at": h.released_at.isoformat() if h.released_at else None,
+        "sweep_id": str(h.sweep_id) if h.sweep_id else None,
+    }
 
 
 def release(sessions, network: Network, refs: list[str]) -> list[uuid.UUID]:
@@ -59,13 +70,19 @@ def show(args, settings: Settings, options: SweepOptions, emit: Callable[..., No
     finally:
         engine.dispose()
     data = {"held": [as_dict(h) for h in holds], "spending": spending}
-    lines = [f"{h.status.lower():5} {h.network} {h.short_id} {h.address} since {h.since:%Y-%m-%d %H:%M} UTC"
-             + (f", held {h.times_held} times" if h.times_held > 1 else "")
-             + (f"\n      holds {_amounts(settings, h)}" if h.held else "") + f"\n      {h.reason}"
-             for h in holds] or ["no held deposits"]
-    lines += [f"{x['network']}: the sweeper key spent {x['spent']} {x['symbol']} in the last hour, of "
-              f"{x['cap'] or '?'} {x['symbol']} (SWEEP_MAX_SPEND_USD_PER_HOUR={x['cap_usd']})"
-              + (": capped, sweeps wait" if x["capped"] else "") for x in spending]
+    lines = [
+        f"{h.status.lower():5} {h.network} {h.short_id} {h.address} since {h.since:%Y-%m-%d %H:%M} UTC"
+        + (f", held {h.times_held} times" if h.times_held > 1 else "")
+        + (f"\n      holds {_amounts(settings, h)}" if h.held else "")
+        + f"\n      {h.reason}"
+        for h in holds
+    ] or ["no held deposits"]
+    lines += [
+        f"{x['network']}: the sweeper key spent {x['spent']} {x['symbol']} in the last hour, of "
+        f"{x['cap'] or '?'} {x['symbol']} (SWEEP_MAX_SPEND_USD_PER_HOUR={x['cap_usd']})"
+        + (": capped, sweeps wait" if x["capped"] else "")
+        for x in spending
+    ]
     emit(args, data, "\n".join(lines))
 
 
@@ -87,10 +104,17 @@ def _spending(s, settings: Settings, options: SweepOptions, networks: list[Netwo
         native = next((t for t in network.tokens if t.native), None)
         if native is None or network.kind != "evm":
             continue
-        spent = budget.spending(s, network, native.symbol, signer.address, options.max_spend_usd_per_hour, rates,
-                                utcnow())
-        out.append({"network": network.name, "symbol": native.symbol,
-                    "spent": units_text(spent.spent_units, native.decimals),
-                    "cap": units_text(spent.cap_units, native.decimals) if spent.cap_units is not None else None,
-                    "cap_usd": str(spent.cap_usd), "capped": not spent.allows(0)})
+        spent = budget.spending(
+            s, network, native.symbol, signer.address, options.max_spend_usd_per_hour, rates, utcnow()
+        )
+        out.append(
+            {
+                "network": network.name,
+                "symbol": native.symbol,
+                "spent": units_text(spent.spent_units, native.decimals),
+                "cap": units_text(spent.cap_units, native.decimals) if spent.cap_units is not None else None,
+                "cap_usd": str(spent.cap_usd),
+                "capped": not spent.allows(0),
+            }
+        )
     return out

@@ -14,15 +14,25 @@ others being swept, nor drain the key by failing again and again).
   (the forwarder's ``NotFlushed``: a token refused the transfer, the settlement address
   refused the native coin) is held, with that reason.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from web3.exceptions import ContractLogicError, Web3RPCError
 
 # How nodes word an execution failure that is not a revert (geth, erigon, anvil, nethermind).
-_EXECUTION = ("revert", "out of gas", "gas required exceeds", "exceeds block gas limit", "invalid opcode",
-              "stack underflow", "stack overflow", "invalid jump")
+_EXECUTION = (
+    "revert",
+    "out of gas",
+    "gas required exceeds",
+    "exceeds block gas limit",
+    "invalid opcode",
+    "stack underflow",
+    "stack overflow",
+    "invalid jump",
+)
 
 
 def call_failure(exc: BaseException) -> str | None:
@@ -39,8 +49,9 @@ def call_failure(exc: BaseException) -> str | None:
     return None
 
 
-def culprits(fails: Callable[[list[dict[str, Any]]], str | None], batch: list[dict[str, Any]],
-             reason: str) -> list[tuple[dict[str, Any], str]]:
+def culprits(
+    fails: Callable[[list[dict[str, Any]]], str | None], batch: list[dict[str, Any]], reason: str
+) -> list[tuple[dict[str, Any], str]]:
     """The deposits of ``batch`` (whose estimation failed with ``reason``) that fail on their
     own, each with its reason: ``fails(deposits)`` estimates a sub-batch and returns why it
     failed, or None. Empty when every half passes alone (the batch as a whole is too big)."""
@@ -55,17 +66,27 @@ def culprits(fails: Callable[[list[dict[str, Any]]], str | None], batch: list[di
     return found
 
 
-def refused_reason(settlement: str, left: dict[str, int], not_moved: dict[str, int], native: str | None,
-                   text: Callable[[str, int], str], native_gas: int) -> str:
+def refused_reason(
+    settlement: str,
+    left: dict[str, int],
+    not_moved: dict[str, int],
+    native: str | None,
+    text: Callable[[str, int], str],
+    native_gas: int,
+) -> str:
     """Why a confirmed sweep left ``left`` (symbol -> units still there) in a deposit."""
     parts = []
     for symbol, units in left.items():
         if symbol == native and symbol in not_moved:
-            parts.append(f"the settlement address {settlement} did not take {text(symbol, units)} (its receive "
-                         f"reverted, or needed more than the {native_gas:,} gas the forwarder gives)")
+            parts.append(
+                f"the settlement address {settlement} did not take {text(symbol, units)} (its receive "
+                f"reverted, or needed more than the {native_gas:,} gas the forwarder gives)"
+            )
         elif symbol in not_moved:
-            parts.append(f"{text(symbol, units)} did not move: the token refused the transfer (paused, or the "
-                         f"settlement address {settlement} blacklisted)")
+            parts.append(
+                f"{text(symbol, units)} did not move: the token refused the transfer (paused, or the "
+                f"settlement address {settlement} blacklisted)"
+            )
         else:
             parts.append(f"{text(symbol, units)} did not move")
     return "; ".join(parts)

@@ -4,14 +4,15 @@
 Without ``SWEEPER_PRIVATE_KEY`` it idles and says so (a server with no forwarder merchant
 needs no key); without a sweepable network likewise.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Callable
 
-from kassa_common.pricing.service import make_rates
 from kassa_common.config import Settings
+from kassa_common.pricing.service import make_rates
 from kassa_common.worker import Worker, bootstrap
 from kassa_sweeper.chain import DepositChain, web3_for
 from kassa_sweeper.engine import NetworkSweeper
@@ -25,14 +26,25 @@ def sweepers(worker: Worker, options: SweepOptions) -> list[NetworkSweeper]:
     signer, rates = options.signer(), make_rates(worker.settings)
     if signer is None:
         return []
-    return [NetworkSweeper(n, worker.sessions, DepositChain(n, web3_for(n)), signer, rates, policy=options.policy,
-                           batch_size=options.batch_size, replace_after=timedelta(seconds=options.replace_seconds),
-                           cap_usd=options.max_spend_usd_per_hour)
-            for n in options.sweepable(worker.settings)]
+    return [
+        NetworkSweeper(
+            n,
+            worker.sessions,
+            DepositChain(n, web3_for(n)),
+            signer,
+            rates,
+            policy=options.policy,
+            batch_size=options.batch_size,
+            replace_after=timedelta(seconds=options.replace_seconds),
+            cap_usd=options.max_spend_usd_per_hour,
+        )
+        for n in options.sweepable(worker.settings)
+    ]
 
 
 def tick_all(each: list[NetworkSweeper]) -> Callable[[], bool]:
     """One step per network; True when any of them moved on (then the next comes at once)."""
+
     def tick() -> bool:
         progressed = False
         for sweeper in each:
@@ -41,6 +53,7 @@ def tick_all(each: list[NetworkSweeper]) -> Callable[[], bool]:
             except Exception as exc:  # noqa: BLE001 - a node or database hiccup: that network waits a turn
                 log.error("%s: sweep step failed: %s", sweeper.network.name, sweeper.safe(exc))
         return progressed
+
     return tick
 
 

@@ -15,6 +15,7 @@ whose environment holds it (the compose file gives it to the sweeper and the mig
                                           with an RPC URL and a forwarder factory
 ================================= ======= ==============================================
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -39,12 +40,17 @@ class SweepOptions:
     networks: tuple[str, ...] = ()  # upper-case; empty: every sweepable network
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> "SweepOptions":
+    def from_settings(cls, settings: Settings) -> SweepOptions:
         options = cls(
-            private_key=settings.sweeper_private_key, min_usd=settings.sweep_min_usd,
-            max_age_hours=settings.sweep_max_age_hours, interval_seconds=settings.sweep_interval_seconds,
-            replace_seconds=settings.sweep_replace_seconds, batch_size=settings.sweep_batch_size,
-            max_spend_usd_per_hour=settings.sweep_max_spend_usd_per_hour, networks=settings.sweeper_networks)
+            private_key=settings.sweeper_private_key,
+            min_usd=settings.sweep_min_usd,
+            max_age_hours=settings.sweep_max_age_hours,
+            interval_seconds=settings.sweep_interval_seconds,
+            replace_seconds=settings.sweep_replace_seconds,
+            batch_size=settings.sweep_batch_size,
+            max_spend_usd_per_hour=settings.sweep_max_spend_usd_per_hour,
+            networks=settings.sweeper_networks,
+        )
         options.signer()  # a malformed key fails at start, not at the first sweep
         return options
 
@@ -57,5 +63,11 @@ class SweepOptions:
 
     def sweepable(self, settings: Settings) -> list[Network]:
         """EVM networks with an RPC URL and a forwarder factory, narrowed to ``networks``."""
-        return [n for n in settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory
-                and (not self.networks or n.name.upper() in self.networks)]
+        return [
+            n
+            for n in settings.networks
+            if n.kind == "evm"
+            and n.rpc_url
+            and n.forwarder_factory
+            and (not self.networks or n.name.upper() in self.networks)
+        ]

@@ -11,6 +11,7 @@ then the signed transaction recorded with its deposits claimed, before it is bro
   waits (``CAPPED``);
 - a key that cannot pay the gas sends nothing (``SKIPPED``), as a factory not deployed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,10 +22,10 @@ from requests import RequestException
 from sqlalchemy.orm import Session
 from web3.exceptions import Web3Exception
 
-from kassa_common.pricing.amounts import units_text
-from kassa_common.statuses import SweepStatus
 from kassa_common.models import Sweep
 from kassa_common.payments import sweep_holds, sweeps
+from kassa_common.pricing.amounts import units_text
+from kassa_common.statuses import SweepStatus
 from kassa_common.timefmt import utcnow
 from kassa_sweeper import metrics
 from kassa_sweeper.budget import Spending
@@ -59,8 +60,14 @@ class Sending:
         w3: Web3
         signer: Signer | None
 
-        def plan(self, session: Session, *, force: bool = False, merchant_id: uuid.UUID | None = None,
-                 only: list[uuid.UUID] | None = None) -> Plan: ...
+        def plan(
+            self,
+            session: Session,
+            *,
+            force: bool = False,
+            merchant_id: uuid.UUID | None = None,
+            only: list[uuid.UUID] | None = None,
+        ) -> Plan: ...
         def call_for(self, planned: list[dict[str, Any]]) -> dict[str, str]: ...
         def planned(self, plan: Plan, deposits: list[Deposit] | None = None) -> list[dict[str, Any]]: ...
         def estimate_gas(self, call: dict[str, str]) -> int: ...
@@ -73,28 +80,43 @@ class Sending:
         assert self.signer is not None
         return self.signer
 
-    def _start(self, s: Session, force: bool, merchant_id: uuid.UUID | None,
-               only: list[uuid.UUID] | None) -> Step:
+    def _start(self, s: Session, force: bool, merchant_id: uuid.UUID | None, only: list[uuid.UUID] | None) -> Step:
         plan = self.plan(s, force=force, merchant_id=merchant_id, only=only)
         if not plan.deposits:
             return Step(Outcome.IDLE)
         if empty := plan.empty():
-            log.info("%s: %d deposit(s) were flushed already: %s", self.network.name, len(empty),
-                     ", ".join(d.short_id for d in empty))
+            log.info(
+                "%s: %d deposit(s) were flushed already: %s",
+                self.network.name,
+                len(empty),
+                ", ".join(d.short_id for d in empty),
+            )
             sweeps.already_empty(s, self.network.name, [d.payment_id for d in empty])
             sweep_holds.clear(s, self.network.name, [d.payment_id for d in empty if d.solo])
         full = self.planned(plan)
         if not full:
             return Step(Outcome.IDLE)
         if strays := [d for d in full if d["factory"] == "unknown"]:
-            return self._hold(s, [(d, ("its address is not a deposit of this network's forwarder factory, nor of an "
-                                      "earlier one: it cannot be flushed by the sweeper")) for d in strays])
+            return self._hold(
+                s,
+                [
+                    (
+                        d,
+                        (
+                            "its address is not a deposit of this network's forwarder factory, nor of an "
+                            "earlier one: it cannot be flushed by the sweeper"
+                        ),
+                    )
+                    for d in strays
+                ],
+            )
         first = full[0]
         batch = [first] if first["solo"] else [d for d in full if not d["solo"] and d["factory"] == first["factory"]]
         factory = first["factory"] or self.chain.factory.address
         if not self.chain.factory_deployed(factory):
-            note = (f"the forwarder factory {factory} is not deployed on {self.network.name}"
-                    + (f": kassa contracts deploy --network {self.network.name}" if not first["factory"] else ""))
+            note = f"the forwarder factory {factory} is not deployed on {self.network.name}" + (
+                f": kassa contracts deploy --network {self.network.name}" if not first["factory"] else ""
+            )
             log.error("%s: %s", self.network.name, note)
             return Step(Outcome.SKIPPED, note=note)
         return self._send(s, batch)
@@ -108,13 +130,15 @@ class Sending:
         while not spending.allows(gas * fees.max_fee_per_gas):
             if len(batch) == 1 or spending.cap_units is None:
                 return self._capped(spending, gas * fees.max_fee_per_gas)
-            batch = batch[:len(batch) // 2]
+            batch = batch[: len(batch) // 2]
             gas = self.estimate_gas(self.call_for(batch))
         self._uncapped()
         funds = self.w3.eth.get_balance(self._key.address)
         if funds < gas * fees.max_fee_per_gas:
-            note = (f"the sweeper key {self._key.address} holds {funds} wei, a sweep of {len(batch)} deposit(s) "
-                    f"may cost up to {gas * fees.max_fee_per_gas}: fund it")
+            note = (
+                f"the sweeper key {self._key.address} holds {funds} wei, a sweep of {len(batch)} deposit(s) "
+                f"may cost up to {gas * fees.max_fee_per_gas}: fund it"
+            )
             log.error("%s: %s", self.network.name, note)
             return Step(Outcome.SKIPPED, note=note)
         return self._record(s, batch, gas, fees)
@@ -123,9 +147,20 @@ class Sending:
         nonce = self.w3.eth.get_transaction_count(self._key.address, "pending")
         tx_hash, raw = self._sign(self.call_for(batch), nonce, gas, fees)
         now = utcnow()
-        sweep = Sweep(id=uuid.uuid4(), network=self.network.name, sender=self._key.address, nonce=nonce,
-                      status=SweepStatus.PENDING, tx_hash=tx_hash, attempts=[attempt(tx_hash, raw, fees, now)],
-                      deposits=batch, deposit_count=len(batch), gas_limit=gas, created_at=now, updated_at=now)
+        sweep = Sweep(
+            id=uuid.uuid4(),
+            network=self.network.name,
+            sender=self._key.address,
+            nonce=nonce,
+            status=SweepStatus.PENDING,
+            tx_hash=tx_hash,
+            attempts=[attempt(tx_hash, raw, fees, now)],
+            deposits=batch,
+            deposit_count=len(batch),
+            gas_limit=gas,
+            created_at=now,
+            updated_at=now,
+        )
         s.add(sweep)
         s.flush()
         sweeps.claim(s, sweep.id, self.network.name, [uuid.UUID(d["payment_id"]) for d in batch])
@@ -133,8 +168,9 @@ class Sending:
         return Step(Outcome.SENT, sweep, raw)
 
     def _sign(self, call: dict[str, str], nonce: int, gas: int, fees: Fees) -> tuple[str, str]:
-        return self._key.sign({**call, "value": 0, "chainId": self.w3.eth.chain_id, "nonce": nonce, "gas": gas,
-                                 **fees.fields()})
+        return self._key.sign(
+            {**call, "value": 0, "chainId": self.w3.eth.chain_id, "nonce": nonce, "gas": gas, **fees.fields()}
+        )
 
     # -- isolation --------------------------------------------------------------------------
     def _estimate_failure(self, batch: list[dict[str, Any]]) -> str | None:
@@ -162,16 +198,26 @@ class Sending:
             return Step(Outcome.SKIPPED, note=note)
         bad = culprits(self._estimate_failure, batch, why)
         if not bad:  # every part passes on its own: the batch is too big as a whole
-            log.warning("%s: a batch of %d fails estimation (%s) but each half passes: sending half",
-                        self.network.name, len(batch), why)
-            return self._send(s, batch[:len(batch) // 2])
+            log.warning(
+                "%s: a batch of %d fails estimation (%s) but each half passes: sending half",
+                self.network.name,
+                len(batch),
+                why,
+            )
+            return self._send(s, batch[: len(batch) // 2])
         return self._hold(s, [(d, f"gas estimation failed: {reason}") for d, reason in bad])
 
     def _hold(self, s: Session, bad: list[tuple[dict[str, Any], str]]) -> Step:
         now = utcnow()
         for d, reason in bad:
-            sweep_holds.hold(s, self.network.name, uuid.UUID(d["payment_id"]), reason,
-                             held={k: int(v) for k, v in d["held"].items()}, now=now)
+            sweep_holds.hold(
+                s,
+                self.network.name,
+                uuid.UUID(d["payment_id"]),
+                reason,
+                held={k: int(v) for k, v in d["held"].items()},
+                now=now,
+            )
             log.error("%s: deposit %s of payment %s held: %s", self.network.name, d["address"], d["short_id"], reason)
         metrics.HELD.labels(self.network.name).inc(len(bad))
         return Step(Outcome.HELD)
@@ -186,9 +232,11 @@ class Sending:
         if spending.cap_units is None:
             note = f"no USD rate for {native.symbol}: the spending cap cannot be checked, sweeps wait"
         else:
-            note = (f"spending cap reached: {text(spending.spent_units)} spent in the last hour of "
-                    f"{text(spending.cap_units)} (SWEEP_MAX_SPEND_USD_PER_HOUR={spending.cap_usd}); the next sweep "
-                    f"may cost up to {text(cost)}; sweeps wait")
+            note = (
+                f"spending cap reached: {text(spending.spent_units)} spent in the last hour of "
+                f"{text(spending.cap_units)} (SWEEP_MAX_SPEND_USD_PER_HOUR={spending.cap_usd}); the next sweep "
+                f"may cost up to {text(cost)}; sweeps wait"
+            )
         if self.capped_note is None:
             log.warning("%s: %s", self.network.name, note)
         self.capped_note = note

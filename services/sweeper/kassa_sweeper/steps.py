@@ -1,4 +1,5 @@
 """What one sweeper step returns, and the shapes a sweep records (its plan, its attempts)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,11 +52,23 @@ class Plan:
 def planned(d: Deposit, plan: Plan, factory: str | None = None) -> dict[str, Any]:
     """A deposit as a sweep records it: whose, where, through which factory (None: the
     network's), and what it held when planned."""
-    return {"payment_id": str(d.payment_id), "short_id": d.short_id, "address": d.address,
-            "settlement": d.settlement, "salt": d.salt, "solo": d.solo, "factory": factory,
-            "held": {s: str(u) for s, u in plan.held[d.address.lower()].items() if u}}
+    return {
+        "payment_id": str(d.payment_id),
+        "short_id": d.short_id,
+        "address": d.address,
+        "settlement": d.settlement,
+        "salt": d.salt,
+        "solo": d.solo,
+        "factory": factory,
+        "held": {s: str(u) for s, u in plan.held[d.address.lower()].items() if u},
+    }
 
 
 def attempt(tx_hash: str, raw: str, fees: Fees, when: datetime) -> dict:
-    return {"tx_hash": tx_hash, "raw": raw, "max_fee_per_gas": fees.max_fee_per_gas,
-            "max_priority_fee_per_gas": fees.max_priority_fee_per_gas, "sent_at": when.isoformat()}
+    return {
+        "tx_hash": tx_hash,
+        "raw": raw,
+        "max_fee_per_gas": fees.max_fee_per_gas,
+        "max_priority_fee_per_gas": fees.max_priority_fee_per_gas,
+        "sent_at": when.isoformat(),
+    }

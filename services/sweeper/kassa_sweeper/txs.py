@@ -4,6 +4,7 @@ The key (``SWEEPER_PRIVATE_KEY``) only ever pays gas: it calls the forwarder fac
 whose functions can send funds nowhere but each deposit's settlement address. Its
 ``repr`` never shows the key.
 """
+
 from __future__ import annotations
 
 import math
@@ -29,12 +30,11 @@ class Fees:
     def fields(self) -> dict[str, int]:
         return {"maxFeePerGas": self.max_fee_per_gas, "maxPriorityFeePerGas": self.max_priority_fee_per_gas}
 
-    def replacing(self, market: "Fees") -> "Fees":
+    def replacing(self, market: Fees) -> Fees:
         """Fees for a replacement of a transaction sent with these: at least 12.5% more on
         both, and never below what the market asks now."""
         priority = max(math.ceil(self.max_priority_fee_per_gas * REPLACEMENT_BUMP), market.max_priority_fee_per_gas)
-        return Fees(max(math.ceil(self.max_fee_per_gas * REPLACEMENT_BUMP), market.max_fee_per_gas, priority),
-                    priority)
+        return Fees(max(math.ceil(self.max_fee_per_gas * REPLACEMENT_BUMP), market.max_fee_per_gas, priority), priority)
 
 
 def market_fees(w3: Web3) -> Fees:
@@ -84,8 +84,14 @@ def broadcast(w3: Web3, raw: str) -> None:
 def transact(w3: Web3, signer: Signer, tx: dict[str, Any], *, timeout: float = 120.0) -> dict[str, Any]:
     """Sign ``tx`` (to, data, value) with fresh nonce, fees and gas, send it, wait for its
     receipt; raises RuntimeError if it reverted."""
-    fields: dict[str, Any] = {"from": signer.address, "value": 0, **tx, "chainId": w3.eth.chain_id,
-              "nonce": w3.eth.get_transaction_count(signer.address, "pending"), **market_fees(w3).fields()}
+    fields: dict[str, Any] = {
+        "from": signer.address,
+        "value": 0,
+        **tx,
+        "chainId": w3.eth.chain_id,
+        "nonce": w3.eth.get_transaction_count(signer.address, "pending"),
+        **market_fees(w3).fields(),
+    }
     fields["gas"] = int(w3.eth.estimate_gas(cast(TxParams, fields)) * 1.2) + 10_000
     del fields["from"]
     tx_hash, raw = signer.sign(fields)

@@ -1,4 +1,5 @@
 """``python -m kassa_webhook_sender webhooks|email``: run one channel's process."""
+
 from __future__ import annotations
 
 import sys

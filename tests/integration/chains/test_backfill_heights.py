@@ -9,6 +9,7 @@ backfill must start on LOCAL_EVM_2 where LOCAL_EVM_2's watcher stood at the paym
 creation, not at the payment's own LOCAL_EVM height (20 million blocks back). LOCAL_EVM_2 is
 read through a proxy that records every ``eth_getLogs`` range and block asked for.
 """
+
 from __future__ import annotations
 
 import json
@@ -16,10 +17,10 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from kassa_chain_watcher.main import keep_blocks
 from kassa_common.chains.networks import load_registry
-from kassa_common.models import ChainCursor, Payment
 from kassa_common.messaging.relay import relay_pending
+from kassa_common.models import ChainCursor, Payment
+from kassa_chain_watcher.main import keep_blocks
 from kassa_dev import chain as devchain
 from tests.support.anvil import start_chain
 from tests.support.api import set_live_wallet
@@ -75,8 +76,11 @@ def _blocks_named(call: dict) -> list[int]:
 
 
 def create(h, network: str, token: str = "USDC", amount: float = 12.34) -> dict:
-    r = h.client.post("/v1/api/payments", json={"amount": amount, "token": token, "network": network},
-                      headers=h.merchant.headers("live"))
+    r = h.client.post(
+        "/v1/api/payments",
+        json={"amount": amount, "token": token, "network": network},
+        headers=h.merchant.headers("live"),
+    )
     assert r.status_code == 201, r.get_data(as_text=True)
     relay_pending(h.sessions, h.publisher)  # payment.created reaches the watchers' feed
     return r.get_json()["data"]
@@ -87,18 +91,29 @@ def cursor(sessions, network: str) -> int | None:
         return s.scalar(sa.select(ChainCursor.block_number).where(ChainCursor.network == network))
 
 
-def test_a_payment_on_a_low_network_does_not_send_a_high_networks_watcher_back(settings, engine, sessions,
-                                                                             make_merchant, chains):
+def test_a_payment_on_a_low_network_does_not_send_a_high_networks_watcher_back(
+    settings, engine, sessions, make_merchant, chains
+):
     low, high = chains
     merchant = make_merchant()
     set_live_wallet(sessions, merchant.id)
     with Recording(high.url) as proxy:
-        env = settings.with_(networks=load_registry({
-            "LOCAL_EVM_RPC_URL": low.url, "LOCAL_EVM_CONFIRMATIONS": "2",
-            "LOCAL_EVM_2_RPC_URL": proxy.url(), "LOCAL_EVM_2_CONFIRMATIONS": "2"}))
+        env = settings.with_(
+            networks=load_registry(
+                {
+                    "LOCAL_EVM_RPC_URL": low.url,
+                    "LOCAL_EVM_CONFIRMATIONS": "2",
+                    "LOCAL_EVM_2_RPC_URL": proxy.url(),
+                    "LOCAL_EVM_2_CONFIRMATIONS": "2",
+                }
+            )
+        )
         with live_pipeline(env, engine, sessions, merchant, also=(SECOND,)) as h:
-            until(lambda: cursor(sessions, SECOND) is not None and cursor(sessions, "LOCAL_EVM") is not None,
-                  TIMEOUT, message="both watchers have a cursor")
+            until(
+                lambda: cursor(sessions, SECOND) is not None and cursor(sessions, "LOCAL_EVM") is not None,
+                TIMEOUT,
+                message="both watchers have a cursor",
+            )
             started = cursor(sessions, SECOND)
             assert started >= HIGH and cursor(sessions, "LOCAL_EVM") < 1000
             proxy.lowest = None  # from here on
@@ -110,14 +125,17 @@ def test_a_payment_on_a_low_network_does_not_send_a_high_networks_watcher_back(s
                 assert row.watch_points[SECOND] >= started  # where LOCAL_EVM_2's watcher stood
 
             on_high = create(h, SECOND)
-            devchain.pay(high.w3, to=on_high["address"], amount_base_units=1234 * USDC // 100,
-                         token_contract=high.tokens["USDC"])
-            devchain.pay(low.w3, to=on_low["address"], amount_base_units=1234 * USDC // 100,
-                         token_contract=low.tokens["USDC"])
+            devchain.pay(
+                high.w3, to=on_high["address"], amount_base_units=1234 * USDC // 100, token_contract=high.tokens["USDC"]
+            )
+            devchain.pay(
+                low.w3, to=on_low["address"], amount_base_units=1234 * USDC // 100, token_contract=low.tokens["USDC"]
+            )
 
             h.wait_status(on_high["id"], "COMPLETED", timeout=TIMEOUT)
             h.wait_status(on_low["id"], "COMPLETED", timeout=TIMEOUT)
             # at most the blocks it keeps below its head (a backfill starts at the oldest of them)
             floor = started - keep_blocks(env.networks.get(SECOND))
-            assert proxy.lowest is not None and proxy.lowest >= floor, \
+            assert proxy.lowest is not None and proxy.lowest >= floor, (
                 f"LOCAL_EVM_2's watcher read block {proxy.lowest}, below where it stood ({started})"
+            )

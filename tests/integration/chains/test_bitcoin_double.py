@@ -1,4 +1,5 @@
 """The regtest double (or a real ``bitcoind -regtest`` when BITCOIN_RPC_URL is set), over real HTTP JSON-RPC."""
+
 import os
 from decimal import Decimal
 
@@ -162,7 +163,7 @@ def test_invalidateblock_puts_tx_back_into_mempool(regtest_node):
 def test_reorg_to_longer_chain_without_the_payment(regtest_node):
     rpc = regtest_node.rpc
     address = external_address()
-    txid = regtest_node.send(address, Decimal("2"))
+    txid = regtest_node.send(address, Decimal(2))
     old_block = regtest_node.mine(1)[0]
     old_tip = regtest_node.mine(1)[0]
     height = rpc.getblockcount()
@@ -268,6 +269,11 @@ def test_double_drop_chain_selection_and_json_rpc_2(regtest_node):
     reply = requests.post(regtest_node.url, json={"jsonrpc": "2.0", "id": 1, "method": "nosuchmethod"})
     assert reply.status_code == 200
     assert reply.json() == {"jsonrpc": "2.0", "error": {"code": -32601, "message": "Method not found"}, "id": 1}
-    reply = requests.post(regtest_node.url, json=[{"jsonrpc": "2.0", "id": 1, "method": "getblockcount"},
-                                                  {"id": 2, "method": "getblockhash", "params": {"height": 0}}])
+    reply = requests.post(
+        regtest_node.url,
+        json=[
+            {"jsonrpc": "2.0", "id": 1, "method": "getblockcount"},
+            {"id": 2, "method": "getblockhash", "params": {"height": 0}},
+        ],
+    )
     assert [r["result"] for r in reply.json()] == [rpc.getblockcount(), REGTEST_GENESIS]

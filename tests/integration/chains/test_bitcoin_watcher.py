@@ -1,5 +1,6 @@
 """The Bitcoin chain watcher end to end on the regtest double (or a real bitcoind -regtest
 when BITCOIN_RPC_URL is set): mempool → seen, 2 confirmations → completed, reorgs."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -18,7 +19,7 @@ NETWORK = "BITCOIN_REGTEST"
 
 
 @pytest.fixture
-def h(settings, engine, sessions, make_merchant, regtest_node):  # noqa: F811
+def h(settings, engine, sessions, make_merchant, regtest_node):
     env = {"BITCOIN_REGTEST_RPC_URL": regtest_node.url, "BITCOIN_REGTEST_CONFIRMATIONS": "2"}
     merchant = make_merchant()
     set_live_wallet(sessions, merchant.id, "bitcoin", TEST_XPUBS["bitcoin"])
@@ -110,8 +111,10 @@ def test_a_fee_bumped_replacement_is_counted_once_and_the_replaced_transaction_n
     until(lambda: h.payment(p["id"]).transaction_hash == first, message="seen in the mempool")
     second = restart_watcher_after(h, lambda: h.node.bump_fee(first))
     assert second != first
-    until(lambda: {t.tx_hash: t.status for t in h.transfers(p["id"])} == {first: "ORPHANED", second: "SEEN"},
-          message="replacement seen, the replaced one orphaned")
+    until(
+        lambda: {t.tx_hash: t.status for t in h.transfers(p["id"])} == {first: "ORPHANED", second: "SEEN"},
+        message="replacement seen, the replaced one orphaned",
+    )
     assert h.payment(p["id"]).transaction_hash == second
     h.node.mine(2)
     h.wait_status(p["id"], "COMPLETED")
@@ -146,8 +149,9 @@ def test_a_transaction_dropped_and_broadcast_again_is_seen_again_each_time(h):
 
 def test_an_address_that_reaches_the_watcher_after_its_transaction_entered_the_mempool_is_matched(h):
     known = h.create(amount=60, token="BTC")
-    r = h.client.post("/v1/api/payments", json={"amount": 60, "token": "BTC", "network": NETWORK},
-                      headers=h.merchant.headers("live"))
+    r = h.client.post(
+        "/v1/api/payments", json={"amount": 60, "token": "BTC", "network": NETWORK}, headers=h.merchant.headers("live")
+    )
     assert r.status_code == 201
     late = r.get_json()["data"]  # its payment.created is not relayed yet: the watcher does not know it
     first = h.node.send(late["address"], btc(late))

@@ -9,6 +9,7 @@
   next blocks: the parent-hash check of the new batch catches it, and the transfer of the
   orphaned block is never confirmed.
 """
+
 from __future__ import annotations
 
 import logging
@@ -19,8 +20,8 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client import REGISTRY
 
-from kassa_common.pricing.amounts import to_base_units
 from kassa_common.models import Event
+from kassa_common.pricing.amounts import to_base_units
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.rpc_proxy import RpcProxy
@@ -31,7 +32,7 @@ CONFIRMATIONS = 2
 
 
 @pytest.fixture
-def chain(anvil_isolated):  # noqa: F811
+def chain(anvil_isolated):
     return anvil_isolated
 
 
@@ -45,8 +46,10 @@ def pay_usdc(chain, p) -> str:
 
 def reorged() -> tuple[float, float]:
     labels = {"network": "LOCAL_EVM"}
-    return (REGISTRY.get_sample_value("kassa_chain_deep_reorgs_total", labels) or 0,
-            REGISTRY.get_sample_value("kassa_chain_transfers_reorged_total", labels) or 0)
+    return (
+        REGISTRY.get_sample_value("kassa_chain_deep_reorgs_total", labels) or 0,
+        REGISTRY.get_sample_value("kassa_chain_transfers_reorged_total", labels) or 0,
+    )
 
 
 def payment_events(h, pid, kind) -> list[dict]:
@@ -118,10 +121,13 @@ def test_a_transfer_lost_in_a_deep_reorg_and_mined_again_counts_again(h, chain):
     assert h.events(p["id"]).count("payment.completed") == 1
 
 
-def test_a_reorg_right_after_the_head_check_never_confirms_the_orphaned_transfer(settings, engine, sessions,
-                                                                                  make_merchant, chain):
-    with RpcProxy(chain.url) as proxy, \
-            live_evm(settings, engine, sessions, make_merchant, proxy.url(), CONFIRMATIONS) as h:
+def test_a_reorg_right_after_the_head_check_never_confirms_the_orphaned_transfer(
+    settings, engine, sessions, make_merchant, chain
+):
+    with (
+        RpcProxy(chain.url) as proxy,
+        live_evm(settings, engine, sessions, make_merchant, proxy.url(), CONFIRMATIONS) as h,
+    ):
         chain.mine(5)
         watcher = h.start_watcher()
         until(watcher.active.is_set, message="watcher active")
@@ -131,16 +137,24 @@ def test_a_reorg_right_after_the_head_check_never_confirms_the_orphaned_transfer
         until(lambda: [t.status for t in h.transfers(p["id"])] == ["SEEN"], message="the transfer seen")
 
         def head_check_with_a_new_block(request) -> bool:  # the watcher asks its head's hash, a block is waiting
-            return (isinstance(request, list) and len(request) == 1
-                    and request[0].get("method") == "eth_getBlockByNumber"
-                    and request[0].get("params") == [hex(head), False] and chain.block_number > head)
+            return (
+                isinstance(request, list)
+                and len(request) == 1
+                and request[0].get("method") == "eth_getBlockByNumber"
+                and request[0].get("params") == [hex(head), False]
+                and chain.block_number > head
+            )
 
         proxy.after(head_check_with_a_new_block, lambda: chain.reorg(2))  # the head and the block above it
         chain.mine(1)
         until(lambda: proxy._after is None, message="the reorg happened right after the head check")
         chain.mine(CONFIRMATIONS + 1)
-        until(lambda: watcher.scanner.state.head == chain.block_number
-              and watcher.scanner.state.head_hash == chain.w3.eth.get_block("latest")["hash"].to_0x_hex(),
-              message="watcher at the tip of the new branch")
+        until(
+            lambda: (
+                watcher.scanner.state.head == chain.block_number
+                and watcher.scanner.state.head_hash == chain.w3.eth.get_block("latest")["hash"].to_0x_hex()
+            ),
+            message="watcher at the tip of the new branch",
+        )
         assert [t.status for t in h.transfers(p["id"])] == ["ORPHANED"]
         assert h.status(p["id"]) == "PENDING" and int(h.payment(p["id"]).amount_received_units) == 0

@@ -1,4 +1,5 @@
 """``kassa dev pay``: pays a live LOCAL_EVM payment on anvil from its first account."""
+
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from tests.support.api import set_live_wallet
 
 
 @pytest.fixture
-def live(anvil_isolated, base_env, monkeypatch, app, make_merchant, sessions):  # noqa: F811
+def live(anvil_isolated, base_env, monkeypatch, app, make_merchant, sessions):
     for name, value in {**base_env, "LOCAL_EVM_RPC_URL": anvil_isolated.url}.items():
         monkeypatch.setenv(name, value)
     merchant = make_merchant()
@@ -23,8 +24,11 @@ def live(anvil_isolated, base_env, monkeypatch, app, make_merchant, sessions):  
 
 
 def create(client, merchant, amount=12.34) -> dict:
-    r = client.post("/v1/api/payments", json={"amount": amount, "token": "USDC", "network": "LOCAL_EVM"},
-                    headers=merchant.headers("live"))
+    r = client.post(
+        "/v1/api/payments",
+        json={"amount": amount, "token": "USDC", "network": "LOCAL_EVM"},
+        headers=merchant.headers("live"),
+    )
     assert r.status_code == 201, r.get_data(as_text=True)
     return r.get_json()["data"]
 

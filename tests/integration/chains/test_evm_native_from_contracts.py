@@ -3,23 +3,24 @@ wallet, an exchange's batch payout): no top-level transaction names the address,
 its balance shows it (DESIGN §5). The contract here is Kassa's own forwarder: a deposit
 clone whose settlement address is the payment's address, flushed by the factory, so the
 ETH reaches the payment through an internal call of a deployed contract."""
+
 from __future__ import annotations
 
 import pytest
+from web3 import Web3
 
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.forwarder import ensure_factory, fresh_salt
 from tests.support.wait import until
 from tests.support.watcher import live_evm
-from web3 import Web3
 
 CONFIRMATIONS = 3
-WEI = 10 ** 16  # 0.01 ETH: $30 at the fixed rate
+WEI = 10**16  # 0.01 ETH: $30 at the fixed rate
 
 
 @pytest.fixture
-def chain(anvil_isolated):  # noqa: F811
+def chain(anvil_isolated):
     return anvil_isolated
 
 
@@ -40,8 +41,11 @@ def forward_eth(chain, to: str, wei: int) -> str:
     tx = factory.functions.flush(to, salt, []).transact({"from": sender})
     receipt = chain.w3.eth.wait_for_transaction_receipt(tx)
     assert receipt.status == 1 and receipt.to.lower() == factory.address.lower()  # not a transfer to the payment
-    return receipt.transactionHash.to_0x_hex() if hasattr(receipt.transactionHash, "to_0x_hex") \
+    return (
+        receipt.transactionHash.to_0x_hex()
+        if hasattr(receipt.transactionHash, "to_0x_hex")
         else "0x" + receipt.transactionHash.hex().removeprefix("0x")
+    )
 
 
 def test_eth_forwarded_by_a_contract_completes_the_payment(h, chain):
@@ -70,8 +74,10 @@ def test_eth_forwarded_by_a_contract_before_the_address_reached_the_watcher_is_b
     assert address not in watcher.watchlist
     tx = forward_eth(chain, address, WEI // 2)
     chain.mine(CONFIRMATIONS + 30)  # confirmed, and out of the blocks the watcher keeps
-    until(lambda: watcher.scanner.state.confirmed_through >= chain.block_number - CONFIRMATIONS + 1,
-          message="watcher past the transfer")
+    until(
+        lambda: watcher.scanner.state.confirmed_through >= chain.block_number - CONFIRMATIONS + 1,
+        message="watcher past the transfer",
+    )
     assert h.transfers(p["id"]) == []
     watcher.watchlist.add(address, native=True)  # arrives late (bus or reload)
     h.wait_status(p["id"], "PARTIALLY_PAID")

@@ -2,6 +2,7 @@
 (HTTP 429, Retry-After), refuses ``eth_getLogs`` over more than a few blocks ("query returned
 more than 10000 results") and goes away for a while. The watcher recovers, misses nothing,
 counts nothing twice, and never logs the key in its RPC URL."""
+
 from __future__ import annotations
 
 import logging
@@ -14,7 +15,8 @@ from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
-from tests.support.watcher import at_tip as tip_reached, live_evm
+from tests.support.watcher import at_tip as tip_reached
+from tests.support.watcher import live_evm
 
 CONFIRMATIONS = 3
 KEY = "SECRETKEY123"  # a fake API key in the URL's path, as Infura and Alchemy have it
@@ -22,7 +24,7 @@ MAX_LOG_RANGE = 8  # blocks per eth_getLogs the proxy answers
 
 
 @pytest.fixture
-def chain(anvil_isolated):  # noqa: F811
+def chain(anvil_isolated):
     return anvil_isolated
 
 

@@ -15,6 +15,7 @@ The watcher, the settler and the API run as everywhere else (``tests.support.wat
 a payment that must not complete is checked once a payment paid in a later block has
 completed: the watcher reports blocks in order and the one settler consumer settles them so.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -34,12 +35,12 @@ from tests.support.wait import until
 from tests.support.watcher import live_evm
 
 CONFIRMATIONS = 2
-WEI = 10 ** 16  # 0.01 ETH: $30 at the fixed rate
+WEI = 10**16  # 0.01 ETH: $30 at the fixed rate
 TIMEOUT = 30
 
 
 @pytest.fixture
-def chain(anvil_isolated):  # noqa: F811
+def chain(anvil_isolated):
     return anvil_isolated
 
 
@@ -118,11 +119,15 @@ def deploy_deposit(chain, deposits, payment: dict) -> None:
 def test_value_moved_inside_a_reverted_frame_credits_nothing(h, chain, payer, fail_depth, send_depth):
     p = eth_payment(h)
     tx = payer.functions.payThenFake(p["address"], 1, WEI, fail_depth, send_depth).transact(
-        {"from": sender(chain), "value": WEI + 1})
+        {"from": sender(chain), "value": WEI + 1}
+    )
     assert mined(chain, tx).status == 1
     assert chain.w3.eth.get_balance(p["address"]) == 1
-    traced = [t for t in chain.rpc("trace_transaction", tx.to_0x_hex())
-              if (t["action"].get("to") or "").lower() == p["address"].lower()]
+    traced = [
+        t
+        for t in chain.rpc("trace_transaction", tx.to_0x_hex())
+        if (t["action"].get("to") or "").lower() == p["address"].lower()
+    ]
     assert [int(t["action"]["value"], 16) for t in traced] == [1, WEI]  # what the node's traces show
     settled_up_to_here(h, chain)
     assert h.status(p["id"]) == "PARTIALLY_PAID" and received(h, p["id"]) == 1
@@ -130,12 +135,14 @@ def test_value_moved_inside_a_reverted_frame_credits_nothing(h, chain, payer, fa
 
 
 @pytest.mark.parametrize("fail_depth,send_depth", [(1, 0), (2, 1)])
-def test_value_moved_inside_a_reverted_frame_credits_nothing_with_the_call_tracer(geth_like, chain, payer,
-                                                                                   fail_depth, send_depth):
+def test_value_moved_inside_a_reverted_frame_credits_nothing_with_the_call_tracer(
+    geth_like, chain, payer, fail_depth, send_depth
+):
     h = geth_like
     p = eth_payment(h)
     tx = payer.functions.payThenFake(p["address"], 1, WEI, fail_depth, send_depth).transact(
-        {"from": sender(chain), "value": WEI + 1})
+        {"from": sender(chain), "value": WEI + 1}
+    )
     assert mined(chain, tx).status == 1
     settled_up_to_here(h, chain)
     assert h.proxy.counts["unsupported"] >= 1  # trace_block was asked for, and refused
@@ -147,8 +154,9 @@ def test_a_reverted_transaction_to_a_deployed_forwarder_credits_nothing(h, chain
     p = eth_payment(h)
     deploy_deposit(chain, deposits, p)
     devchain.pay(chain.w3, to=p["address"], amount_base_units=WEI // 2, token_contract=None)  # its receive()
-    tx = chain.w3.eth.send_transaction({"from": sender(chain), "to": p["address"], "value": WEI // 2,
-                                        "data": "0xdeadbeef", "gas": 100_000})  # no fallback: reverts
+    tx = chain.w3.eth.send_transaction(
+        {"from": sender(chain), "to": p["address"], "value": WEI // 2, "data": "0xdeadbeef", "gas": 100_000}
+    )  # no fallback: reverts
     assert mined(chain, tx).status == 0
     assert chain.w3.eth.get_balance(p["address"]) == WEI // 2
     settled_up_to_here(h, chain)
@@ -164,12 +172,15 @@ def test_a_reverted_transaction_before_the_address_reached_the_watcher_credits_n
     h.watchlist.replace([a for a in h.watchlist._all if a != address], native=())
     h.watchlist.take_new()
     devchain.pay(chain.w3, to=p["address"], amount_base_units=WEI // 2, token_contract=None)
-    tx = chain.w3.eth.send_transaction({"from": sender(chain), "to": p["address"], "value": WEI // 2,
-                                        "data": "0xdeadbeef", "gas": 100_000})
+    tx = chain.w3.eth.send_transaction(
+        {"from": sender(chain), "to": p["address"], "value": WEI // 2, "data": "0xdeadbeef", "gas": 100_000}
+    )
     assert mined(chain, tx).status == 0
     chain.mine(CONFIRMATIONS + 30)  # confirmed, and out of the blocks the watcher keeps
-    until(lambda: h.watcher.scanner.state.confirmed_through >= chain.block_number - CONFIRMATIONS + 1,
-          message="watcher past the transactions")
+    until(
+        lambda: h.watcher.scanner.state.confirmed_through >= chain.block_number - CONFIRMATIONS + 1,
+        message="watcher past the transactions",
+    )
     h.watchlist.add(address, native=True)  # arrives late
     h.wait_status(p["id"], "PARTIALLY_PAID", timeout=TIMEOUT)
     settled_up_to_here(h, chain)
@@ -209,8 +220,9 @@ def test_one_transaction_paying_several_payments_in_usdc_completes_them_all(h, c
     usdc = devchain.erc20(chain.w3, chain.tokens["USDC"])
     assert usdc.functions.approve(payer.address, 5 * 10**6 * n).transact({"from": sender(chain)})
     until(lambda: all(p["address"].lower() in h.watchlist for p in payments), message="addresses watched")
-    tx = payer.functions.payTokens(usdc.address, [Web3.to_checksum_address(p["address"]) for p in payments],
-                                   [5 * 10**6] * n).transact({"from": sender(chain)})
+    tx = payer.functions.payTokens(
+        usdc.address, [Web3.to_checksum_address(p["address"]) for p in payments], [5 * 10**6] * n
+    ).transact({"from": sender(chain)})
     assert mined(chain, tx).status == 1
     chain.mine(CONFIRMATIONS - 1)
     for p in payments:

@@ -1,18 +1,19 @@
 """The EVM chain watcher end to end: anvil with the real dev ERC-20s → watcher → RabbitMQ
 → settler → payment state, with LOCAL_EVM needing 3 confirmations."""
+
 from __future__ import annotations
 
-from decimal import Decimal
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import load_registry
-from kassa_common.pricing.amounts import to_base_units
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment
+from kassa_common.pricing.amounts import to_base_units
 from kassa_dev.chain import pay
 from kassa_expirer.jobs import Jobs
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
@@ -24,7 +25,7 @@ CONFIRMATIONS = 3
 
 
 @pytest.fixture
-def chain(anvil_isolated):  # noqa: F811
+def chain(anvil_isolated):
     return anvil_isolated
 
 
@@ -116,8 +117,11 @@ def test_another_token_to_the_address_is_recorded_not_counted(h, chain, watching
 def test_transfer_after_expiry_is_a_late_payment(h, chain, sessions, watching):
     p = h.create(amount=5)
     with unit_of_work(sessions) as s:
-        s.execute(sa.update(Payment).where(Payment.address == p["address"])
-                  .values(expires_at=sa.func.now() - sa.text("interval '1 minute'")))
+        s.execute(
+            sa.update(Payment)
+            .where(Payment.address == p["address"])
+            .values(expires_at=sa.func.now() - sa.text("interval '1 minute'"))
+        )
     until(lambda: h.settled_at() is not None, message="the settler applied a watermark")
     while Jobs(sessions, test_complete_after=timedelta(hours=1)).expire():
         pass
@@ -186,12 +190,24 @@ def start_process(h, chain):
     import subprocess
     import sys
 
-    env = {**os.environ, "DATABASE_URL": h.settings.database_url, "RABBITMQ_URL": h.settings.rabbitmq_url,
-           "BUS_PREFIX": h.settings.bus_prefix, "LOCAL_EVM_RPC_URL": chain.url,
-           "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS), "CHAIN_WATCHER_NETWORKS": "LOCAL_EVM",
-           "CHAIN_WATCHER_POLL_SECONDS": "0.05", "CHAIN_WATCHER_BATCH_BLOCKS": "1", "LOG_LEVEL": "WARNING"}
-    return subprocess.Popen([sys.executable, "-m", "kassa_chain_watcher.main"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "DATABASE_URL": h.settings.database_url,
+        "RABBITMQ_URL": h.settings.rabbitmq_url,
+        "BUS_PREFIX": h.settings.bus_prefix,
+        "LOCAL_EVM_RPC_URL": chain.url,
+        "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS),
+        "CHAIN_WATCHER_NETWORKS": "LOCAL_EVM",
+        "CHAIN_WATCHER_POLL_SECONDS": "0.05",
+        "CHAIN_WATCHER_BATCH_BLOCKS": "1",
+        "LOG_LEVEL": "WARNING",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "kassa_chain_watcher.main"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def cursor(sessions):

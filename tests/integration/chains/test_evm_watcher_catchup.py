@@ -1,5 +1,6 @@
 """The EVM watcher under lag, late addresses and reorgs that move a transaction: anvil with
 the real dev ERC-20s → watcher → RabbitMQ → settler, LOCAL_EVM needing 3 confirmations."""
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -10,14 +11,15 @@ from kassa_common.pricing.amounts import to_base_units
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.wait import until
-from tests.support.watcher import at_tip as tip_reached, live_evm
+from tests.support.watcher import at_tip as tip_reached
+from tests.support.watcher import live_evm
 
 CONFIRMATIONS = 3
 KEPT = CONFIRMATIONS + 24  # the blocks the watcher keeps for reorg tracking (main.keep_blocks)
 
 
 @pytest.fixture
-def chain(anvil_isolated):  # noqa: F811
+def chain(anvil_isolated):
     return anvil_isolated
 
 
@@ -32,8 +34,9 @@ def units(p: dict) -> int:
 
 
 def pay_usdc(chain, p, amount_units, sender=None):
-    return pay(chain.w3, to=p["address"], amount_base_units=amount_units, token_contract=chain.tokens["USDC"],
-               sender=sender)
+    return pay(
+        chain.w3, to=p["address"], amount_base_units=amount_units, token_contract=chain.tokens["USDC"], sender=sender
+    )
 
 
 def at_tip(watcher, chain):
@@ -121,11 +124,16 @@ def test_a_reorg_replaying_a_confirmed_transfer_at_another_log_position_counts_i
     chain.revert(snapshot)  # a deep reorg: the confirmed blocks are replaced ...
     chain.rpc("evm_setAutomine", False)
     try:
-        other = chain.w3.eth.send_transaction({  # ... by blocks where another transfer comes first
-            "from": chain.accounts[1], "to": chain.tokens["USDT"],
-            "data": transfer_call(chain.accounts[2], 1_000_000),
-            # a higher tip than the replayed transaction's: the node orders it first
-            "maxPriorityFeePerGas": tip + 10 ** 9, "maxFeePerGas": replayed_tx.get("maxFeePerGas", tip) + 10 ** 10})
+        other = chain.w3.eth.send_transaction(
+            {  # ... by blocks where another transfer comes first
+                "from": chain.accounts[1],
+                "to": chain.tokens["USDT"],
+                "data": transfer_call(chain.accounts[2], 1_000_000),
+                # a higher tip than the replayed transaction's: the node orders it first
+                "maxPriorityFeePerGas": tip + 10**9,
+                "maxFeePerGas": replayed_tx.get("maxFeePerGas", tip) + 10**10,
+            }
+        )
         replayed = chain.rpc("eth_sendRawTransaction", raw)
         chain.mine(1)
     finally:
@@ -136,8 +144,11 @@ def test_a_reorg_replaying_a_confirmed_transfer_at_another_log_position_counts_i
     chain.mine(CONFIRMATIONS + 3)
     at_tip(watcher, chain)
     moved_to = receipt["blockHash"].to_0x_hex()
-    until(lambda: any(t.block_hash == moved_to for t in h.transfers(p["id"])), timeout=10,
-          message="the transfer reported in its new block")
+    until(
+        lambda: any(t.block_hash == moved_to for t in h.transfers(p["id"])),
+        timeout=10,
+        message="the transfer reported in its new block",
+    )
     paid = h.payment(p["id"])
     assert paid.status == "PARTIALLY_PAID" and int(paid.amount_received_units) == 5_000_000
     assert [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"]
@@ -232,6 +243,7 @@ def test_a_payment_paid_on_time_while_the_settler_is_down_completes_and_never_ex
     expirer = threading.Thread(target=run_expirer, daemon=True)
     expirer.start()  # the expirer runs the whole time
     try:
+
         def scanned_past():
             with sessions() as s:
                 at = s.scalar(sa.select(ChainCursor.scanned_at).where(ChainCursor.network == "LOCAL_EVM"))

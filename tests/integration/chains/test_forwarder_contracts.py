@@ -1,12 +1,12 @@
 """The forwarder contracts on anvil, with the real dev tokens (USDC returns a bool, USDT
 returns nothing, like USDT on Ethereum): a deposit's funds can only ever reach its
 settlement address, whoever calls and whenever they arrived."""
+
 from __future__ import annotations
 
 import json
 
 import pytest
-from web3 import Web3
 from web3.exceptions import ContractLogicError
 from web3.logs import DISCARD
 
@@ -20,19 +20,21 @@ USDC_1, ETH_1 = 10**6, 10**18
 
 
 @pytest.fixture(scope="module")
-def factory(anvil):  # noqa: F811
+def factory(anvil):
     return ensure_factory(anvil.w3)
 
 
 @pytest.fixture
-def chain(anvil_isolated, factory):  # noqa: F811
+def chain(anvil_isolated, factory):
     return anvil_isolated
 
 
 def balances(chain, address: str) -> dict[str, int]:
-    return {"USDC": devchain.token_balance(chain.w3, chain.tokens["USDC"], address),
-            "USDT": devchain.token_balance(chain.w3, chain.tokens["USDT"], address),
-            "ETH": chain.w3.eth.get_balance(address)}
+    return {
+        "USDC": devchain.token_balance(chain.w3, chain.tokens["USDC"], address),
+        "USDT": devchain.token_balance(chain.w3, chain.tokens["USDT"], address),
+        "ETH": chain.w3.eth.get_balance(address),
+    }
 
 
 def fund(chain, address: str, usdc=0, usdt=0, eth=0) -> None:
@@ -56,6 +58,7 @@ def send(chain, call, sender=None) -> dict:
 
 # -- where a deposit is ------------------------------------------------------------------
 
+
 def test_the_committed_artifacts_are_what_the_sources_compile_to():
     assert build.stale() == []
 
@@ -64,20 +67,23 @@ def test_the_factory_is_where_networks_json_says_on_every_evm_chain(factory):
     assert factory.address == forwarder.factory_address()
     registry = json.loads(forwarder.ARTIFACTS.with_name("networks.json").read_text())["networks"]
     assert {n["name"]: n.get("forwarder_factory") for n in registry if n["kind"] == "evm"} == {
-        n["name"]: factory.address for n in registry if n["kind"] == "evm"}
+        n["name"]: factory.address for n in registry if n["kind"] == "evm"
+    }
     assert factory.functions.implementation().call() == forwarder.implementation_address(factory.address)
 
 
 def test_the_off_chain_deposit_address_is_the_factory_view(factory):
     for _ in range(5):
         settlement, salt = fresh_address(), fresh_salt()
-        assert forwarder.deposit_address(factory.address, settlement, salt) == \
-            factory.functions.depositAddress(settlement, salt).call()
+        assert (
+            forwarder.deposit_address(factory.address, settlement, salt)
+            == factory.functions.depositAddress(settlement, salt).call()
+        )
 
 
 def test_deploying_the_factory_again_changes_nothing(chain, factory):
-    from tests.support.forwarder import SWEEPER
     from kassa_sweeper.deploy import deploy_factory
+    from tests.support.forwarder import SWEEPER
 
     nonce = chain.w3.eth.get_transaction_count(SWEEPER.address)
     assert deploy_factory(chain.w3, SWEEPER) == (factory.address, None)
@@ -85,6 +91,7 @@ def test_deploying_the_factory_again_changes_nothing(chain, factory):
 
 
 # -- flushing ------------------------------------------------------------------------------
+
 
 def test_funds_sent_before_deployment_reach_only_the_settlement_address(chain, factory):
     settlement, salt = fresh_address(), fresh_salt()
@@ -98,7 +105,10 @@ def test_funds_sent_before_deployment_reach_only_the_settlement_address(chain, f
     assert balances(chain, deposit) == {"USDC": 0, "USDT": 0, "ETH": 0}
     flushed = forwarder_at(chain.w3, deposit).events.Flushed().process_receipt(receipt, errors=DISCARD)
     assert {(e["args"]["token"], e["args"]["amount"]) for e in flushed} == {
-        (chain.tokens["USDC"], 25 * USDC_1), (chain.tokens["USDT"], 7 * USDC_1), (forwarder.NATIVE, ETH_1 // 100)}
+        (chain.tokens["USDC"], 25 * USDC_1),
+        (chain.tokens["USDT"], 7 * USDC_1),
+        (forwarder.NATIVE, ETH_1 // 100),
+    }
     assert forwarder_at(chain.w3, deposit).functions.settlement().call() == settlement
 
 
@@ -151,8 +161,9 @@ def test_the_contracts_have_no_function_that_could_send_elsewhere():
 
     assert functions("Forwarder") == {"factory", "settlement", "initialize", "flush", "NATIVE_GAS"}
     assert functions("ForwarderFactory") == {"implementation", "depositAddress", "deploy", "flush", "flushMany"}
-    assert all(f["type"] != "fallback" for name in ("Forwarder", "ForwarderFactory")
-               for f in forwarder.artifact(name)["abi"])
+    assert all(
+        f["type"] != "fallback" for name in ("Forwarder", "ForwarderFactory") for f in forwarder.artifact(name)["abi"]
+    )
 
 
 def test_something_that_is_not_a_token_is_skipped_and_the_rest_moves(chain, factory):
@@ -173,6 +184,7 @@ def test_flush_many_moves_every_listed_deposit_in_one_transaction(chain, factory
 
 # -- gas ----------------------------------------------------------------------------------
 
+
 def gas_to_flush(chain, factory, n: int) -> int:
     """Gas of one flushMany over ``n`` never-deployed deposits holding USDC (one sender)."""
     deposits = [(fresh_address(), fresh_salt()) for _ in range(n)]
@@ -180,7 +192,8 @@ def gas_to_flush(chain, factory, n: int) -> int:
         fund(chain, forwarder.deposit_address(factory.address, settlement, salt), usdc=USDC_1)
         fund(chain, settlement, usdc=USDC_1)  # a settlement address that already holds USDC, as in real life
     return send(chain, factory.functions.flushMany([(s, salt, [chain.tokens["USDC"]]) for s, salt in deposits]))[
-        "gasUsed"]
+        "gasUsed"
+    ]
 
 
 def test_gas_per_flushed_deposit_single_and_batched(chain, factory, record_property):

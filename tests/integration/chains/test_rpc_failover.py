@@ -7,6 +7,7 @@ goes down, or answers other block hashes), and a second anvil on another chain i
 - a node on the wrong chain id: refused (logged, in the metrics), never read from, by
   the watcher, ``kassa sweep`` and ``kassa contracts deploy``.
 """
+
 from __future__ import annotations
 
 import logging
@@ -31,7 +32,7 @@ CONFIRMATIONS = 2
 
 
 @pytest.fixture
-def chain(anvil_isolated):  # noqa: F811
+def chain(anvil_isolated):
     return anvil_isolated
 
 
@@ -57,8 +58,11 @@ def other_chain():
 
 @contextmanager
 def nodes(settings, engine, sessions, make_merchant, urls: list[str], quorum: int = 1):
-    env = {"LOCAL_EVM_RPC_URLS": ",".join(urls), "LOCAL_EVM_RPC_QUORUM": str(quorum),
-           "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS)}
+    env = {
+        "LOCAL_EVM_RPC_URLS": ",".join(urls),
+        "LOCAL_EVM_RPC_QUORUM": str(quorum),
+        "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS),
+    }
     merchant = make_merchant()
     set_live_wallet(sessions, merchant.id, "evm")
     with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:
@@ -79,8 +83,9 @@ def transfer_statuses(h, pid) -> list[str]:
     return [t.status for t in h.transfers(pid)]
 
 
-def test_with_one_node_down_the_watcher_keeps_going_on_the_other(settings, engine, sessions, make_merchant, chain,
-                                                                  first, second, caplog):
+def test_with_one_node_down_the_watcher_keeps_going_on_the_other(
+    settings, engine, sessions, make_merchant, chain, first, second, caplog
+):
     caplog.set_level(logging.INFO, logger="kassa.chain_watcher")
     with nodes(settings, engine, sessions, make_merchant, [first.url("/v3/KEY1"), second.url("/v3/KEY2")]) as h:
         watcher = h.start_watcher()
@@ -108,7 +113,8 @@ def test_with_one_node_down_the_watcher_keeps_going_on_the_other(settings, engin
 
 
 def test_with_a_quorum_of_two_a_node_answering_other_block_hashes_holds_the_credit_until_they_agree(
-        settings, engine, sessions, make_merchant, chain, first, second, caplog):
+    settings, engine, sessions, make_merchant, chain, first, second, caplog
+):
     caplog.set_level(logging.INFO, logger="kassa.chain_watcher")
     second.rewrite_hashes = True  # node 2 is on another fork (or lies about the chain)
     with nodes(settings, engine, sessions, make_merchant, [first.url(), second.url()], quorum=2) as h:
@@ -118,10 +124,15 @@ def test_with_a_quorum_of_two_a_node_answering_other_block_hashes_holds_the_cred
         disagreements = metric("kassa_rpc_node_disagreements_total", second.url(), 2)
         pay_usdc(chain, p)
         chain.mine(CONFIRMATIONS + 3)
-        until(lambda: transfer_statuses(h, p["id"]) == ["SEEN"]
-              and metric("kassa_rpc_node_disagreements_total", second.url(), 2) >= disagreements + 2
-              and watcher.scanner.state.head == chain.block_number, 30,
-              message="the transfer seen, node 2 disagreeing on the blocks past the depth")
+        until(
+            lambda: (
+                transfer_statuses(h, p["id"]) == ["SEEN"]
+                and metric("kassa_rpc_node_disagreements_total", second.url(), 2) >= disagreements + 2
+                and watcher.scanner.state.head == chain.block_number
+            ),
+            30,
+            message="the transfer seen, node 2 disagreeing on the blocks past the depth",
+        )
         assert h.status(p["id"]) == "PENDING"  # seen, never credited on node 1's word alone
         assert "node 2 (" + second.url() + ") disagrees" in caplog.text
         assert "confirmations held" in caplog.text
@@ -132,7 +143,8 @@ def test_with_a_quorum_of_two_a_node_answering_other_block_hashes_holds_the_cred
 
 
 def test_with_a_quorum_of_two_and_the_other_node_down_nothing_is_credited_until_it_is_back(
-        settings, engine, sessions, make_merchant, chain, first, second):
+    settings, engine, sessions, make_merchant, chain, first, second
+):
     with nodes(settings, engine, sessions, make_merchant, [first.url(), second.url()], quorum=2) as h:
         watcher = h.start_watcher()
         until(watcher.active.is_set, message="watcher active")
@@ -141,15 +153,23 @@ def test_with_a_quorum_of_two_and_the_other_node_down_nothing_is_credited_until_
         waits = metric("kassa_rpc_quorum_waits_total")
         pay_usdc(chain, p)
         chain.mine(CONFIRMATIONS + 2)
-        until(lambda: transfer_statuses(h, p["id"]) == ["SEEN"] and metric("kassa_rpc_quorum_waits_total") > waits
-              and watcher.scanner.state.head == chain.block_number, 30, message="seen, held back")
+        until(
+            lambda: (
+                transfer_statuses(h, p["id"]) == ["SEEN"]
+                and metric("kassa_rpc_quorum_waits_total") > waits
+                and watcher.scanner.state.head == chain.block_number
+            ),
+            30,
+            message="seen, held back",
+        )
         assert h.status(p["id"]) == "PENDING"
         second.up()
         h.wait_status(p["id"], "COMPLETED", timeout=30)
 
 
-def test_a_node_on_another_chain_id_is_refused_and_never_read(settings, engine, sessions, make_merchant, chain,
-                                                              first, other_chain, caplog):
+def test_a_node_on_another_chain_id_is_refused_and_never_read(
+    settings, engine, sessions, make_merchant, chain, first, other_chain, caplog
+):
     caplog.set_level(logging.INFO, logger="kassa.chain_watcher")
     wrong = RpcProxy(other_chain.url).up()
     try:
@@ -182,8 +202,9 @@ def kassa(database_url, monkeypatch, capsys):
     return run
 
 
-@pytest.mark.parametrize("command", [["sweep", "--network", "LOCAL_EVM", "--dry-run"],
-                                     ["contracts", "deploy", "--network", "LOCAL_EVM"]])
+@pytest.mark.parametrize(
+    "command", [["sweep", "--network", "LOCAL_EVM", "--dry-run"], ["contracts", "deploy", "--network", "LOCAL_EVM"]]
+)
 def test_kassa_sweep_and_contracts_deploy_refuse_a_node_on_another_chain(kassa, other_chain, command):
     code, _, err = kassa([other_chain.url], *command)
     assert code == 1
@@ -196,16 +217,20 @@ def test_kassa_sweep_fails_over_past_a_refused_node(kassa, other_chain, chain):
     assert "nothing to sweep on LOCAL_EVM" in out or "would sweep" in out
 
 
-def test_kassa_dev_pay_refuses_a_node_on_another_chain(kassa, other_chain, app, base_env, monkeypatch, make_merchant,
-                                                       sessions):
+def test_kassa_dev_pay_refuses_a_node_on_another_chain(
+    kassa, other_chain, app, base_env, monkeypatch, make_merchant, sessions
+):
     from kassa_common.chains.hd import TEST_XPUBS
 
     for name, value in base_env.items():
         monkeypatch.setenv(name, value)
     merchant = make_merchant()
     set_live_wallet(sessions, merchant.id, "evm", TEST_XPUBS["evm"])
-    r = app.test_client().post("/v1/api/payments", json={"amount": 1, "token": "USDC", "network": "LOCAL_EVM"},
-                               headers=merchant.headers("live"))
+    r = app.test_client().post(
+        "/v1/api/payments",
+        json={"amount": 1, "token": "USDC", "network": "LOCAL_EVM"},
+        headers=merchant.headers("live"),
+    )
     assert r.status_code == 201, r.get_data(as_text=True)
     code, _, err = kassa([other_chain.url], "dev", "pay", r.get_json()["data"]["short_id"])
     assert code == 1 and "is on chain id 31338, not 31337" in err

@@ -1,6 +1,7 @@
 """Settlement as a customer and a merchant see it, on anvil with the real dev ERC-20 and the
 chain watcher: spam that moves nothing, cancel while a transfer waits for its
 confirmations, and a reorg that takes a seen transfer away. LOCAL_EVM needs 3 confirmations."""
+
 from __future__ import annotations
 
 import re
@@ -21,7 +22,7 @@ CONFIRMATIONS = 3
 
 
 @pytest.fixture
-def chain(anvil_isolated):  # noqa: F811
+def chain(anvil_isolated):
     return anvil_isolated
 
 
@@ -37,8 +38,9 @@ def h(settings, chain, engine, sessions, make_merchant):
 
 
 def pay_usdc(chain, p: dict, amount_units: int, sender: str | None = None) -> str:
-    return pay(chain.w3, to=p["address"], amount_base_units=amount_units, token_contract=chain.tokens["USDC"],
-               sender=sender)
+    return pay(
+        chain.w3, to=p["address"], amount_base_units=amount_units, token_contract=chain.tokens["USDC"], sender=sender
+    )
 
 
 def units(p: dict) -> int:

@@ -2,6 +2,7 @@
 due under SWEEP_MIN_USD / SWEEP_MAX_AGE_HOURS, one flushMany per batch, confirmations,
 payment.swept per payment, the cost recorded, a stuck transaction replaced, two sweepers
 taking turns, a deposit someone else flushed, a sweep whose nonce was taken, late funds."""
+
 from __future__ import annotations
 
 import threading
@@ -14,24 +15,33 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.models import SweepItem, Transfer
 from kassa_common.timefmt import utcnow
-from kassa_sweeper.engine import Outcome
 from kassa_dev import chain as devchain
+from kassa_sweeper.engine import Outcome
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import API
 from tests.support.forwarder import SWEEPER, ensure_factory, fresh_address
-from tests.support.sweeper import (NETWORK, chain_settings, events_of, paid, pay, payment_row, reset_sweeps,
-                                   settle_report, settling_merchant, sweeper_for, sweeps_since)
+from tests.support.sweeper import (
+    NETWORK,
+    chain_settings,
+    events_of,
+    paid,
+    payment_row,
+    reset_sweeps,
+    settling_merchant,
+    sweeper_for,
+    sweeps_since,
+)
 
 USDC = 10**6
 
 
 @pytest.fixture(scope="module")
-def factory(anvil):  # noqa: F811
+def factory(anvil):
     return ensure_factory(anvil.w3)
 
 
 @pytest.fixture
-def chain(anvil_isolated, factory, sessions):  # noqa: F811
+def chain(anvil_isolated, factory, sessions):
     reset_sweeps(sessions)
     yield anvil_isolated
     anvil_isolated.rpc("evm_setAutomine", True)
@@ -50,10 +60,14 @@ def merchant(make_merchant, sessions):
 @pytest.fixture
 def create(client, merchant):
     def make(amount=10, token="USDC") -> dict:
-        r = client.post(f"{API}/payments", json={"amount": amount, "token": token, "network": NETWORK},
-                        headers=merchant.headers("live"))
+        r = client.post(
+            f"{API}/payments",
+            json={"amount": amount, "token": token, "network": NETWORK},
+            headers=merchant.headers("live"),
+        )
         assert r.status_code == 201, r.get_data(as_text=True)
         return r.get_json()["data"]
+
     return make
 
 
@@ -98,8 +112,9 @@ def test_old_enough_funds_are_swept_whatever_their_value(env, chain, sessions, c
     assert balance(chain, merchant.settlement, "USDC") == USDC
 
 
-def test_one_flush_many_moves_every_due_deposit_and_each_payment_gets_payment_swept(env, chain, sessions, create,
-                                                                                     merchant):
+def test_one_flush_many_moves_every_due_deposit_and_each_payment_gets_payment_swept(
+    env, chain, sessions, create, merchant
+):
     usdc, eth, stray = create(amount=12), create(amount=30, token="ETH"), create(amount=10)
     paid(chain, sessions, usdc, 12 * USDC)
     paid(chain, sessions, eth, 10**16)  # 0.01 ETH at the fixed 3000
@@ -116,7 +131,10 @@ def test_one_flush_many_moves_every_due_deposit_and_each_payment_gets_payment_sw
 
     assert done.outcome == Outcome.CONFIRMED and len(sweeps_since(sessions, started)) == 1
     assert {s: balance(chain, merchant.settlement, s) for s in ("USDC", "USDT", "ETH")} == {
-        "USDC": 22 * USDC, "USDT": 3 * USDC, "ETH": 10**16}
+        "USDC": 22 * USDC,
+        "USDT": 3 * USDC,
+        "ETH": 10**16,
+    }
     for p in (usdc, eth, stray):
         assert {s: balance(chain, p["address"], s) for s in ("USDC", "USDT", "ETH")} == {"USDC": 0, "USDT": 0, "ETH": 0}
         (event,) = events_of(sessions, p["id"], "payment.swept")
@@ -124,18 +142,23 @@ def test_one_flush_many_moves_every_due_deposit_and_each_payment_gets_payment_sw
         assert data["sweep_transaction_hash"] == done.sweep.tx_hash and data["swept_at"] is not None
         assert data["settlement_address"] == merchant.settlement and data["status"] == "COMPLETED"
     with sessions() as s:
-        items = {(str(i.payment_id), i.token): int(i.amount_units) for i in s.scalars(
-            sa.select(SweepItem).where(SweepItem.sweep_id == done.sweep.id))}
-    assert items == {(usdc["id"], "USDC"): 12 * USDC, (eth["id"], "ETH"): 10**16, (stray["id"], "USDC"): 10 * USDC,
-                     (stray["id"], "USDT"): 3 * USDC}
+        items = {
+            (str(i.payment_id), i.token): int(i.amount_units)
+            for i in s.scalars(sa.select(SweepItem).where(SweepItem.sweep_id == done.sweep.id))
+        }
+    assert items == {
+        (usdc["id"], "USDC"): 12 * USDC,
+        (eth["id"], "ETH"): 10**16,
+        (stray["id"], "USDC"): 10 * USDC,
+        (stray["id"], "USDT"): 3 * USDC,
+    }
     receipt = chain.w3.eth.get_transaction_receipt(done.sweep.tx_hash)
     assert done.sweep.gas_used == receipt["gasUsed"] > 0
     assert done.sweep.cost_units == receipt["gasUsed"] * receipt["effectiveGasPrice"] and done.sweep.cost_usd > 0
     assert done.sweep.sender == SWEEPER.address and done.sweep.error is None
 
 
-def test_a_stuck_sweep_is_replaced_with_higher_fees_and_the_replacement_counts(env, chain, sessions, create,
-                                                                                merchant):
+def test_a_stuck_sweep_is_replaced_with_higher_fees_and_the_replacement_counts(env, chain, sessions, create, merchant):
     p = create(amount=10)
     paid(chain, sessions, p, 10 * USDC)
     chain.rpc("evm_setAutomine", False)
@@ -196,12 +219,14 @@ def test_a_deposit_someone_else_flushed_is_done_without_a_sweep(env, chain, sess
 
     assert sweeps_since(sessions, started) == [] and events_of(sessions, p["id"], "payment.swept") == []
     with sessions() as s:
-        assert not s.scalar(sa.select(sa.func.bool_or(Transfer.sweep_due)).where(
-            Transfer.payment_id == uuid.UUID(p["id"])))
+        assert not s.scalar(
+            sa.select(sa.func.bool_or(Transfer.sweep_due)).where(Transfer.payment_id == uuid.UUID(p["id"]))
+        )
 
 
-def test_a_sweep_whose_nonce_another_transaction_took_fails_and_its_deposits_go_to_the_next(env, chain, sessions,
-                                                                                              create, merchant):
+def test_a_sweep_whose_nonce_another_transaction_took_fails_and_its_deposits_go_to_the_next(
+    env, chain, sessions, create, merchant
+):
     p = create(amount=10)
     paid(chain, sessions, p, 10 * USDC)
     chain.rpc("evm_setAutomine", False)
@@ -209,8 +234,17 @@ def test_a_sweep_whose_nonce_another_transaction_took_fails_and_its_deposits_go_
     sent = sweeper.tick()
     chain.rpc("anvil_dropTransaction", sent.sweep.tx_hash)
     chain.rpc("evm_setAutomine", True)
-    other = SWEEPER.sign({"to": fresh_address(), "value": 1, "gas": 21_000, "nonce": sent.sweep.nonce,
-                          "chainId": chain.w3.eth.chain_id, "maxFeePerGas": 10**11, "maxPriorityFeePerGas": 10**9})
+    other = SWEEPER.sign(
+        {
+            "to": fresh_address(),
+            "value": 1,
+            "gas": 21_000,
+            "nonce": sent.sweep.nonce,
+            "chainId": chain.w3.eth.chain_id,
+            "maxFeePerGas": 10**11,
+            "maxPriorityFeePerGas": 10**9,
+        }
+    )
     chain.w3.eth.send_raw_transaction(other[1])
 
     assert sweeper.tick().outcome == Outcome.FAILED
@@ -231,7 +265,9 @@ def test_funds_arriving_after_a_sweep_are_swept_again(env, chain, sessions, crea
     assert first.sweep.tx_hash != second.sweep.tx_hash
     assert balance(chain, merchant.settlement, "USDC") == 12 * USDC
     assert [e.payload["data"]["sweep_transaction_hash"] for e in events_of(sessions, p["id"], "payment.swept")] == [
-        first.sweep.tx_hash, second.sweep.tx_hash]
+        first.sweep.tx_hash,
+        second.sweep.tx_hash,
+    ]
 
 
 def test_an_xpub_payment_is_never_due(env, chain, sessions, client, make_merchant):
@@ -239,8 +275,9 @@ def test_an_xpub_payment_is_never_due(env, chain, sessions, client, make_merchan
 
     m = make_merchant()
     set_live_wallet(sessions, m.id)
-    p = client.post(f"{API}/payments", json={"amount": 10, "token": "USDC", "network": NETWORK},
-                    headers=m.headers("live")).get_json()["data"]
+    p = client.post(
+        f"{API}/payments", json={"amount": 10, "token": "USDC", "network": NETWORK}, headers=m.headers("live")
+    ).get_json()["data"]
     paid(chain, sessions, p, 10 * USDC)
     assert sweeper_for(env, sessions, max_age=timedelta(0)).tick().outcome == Outcome.IDLE
 
@@ -257,8 +294,17 @@ def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, 
     with unit_of_work(sessions) as s:
         s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
     dash = app.test_client()
-    assert dash.post("/dashboard/login", data={"csrf_token": csrf_of(dash.get("/dashboard/login")),
-                                               "email": merchant.email, "password": "s3cret-pass"}).status_code == 303
+    assert (
+        dash.post(
+            "/dashboard/login",
+            data={
+                "csrf_token": csrf_of(dash.get("/dashboard/login")),
+                "email": merchant.email,
+                "password": "s3cret-pass",
+            },
+        ).status_code
+        == 303
+    )
     token = csrf_of(dash.get("/dashboard/keys"))
     assert dash.post("/dashboard/mode", data={"csrf_token": token, "mode": "live"}).status_code in (302, 303)
 

@@ -1,5 +1,6 @@
 """`kassa contracts deploy` and `kassa sweep`, run through the operator CLI in-process
 (the acceptance test runs `kassa sweep` as a real subprocess)."""
+
 from __future__ import annotations
 
 import json
@@ -8,10 +9,10 @@ import pytest
 
 from kassa_common import cli
 from kassa_common.chains import forwarder
+from kassa_common.timefmt import utcnow
 from kassa_dev import chain as devchain
 from tests.support.anvil import start_chain
 from tests.support.sweeper import paid, reset_sweeps, settling_merchant, sweeps_since
-from kassa_common.timefmt import utcnow
 
 USDC = 10**6
 
@@ -26,9 +27,12 @@ def bare_chain():
 
 @pytest.fixture
 def kassa(database_url, monkeypatch, capsys, bare_chain):
-    for name, value in {"DATABASE_URL": database_url, "LOCAL_EVM_RPC_URL": bare_chain.url,
-                        "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
-                        "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000"}.items():
+    for name, value in {
+        "DATABASE_URL": database_url,
+        "LOCAL_EVM_RPC_URL": bare_chain.url,
+        "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
+        "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000",
+    }.items():
         monkeypatch.setenv(name, value)
 
     def run(*args: str) -> tuple[int, str, str]:
@@ -50,12 +54,15 @@ def test_contracts_deploy_puts_the_factory_where_networks_json_says_once(kassa, 
     assert code == 0 and json.loads(out)["deployed"] is False
 
 
-@pytest.mark.parametrize("args, message", [
-    (["contracts", "deploy", "--network", "BITCOIN"], "not an EVM network"),
-    (["contracts", "deploy", "--network", "BASE"], "set BASE_RPC_URL"),
-    (["sweep", "--network", "NOPE"], "not an EVM network"),
-    (["sweep", "--network", "LOCAL_EVM", "--email", "nobody@example.com", "--dry-run"], "no merchant"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["contracts", "deploy", "--network", "BITCOIN"], "not an EVM network"),
+        (["contracts", "deploy", "--network", "BASE"], "set BASE_RPC_URL"),
+        (["sweep", "--network", "NOPE"], "not an EVM network"),
+        (["sweep", "--network", "LOCAL_EVM", "--email", "nobody@example.com", "--dry-run"], "no merchant"),
+    ],
+)
 def test_bad_networks_and_merchants_are_refused_with_the_reason(kassa, args, message):
     code, _, err = kassa(*args)
     assert code == 1 and message in err
@@ -73,8 +80,11 @@ def test_a_dry_run_shows_what_would_move_and_moves_nothing(kassa, bare_chain, cl
     kassa("contracts", "deploy", "--network", "LOCAL_EVM")
     reset_sweeps(sessions)
     merchant = settling_merchant(make_merchant, sessions)
-    p = client.post("/v1/api/payments", json={"amount": 4, "token": "USDC", "network": "LOCAL_EVM"},
-                    headers=merchant.headers("live")).get_json()["data"]
+    p = client.post(
+        "/v1/api/payments",
+        json={"amount": 4, "token": "USDC", "network": "LOCAL_EVM"},
+        headers=merchant.headers("live"),
+    ).get_json()["data"]
     paid(bare_chain, sessions, p, 4 * USDC)
     started = utcnow()
 

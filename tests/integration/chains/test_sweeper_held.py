@@ -2,6 +2,7 @@
 `kassa sweep --held` (its reason, what it holds, the key's spending this hour),
 `kassa sweep --retry-held PAYMENT` (swept on its own once the cause is fixed, held again
 with the new reason if not), and the dashboard's Sweeps and payment pages."""
+
 from __future__ import annotations
 
 import json
@@ -15,8 +16,8 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, SweepHold
 from kassa_common.payments import sweep_holds
 from kassa_common.timefmt import utcnow
-from kassa_sweeper.engine import Outcome
 from kassa_dev import chain as devchain
+from kassa_sweeper.engine import Outcome
 from tests.support import settlements
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import API
@@ -27,23 +28,26 @@ ETH = 10**16
 
 
 @pytest.fixture(scope="module")
-def factory(anvil):  # noqa: F811
+def factory(anvil):
     return ensure_factory(anvil.w3)
 
 
 @pytest.fixture
-def chain(anvil_isolated, factory, sessions):  # noqa: F811
+def chain(anvil_isolated, factory, sessions):
     reset_sweeps(sessions)
     return anvil_isolated
 
 
 @pytest.fixture
 def kassa(database_url, monkeypatch, capsys, chain):
-    for name, value in {"DATABASE_URL": database_url, "LOCAL_EVM_RPC_URL": chain.url,
-                        "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
-                        "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000",
-                        "RATES_PROVIDERS": "none",  # no market source: the fixed rates value the gas
-                        "LOCAL_EVM_CONFIRMATIONS": "1"}.items():  # automine: no other block comes
+    for name, value in {
+        "DATABASE_URL": database_url,
+        "LOCAL_EVM_RPC_URL": chain.url,
+        "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
+        "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000",
+        "RATES_PROVIDERS": "none",  # no market source: the fixed rates value the gas
+        "LOCAL_EVM_CONFIRMATIONS": "1",
+    }.items():  # automine: no other block comes
         monkeypatch.setenv(name, value)
 
     def run(*args: str) -> tuple[int, str, str]:
@@ -62,8 +66,9 @@ def held(settings, chain, sessions, make_merchant, client):
     merchant = make_merchant()
     with unit_of_work(sessions) as s:
         accounts.set_settlement_address(s, merchant.id, "live", refuser)
-    p = client.post(f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK},
-                    headers=merchant.headers("live")).get_json()["data"]
+    p = client.post(
+        f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK}, headers=merchant.headers("live")
+    ).get_json()["data"]
     paid(chain, sessions, p, ETH)
     sweeper = sweeper_for(chain_settings(settings, chain), sessions)
     for _ in range(4):
@@ -103,8 +108,9 @@ def test_retry_held_sweeps_the_deposit_once_the_settlement_contract_takes_the_co
     _merchant, p, refuser = held
     accept_the_coin(chain, refuser)
 
-    code, out, err = kassa("--json", "sweep", "--network", "LOCAL_EVM", "--retry-held", p["short_id"],
-                            "--timeout", "60")
+    code, out, err = kassa(
+        "--json", "sweep", "--network", "LOCAL_EVM", "--retry-held", p["short_id"], "--timeout", "60"
+    )
 
     assert code == 0, err
     (sweep,) = json.loads(out)["sweeps"]
@@ -140,10 +146,20 @@ def test_the_dashboard_shows_the_held_deposit_and_why(held, app, sessions):
     with unit_of_work(sessions) as s:
         s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
     dash = app.test_client()
-    assert dash.post("/dashboard/login", data={"csrf_token": csrf_of(dash.get("/dashboard/login")),
-                                               "email": merchant.email, "password": "s3cret-pass"}).status_code == 303
-    assert dash.post("/dashboard/mode", data={"csrf_token": csrf_of(dash.get("/dashboard/keys")),
-                                              "mode": "live"}).status_code in (302, 303)
+    assert (
+        dash.post(
+            "/dashboard/login",
+            data={
+                "csrf_token": csrf_of(dash.get("/dashboard/login")),
+                "email": merchant.email,
+                "password": "s3cret-pass",
+            },
+        ).status_code
+        == 303
+    )
+    assert dash.post(
+        "/dashboard/mode", data={"csrf_token": csrf_of(dash.get("/dashboard/keys")), "mode": "live"}
+    ).status_code in (302, 303)
 
     listing = dash.get("/dashboard/sweeps").get_data(as_text=True)
     detail = dash.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)

@@ -4,6 +4,7 @@ that burns every unit of gas it gets, one that refuses the coin, a real Safe. A 
 whose flush fails (on chain, or in gas estimation) is held with its reason; every other
 deposit, in the same batch and later ones, is swept; the held one is not tried again
 until the operator releases it; the key's transactions are counted."""
+
 from __future__ import annotations
 
 import uuid
@@ -22,20 +23,19 @@ from tests.support import settlements
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import API
 from tests.support.forwarder import SWEEPER, ensure_factory, fresh_address
-from tests.support.sweeper import (NETWORK, chain_settings, events_of, paid, reset_sweeps, sweeper_for,
-                                   sweeps_since)
+from tests.support.sweeper import NETWORK, chain_settings, events_of, paid, reset_sweeps, sweeper_for, sweeps_since
 
 ETH = 10**16  # 0.01 ETH: $30 at the fixed rate
 USDC = 10**6
 
 
 @pytest.fixture(scope="module")
-def factory(anvil):  # noqa: F811
+def factory(anvil):
     return ensure_factory(anvil.w3)
 
 
 @pytest.fixture
-def chain(anvil_isolated, factory, sessions):  # noqa: F811
+def chain(anvil_isolated, factory, sessions):
     reset_sweeps(sessions)
     yield anvil_isolated
     anvil_isolated.rpc("evm_setAutomine", True)
@@ -49,17 +49,23 @@ def env(settings, chain):
 @pytest.fixture
 def settling_to(make_merchant, sessions, client):
     """A merchant settling to ``settlement``; returns a function creating its live payments."""
+
     def merchant(settlement: str):
         m = make_merchant()
         with unit_of_work(sessions) as s:
             accounts.set_settlement_address(s, m.id, "live", settlement)
 
         def create(amount=30, token="ETH") -> dict:
-            r = client.post(f"{API}/payments", json={"amount": amount, "token": token, "network": NETWORK},
-                            headers=m.headers("live"))
+            r = client.post(
+                f"{API}/payments",
+                json={"amount": amount, "token": token, "network": NETWORK},
+                headers=m.headers("live"),
+            )
             assert r.status_code == 201, r.get_data(as_text=True)
             return r.get_json()["data"]
+
         return create
+
     return merchant
 
 
@@ -70,8 +76,9 @@ def holds(sessions, pid: str) -> list[SweepHold]:
 
 def still_due(sessions, pid: str) -> bool:
     with sessions() as s:
-        return bool(s.scalar(sa.select(sa.func.bool_or(Transfer.sweep_due)).where(
-            Transfer.payment_id == uuid.UUID(pid))))
+        return bool(
+            s.scalar(sa.select(sa.func.bool_or(Transfer.sweep_due)).where(Transfer.payment_id == uuid.UUID(pid)))
+        )
 
 
 def sent_by_key(chain) -> int:
@@ -88,7 +95,8 @@ def run(sweeper, chain, ticks: int) -> list[Outcome]:
 
 
 def test_a_settlement_contract_that_burns_gas_is_held_and_everything_else_is_swept_at_a_bounded_cost(
-        env, chain, sessions, settling_to):
+    env, chain, sessions, settling_to
+):
     burner = settlements.deploy(chain.w3, "GasBurner")
     hostile = settling_to(burner)
     friendly_settlement = fresh_address()
@@ -143,8 +151,9 @@ def test_a_settlement_contract_that_refuses_the_coin_is_held_with_its_reason(env
 
 
 @pytest.mark.parametrize("make", [settlements.safe, settlements.smart_account], ids=["safe-1.4.1", "erc4337"])
-def test_a_safe_or_smart_account_settlement_receives_the_coin_through_the_sweeper(env, chain, sessions,
-                                                                                  settling_to, make):
+def test_a_safe_or_smart_account_settlement_receives_the_coin_through_the_sweeper(
+    env, chain, sessions, settling_to, make
+):
     wallet = make(chain.w3)
     p = settling_to(wallet)()
     paid(chain, sessions, p, ETH)
@@ -179,8 +188,9 @@ def test_a_deposit_whose_flush_fails_estimation_is_isolated_and_the_batch_goes(e
     assert outcomes[-3:] == [Outcome.IDLE] * 3 and sent_by_key(chain) - nonce == 1
 
 
-def test_a_batch_that_reverts_on_chain_goes_deposit_by_deposit_and_only_the_culprit_is_held(env, chain, sessions,
-                                                                                             settling_to):
+def test_a_batch_that_reverts_on_chain_goes_deposit_by_deposit_and_only_the_culprit_is_held(
+    env, chain, sessions, settling_to
+):
     settlement = fresh_address()
     create = settling_to(settlement)
     payments = [create() for _ in range(3)]
@@ -195,8 +205,12 @@ def test_a_batch_that_reverts_on_chain_goes_deposit_by_deposit_and_only_the_culp
 
     assert sweeper.tick().outcome == Outcome.FAILED
     with sessions() as s:
-        assert {h.status for h in s.scalars(sa.select(SweepHold).where(
-            SweepHold.payment_id.in_([uuid.UUID(p["id"]) for p in payments])))} == {"SOLO"}
+        assert {
+            h.status
+            for h in s.scalars(
+                sa.select(SweepHold).where(SweepHold.payment_id.in_([uuid.UUID(p["id"]) for p in payments]))
+            )
+        } == {"SOLO"}
     outcomes = run(sweeper, chain, 12)
 
     done = sweeps_since(sessions, started)

@@ -4,6 +4,7 @@ the deterministic deployer where ``forwarder.PREVIOUS_FACTORIES`` says) beside t
 payment whose deposit address is of the old factory, and one of the new, both swept, each
 by a flushMany to its own factory; and the issue's gas-burning settlement contract behind an
 old deposit (which passes all its gas on), held at the cost of one small sweep."""
+
 from __future__ import annotations
 
 import json
@@ -23,10 +24,18 @@ from kassa_common.timefmt import utcnow
 from kassa_sweeper.engine import Outcome
 from tests.support import settlements
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.forwarder import SWEEPER, ensure_factory
-from tests.support.sweeper import (NETWORK, chain_settings, events_of, paid, reset_sweeps, settling_merchant,
-                                   sweeper_for, sweeps_since)
 from tests.support.api import API
+from tests.support.forwarder import SWEEPER, ensure_factory
+from tests.support.sweeper import (
+    NETWORK,
+    chain_settings,
+    events_of,
+    paid,
+    reset_sweeps,
+    settling_merchant,
+    sweeper_for,
+    sweeps_since,
+)
 
 V1 = json.loads((Path(__file__).resolve().parents[2] / "contracts" / "legacy" / "ForwarderFactory-v1.json").read_text())
 ETH = 10**16
@@ -37,33 +46,44 @@ def v1_init_code() -> bytes:
 
 
 @pytest.fixture(scope="module")
-def factory(anvil):  # noqa: F811
+def factory(anvil):
     return ensure_factory(anvil.w3)
 
 
 @pytest.fixture
-def chain(anvil_isolated, factory, sessions):  # noqa: F811
+def chain(anvil_isolated, factory, sessions):
     reset_sweeps(sessions)
     w3 = anvil_isolated.w3
     (legacy,) = forwarder.PREVIOUS_FACTORIES
     if w3.eth.get_code(legacy) == b"":
-        tx = w3.eth.send_transaction({"from": anvil_isolated.accounts[0], "to": forwarder.DETERMINISTIC_DEPLOYER,
-                                      "data": "0x" + (forwarder.FACTORY_SALT + v1_init_code()).hex()})
+        tx = w3.eth.send_transaction(
+            {
+                "from": anvil_isolated.accounts[0],
+                "to": forwarder.DETERMINISTIC_DEPLOYER,
+                "data": "0x" + (forwarder.FACTORY_SALT + v1_init_code()).hex(),
+            }
+        )
         assert w3.eth.wait_for_transaction_receipt(tx)["status"] == 1
     return anvil_isolated
 
 
 def test_the_previous_factory_is_where_its_committed_bytecode_lands():
     assert forwarder.PREVIOUS_FACTORIES == (
-        create2_address(forwarder.DETERMINISTIC_DEPLOYER, forwarder.FACTORY_SALT, keccak(v1_init_code())),)
+        create2_address(forwarder.DETERMINISTIC_DEPLOYER, forwarder.FACTORY_SALT, keccak(v1_init_code())),
+    )
     assert forwarder.factory_address() not in forwarder.PREVIOUS_FACTORIES
 
 
-def test_a_deposit_of_the_previous_factory_is_swept_through_it_beside_todays(settings, chain, sessions, client,
-                                                                           make_merchant):
+def test_a_deposit_of_the_previous_factory_is_swept_through_it_beside_todays(
+    settings, chain, sessions, client, make_merchant
+):
     merchant = settling_merchant(make_merchant, sessions)
-    old, new = [client.post(f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK},
-                            headers=merchant.headers("live")).get_json()["data"] for _ in range(2)]
+    old, new = [
+        client.post(
+            f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK}, headers=merchant.headers("live")
+        ).get_json()["data"]
+        for _ in range(2)
+    ]
     (legacy,) = forwarder.PREVIOUS_FACTORIES
     with unit_of_work(sessions) as s:  # as it was created before the upgrade
         row = s.get(Payment, uuid.UUID(old["id"]))
@@ -88,7 +108,8 @@ def test_a_deposit_of_the_previous_factory_is_swept_through_it_beside_todays(set
 
 
 def test_a_gas_burning_settlement_behind_a_first_version_deposit_is_held_at_the_cost_of_one_small_sweep(
-        settings, chain, sessions, client, make_merchant):
+    settings, chain, sessions, client, make_merchant
+):
     """The issue's case on the real first-version forwarder (all gas passed on): a deposit
     settling to a contract that burns what it gets, first of a batch of eight. That batch
     would need 16 million gas (the following deposits must fit in the 1/64 left); the sweeper
@@ -102,11 +123,14 @@ def test_a_gas_burning_settlement_behind_a_first_version_deposit_is_held_at_the_
     friendly = settling_merchant(make_merchant, sessions)
 
     def legacy_payment(merchant, settlement):
-        p = client.post(f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK},
-                        headers=merchant.headers("live")).get_json()["data"]
+        p = client.post(
+            f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK}, headers=merchant.headers("live")
+        ).get_json()["data"]
         with unit_of_work(sessions) as s:
             row = s.get(Payment, uuid.UUID(p["id"]))
-            row.address = p["address"] = forwarder.deposit_address(legacy, settlement, bytes.fromhex(row.deposit_salt[2:]))
+            row.address = p["address"] = forwarder.deposit_address(
+                legacy, settlement, bytes.fromhex(row.deposit_salt[2:])
+            )
         paid(chain, sessions, p, ETH)
         return p
 

@@ -3,6 +3,7 @@ in any hour (its sweeps' real costs, and the most an unmined one may cost); a ba
 does not fit is cut; once the cap is reached sweeps wait, logged and visible, and go on
 when the hour's sweeps age out. Each test pays gas with a fresh key of its own, so the
 other tests' sweeps do not count."""
+
 from __future__ import annotations
 
 import logging
@@ -15,26 +16,33 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.models import Sweep
 from kassa_common.timefmt import utcnow
+from kassa_dev import chain as devchain
 from kassa_sweeper.engine import Outcome
 from kassa_sweeper.txs import Signer, market_fees
-from kassa_dev import chain as devchain
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.forwarder import ensure_factory
-from tests.support.sweeper import (NETWORK, chain_settings, paid, reset_sweeps, settling_merchant, sweeper_for,
-                                   sweeps_since)
 from tests.support.api import API
+from tests.support.forwarder import ensure_factory
+from tests.support.sweeper import (
+    NETWORK,
+    chain_settings,
+    paid,
+    reset_sweeps,
+    settling_merchant,
+    sweeper_for,
+    sweeps_since,
+)
 
 USDC = 10**6
 ETH_USD = Decimal(3000)  # the fixed rate of the tests' settings
 
 
 @pytest.fixture(scope="module")
-def factory(anvil):  # noqa: F811
+def factory(anvil):
     return ensure_factory(anvil.w3)
 
 
 @pytest.fixture
-def chain(anvil_isolated, factory, sessions):  # noqa: F811
+def chain(anvil_isolated, factory, sessions):
     reset_sweeps(sessions)
     return anvil_isolated
 
@@ -54,16 +62,21 @@ def key(chain):
 @pytest.fixture
 def deposits(client, make_merchant, sessions, chain):
     """``n`` USDC deposits paid and due."""
+
     def make(n: int) -> list[dict]:
         merchant = settling_merchant(make_merchant, sessions)
         out = []
         for _ in range(n):
-            r = client.post(f"{API}/payments", json={"amount": 10, "token": "USDC", "network": NETWORK},
-                            headers=merchant.headers("live"))
+            r = client.post(
+                f"{API}/payments",
+                json={"amount": 10, "token": "USDC", "network": NETWORK},
+                headers=merchant.headers("live"),
+            )
             p = r.get_json()["data"]
             paid(chain, sessions, p, 10 * USDC)
             out.append(p)
         return out
+
     return make
 
 
@@ -79,8 +92,9 @@ def one_deposit_max_cost(sweeper, chain) -> int:
     return gas * market_fees(chain.w3).max_fee_per_gas
 
 
-def test_below_the_cost_of_one_sweep_nothing_is_sent_and_the_operator_is_told(env, chain, sessions, key, deposits,
-                                                                               caplog):
+def test_below_the_cost_of_one_sweep_nothing_is_sent_and_the_operator_is_told(
+    env, chain, sessions, key, deposits, caplog
+):
     deposits(2)
     sweeper = sweeper_for(env, sessions, signer=key, cap_usd=Decimal("0.0001"))
     started = utcnow()
@@ -107,8 +121,10 @@ def test_sweeps_stop_at_the_cap_and_go_on_when_the_hour_has_passed(env, chain, s
         chain.mine(1)
 
     sweeps = sweeps_since(sessions, started)
-    print(f"\ncap {cap_wei} wei: {len(sweeps)} sweep(s) of {[s.deposit_count for s in sweeps]} deposit(s), "
-          f"spent {sum(int(s.cost_units) for s in sweeps)} wei; outcomes {[o.value for o in outcomes]}")
+    print(
+        f"\ncap {cap_wei} wei: {len(sweeps)} sweep(s) of {[s.deposit_count for s in sweeps]} deposit(s), "
+        f"spent {sum(int(s.cost_units) for s in sweeps)} wei; outcomes {[o.value for o in outcomes]}"
+    )
     assert sweeps and all(s.status == "CONFIRMED" for s in sweeps)
     assert sum(int(s.cost_units) for s in sweeps) <= cap_wei  # what the key really spent: within the cap
     assert sum(s.deposit_count for s in sweeps) < len(payments)  # the batch was cut, the rest waits
@@ -117,8 +133,11 @@ def test_sweeps_stop_at_the_cap_and_go_on_when_the_hour_has_passed(env, chain, s
     assert nonce == len(sweeps)
 
     with unit_of_work(sessions) as s:  # an hour later
-        s.execute(sa.update(Sweep).where(Sweep.sender == key.address)
-                  .values(created_at=Sweep.created_at - sa.text("interval '61 minutes'")))
+        s.execute(
+            sa.update(Sweep)
+            .where(Sweep.sender == key.address)
+            .values(created_at=Sweep.created_at - sa.text("interval '61 minutes'"))
+        )
     assert sweeper.tick().outcome == Outcome.SENT
     assert chain.w3.eth.get_transaction_count(key.address, "pending") == nonce + 1
 

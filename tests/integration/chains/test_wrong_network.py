@@ -5,6 +5,7 @@ reported once by payment.wrong_network at a real receiver, and explained on the 
 and in the dashboard; the payment stays PENDING until it is paid where it should be. In
 forwarder mode `kassa sweep --network LOCAL_EVM_2` moves those funds to the settlement
 address on LOCAL_EVM_2 (the deposit and the factory have the same address on every chain)."""
+
 from __future__ import annotations
 
 import json
@@ -47,9 +48,16 @@ def chains():
 @pytest.fixture
 def env(settings, chains):
     first, second = chains
-    return settings.with_(networks=load_registry({
-        "LOCAL_EVM_RPC_URL": first.url, "LOCAL_EVM_CONFIRMATIONS": "2",
-        "LOCAL_EVM_2_RPC_URL": second.url, "LOCAL_EVM_2_CONFIRMATIONS": "2"}))
+    return settings.with_(
+        networks=load_registry(
+            {
+                "LOCAL_EVM_RPC_URL": first.url,
+                "LOCAL_EVM_CONFIRMATIONS": "2",
+                "LOCAL_EVM_2_RPC_URL": second.url,
+                "LOCAL_EVM_2_CONFIRMATIONS": "2",
+            }
+        )
+    )
 
 
 @pytest.fixture
@@ -69,13 +77,17 @@ def pay_usdc(chain, address: str, units: int) -> str:
 
 
 def wrong_network_hook(receiver, payment_id: str) -> dict:
-    hooks = until(lambda: receiver.events("payment.wrong_network", payment_id), TIMEOUT,
-                  message="payment.wrong_network at the receiver")
+    hooks = until(
+        lambda: receiver.events("payment.wrong_network", payment_id),
+        TIMEOUT,
+        message="payment.wrong_network at the receiver",
+    )
     return hooks[0].json["data"]
 
 
-def test_usdc_sent_on_the_wrong_network_is_recorded_reported_and_not_counted(env, engine, sessions, make_merchant,
-                                                                             chains, receiver):
+def test_usdc_sent_on_the_wrong_network_is_recorded_reported_and_not_counted(
+    env, engine, sessions, make_merchant, chains, receiver
+):
     first, second = chains
     merchant = make_merchant()
     set_live_wallet(sessions, merchant.id)
@@ -87,8 +99,16 @@ def test_usdc_sent_on_the_wrong_network_is_recorded_reported_and_not_counted(env
 
         data = wrong_network_hook(receiver, payment["id"])
         assert data["status"] == "PENDING" and data["amount_received"] == "0"
-        assert data["wrong_network"] == [{"network": SECOND, "token": "USDC", "amount": "12.34", "transaction_hash": tx,
-                                          "log_index": data["wrong_network"][0]["log_index"], "recovery": "wallet"}]
+        assert data["wrong_network"] == [
+            {
+                "network": SECOND,
+                "token": "USDC",
+                "amount": "12.34",
+                "transaction_hash": tx,
+                "log_index": data["wrong_network"][0]["log_index"],
+                "recovery": "wallet",
+            }
+        ]
         assert h.status(payment["id"]) == "PENDING"
         (transfer,) = h.transfers(payment["id"])
         assert (transfer.network, transfer.status, transfer.counted) == (SECOND, "CONFIRMED", False)
@@ -110,7 +130,8 @@ def test_usdc_sent_on_the_wrong_network_is_recorded_reported_and_not_counted(env
 
 
 def test_forwarder_funds_on_the_wrong_network_are_swept_there_to_the_settlement_address(
-        env, engine, sessions, make_merchant, chains, receiver, base_env):
+    env, engine, sessions, make_merchant, chains, receiver, base_env
+):
     first, second = chains
     merchant = settling_merchant(make_merchant, sessions)
     with live_pipeline(env, engine, sessions, merchant, also=(SECOND,)) as h:
@@ -122,9 +143,19 @@ def test_forwarder_funds_on_the_wrong_network_are_swept_there_to_the_settlement_
 
         done = subprocess.run(
             [str(KASSA), "--json", "sweep", "--network", SECOND, "--email", merchant.email],
-            env={**os.environ, **base_env, "LOCAL_EVM_RPC_URL": first.url, "LOCAL_EVM_2_RPC_URL": second.url,
-                 "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY, "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000"},
-            capture_output=True, text=True, timeout=120, check=False)
+            env={
+                **os.environ,
+                **base_env,
+                "LOCAL_EVM_RPC_URL": first.url,
+                "LOCAL_EVM_2_RPC_URL": second.url,
+                "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
+                "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000",
+            },
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
         assert done.returncode == 0, done.stderr
         (sweep,) = json.loads(done.stdout)["sweeps"]

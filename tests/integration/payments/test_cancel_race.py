@@ -2,6 +2,7 @@
 settler applies the confirmed transfer that pays the payment. One wins; the events agree
 with it (never payment.canceled after payment.completed, nor the reverse), and the API's
 answer matches the final state."""
+
 from __future__ import annotations
 
 import threading
@@ -9,8 +10,8 @@ import uuid
 
 import sqlalchemy as sa
 
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event
+from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle
 
@@ -19,8 +20,9 @@ ROUNDS = 12
 
 def event_types(sessions, payment_id: str) -> list[str]:
     with sessions() as s:
-        return list(s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(payment_id))
-                              .order_by(Event.created_at)))
+        return list(
+            s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(payment_id)).order_by(Event.created_at))
+        )
 
 
 def race(app, sessions, merchant, p) -> tuple[int, str]:
@@ -47,8 +49,9 @@ def race(app, sessions, merchant, p) -> tuple[int, str]:
     return r.status_code, r.get_json()["data"]["status"] if r.status_code == 200 else r.get_json()["error"]["code"]
 
 
-def test_cancel_racing_completion_has_one_winner_and_events_that_agree(app, sessions, live_merchant,
-                                                                        create_payment, client):
+def test_cancel_racing_completion_has_one_winner_and_events_that_agree(
+    app, sessions, live_merchant, create_payment, client
+):
     outcomes = set()
     for _ in range(ROUNDS):
         p = create_payment(live_merchant, LIVE_PAYMENT, mode="live")

@@ -2,6 +2,7 @@
 overdue payments expire, that each gets exactly one ``payment.expired`` event carrying the
 whole payment object, in the transaction of the change, and that expirers side by side
 neither wait for each other nor expire a payment twice."""
+
 from __future__ import annotations
 
 import secrets
@@ -14,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainCursor, SettledWatermark, Event, Payment, Transfer
+from kassa_common.models import ChainCursor, Event, Payment, SettledWatermark, Transfer
 from kassa_common.payments import expire_due, payment_to_dict
 from kassa_common.timefmt import iso, utcnow
 from kassa_expirer.jobs import Jobs
@@ -26,22 +27,47 @@ NETWORK = "ARBITRUM"  # live payments here: no other suite runs a watcher (or a 
 def overdue(sessions, merchant_id, *, minutes_ago: float = 1, **fields) -> uuid.UUID:
     """A PENDING payment whose ``expires_at`` passed ``minutes_ago`` minutes ago."""
     pid, short = uuid.uuid4(), "X" + secrets.token_hex(4).upper()
-    row = {"id": pid, "short_id": short, "merchant_id": merchant_id, "test_mode": True, "status": "PENDING",
-               "amount": Decimal("12.34"), "token": "USDC", "network": "BASE", "decimals": 6,
-               "address": "0x" + secrets.token_hex(20), "checkout_url": f"https://pay.example.com/pay/{short}",
-               "crypto_amount_units": Decimal(12_340_000), "exchange_rate": Decimal(1), "required_confirmations": 10,
-               "expires_at": utcnow() - timedelta(minutes=minutes_ago), "test_auto_complete": False}
+    row = {
+        "id": pid,
+        "short_id": short,
+        "merchant_id": merchant_id,
+        "test_mode": True,
+        "status": "PENDING",
+        "amount": Decimal("12.34"),
+        "token": "USDC",
+        "network": "BASE",
+        "decimals": 6,
+        "address": "0x" + secrets.token_hex(20),
+        "checkout_url": f"https://pay.example.com/pay/{short}",
+        "crypto_amount_units": Decimal(12_340_000),
+        "exchange_rate": Decimal(1),
+        "required_confirmations": 10,
+        "expires_at": utcnow() - timedelta(minutes=minutes_ago),
+        "test_auto_complete": False,
+    }
     with unit_of_work(sessions) as s:
         s.add(Payment(**{**row, **fields}))
     return pid
 
 
-def add_transfer(sessions, pid, *, status: str, counted: bool = True, amount: int = 4_000_000,
-                 token: str = "USDC") -> None:
+def add_transfer(
+    sessions, pid, *, status: str, counted: bool = True, amount: int = 4_000_000, token: str = "USDC"
+) -> None:
     with unit_of_work(sessions) as s:
-        s.add(Transfer(payment_id=pid, network="BASE", tx_hash="0x" + secrets.token_hex(32), log_index=0, position=0,
-                       token=token, amount_units=Decimal(amount), status=status, counted=counted,
-                       confirmations=1))
+        s.add(
+            Transfer(
+                payment_id=pid,
+                network="BASE",
+                tx_hash="0x" + secrets.token_hex(32),
+                log_index=0,
+                position=0,
+                token=token,
+                amount_units=Decimal(amount),
+                status=status,
+                counted=counted,
+                confirmations=1,
+            )
+        )
 
 
 def expire_all(sessions, **kw) -> int:
@@ -71,8 +97,9 @@ def settled(sessions):
     """``NETWORK``'s settled line as the settler writes it: ``settled(at)``; removed afterwards.
     The watcher's own scan (its cursor) is set far ahead: it alone expires nothing."""
     with unit_of_work(sessions) as s:
-        s.merge(ChainCursor(network=NETWORK, block_number=1, confirmed_through=1,
-                            scanned_at=utcnow() + timedelta(days=1)))
+        s.merge(
+            ChainCursor(network=NETWORK, block_number=1, confirmed_through=1, scanned_at=utcnow() + timedelta(days=1))
+        )
 
     def set_settled(at) -> None:
         with unit_of_work(sessions) as s:
@@ -85,15 +112,30 @@ def settled(sessions):
 
 
 def test_the_expired_event_carries_the_whole_payment_object_as_the_api_shows_it(client, merchant, sessions):
-    r = client.post(f"{API}/payments", headers=merchant.headers(),
-                    json={"amount": 12.34, "token": "USDC", "network": "BASE", "customer_name": "Zoë \t\"Tab\"",
-                          "metadata": {"note": "back\\slash\nnew line 😀", "tab\there": 2.5, "ok": None}})
+    r = client.post(
+        f"{API}/payments",
+        headers=merchant.headers(),
+        json={
+            "amount": 12.34,
+            "token": "USDC",
+            "network": "BASE",
+            "customer_name": 'Zoë \t"Tab"',
+            "metadata": {"note": "back\\slash\nnew line 😀", "tab\there": 2.5, "ok": None},
+        },
+    )
     assert r.status_code == 201, r.get_data(as_text=True)
     pid = uuid.UUID(r.get_json()["data"]["id"])
     with unit_of_work(sessions) as s:  # partly paid, then overdue
-        s.execute(sa.update(Payment).where(Payment.id == pid).values(
-            status="PARTIALLY_PAID", amount_received_units=4_000_000, test_auto_complete=False,
-            expires_at=sa.func.now() - sa.text("interval '1 minute'")))
+        s.execute(
+            sa.update(Payment)
+            .where(Payment.id == pid)
+            .values(
+                status="PARTIALLY_PAID",
+                amount_received_units=4_000_000,
+                test_auto_complete=False,
+                expires_at=sa.func.now() - sa.text("interval '1 minute'"),
+            )
+        )
     add_transfer(sessions, pid, status="CONFIRMED")
     add_transfer(sessions, pid, status="SEEN", counted=False, token="USDT")  # another token: holds nothing open
 
@@ -103,8 +145,13 @@ def test_the_expired_event_carries_the_whole_payment_object_as_the_api_shows_it(
     [event] = expired_events(sessions, pid)
     assert shown["status"] == "EXPIRED" and shown["amount_received"] == "4"
     assert [t["token"] for t in shown["transfers"]] == ["USDC", "USDT"]
-    assert event.payload == {"id": event.id, "event": "payment.expired", "timestamp": shown["updated_at"],
-                             "test_mode": True, "data": {"payment_id": str(pid), **shown}}
+    assert event.payload == {
+        "id": event.id,
+        "event": "payment.expired",
+        "timestamp": shown["updated_at"],
+        "test_mode": True,
+        "data": {"payment_id": str(pid), **shown},
+    }
     assert (event.merchant_id, event.test_mode, event.published_at) == (merchant.id, True, None)
     assert iso(event.created_at) == shown["updated_at"]
 
@@ -153,8 +200,7 @@ def test_a_counted_transfer_seen_but_unconfirmed_holds_the_payment_open(merchant
     assert (status_of(sessions, held), status_of(sessions, dropped)) == ("PENDING", "EXPIRED")
 
 
-def test_a_live_payment_expires_only_once_everything_reported_past_its_expiry_is_settled(merchant, sessions,
-                                                                                         settled):
+def test_a_live_payment_expires_only_once_everything_reported_past_its_expiry_is_settled(merchant, sessions, settled):
     pid = overdue(sessions, merchant.id, test_mode=False, network=NETWORK, token="USDC", minutes_ago=5)
     expire_all(sessions)
     assert status_of(sessions, pid) == "PENDING"  # scanned past, but nothing settled on the network yet

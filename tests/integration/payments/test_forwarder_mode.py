@@ -1,6 +1,7 @@
 """Forwarder mode per merchant and mode: set with `kassa wallet set --address` or on the
 dashboard's Wallets page; each payment's address is then its own deposit address, computed
 off-chain from the factory, the settlement address and the payment's salt."""
+
 from __future__ import annotations
 
 import json
@@ -34,15 +35,29 @@ def kassa(database_url, monkeypatch, capsys):
 
 
 def live_payment(client, merchant, **body) -> dict:
-    r = client.post(f"{API}/payments", json={"amount": 10, "token": "USDC", "network": "LOCAL_EVM", **body},
-                    headers=merchant.headers("live"))
+    r = client.post(
+        f"{API}/payments",
+        json={"amount": 10, "token": "USDC", "network": "LOCAL_EVM", **body},
+        headers=merchant.headers("live"),
+    )
     assert r.status_code == 201, r.get_data(as_text=True)
     return r.get_json()["data"]
 
 
 def test_a_settlement_address_gives_each_payment_its_own_deposit_address(kassa, client, merchant, sessions):
-    code, out, _ = kassa("--json", "wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
-                         "--address", SETTLEMENT.lower())
+    code, out, _ = kassa(
+        "--json",
+        "wallet",
+        "set",
+        "--email",
+        merchant.email,
+        "--mode",
+        "live",
+        "--chain",
+        "evm",
+        "--address",
+        SETTLEMENT.lower(),
+    )
     assert code == 0 and json.loads(out)["settlement_address"] == SETTLEMENT
 
     first, second = live_payment(client, merchant), live_payment(client, merchant, token="ETH", amount=30)
@@ -59,10 +74,18 @@ def test_a_settlement_address_gives_each_payment_its_own_deposit_address(kassa, 
 
 
 def test_an_extended_public_key_set_again_replaces_the_settlement_address(kassa, client, merchant, sessions):
-    assert kassa("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
-                 "--address", SETTLEMENT)[0] == 0
-    assert kassa("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
-                 "--xpub", TEST_XPUBS["evm"])[0] == 0
+    assert (
+        kassa("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm", "--address", SETTLEMENT)[
+            0
+        ]
+        == 0
+    )
+    assert (
+        kassa(
+            "wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm", "--xpub", TEST_XPUBS["evm"]
+        )[0]
+        == 0
+    )
     p = live_payment(client, merchant)
     assert p["settlement_address"] is None and p["address"].startswith("0x")
     with sessions() as s:
@@ -71,19 +94,27 @@ def test_an_extended_public_key_set_again_replaces_the_settlement_address(kassa,
 
 
 def test_xpub_payments_of_the_merchant_in_the_other_mode_are_unaffected(kassa, client, merchant):
-    assert kassa("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
-                 "--address", SETTLEMENT)[0] == 0
-    r = client.post(f"{API}/payments", json={"amount": 10, "token": "USDC", "network": "BASE"},
-                    headers=merchant.headers("test"))
+    assert (
+        kassa("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm", "--address", SETTLEMENT)[
+            0
+        ]
+        == 0
+    )
+    r = client.post(
+        f"{API}/payments", json={"amount": 10, "token": "USDC", "network": "BASE"}, headers=merchant.headers("test")
+    )
     assert r.status_code == 201 and r.get_json()["data"]["settlement_address"] is None
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--chain", "evm", "--address", "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD"], "checksum"),
-    (["--chain", "evm", "--address", "0x1234"], "not an EVM address"),
-    (["--chain", "evm", "--address", "0x" + "0" * 40], "zero address"),
-    (["--chain", "bitcoin", "--address", SETTLEMENT], "--chain evm"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--chain", "evm", "--address", "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAeD"], "checksum"),
+        (["--chain", "evm", "--address", "0x1234"], "not an EVM address"),
+        (["--chain", "evm", "--address", "0x" + "0" * 40], "zero address"),
+        (["--chain", "bitcoin", "--address", SETTLEMENT], "--chain evm"),
+    ],
+)
 def test_a_bad_settlement_address_is_refused_with_the_reason(kassa, merchant, sessions, args, message):
     code, _, err = kassa("wallet", "set", "--email", merchant.email, "--mode", "live", *args)
     assert code == 1 and message in err
@@ -93,19 +124,37 @@ def test_a_bad_settlement_address_is_refused_with_the_reason(kassa, merchant, se
 
 def test_a_key_and_an_address_at_once_is_a_usage_error(kassa, merchant):
     with pytest.raises(SystemExit) as exit_:
-        kassa("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
-              "--xpub", TEST_XPUBS["evm"], "--address", SETTLEMENT)
+        kassa(
+            "wallet",
+            "set",
+            "--email",
+            merchant.email,
+            "--mode",
+            "live",
+            "--chain",
+            "evm",
+            "--xpub",
+            TEST_XPUBS["evm"],
+            "--address",
+            SETTLEMENT,
+        )
     assert exit_.value.code == 2
 
 
-def test_the_wallets_page_sets_a_settlement_address_and_shows_it(dash, sessions):  # noqa: F811
+def test_the_wallets_page_sets_a_settlement_address_and_shows_it(dash, sessions):
     settlement = fresh_address()
     r = post(dash, "/dashboard/wallets", chain="evm", settlement_address=settlement.lower())
     page = r.get_data(as_text=True)
     assert r.status_code == 200 and settlement in page and "forward" in page
     with sessions() as s:
-        assert s.scalars(sa.select(Wallet.settlement_address).where(
-            Wallet.settlement_address == settlement, Wallet.mode == "test")).one() == settlement
+        assert (
+            s.scalars(
+                sa.select(Wallet.settlement_address).where(
+                    Wallet.settlement_address == settlement, Wallet.mode == "test"
+                )
+            ).one()
+            == settlement
+        )
     bad = post(dash, "/dashboard/wallets", chain="evm", settlement_address="0xnope")
     assert bad.status_code == 422 and "not an EVM address" in bad.get_data(as_text=True)
     back = post(dash, "/dashboard/wallets", chain="evm", xpub=TEST_XPUBS["evm"])

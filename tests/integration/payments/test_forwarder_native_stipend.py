@@ -4,6 +4,7 @@ accounts take it; a settlement contract that burns gas or refuses the coin leave
 deposit (``NotFlushed``) at a bounded cost, and the rest of the batch moves; a flush given
 too little gas reverts as a whole, so gas estimation never settles on a limit at which the
 settlement address would be starved."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,12 +23,12 @@ USDC = 10**6
 
 
 @pytest.fixture(scope="module")
-def factory(anvil):  # noqa: F811
+def factory(anvil):
     return ensure_factory(anvil.w3)
 
 
 @pytest.fixture
-def chain(anvil_isolated, factory):  # noqa: F811
+def chain(anvil_isolated, factory):
     return anvil_isolated
 
 
@@ -48,7 +49,8 @@ def deposit_for(chain, factory, settlement: str, *, eth=ETH, usdc=0) -> tuple[by
 def flush(chain, factory, settlement: str, salt: bytes, tokens=(), gas: int | None = None) -> dict:
     fields = {"from": chain.accounts[3]} | ({"gas": gas} if gas else {})
     receipt = chain.w3.eth.wait_for_transaction_receipt(
-        factory.functions.flush(settlement, salt, list(tokens)).transact(fields))
+        factory.functions.flush(settlement, salt, list(tokens)).transact(fields)
+    )
     assert receipt["status"] == 1
     return receipt
 
@@ -58,13 +60,16 @@ def events(chain, deposit: str, receipt, name: str) -> list[tuple[str, int]]:
     return [(e["args"]["token"], e["args"]["amount"]) for e in found if e["address"] == deposit]
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(settlements.safe, id="safe-1.4.1"),
-    pytest.param(lambda w3: settlements.safe(w3, l2=True), id="safe-l2-1.4.1"),
-    pytest.param(settlements.safe_like, id="safe-shaped-proxy"),
-    pytest.param(settlements.smart_account, id="erc4337-account"),
-    pytest.param(lambda w3: settlements.smart_account(w3, transparent=True), id="erc4337-transparent-emitting"),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(settlements.safe, id="safe-1.4.1"),
+        pytest.param(lambda w3: settlements.safe(w3, l2=True), id="safe-l2-1.4.1"),
+        pytest.param(settlements.safe_like, id="safe-shaped-proxy"),
+        pytest.param(settlements.smart_account, id="erc4337-account"),
+        pytest.param(lambda w3: settlements.smart_account(w3, transparent=True), id="erc4337-transparent-emitting"),
+    ],
+)
 def test_a_safe_or_a_smart_account_receives_the_coin_through_the_stipend(chain, factory, make):
     settlement = make(chain.w3)
     salt, deposit = deposit_for(chain, factory, settlement)
@@ -80,17 +85,25 @@ def flush_pair(chain, factory, settlement: str) -> tuple[dict, str, str]:
     plain account holding ETH; (receipt, the first deposit, the plain account)."""
     salt, deposit = deposit_for(chain, factory, settlement, usdc=3 * USDC)
     friendly, friendly_salt = fresh_address(), fresh_salt()
-    devchain.pay(chain.w3, to=forwarder.deposit_address(factory.address, friendly, friendly_salt),
-                 amount_base_units=ETH, token_contract=None)
-    receipt = chain.w3.eth.wait_for_transaction_receipt(factory.functions.flushMany(
-        [(settlement, salt, [chain.tokens["USDC"]]), (friendly, friendly_salt, [])]).transact({"from": chain.accounts[3]}))
+    devchain.pay(
+        chain.w3,
+        to=forwarder.deposit_address(factory.address, friendly, friendly_salt),
+        amount_base_units=ETH,
+        token_contract=None,
+    )
+    receipt = chain.w3.eth.wait_for_transaction_receipt(
+        factory.functions.flushMany(
+            [(settlement, salt, [chain.tokens["USDC"]]), (friendly, friendly_salt, [])]
+        ).transact({"from": chain.accounts[3]})
+    )
     assert receipt["status"] == 1  # the batch went through
     return receipt, deposit, friendly
 
 
 @pytest.mark.parametrize("hostile", ["GasBurner", "Refuser"])
 def test_a_settlement_contract_that_burns_gas_or_refuses_keeps_nothing_and_costs_at_most_the_stipend(
-        chain, factory, hostile):
+    chain, factory, hostile
+):
     settlement = settlements.deploy(chain.w3, hostile)
     plain = fresh_address()
     devchain.pay(chain.w3, to=plain, amount_base_units=1, token_contract=None)  # an account that exists, as it does

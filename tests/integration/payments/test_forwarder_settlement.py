@@ -5,6 +5,7 @@ watcher and the settler complete them; then `kassa sweep` (a real subprocess) or
 sweeper process on its own (the Procfile's command) moves the funds. The settlement
 address then holds exactly what was paid, the deposits hold nothing, and payment.swept
 webhooks reach a real local receiver."""
+
 from __future__ import annotations
 
 import json
@@ -59,16 +60,25 @@ def receiver():
 
 @pytest.fixture
 def process_env(base_env, chain):
-    return procfile.with_this_python({**os.environ, **base_env, "LOCAL_EVM_RPC_URL": chain.url,
-                                      "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY, "LOG_LEVEL": "INFO",
-                                      # the run's other tests spent with the same key: no cap here
-                                      "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000"})
+    return procfile.with_this_python(
+        {
+            **os.environ,
+            **base_env,
+            "LOCAL_EVM_RPC_URL": chain.url,
+            "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
+            "LOG_LEVEL": "INFO",
+            # the run's other tests spent with the same key: no cap here
+            "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000",
+        }
+    )
 
 
 def balances(chain, address: str) -> dict[str, int]:
-    return {"USDC": devchain.token_balance(chain.w3, chain.tokens["USDC"], address),
-            "USDT": devchain.token_balance(chain.w3, chain.tokens["USDT"], address),
-            "ETH": chain.w3.eth.get_balance(address)}
+    return {
+        "USDC": devchain.token_balance(chain.w3, chain.tokens["USDC"], address),
+        "USDT": devchain.token_balance(chain.w3, chain.tokens["USDT"], address),
+        "ETH": chain.w3.eth.get_balance(address),
+    }
 
 
 def take_three_payments(h, chain, receiver) -> list[dict]:
@@ -82,8 +92,14 @@ def take_three_payments(h, chain, receiver) -> list[dict]:
     devchain.pay(chain.w3, to=mixed["address"], amount_base_units=5 * USDC // 2, token_contract=chain.tokens["USDT"])
     for p in (usdc, eth, mixed):
         h.wait_status(p["id"], "COMPLETED", timeout=TIMEOUT)
-    until(lambda: {(t.token, t.status, t.counted) for t in h.transfers(mixed["id"])} == {
-        ("USDC", "CONFIRMED", True), ("USDT", "CONFIRMED", False)}, TIMEOUT, message="the stray USDT confirmed")
+    until(
+        lambda: (
+            {(t.token, t.status, t.counted) for t in h.transfers(mixed["id"])}
+            == {("USDC", "CONFIRMED", True), ("USDT", "CONFIRMED", False)}
+        ),
+        TIMEOUT,
+        message="the stray USDT confirmed",
+    )
     return [usdc, eth, mixed]
 
 
@@ -97,13 +113,20 @@ def assert_everything_reached_the_settlement_address(chain, merchant, payments, 
         assert chain.w3.eth.get_transaction_receipt(data["sweep_transaction_hash"])["status"] == 1
 
 
-def test_kassa_sweep_moves_exactly_what_was_paid_and_the_merchant_hears_of_it(env, engine, sessions, merchant,
-                                                                               chain, receiver, process_env):
+def test_kassa_sweep_moves_exactly_what_was_paid_and_the_merchant_hears_of_it(
+    env, engine, sessions, merchant, chain, receiver, process_env
+):
     with live_pipeline(env, engine, sessions, merchant) as h:
         payments = take_three_payments(h, chain, receiver)
 
-        done = subprocess.run([str(KASSA), "--json", "sweep", "--network", "LOCAL_EVM", "--email", merchant.email],
-                              env=process_env, capture_output=True, text=True, timeout=120, check=False)
+        done = subprocess.run(
+            [str(KASSA), "--json", "sweep", "--network", "LOCAL_EVM", "--email", merchant.email],
+            env=process_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
         assert done.returncode == 0, done.stderr
         (sweep,) = json.loads(done.stdout)["sweeps"]
@@ -114,13 +137,19 @@ def test_kassa_sweep_moves_exactly_what_was_paid_and_the_merchant_hears_of_it(en
         assert got.get_json()["data"]["sweep_transaction_hash"] == sweep["tx_hash"]
 
 
-def test_the_sweeper_process_on_its_own_moves_exactly_what_was_paid(env, engine, sessions, merchant, chain,
-                                                                      receiver, process_env, tmp_path):
+def test_the_sweeper_process_on_its_own_moves_exactly_what_was_paid(
+    env, engine, sessions, merchant, chain, receiver, process_env, tmp_path
+):
     (command,) = [p.argv for p in procfile.read(ROOT / "Procfile") if p.name == "sweeper"]
     log = open(tmp_path / "sweeper.log", "wb")  # noqa: SIM115 - the sweeper writes to it while it runs
-    sweeper = subprocess.Popen(command, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                               env={**process_env, "SWEEP_MIN_USD": "1", "SWEEP_INTERVAL_SECONDS": "0.2",
-                                    "SWEEPER_NETWORKS": "LOCAL_EVM"})
+    sweeper = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**process_env, "SWEEP_MIN_USD": "1", "SWEEP_INTERVAL_SECONDS": "0.2", "SWEEPER_NETWORKS": "LOCAL_EVM"},
+    )
     try:
         with live_pipeline(env, engine, sessions, merchant) as h:
             payments = take_three_payments(h, chain, receiver)

@@ -1,4 +1,5 @@
 """GET /payments: pagination, order, status filter and search, against real PostgreSQL."""
+
 from __future__ import annotations
 
 import secrets
@@ -7,8 +8,22 @@ import pytest
 
 from tests.support.api import API, PAYMENT
 
-SPEC_FIELDS = {"id", "short_id", "amount", "token", "network", "status", "checkout_url", "transaction_hash",
-               "customer_email", "customer_name", "metadata", "test_mode", "expires_at", "created_at"}
+SPEC_FIELDS = {
+    "id",
+    "short_id",
+    "amount",
+    "token",
+    "network",
+    "status",
+    "checkout_url",
+    "transaction_hash",
+    "customer_email",
+    "customer_name",
+    "metadata",
+    "test_mode",
+    "expires_at",
+    "created_at",
+}
 
 
 def listing(client, merchant, mode="test", **query):
@@ -92,22 +107,35 @@ def test_status_filter_and_pagination_combine(client, merchant, seven):
 def people(merchant, create_payment):
     tag = secrets.token_hex(4)
     made = {
-        "ann": create_payment(merchant, {**PAYMENT, "customer_email": f"ann.{tag}@Example.com", "customer_name": "Ann Smith"}),
-        "bob": create_payment(merchant, {**PAYMENT, "customer_email": f"bob.{tag}@shop.io", "customer_name": "Bob Jones"}),
+        "ann": create_payment(
+            merchant, {**PAYMENT, "customer_email": f"ann.{tag}@Example.com", "customer_name": "Ann Smith"}
+        ),
+        "bob": create_payment(
+            merchant, {**PAYMENT, "customer_email": f"bob.{tag}@shop.io", "customer_name": "Bob Jones"}
+        ),
         "anon": create_payment(merchant),
     }
     return tag, made
 
 
-@pytest.mark.parametrize("term, who", [
-    ("ann.", {"ann"}), ("ANN.", {"ann"}), ("example.COM", {"ann"}), ("shop.io", {"bob"}), ("@", {"ann", "bob"}),
-])
+@pytest.mark.parametrize(
+    "term, who",
+    [
+        ("ann.", {"ann"}),
+        ("ANN.", {"ann"}),
+        ("example.COM", {"ann"}),
+        ("shop.io", {"bob"}),
+        ("@", {"ann", "bob"}),
+    ],
+)
 def test_search_by_email_is_case_insensitive_substring(client, merchant, people, term, who):
     _, made = people
     assert set(ids(listing(client, merchant, search=term))) == {made[w]["id"] for w in who}
 
 
-@pytest.mark.parametrize("term, who", [("smith", {"ann"}), ("BOB J", {"bob"}), ("ob jo", {"bob"}), ("n", {"ann", "bob"})])
+@pytest.mark.parametrize(
+    "term, who", [("smith", {"ann"}), ("BOB J", {"bob"}), ("ob jo", {"bob"}), ("n", {"ann", "bob"})]
+)
 def test_search_by_name_is_case_insensitive_substring(client, merchant, people, term, who):
     _, made = people
     assert set(ids(listing(client, merchant, search=term))) == {made[w]["id"] for w in who}
@@ -153,8 +181,17 @@ def wildcards(merchant, create_payment):
     return {k: create_payment(merchant, {**PAYMENT, "customer_name": v})["id"] for k, v in names.items()}
 
 
-@pytest.mark.parametrize("term, who", [("%", {"percent"}), ("50%", {"percent"}), ("_", {"underscore"}),
-                                       ("snake_case", {"underscore"}), ("\\", {"backslash"}), ("a\\b", {"backslash"})])
+@pytest.mark.parametrize(
+    "term, who",
+    [
+        ("%", {"percent"}),
+        ("50%", {"percent"}),
+        ("_", {"underscore"}),
+        ("snake_case", {"underscore"}),
+        ("\\", {"backslash"}),
+        ("a\\b", {"backslash"}),
+    ],
+)
 def test_search_treats_percent_underscore_and_backslash_literally(client, merchant, wildcards, term, who):
     assert set(ids(listing(client, merchant, search=term))) == {wildcards[w] for w in who}
 

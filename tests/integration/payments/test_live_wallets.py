@@ -4,6 +4,7 @@ API, and the web process refusing to start on the development secret.
 
 The test suite runs as a development stack (``KASSA_ENV=development``, like ``make run``);
 these tests run production where production is the point."""
+
 from __future__ import annotations
 
 import os
@@ -30,10 +31,12 @@ from tests.support.stack import free_port
 
 ROOT = Path(__file__).resolve().parents[3]
 # Published keys (BIP39 "abandon ... about" and anvil's/Hardhat's "test ... junk" mnemonics).
-ABANDON_BIP84_ZPUB = ("zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtK"
-                      "sAYz2oz2AGutZYs")
-JUNK_EVM_XPUB = ("xpub6Ce9NcJvTk36xtLSrJLZqE7wtgA5deCeYs7rSQtreh4cj6ByPtrg9sD7V2FNFLPnf8heNP3FGkeV9qwfzvZNSd54JoNXVsXFY"
-                 "SYwHsnJxqP")
+ABANDON_BIP84_ZPUB = (
+    "zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs"
+)
+JUNK_EVM_XPUB = (
+    "xpub6Ce9NcJvTk36xtLSrJLZqE7wtgA5deCeYs7rSQtreh4cj6ByPtrg9sD7V2FNFLPnf8heNP3FGkeV9qwfzvZNSd54JoNXVsXFYSYwHsnJxqP"
+)
 
 
 @pytest.fixture
@@ -51,13 +54,16 @@ def kassa_main(database_url, monkeypatch, capsys):
 
 
 def wallet_set(kassa_main, merchant, mode, chain, xpub, env="production"):
-    return kassa_main("wallet", "set", "--email", merchant.email, "--mode", mode, "--chain", chain, "--xpub", xpub,
-                      env=env)
+    return kassa_main(
+        "wallet", "set", "--email", merchant.email, "--mode", mode, "--chain", chain, "--xpub", xpub, env=env
+    )
 
 
 def wallets_of(sessions, merchant_id) -> dict:
     with sessions() as s:
-        return {(w.mode, w.chain): w.xpub for w in s.scalars(sa.select(Wallet).where(Wallet.merchant_id == merchant_id))}
+        return {
+            (w.mode, w.chain): w.xpub for w in s.scalars(sa.select(Wallet).where(Wallet.merchant_id == merchant_id))
+        }
 
 
 def app_client(settings, engine, **overrides):
@@ -70,11 +76,18 @@ def app_client(settings, engine, **overrides):
 def production(settings, engine):
     """The API and pages as production runs them (its own secret, fixed rates not for live, no
     market source configured)."""
-    return app_client(settings, engine, kassa_env="production", secret_key=secrets.token_urlsafe(32),
-                      fixed_rates_allow_live=False, rates_providers=())
+    return app_client(
+        settings,
+        engine,
+        kassa_env="production",
+        secret_key=secrets.token_urlsafe(32),
+        fixed_rates_allow_live=False,
+        rates_providers=(),
+    )
 
 
 # ---- mainnet keys only ------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("env", ["production", "development"])
 @pytest.mark.parametrize("chain, prefix", [("evm", "tpub"), ("bitcoin", "tpub"), ("bitcoin", "vpub")])
@@ -94,13 +107,18 @@ def test_a_ypub_is_refused_with_what_to_enter_instead(kassa_main, merchant, sess
 
 # ---- published test keys ----------------------------------------------------------------
 
-@pytest.mark.parametrize("chain, key", [
-    ("evm", TEST_XPUBS["evm"]),
-    ("evm", JUNK_EVM_XPUB),
-    ("bitcoin", ABANDON_BIP84_ZPUB),
-    ("bitcoin", encoded(ABANDON_BIP84_ZPUB, "xpub")),  # another encoding of the same key
-    ("bitcoin", TEST_XPUBS["bitcoin"]),
-], ids=["abandon evm", "anvil junk evm", "abandon zpub", "abandon zpub as xpub", "abandon vpub"])
+
+@pytest.mark.parametrize(
+    "chain, key",
+    [
+        ("evm", TEST_XPUBS["evm"]),
+        ("evm", JUNK_EVM_XPUB),
+        ("bitcoin", ABANDON_BIP84_ZPUB),
+        ("bitcoin", encoded(ABANDON_BIP84_ZPUB, "xpub")),  # another encoding of the same key
+        ("bitcoin", TEST_XPUBS["bitcoin"]),
+    ],
+    ids=["abandon evm", "anvil junk evm", "abandon zpub", "abandon zpub as xpub", "abandon vpub"],
+)
 def test_live_mode_refuses_the_published_test_keys_outside_development(kassa_main, merchant, sessions, chain, key):
     code, _, err = wallet_set(kassa_main, merchant, "live", chain, key)
     assert code == 1 and "published" in err and "anyone can spend" in err
@@ -109,9 +127,26 @@ def test_live_mode_refuses_the_published_test_keys_outside_development(kassa_mai
 
 def test_in_development_a_published_test_key_is_accepted_with_a_warning(database_url, merchant, sessions):
     env = {**os.environ, "DATABASE_URL": database_url, "KASSA_ENV": "development"}
-    done = subprocess.run([str(Path(sys.executable).with_name("kassa")), "wallet", "set", "--email", merchant.email,
-                           "--mode", "live", "--chain", "evm", "--xpub", TEST_XPUBS["evm"]],
-                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("kassa")),
+            "wallet",
+            "set",
+            "--email",
+            merchant.email,
+            "--mode",
+            "live",
+            "--chain",
+            "evm",
+            "--xpub",
+            TEST_XPUBS["evm"],
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert "evm wallet set" in done.stdout
     assert done.stderr.startswith("kassa: warning: ") and "published" in done.stderr
@@ -121,36 +156,52 @@ def test_in_development_a_published_test_key_is_accepted_with_a_warning(database
 def login(client, sessions, mode: str) -> str:
     email = merchant_with_password(sessions)
     token = csrf_of(client.get("/dashboard/login"))
-    assert client.post("/dashboard/login", data={"csrf_token": token, "email": email,
-                                                 "password": "s3cret-pass"}).status_code == 303
+    assert (
+        client.post(
+            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
+        ).status_code
+        == 303
+    )
     token = csrf_of(client.get("/dashboard/keys"))
-    assert client.post("/dashboard/mode", data={"csrf_token": token, "mode": mode,
-                                                "next": "/dashboard/wallets"}).status_code == 303
+    assert (
+        client.post(
+            "/dashboard/mode", data={"csrf_token": token, "mode": mode, "next": "/dashboard/wallets"}
+        ).status_code
+        == 303
+    )
     return csrf_of(client.get("/dashboard/wallets"))
 
 
 def test_the_dashboard_refuses_a_published_key_for_live_mode_in_production(production, sessions):
     token = login(production, sessions, "live")
-    r = production.post("/dashboard/wallets", data={"csrf_token": token, "chain": "evm", "xpub": TEST_XPUBS["evm"],
-                                                     "password": "s3cret-pass"})
+    r = production.post(
+        "/dashboard/wallets",
+        data={"csrf_token": token, "chain": "evm", "xpub": TEST_XPUBS["evm"], "password": "s3cret-pass"},
+    )
     assert r.status_code == 422 and "anyone can spend" in r.get_data(as_text=True)
 
 
 def test_the_dashboard_accepts_it_in_development_and_warns(client, sessions):
     token = login(client, sessions, "live")
-    r = client.post("/dashboard/wallets", data={"csrf_token": token, "chain": "evm", "xpub": TEST_XPUBS["evm"],
-                                                 "password": "s3cret-pass"})
+    r = client.post(
+        "/dashboard/wallets",
+        data={"csrf_token": token, "chain": "evm", "xpub": TEST_XPUBS["evm"], "password": "s3cret-pass"},
+    )
     page = r.get_data(as_text=True)
     assert r.status_code == 200 and 'id="wallet-warning"' in page and "published" in page
 
 
 def test_a_live_payment_from_a_published_key_is_refused_outside_development(production, live_merchant):
-    error = assert_error(production.post(f"{API}/payments", json=LIVE_PAYMENT, headers=live_merchant.headers("live")),
-                         422, "UNPROCESSABLE_ENTITY")
+    error = assert_error(
+        production.post(f"{API}/payments", json=LIVE_PAYMENT, headers=live_merchant.headers("live")),
+        422,
+        "UNPROCESSABLE_ENTITY",
+    )
     assert "published" in error["message"]
 
 
 # ---- one index sequence per key ----------------------------------------------------------
+
 
 @pytest.fixture
 def regtest_client(settings, engine, base_env):
@@ -160,8 +211,11 @@ def regtest_client(settings, engine, base_env):
 
 
 def live_btc_address(client, merchant) -> str:
-    r = client.post(f"{API}/payments", json={"amount": 60, "token": "BTC", "network": "BITCOIN_REGTEST"},
-                    headers=merchant.headers("live"))
+    r = client.post(
+        f"{API}/payments",
+        json={"amount": 60, "token": "BTC", "network": "BITCOIN_REGTEST"},
+        headers=merchant.headers("live"),
+    )
     assert r.status_code == 201, r.get_data(as_text=True)
     return r.get_json()["data"]["address"]
 
@@ -179,12 +233,14 @@ def test_a_test_key_entered_as_tpub_then_xpub_continues_its_index_sequence(clien
     key = fresh_key("tpub")
     with unit_of_work(sessions) as s:
         accounts.set_wallet(s, merchant.id, "test", "evm", key)
-    first = client.post(f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"},
-                        headers=merchant.headers()).get_json()["data"]["address"]
+    first = client.post(
+        f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"}, headers=merchant.headers()
+    ).get_json()["data"]["address"]
     with unit_of_work(sessions) as s:
         accounts.set_wallet(s, merchant.id, "test", "evm", encoded(key, "xpub"))
-    second = client.post(f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"},
-                         headers=merchant.headers()).get_json()["data"]["address"]
+    second = client.post(
+        f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"}, headers=merchant.headers()
+    ).get_json()["data"]["address"]
     assert [first, second] == [derive_address("evm", key, TEST_INDEX_BASE + i) for i in (0, 1)]
 
 
@@ -197,8 +253,9 @@ def test_a_key_whose_sequence_is_gone_never_hands_out_an_address_a_payment_holds
         accounts.set_wallet(s, merchant.id, "test", "evm", key)
 
     def address() -> str:
-        r = client.post(f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"},
-                        headers=merchant.headers())
+        r = client.post(
+            f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"}, headers=merchant.headers()
+        )
         assert r.status_code == 201, r.get_data(as_text=True)
         return r.get_json()["data"]["address"]
 
@@ -212,12 +269,14 @@ def test_a_key_whose_sequence_is_gone_never_hands_out_an_address_a_payment_holds
 
 # ---- live rates ----------------------------------------------------------------------------
 
+
 def test_fixed_rates_price_live_coin_payments_only_when_allowed(production, client, sessions, make_merchant):
     m = make_merchant()
     set_live_wallet(sessions, m.id, "evm", fresh_key())
     eth = {"amount": 30, "token": "ETH", "network": "LOCAL_EVM"}
-    error = assert_error(production.post(f"{API}/payments", json=eth, headers=m.headers("live")), 503,
-                         "SERVICE_UNAVAILABLE")
+    error = assert_error(
+        production.post(f"{API}/payments", json=eth, headers=m.headers("live")), 503, "SERVICE_UNAVAILABLE"
+    )
     assert "RATES_PROVIDERS" in error["message"] and "FIXED_RATES_ALLOW_LIVE" in error["message"]
     assert production.post(f"{API}/payments", json=LIVE_PAYMENT, headers=m.headers("live")).status_code == 201  # USDC
     test_eth = {**eth, "network": "BASE"}
@@ -228,9 +287,14 @@ def test_fixed_rates_price_live_coin_payments_only_when_allowed(production, clie
 
 def test_the_web_refuses_to_start_with_the_default_secret_key_outside_development(base_env):
     web = next(p for p in procfile.read(ROOT / "Procfile") if p.name == "web")
-    env = procfile.with_this_python({**{k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "KASSA_ENV")},
-                                     **{k: v for k, v in base_env.items() if k != "KASSA_ENV"},
-                                     "BIND": f"127.0.0.1:{free_port()}", "WEB_CONCURRENCY": "1"})
+    env = procfile.with_this_python(
+        {
+            **{k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "KASSA_ENV")},
+            **{k: v for k, v in base_env.items() if k != "KASSA_ENV"},
+            "BIND": f"127.0.0.1:{free_port()}",
+            "WEB_CONCURRENCY": "1",
+        }
+    )
     done = subprocess.run(web.argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode != 0
     assert "SECRET_KEY" in done.stderr and "KASSA_ENV=development" in done.stderr
@@ -249,8 +313,16 @@ def test_a_live_wallet_change_needs_the_password_again(client, sessions):
         r = client.post("/dashboard/wallets", data=data)
         assert r.status_code == 403 and "needs your password again" in r.get_data(as_text=True)
     with sessions() as s:
-        assert s.scalar(sa.select(sa.func.count()).select_from(Wallet).where(
-            sa.func.lower(Wallet.settlement_address) == address)) == 0
-    r = client.post("/dashboard/wallets", data={"csrf_token": token, "chain": "evm", "settlement_address": address,
-                                                "password": "s3cret-pass"})
+        assert (
+            s.scalar(
+                sa.select(sa.func.count())
+                .select_from(Wallet)
+                .where(sa.func.lower(Wallet.settlement_address) == address)
+            )
+            == 0
+        )
+    r = client.post(
+        "/dashboard/wallets",
+        data={"csrf_token": token, "chain": "evm", "settlement_address": address, "password": "s3cret-pass"},
+    )
     assert r.status_code == 200, r.get_data(as_text=True)

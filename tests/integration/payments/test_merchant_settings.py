@@ -1,6 +1,7 @@
 """Merchant settings (payment lifetime, underpayment tolerance) set in the dashboard and with
 ``kassa merchant settings``, on real PostgreSQL; new payments then get them: their expiry
 from the lifetime, and a slightly short confirmed total completes within the tolerance."""
+
 from __future__ import annotations
 
 import json
@@ -13,8 +14,8 @@ import sqlalchemy as sa
 
 from kassa_common import accounts
 from kassa_common.db import unit_of_work
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Merchant, Payment
+from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import iso
 from tests.integration.web.test_cli import kassa, kassa_main  # noqa: F401 - fixtures
 from tests.integration.web.test_dashboard_manage import dash, post  # noqa: F401 - fixtures
@@ -38,8 +39,9 @@ def new_payment(app, sessions, merchant_id: uuid.UUID, amount: float = 2) -> dic
     """A test payment of ``amount`` USDC on BASE, made with the merchant's own API key."""
     with unit_of_work(sessions) as s:
         key = accounts.create_key(s, merchant_id, "test", ["payments:create"]).key
-    r = app.test_client().post("/v1/api/payments", json={"amount": amount, "token": "USDC", "network": "BASE"},
-                               headers={"X-Api-Key": key})
+    r = app.test_client().post(
+        "/v1/api/payments", json={"amount": amount, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key}
+    )
     assert r.status_code == 201, r.get_data(as_text=True)
     return r.json["data"]
 
@@ -49,6 +51,7 @@ def lifetime_of(payment: dict) -> timedelta:
 
 
 # ---- dashboard ----------------------------------------------------------------------------------
+
 
 def test_the_settings_page_needs_a_login(client):
     r = client.get("/dashboard/settings")
@@ -71,16 +74,25 @@ def test_saving_settings_in_the_dashboard_stores_them(dash, sessions):
     assert stored(sessions, dash.email) == (90, Decimal("0.00500"))
     back = post(dash, "/dashboard/settings", payment_lifetime="", underpayment_tolerance="0")  # empty: the default
     assert back.status_code == 200 and "(the default)" in back.get_data(as_text=True)
-    assert stored(sessions, dash.email) == (None, Decimal("0"))
+    assert stored(sessions, dash.email) == (None, Decimal(0))
 
 
-@pytest.mark.parametrize("lifetime, tolerance, message", [
-    ("14", "1", LIFETIME_ERROR), ("2881", "1", LIFETIME_ERROR), ("ninety", "1", LIFETIME_ERROR),
-    ("60", "-0.001", TOLERANCE_ERROR), ("60", "5.001", TOLERANCE_ERROR), ("60", "", TOLERANCE_ERROR),
-    ("60", "1e400", TOLERANCE_ERROR), ("60", "NaN", TOLERANCE_ERROR),
-])
-def test_out_of_range_settings_are_refused_with_400_and_the_reason_and_nothing_changes(dash, sessions, lifetime,
-                                                                                         tolerance, message):
+@pytest.mark.parametrize(
+    "lifetime, tolerance, message",
+    [
+        ("14", "1", LIFETIME_ERROR),
+        ("2881", "1", LIFETIME_ERROR),
+        ("ninety", "1", LIFETIME_ERROR),
+        ("60", "-0.001", TOLERANCE_ERROR),
+        ("60", "5.001", TOLERANCE_ERROR),
+        ("60", "", TOLERANCE_ERROR),
+        ("60", "1e400", TOLERANCE_ERROR),
+        ("60", "NaN", TOLERANCE_ERROR),
+    ],
+)
+def test_out_of_range_settings_are_refused_with_400_and_the_reason_and_nothing_changes(
+    dash, sessions, lifetime, tolerance, message
+):
     assert post(dash, "/dashboard/settings", payment_lifetime="30", underpayment_tolerance="2").status_code == 200
     r = post(dash, "/dashboard/settings", payment_lifetime=lifetime, underpayment_tolerance=tolerance)
     assert r.status_code == 400
@@ -93,7 +105,7 @@ def test_out_of_range_settings_are_refused_with_400_and_the_reason_and_nothing_c
 def test_a_settings_form_without_its_csrf_token_is_refused(dash, sessions):
     r = dash.post("/dashboard/settings", data={"payment_lifetime": "90", "underpayment_tolerance": "1"})
     assert r.status_code == 403
-    assert stored(sessions, dash.email) == (None, Decimal("0"))
+    assert stored(sessions, dash.email) == (None, Decimal(0))
 
 
 def test_new_payments_expire_after_the_merchants_lifetime(dash, sessions, app, settings):
@@ -113,34 +125,67 @@ def test_a_slightly_short_payment_completes_within_the_merchants_tolerance(dash,
     within, beyond = new_payment(app, sessions, merchant_id), new_payment(app, sessions, merchant_id)
     assert within["crypto_amount"] == beyond["crypto_amount"] == "2"  # 2_000_000 units of USDC
     confirmed = TransferStatus.CONFIRMED
-    settle(sessions, report(within, confirmed, 1_985_000, within["required_confirmations"]),  # 0.75 % short
-           report(beyond, confirmed, 1_975_000, beyond["required_confirmations"]))  # 1.25 % short
+    settle(
+        sessions,
+        report(within, confirmed, 1_985_000, within["required_confirmations"]),  # 0.75 % short
+        report(beyond, confirmed, 1_975_000, beyond["required_confirmations"]),
+    )  # 1.25 % short
     with sessions() as s:
-        status = dict(s.execute(sa.select(Payment.short_id, Payment.status)
-                                .where(Payment.short_id.in_([within["short_id"], beyond["short_id"]]))).all())
+        status = dict(
+            s.execute(
+                sa.select(Payment.short_id, Payment.status).where(
+                    Payment.short_id.in_([within["short_id"], beyond["short_id"]])
+                )
+            ).all()
+        )
     assert status == {within["short_id"]: "COMPLETED", beyond["short_id"]: "PARTIALLY_PAID"}
 
 
 # ---- CLI ----------------------------------------------------------------------------------------
 
+
 def test_cli_prints_the_settings_and_sets_them_as_json(kassa, merchant, sessions, settings):
     shown = json.loads(kassa("--json", "merchant", "settings", merchant.email).stdout)
-    assert shown == {"email": merchant.email, "payment_lifetime_minutes": settings.payment_lifetime_minutes,
-                     "payment_lifetime_default": True, "underpayment_tolerance_percent": "0",
-                     "rate_spread_pct": "0", "rate_lock_minutes": None}
-    changed = json.loads(kassa("merchant", "settings", merchant.email, "--payment-lifetime", "120",
-                               "--underpayment-tolerance", "0.25", "--json").stdout)
-    assert changed == {"email": merchant.email, "payment_lifetime_minutes": 120, "payment_lifetime_default": False,
-                       "underpayment_tolerance_percent": "0.25", "rate_spread_pct": "0", "rate_lock_minutes": None}
+    assert shown == {
+        "email": merchant.email,
+        "payment_lifetime_minutes": settings.payment_lifetime_minutes,
+        "payment_lifetime_default": True,
+        "underpayment_tolerance_percent": "0",
+        "rate_spread_pct": "0",
+        "rate_lock_minutes": None,
+    }
+    changed = json.loads(
+        kassa(
+            "merchant",
+            "settings",
+            merchant.email,
+            "--payment-lifetime",
+            "120",
+            "--underpayment-tolerance",
+            "0.25",
+            "--json",
+        ).stdout
+    )
+    assert changed == {
+        "email": merchant.email,
+        "payment_lifetime_minutes": 120,
+        "payment_lifetime_default": False,
+        "underpayment_tolerance_percent": "0.25",
+        "rate_spread_pct": "0",
+        "rate_lock_minutes": None,
+    }
     assert stored(sessions, merchant.email) == (120, Decimal("0.00250"))
 
 
 def test_cli_changes_only_what_is_given_and_prints_text(kassa_main, merchant, sessions):
-    code, out, _ = kassa_main("merchant", "settings", merchant.email, "--payment-lifetime", "45",
-                              "--underpayment-tolerance", "2%")
+    code, out, _ = kassa_main(
+        "merchant", "settings", merchant.email, "--payment-lifetime", "45", "--underpayment-tolerance", "2%"
+    )
     assert code == 0
-    assert out.strip() == (f"merchant {merchant.email}: payment lifetime 45 minutes, underpayment tolerance 2%, "
-                           f"rate spread 0%, rate lock the payment lifetime")
+    assert out.strip() == (
+        f"merchant {merchant.email}: payment lifetime 45 minutes, underpayment tolerance 2%, "
+        f"rate spread 0%, rate lock the payment lifetime"
+    )
     assert kassa_main("merchant", "settings", merchant.email, "--underpayment-tolerance", "0.5")[0] == 0
     assert stored(sessions, merchant.email) == (45, Decimal("0.00500"))
     code, out, _ = kassa_main("merchant", "settings", merchant.email, "--payment-lifetime", "default")
@@ -148,19 +193,24 @@ def test_cli_changes_only_what_is_given_and_prints_text(kassa_main, merchant, se
     assert stored(sessions, merchant.email) == (None, Decimal("0.00500"))
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--payment-lifetime", "14", LIFETIME_ERROR), ("--payment-lifetime", "2881", LIFETIME_ERROR),
-    ("--payment-lifetime", "-5", LIFETIME_ERROR), ("--payment-lifetime", "1.5", LIFETIME_ERROR),
-    ("--underpayment-tolerance", "5.5", TOLERANCE_ERROR), ("--underpayment-tolerance", "-1", TOLERANCE_ERROR),
-    ("--underpayment-tolerance", "lots", TOLERANCE_ERROR),
-])
-def test_cli_refuses_bad_values_exiting_1_with_the_reason(kassa_main, merchant, sessions, option, value,
-                                                          message):
+@pytest.mark.parametrize(
+    "option, value, message",
+    [
+        ("--payment-lifetime", "14", LIFETIME_ERROR),
+        ("--payment-lifetime", "2881", LIFETIME_ERROR),
+        ("--payment-lifetime", "-5", LIFETIME_ERROR),
+        ("--payment-lifetime", "1.5", LIFETIME_ERROR),
+        ("--underpayment-tolerance", "5.5", TOLERANCE_ERROR),
+        ("--underpayment-tolerance", "-1", TOLERANCE_ERROR),
+        ("--underpayment-tolerance", "lots", TOLERANCE_ERROR),
+    ],
+)
+def test_cli_refuses_bad_values_exiting_1_with_the_reason(kassa_main, merchant, sessions, option, value, message):
     code, out, err = kassa_main("merchant", "settings", merchant.email, "--payment-lifetime", "30", option, value)
     assert code == 1 and out == "" and err.startswith("kassa: ") and message in err
     code, _, err = kassa_main("--json", "merchant", "settings", merchant.email, option, value)
     assert code == 1 and message in json.loads(err)["error"]
-    assert stored(sessions, merchant.email) == (None, Decimal("0"))  # nothing written, not even the valid one
+    assert stored(sessions, merchant.email) == (None, Decimal(0))  # nothing written, not even the valid one
 
 
 def test_cli_settings_of_an_unknown_merchant_exit_1(kassa_main):
@@ -181,13 +231,25 @@ def test_cli_sets_the_rate_spread_and_lock(kassa_main, merchant, sessions):
 
 
 def test_the_dashboard_sets_the_rate_spread_and_lock(dash, sessions):
-    r = post(dash, "/dashboard/settings", payment_lifetime="", underpayment_tolerance="0", rate_spread_pct="2.5",
-             rate_lock_minutes="10")
+    r = post(
+        dash,
+        "/dashboard/settings",
+        payment_lifetime="",
+        underpayment_tolerance="0",
+        rate_spread_pct="2.5",
+        rate_lock_minutes="10",
+    )
     page = r.get_data(as_text=True)
     assert r.status_code == 200 and "<strong>2.5%</strong>" in page and "<strong>10 minutes</strong>" in page
     assert 'name="rate_spread_pct"' in page and 'value="2.5"' in page
-    bad = post(dash, "/dashboard/settings", payment_lifetime="", underpayment_tolerance="0", rate_spread_pct="12",
-               rate_lock_minutes="10")
+    bad = post(
+        dash,
+        "/dashboard/settings",
+        payment_lifetime="",
+        underpayment_tolerance="0",
+        rate_spread_pct="12",
+        rate_lock_minutes="10",
+    )
     assert bad.status_code == 400 and "rate spread must be a percentage from 0 to 10" in bad.get_data(as_text=True)
     with sessions() as s:
         m = accounts.merchant_by_email(s, dash.email)

@@ -1,5 +1,6 @@
 """How a create writes: the answer, its event and its address index, the Idempotency-Key's
 life (replay, expiry) and a merchant's key changing between payments, against real PostgreSQL."""
+
 from __future__ import annotations
 
 import uuid
@@ -47,8 +48,11 @@ def test_a_replayed_request_takes_no_address_index(client, merchant, sessions):
 def test_an_expired_idempotency_key_starts_afresh(client, merchant, sessions, settings):
     first = create(client, merchant, **{"Idempotency-Key": "order-2"}).json["data"]
     with unit_of_work(sessions) as s:  # the key is older than it is kept
-        s.execute(sa.update(IdempotencyKey).where(IdempotencyKey.merchant_id == merchant.id, IdempotencyKey.key == "order-2")
-                  .values(created_at=IdempotencyKey.created_at - timedelta(hours=settings.idempotency_ttl_hours, minutes=1)))
+        s.execute(
+            sa.update(IdempotencyKey)
+            .where(IdempotencyKey.merchant_id == merchant.id, IdempotencyKey.key == "order-2")
+            .values(created_at=IdempotencyKey.created_at - timedelta(hours=settings.idempotency_ttl_hours, minutes=1))
+        )
     r = create(client, merchant, {**PAYMENT, "amount": 99}, **{"Idempotency-Key": "order-2"})
     assert r.status_code == 201 and "Idempotent-Replayed" not in r.headers
     assert r.json["data"]["id"] != first["id"] and r.json["data"]["amount"] == 99
@@ -77,8 +81,10 @@ def test_a_request_the_key_was_used_for_is_replayed_after_its_product_was_deacti
     body = {"product_id": product["id"], "token": "USDC", "network": "BASE"}
     first = create(client, merchant, body, **{"Idempotency-Key": "order-3"})
     assert first.status_code == 201
-    assert client.patch(f"{API}/products/{product['id']}", json={"active": False},
-                        headers=merchant.headers()).status_code == 200
+    assert (
+        client.patch(f"{API}/products/{product['id']}", json={"active": False}, headers=merchant.headers()).status_code
+        == 200
+    )
     again = create(client, merchant, body, **{"Idempotency-Key": "order-3"})
     assert again.status_code == 201 and again.json["data"]["id"] == first.json["data"]["id"]
     assert create(client, merchant, body).status_code == 422  # a new request for it is refused

@@ -2,6 +2,7 @@
 address, counted or not and why not, in the API (get, list), in each webhook's ``data``
 and on the dashboard's payment detail. Reports go through ``payments.settle`` as the chain
 watcher sends them."""
+
 from __future__ import annotations
 
 import uuid
@@ -9,8 +10,8 @@ import uuid
 import sqlalchemy as sa
 
 from kassa_common.messaging.messages import TransferReport
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event
+from kassa_common.statuses import TransferStatus
 from tests.integration.web.test_dashboard_manage import dash  # noqa: F401 - the logged-in dashboard fixture
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle, settler_batches, tx_hash  # noqa: F401 (autouse)
@@ -25,8 +26,18 @@ def get(client, merchant, p, mode="live") -> dict:
 
 
 def stray(p: dict, token: str, network: str, units: int) -> TransferReport:
-    return TransferReport(CONFIRMED, network, tx_hash(), 3, token, p["address"].lower(), units,
-                          block_number=100, block_hash="0xb1", confirmations=2)
+    return TransferReport(
+        CONFIRMED,
+        network,
+        tx_hash(),
+        3,
+        token,
+        p["address"].lower(),
+        units,
+        block_number=100,
+        block_hash="0xb1",
+        confirmations=2,
+    )
 
 
 def test_a_new_payment_has_no_transfers(client, live_merchant, create_payment):
@@ -39,13 +50,26 @@ def test_each_transfer_shows_whether_it_counts_and_why_not(client, sessions, liv
     p = create_payment(live_merchant, LIVE_PAYMENT, mode="live")  # 12.34 USDC on LOCAL_EVM
     own = report(p, CONFIRMED, 5_000_000, 2, tx=tx_hash())
     dropped = report(p, SEEN, 1_000_000, 1, tx=tx_hash(), log_index=1)
-    settle(sessions, own, dropped, report(p, ORPHANED, 1_000_000, 0, tx=dropped.tx_hash, log_index=1),
-           stray(p, "USDT", "LOCAL_EVM", 7_000_000))
+    settle(
+        sessions,
+        own,
+        dropped,
+        report(p, ORPHANED, 1_000_000, 0, tx=dropped.tx_hash, log_index=1),
+        stray(p, "USDT", "LOCAL_EVM", 7_000_000),
+    )
 
     got = {t["tx_hash"]: t for t in get(client, live_merchant, p)["transfers"]}
     assert got[own.tx_hash] == {
-        "network": "LOCAL_EVM", "token": "USDC", "tx_hash": own.tx_hash, "log_index": 0, "amount": "5",
-        "confirmations": 2, "status": "CONFIRMED", "counted": True, "reason": None, "late": False,
+        "network": "LOCAL_EVM",
+        "token": "USDC",
+        "tx_hash": own.tx_hash,
+        "log_index": 0,
+        "amount": "5",
+        "confirmations": 2,
+        "status": "CONFIRMED",
+        "counted": True,
+        "reason": None,
+        "late": False,
         "created_at": got[own.tx_hash]["created_at"],
     }
     assert got[dropped.tx_hash]["status"] == "ORPHANED" and got[dropped.tx_hash]["counted"] is False
@@ -68,14 +92,17 @@ def test_the_webhook_data_carries_the_transfers_at_that_moment(sessions, live_me
     full = report(p, CONFIRMED, 12_340_000, 2)
     settle(sessions, full)
     with sessions() as s:
-        payloads = dict(s.execute(sa.select(Event.type, Event.payload)
-                                  .where(Event.payment_id == uuid.UUID(p["id"]))).all())
+        payloads = dict(
+            s.execute(sa.select(Event.type, Event.payload).where(Event.payment_id == uuid.UUID(p["id"]))).all()
+        )
     assert payloads["payment.created"]["data"]["transfers"] == []
     completed = payloads["payment.completed"]["data"]
-    assert [(t["tx_hash"], t["amount"], t["counted"]) for t in completed["transfers"]] == [(full.tx_hash, "12.34", True)]
+    assert [(t["tx_hash"], t["amount"], t["counted"]) for t in completed["transfers"]] == [
+        (full.tx_hash, "12.34", True)
+    ]
 
 
-def test_the_dashboard_detail_shows_a_transfer_that_does_not_count_and_why(dash, sessions, app):  # noqa: F811
+def test_the_dashboard_detail_shows_a_transfer_that_does_not_count_and_why(dash, sessions, app):
     from kassa_common import accounts
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
@@ -83,8 +110,11 @@ def test_the_dashboard_detail_shows_a_transfer_that_does_not_count_and_why(dash,
     with unit_of_work(sessions) as s:
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
         key = accounts.create_key(s, mid, "test", ["payments:create"]).key
-    p = app.test_client().post(f"{API}/payments", json={"amount": 2, "token": "USDC", "network": "BASE"},
-                               headers={"X-Api-Key": key}).json["data"]
+    p = (
+        app.test_client()
+        .post(f"{API}/payments", json={"amount": 2, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key})
+        .json["data"]
+    )
     other = stray(p, "USDT", "BASE", 2_000_000)
     settle(sessions, other)
     detail = dash.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)

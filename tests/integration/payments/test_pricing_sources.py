@@ -3,6 +3,7 @@ local HTTP doubles of Coinbase, Kraken and CoinGecko answering in their real for
 (DESIGN §9): all agree; one down; one far off; all down past the stale limit, then back;
 a stablecoin depegged; a EUR product bought in ETH, USDC and BTC; a JPY payment; funds
 arriving after the rate lock."""
+
 from __future__ import annotations
 
 import time
@@ -13,14 +14,14 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client import REGISTRY
 
-from kassa_api.app import create_app
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Merchant, Payment
 from kassa_common.payments.settle import settle
 from kassa_common.pricing.service import make_rates
+from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
+from kassa_api.app import create_app
 from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.integration.web.test_dashboard_overview import shop  # noqa: F401 - fixture
 from tests.support.api import API, assert_error, set_live_wallet
@@ -47,8 +48,9 @@ def live(sessions, make_merchant):
 
 def app_with(settings, engine, base_env, doubles, **overrides):
     networks = load_registry({**base_env, "BITCOIN_REGTEST_RPC_URL": "http://127.0.0.1:9"})  # never asked here
-    return create_app(settings.with_(networks=networks, **settings_for(doubles, **overrides)),
-                      engine=engine).test_client()
+    return create_app(
+        settings.with_(networks=networks, **settings_for(doubles, **overrides)), engine=engine
+    ).test_client()
 
 
 @pytest.fixture
@@ -70,6 +72,7 @@ def sample(name: str, **labels) -> float:
 
 
 # ---- sources ---------------------------------------------------------------------------------
+
 
 def test_all_sources_agree_the_rate_is_their_median_and_locked(api, live, doubles):
     doubles["kraken"].set(ETH="3010")
@@ -142,8 +145,9 @@ def test_all_sources_down_past_the_stale_limit_is_a_503_then_it_recovers(setting
 
 def test_a_product_page_says_503_rather_than_guess(settings, engine, base_env, live, doubles):
     api = app_with(settings, engine, base_env, doubles)
-    product = api.post(f"{API}/products", json={"name": "Mug", "price": 12, "currency": "EUR"},
-                       headers=live.headers("live")).get_json()["data"]
+    product = api.post(
+        f"{API}/products", json={"name": "Mug", "price": 12, "currency": "EUR"}, headers=live.headers("live")
+    ).get_json()["data"]
     for d in doubles.values():
         d.down = True
     page = api.get(f"/products/{product['id']}")
@@ -152,6 +156,7 @@ def test_a_product_page_says_503_rather_than_guess(settings, engine, base_env, l
 
 
 # ---- stablecoins -----------------------------------------------------------------------------
+
 
 def test_a_stablecoin_within_the_tolerance_is_at_par(api, live):
     p = created(pay(api, live, amount=100, token="USDC"))  # the market says 1.0001
@@ -167,22 +172,29 @@ def test_a_depegged_stablecoin_is_priced_at_market_and_the_overview_shows_it(api
     assert "depegged" in p["rate_source"]
     assert sample("kassa_stablecoin_price_usd", symbol="USDC") == pytest.approx(0.95)
     email = merchant_with_password(sessions)
-    api.post("/dashboard/login", data={"csrf_token": csrf_of(api.get("/dashboard/login")), "email": email,
-                                       "password": "s3cret-pass"})
+    api.post(
+        "/dashboard/login",
+        data={"csrf_token": csrf_of(api.get("/dashboard/login")), "email": email, "password": "s3cret-pass"},
+    )
     page = api.get("/dashboard/overview").get_data(as_text=True)
     assert 'id="depeg"' in page and "USDC" in page and "0.95" in page
 
 
 # ---- the merchant's currency -----------------------------------------------------------------
 
-@pytest.mark.parametrize("token, network, rate, crypto", [
-    ("ETH", "LOCAL_EVM", "2777.777777777777777778", "0.018"),
-    ("USDC", "LOCAL_EVM", "0.925925925925925926", "54"),
-    ("BTC", "BITCOIN_REGTEST", "55555.555555555555555556", "0.0009"),
-])
+
+@pytest.mark.parametrize(
+    "token, network, rate, crypto",
+    [
+        ("ETH", "LOCAL_EVM", "2777.777777777777777778", "0.018"),
+        ("USDC", "LOCAL_EVM", "0.925925925925925926", "54"),
+        ("BTC", "BITCOIN_REGTEST", "55555.555555555555555556", "0.0009"),
+    ],
+)
 def test_a_eur_product_bought_in_eth_usdc_and_btc(api, live, token, network, rate, crypto):
-    product = api.post(f"{API}/products", json={"name": "Mug", "price": 50, "currency": "EUR"},
-                       headers=live.headers("live"))
+    product = api.post(
+        f"{API}/products", json={"name": "Mug", "price": 50, "currency": "EUR"}, headers=live.headers("live")
+    )
     assert product.status_code == 201 and product.get_json()["data"]["currency"] == "EUR"
     p = created(pay(api, live, product_id=product.get_json()["data"]["id"], token=token, network=network))
     assert (p["amount"], p["currency"]) == (50, "EUR")
@@ -202,8 +214,11 @@ def test_a_jpy_payment(api, live):
 def test_test_mode_is_priced_by_the_fixed_rates(api, live, doubles):
     for d in doubles.values():
         d.down = True
-    r = api.post(f"{API}/payments", json={"amount": 10.80, "currency": "EUR", "token": "ETH", "network": "BASE"},
-                 headers=live.headers("test"))
+    r = api.post(
+        f"{API}/payments",
+        json={"amount": 10.80, "currency": "EUR", "token": "ETH", "network": "BASE"},
+        headers=live.headers("test"),
+    )
     p = created(r)
     assert p["rate_source"] == "fixed" and p["exchange_rate"] == "2777.777777777777777778"
     assert p["crypto_amount"] == "0.003888"  # 10.80 EUR = 11.664 USD at 1.08, over 3000
@@ -211,37 +226,51 @@ def test_test_mode_is_priced_by_the_fixed_rates(api, live, doubles):
 
 # ---- validation ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("body, field", [
-    ({"amount": 10.5, "currency": "JPY"}, "amount"),
-    ({"amount": 12.345, "currency": "EUR"}, "amount"),
-    ({"amount": 10, "currency": "XYZ"}, "currency"),
-    ({"amount": 10, "currency": "BHD"}, "currency"),
-    ({"amount": 10, "currency": "EURO"}, "currency"),
-    ({"amount": 10, "currency": 978}, "currency"),
-])
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"amount": 10.5, "currency": "JPY"}, "amount"),
+        ({"amount": 12.345, "currency": "EUR"}, "amount"),
+        ({"amount": 10, "currency": "XYZ"}, "currency"),
+        ({"amount": 10, "currency": "BHD"}, "currency"),
+        ({"amount": 10, "currency": "EURO"}, "currency"),
+        ({"amount": 10, "currency": 978}, "currency"),
+    ],
+)
 def test_bad_currencies_and_amounts_are_400(api, live, body, field):
     error = assert_error(pay(api, live, token="USDC", **body), 400, "VALIDATION_ERROR")
     assert any(d["field"] == field for d in error["details"]), error
 
 
 def test_a_currency_no_source_prices_is_400_and_a_product_keeps_its_currency(api, live, doubles):
-    r = api.post(f"{API}/payments", json={"amount": 10, "currency": "SEK", "token": "ETH", "network": "BASE"},
-                 headers=live.headers("test"))  # an ISO code FIXED_RATES does not list
+    r = api.post(
+        f"{API}/payments",
+        json={"amount": 10, "currency": "SEK", "token": "ETH", "network": "BASE"},
+        headers=live.headers("test"),
+    )  # an ISO code FIXED_RATES does not list
     assert assert_error(r, 400, "VALIDATION_ERROR")["details"][0]["field"] == "currency"
     r = pay(api, live, amount=10, currency="SEK", token="ETH")  # the market sources price no SEK either
     assert assert_error(r, 400, "VALIDATION_ERROR")["details"][0]["field"] == "currency"
-    product = api.post(f"{API}/products", json={"name": "Mug", "price": 5, "currency": "GBP"},
-                       headers=live.headers("live")).get_json()["data"]
+    product = api.post(
+        f"{API}/products", json={"name": "Mug", "price": 5, "currency": "GBP"}, headers=live.headers("live")
+    ).get_json()["data"]
     r = pay(api, live, product_id=product["id"], currency="EUR", token="USDC")
     assert assert_error(r, 400, "VALIDATION_ERROR")["details"][0]["field"] == "currency"
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"price": 10.5, "currency": "JPY"}, "price"),
-    ({"price": 10.005, "currency": "EUR"}, "price"),
-    ({"price": 10, "currency": "ZZZ"}, "currency"),
-    ({"price": 1, "currency": "EUR", "currency_type": "CRYPTO", "token": "ETH", "network": "LOCAL_EVM"}, "currency"),
-])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"price": 10.5, "currency": "JPY"}, "price"),
+        ({"price": 10.005, "currency": "EUR"}, "price"),
+        ({"price": 10, "currency": "ZZZ"}, "currency"),
+        (
+            {"price": 1, "currency": "EUR", "currency_type": "CRYPTO", "token": "ETH", "network": "LOCAL_EVM"},
+            "currency",
+        ),
+    ],
+)
 def test_bad_product_currencies_are_400(api, live, body, field):
     r = api.post(f"{API}/products", json={"name": "Mug", **body}, headers=live.headers("live"))
     error = assert_error(r, 400, "VALIDATION_ERROR")
@@ -249,6 +278,7 @@ def test_bad_product_currencies_are_400(api, live, body, field):
 
 
 # ---- spread and lock -------------------------------------------------------------------------
+
 
 def terms(sessions, merchant_id, spread="0", lock=None):
     with unit_of_work(sessions) as s:
@@ -266,14 +296,16 @@ def test_the_spread_is_added_to_what_the_customer_pays(api, live, sessions):
 
 
 @pytest.mark.parametrize("market, status", [("2000", "PARTIALLY_PAID"), ("3100", "COMPLETED")])
-def test_funds_after_the_lock_are_valued_at_the_rate_of_their_arrival(api, live, sessions, doubles, settings,
-                                                                       market, status):
+def test_funds_after_the_lock_are_valued_at_the_rate_of_their_arrival(
+    api, live, sessions, doubles, settings, market, status
+):
     terms(sessions, live.id, lock=1)
     p = created(pay(api, live, amount=30, token="ETH"))
     assert p["crypto_amount"] == "0.01"
     with unit_of_work(sessions) as s:  # the lock ran out a minute ago
-        s.execute(sa.update(Payment).where(Payment.id == p["id"])
-                  .values(rate_locked_until=utcnow() - timedelta(minutes=1)))
+        s.execute(
+            sa.update(Payment).where(Payment.id == p["id"]).values(rate_locked_until=utcnow() - timedelta(minutes=1))
+        )
     for d in doubles.values():
         d.set(ETH=market)
     rates = make_rates(settings.with_(**settings_for(doubles)))
@@ -296,11 +328,15 @@ def test_funds_within_the_lock_keep_the_quoted_rate(api, live, sessions, doubles
 
 def test_the_dashboard_shows_the_currency_and_both_rates(shop, sessions, settings):
     key = {"X-Api-Key": shop.keys["test"]}
-    p = created(shop.post(f"{API}/payments", json={"amount": 27, "currency": "EUR", "token": "ETH", "network": "BASE"},
-                          headers=key))
+    p = created(
+        shop.post(
+            f"{API}/payments", json={"amount": 27, "currency": "EUR", "token": "ETH", "network": "BASE"}, headers=key
+        )
+    )
     with unit_of_work(sessions) as s:
-        s.execute(sa.update(Payment).where(Payment.id == p["id"])
-                  .values(rate_locked_until=utcnow() - timedelta(minutes=1)))
+        s.execute(
+            sa.update(Payment).where(Payment.id == p["id"]).values(rate_locked_until=utcnow() - timedelta(minutes=1))
+        )
     later = make_rates(settings.with_(fixed_rates="ETH=2000,EUR=1.08"))  # the market moved (test mode: fixed)
     with unit_of_work(sessions) as s:
         settle(s, report(p, TransferStatus.CONFIRMED, 10**16, 1), later)
@@ -312,5 +348,5 @@ def test_the_dashboard_shows_the_currency_and_both_rates(shop, sessions, setting
     assert shown["status"] == "PARTIALLY_PAID" and shown["arrival_exchange_rate"] == "1851.851851851851851852"
     assert "€27.00" in shop.get("/dashboard/payments").get_data(as_text=True)
     csv = shop.get("/dashboard/payments/export.csv").get_data(as_text=True)
-    header, *rows = csv.splitlines()
+    header, *_rows = csv.splitlines()
     assert {"currency", "rate_source", "rate_locked_until", "arrival_exchange_rate"} <= set(header.split(","))

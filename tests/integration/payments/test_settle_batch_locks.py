@@ -4,6 +4,7 @@ more, and settling the batch's reports asks the database for neither again, howe
 reports it holds, new transfers or known ones, and reports to no payment. The merchant's
 underpayment tolerance, read that way or one report at a time, is the one the payment
 completes with."""
+
 from __future__ import annotations
 
 import re
@@ -15,9 +16,9 @@ import sqlalchemy as sa
 
 from kassa_common import payments
 from kassa_common.db import unit_of_work
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Merchant
 from kassa_common.payments.settle import lock_for_reports
+from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, tx_hash
 
@@ -56,33 +57,44 @@ def settle_each(sessions, reports) -> None:
 
 
 def test_a_batch_locks_its_payments_and_transfers_once_then_settles_from_what_it_holds(
-        engine, sessions, live_merchant, create_payment, client):
+    engine, sessions, live_merchant, create_payment, client
+):
     ps = [create_payment(live_merchant, LIVE_PAYMENT, mode="live") for _ in range(4)]
     txs = [tx_hash() for _ in ps]
     stranger = dict(ps[0], address="0x" + "ab" * 20)  # an address no payment has
-    first = [report(p, SEEN, DUE, 1, tx=t) for p, t in zip(ps, txs)] + [report(stranger, SEEN, DUE, 1)]
+    first = [report(p, SEEN, DUE, 1, tx=t) for p, t in zip(ps, txs, strict=True)] + [report(stranger, SEEN, DUE, 1)]
     with reads(engine) as read:
         settle_batch(sessions, first)
     assert read == ["payments+lock", "transfers+lock"]
 
-    again = [report(p, CONFIRMED, DUE, 2, tx=t) for p, t in zip(ps, txs)] + [report(stranger, CONFIRMED, DUE, 2)]
+    again = [report(p, CONFIRMED, DUE, 2, tx=t) for p, t in zip(ps, txs, strict=True)] + [
+        report(stranger, CONFIRMED, DUE, 2)
+    ]
     with reads(engine) as read:
         settle_batch(sessions, again)
     assert read == ["payments+lock", "transfers+lock"]  # the known transfers, their totals: all held
 
-    for p, t in zip(ps, txs):
+    for p, t in zip(ps, txs, strict=True):
         got = client.get(f"{API}/payments/{p['id']}", headers=live_merchant.headers("live")).get_json()["data"]
         assert (got["status"], got["transaction_hash"]) == ("COMPLETED", t)
 
 
 @pytest.mark.parametrize("how", [settle_batch, settle_each], ids=["in one batch", "each alone"])
 def test_a_slightly_short_payment_completes_within_the_merchants_tolerance(
-        sessions, live_merchant, create_payment, client, how):
+    sessions, live_merchant, create_payment, client, how
+):
     with unit_of_work(sessions) as s:
         s.get(Merchant, live_merchant.id).underpayment_tolerance = Decimal("0.01")  # 1 %
     short, shorter = (create_payment(live_merchant, LIVE_PAYMENT, mode="live") for _ in range(2))
-    how(sessions, [report(short, CONFIRMED, DUE * 995 // 1000, 2),  # 0.5 % short: complete
-                   report(shorter, CONFIRMED, DUE * 98 // 100, 2)])  # 2 % short: partial
-    statuses = [client.get(f"{API}/payments/{p['id']}", headers=live_merchant.headers("live")).get_json()["data"]
-                ["status"] for p in (short, shorter)]
+    how(
+        sessions,
+        [
+            report(short, CONFIRMED, DUE * 995 // 1000, 2),  # 0.5 % short: complete
+            report(shorter, CONFIRMED, DUE * 98 // 100, 2),
+        ],
+    )  # 2 % short: partial
+    statuses = [
+        client.get(f"{API}/payments/{p['id']}", headers=live_merchant.headers("live")).get_json()["data"]["status"]
+        for p in (short, shorter)
+    ]
     assert statuses == ["COMPLETED", "PARTIALLY_PAID"]

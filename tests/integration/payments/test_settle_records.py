@@ -1,6 +1,7 @@
 """What the settler writes on a new transfer's record: whether it counts (the payment's own
 network and token, both) and whether the sweeper owes it a sweep (a live forwarder deposit
 only: a payment with a settlement address, not in test mode)."""
+
 from __future__ import annotations
 
 import uuid
@@ -8,8 +9,8 @@ import uuid
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Payment, Transfer
+from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle, settler_batches  # noqa: F401 (autouse)
 
@@ -23,7 +24,8 @@ def record_of(sessions, p) -> Transfer:
 
 
 def test_another_token_on_the_payments_own_network_is_recorded_and_never_counted(
-        sessions, live_merchant, create_payment, client):
+    sessions, live_merchant, create_payment, client
+):
     p = create_payment(live_merchant, {**LIVE_PAYMENT, "token": "USDC"}, mode="live")
     settle(sessions, report({**p, "token": "USDT"}, TransferStatus.CONFIRMED, DUE, 2))
     t = record_of(sessions, p)
@@ -50,7 +52,8 @@ def test_only_a_live_forwarder_deposit_is_owed_a_sweep(sessions, live_merchant, 
 
 
 def test_a_confirmed_transfer_confirmed_again_in_another_block_follows_it_and_a_repeat_changes_nothing(
-        sessions, live_merchant, create_payment):
+    sessions, live_merchant, create_payment
+):
     p = create_payment(live_merchant, LIVE_PAYMENT, mode="live")
     first = report(p, TransferStatus.CONFIRMED, DUE, 3, block_hash="0xb1")
     settle(sessions, first)

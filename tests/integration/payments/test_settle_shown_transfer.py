@@ -1,16 +1,18 @@
 """Which transfer a payment shows (``transaction_hash``, ``confirmations``) once the one it
 showed is gone, on the real database: a transfer still seen before a confirmed one, and
 nothing at all (no hash, no confirmation) when none stands."""
+
 from __future__ import annotations
 
 import uuid
 
 import pytest
 
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Payment
+from kassa_common.statuses import TransferStatus
 from tests.support.api import LIVE_PAYMENT
-from tests.support.transfers import report, settle, settler_batches, tx_hash as tx  # noqa: F401 (autouse)
+from tests.support.transfers import report, settle, settler_batches  # noqa: F401 (autouse)
+from tests.support.transfers import tx_hash as tx
 
 SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 REQUIRED = 2  # LOCAL_EVM's

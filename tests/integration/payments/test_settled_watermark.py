@@ -3,6 +3,7 @@ moves a network's settled line only once every report published before it is app
 whatever order the settler's consumers apply them in. Here a confirmed report fails until
 the test lets it through (it goes round the retry queue), so the watermark published after
 it is handled first: it must not move the line past the report it covers."""
+
 from __future__ import annotations
 
 import threading
@@ -12,15 +13,15 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
+from kassa_common.messaging.consumer import Consumer
+from kassa_common.messaging.messages import ChainWatermark
+from kassa_common.messaging.publisher import Publisher
+from kassa_common.models import ChainReport, ProcessedMessage
+from kassa_common.statuses import TransferStatus
+from kassa_common.timefmt import utcnow
+from kassa_chain_watcher.store import Store
 from kassa_settler import main as settler_module
 from kassa_settler.main import settler_consumers
-from kassa_chain_watcher.store import Store
-from kassa_common.messaging.consumer import Consumer
-from kassa_common.messaging.publisher import Publisher
-from kassa_common.messaging.messages import ChainWatermark
-from kassa_common.statuses import TransferStatus
-from kassa_common.models import ChainReport, ProcessedMessage
-from kassa_common.timefmt import utcnow
 from tests.support.api import LIVE_PAYMENT
 from tests.support.bus import consuming, private_topology
 from tests.support.transfers import report
@@ -71,7 +72,8 @@ def status(client, merchant, p) -> str:
 
 
 def test_a_watermark_waits_for_a_report_published_before_it_that_is_still_being_retried(
-        settings, sessions, client, live_merchant, create_payment, bus, gate):
+    settings, sessions, client, live_merchant, create_payment, bus, gate
+):
     topo, publisher = bus
     reset_watcher_state(sessions, NETWORK)
     store = Store(sessions, NETWORK, keep=10)
@@ -109,5 +111,6 @@ def test_a_watermark_waits_for_a_report_published_before_it_that_is_still_being_
         until(lambda: processed(sessions, topo.settler.name, older.message_id), message="the older watermark handled")
         assert settled_at(sessions) == scanned + timedelta(seconds=1)  # never moves back
         with sessions() as s:
-            assert s.scalar(sa.select(sa.func.count()).select_from(ChainReport)
-                            .where(ChainReport.network == NETWORK)) == 0  # the ledger keeps only what waits
+            assert (
+                s.scalar(sa.select(sa.func.count()).select_from(ChainReport).where(ChainReport.network == NETWORK)) == 0
+            )  # the ledger keeps only what waits

@@ -2,6 +2,7 @@
 ``TransferReport`` through ``payments.settle``, on the real database) and read back through
 the API and the checkout's status JSON: reports that arrive late, out of order, twice, for
 nothing, or for a transfer a reorg took away."""
+
 from __future__ import annotations
 
 import uuid
@@ -10,14 +11,14 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common.chains.networks import load_registry
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event, Transfer
+from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
-from tests.support.transfers import report, settle, settler_batches, tx_hash as tx  # noqa: F401 (autouse)
+from tests.support.transfers import report, settle, settler_batches  # noqa: F401 (autouse)
+from tests.support.transfers import tx_hash as tx
 
 SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 REQUIRED = 6
-
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +50,9 @@ def checkout_status(client, p) -> dict:
 
 def events(sessions, p) -> list[str]:
     with sessions() as s:
-        return list(s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(p["id"]))
-                              .order_by(Event.created_at)))
+        return list(
+            s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(p["id"])).order_by(Event.created_at))
+        )
 
 
 def recorded(sessions, p) -> list[Transfer]:
@@ -82,16 +84,23 @@ def test_a_seen_report_after_the_confirmed_one_changes_nothing(client, sessions,
 
 def test_an_older_seen_report_never_lowers_the_confirmations_shown(client, sessions, live_merchant, live):
     paid = tx()
-    settle(sessions, report(live, SEEN, 12_340_000, 1, tx=paid), report(live, SEEN, 12_340_000, 3, tx=paid),
-           report(live, SEEN, 12_340_000, 2, tx=paid))
+    settle(
+        sessions,
+        report(live, SEEN, 12_340_000, 1, tx=paid),
+        report(live, SEEN, 12_340_000, 3, tx=paid),
+        report(live, SEEN, 12_340_000, 2, tx=paid),
+    )
     assert get(client, live_merchant, live)["confirmations"] == 3
     assert checkout_status(client, live)["confirmations"] == 3
 
 
 def test_a_seen_transfer_moved_to_another_block_shows_its_new_confirmations(client, sessions, live_merchant, live):
     paid = tx()
-    settle(sessions, report(live, SEEN, 12_340_000, 3, tx=paid, block_hash="0xb1"),
-           report(live, SEEN, 12_340_000, 1, tx=paid, block_hash="0xb2"))  # a reorg re-mined it later
+    settle(
+        sessions,
+        report(live, SEEN, 12_340_000, 3, tx=paid, block_hash="0xb1"),
+        report(live, SEEN, 12_340_000, 1, tx=paid, block_hash="0xb2"),
+    )  # a reorg re-mined it later
     assert get(client, live_merchant, live)["confirmations"] == 1
 
 
@@ -120,8 +129,9 @@ def test_an_orphaned_transfer_leaves_another_seen_transfer_standing(client, sess
     assert client.post(f"{API}/payments/{live['id']}/cancel", headers=live_merchant.headers("live")).status_code == 409
 
 
-def test_an_orphaned_transfer_of_a_partly_paid_payment_shows_the_confirmed_part_again(client, sessions, live_merchant,
-                                                                                       live):
+def test_an_orphaned_transfer_of_a_partly_paid_payment_shows_the_confirmed_part_again(
+    client, sessions, live_merchant, live
+):
     part, rest = tx(), tx()
     settle(sessions, report(live, CONFIRMED, 4_000_000, REQUIRED, tx=part), report(live, SEEN, 8_340_000, 1, tx=rest))
     assert get(client, live_merchant, live)["transaction_hash"] == rest
@@ -132,9 +142,12 @@ def test_an_orphaned_transfer_of_a_partly_paid_payment_shows_the_confirmed_part_
 
 def test_a_transfer_back_in_a_block_after_its_orphaning_is_detected_again(client, sessions, live_merchant, live):
     paid = tx()
-    settle(sessions, report(live, SEEN, 12_340_000, 1, tx=paid, block_hash="0xb1"),
-           report(live, ORPHANED, 12_340_000, 0, tx=paid, block_hash="0xb1"),
-           report(live, SEEN, 12_340_000, 1, tx=paid, block_hash="0xb2"))
+    settle(
+        sessions,
+        report(live, SEEN, 12_340_000, 1, tx=paid, block_hash="0xb1"),
+        report(live, ORPHANED, 12_340_000, 0, tx=paid, block_hash="0xb1"),
+        report(live, SEEN, 12_340_000, 1, tx=paid, block_hash="0xb2"),
+    )
     got = get(client, live_merchant, live)
     assert (got["transaction_hash"], got["confirmations"]) == (paid, 1)
     assert events(sessions, live) == ["payment.created", "payment.detected", "payment.detected"]
@@ -146,8 +159,9 @@ def test_a_seen_transfer_never_counts_toward_completion(client, sessions, live_m
     """Half the amount seen (unconfirmed), the other half confirmed: partly paid with the
     confirmed half only. The seen half may still be dropped or reorged out."""
     seen, confirmed = tx(), tx()
-    settle(sessions, report(live, SEEN, 6_170_000, 1, tx=seen),
-           report(live, CONFIRMED, 6_170_000, REQUIRED, tx=confirmed))
+    settle(
+        sessions, report(live, SEEN, 6_170_000, 1, tx=seen), report(live, CONFIRMED, 6_170_000, REQUIRED, tx=confirmed)
+    )
     got = get(client, live_merchant, live)
     assert (got["status"], got["amount_received"], got["completed_at"]) == ("PARTIALLY_PAID", "6.17", None)
     assert "payment.completed" not in events(sessions, live)

@@ -1,6 +1,7 @@
 """Watch-only descriptors and the gap monitor on real PostgreSQL: the gap over a mix of paid
 and unpaid Bitcoin payments (the window query, and its check against a replaced key), the
 ``kassa wallet descriptor`` console script, and the dashboard's Wallets page."""
+
 from __future__ import annotations
 
 import json
@@ -46,16 +47,30 @@ def fund(sessions, merchant_id: uuid.UUID, indexes, *, transfer: str | None = No
     (``amount_received``), or give them a transfer with status ``transfer`` instead (SEEN
     counts, ORPHANED does not)."""
     with unit_of_work(sessions) as s:
-        rows = s.scalars(sa.select(Payment).where(Payment.merchant_id == merchant_id,
-                                                  Payment.derivation_index.in_([B + i for i in indexes]))).all()
+        rows = s.scalars(
+            sa.select(Payment).where(
+                Payment.merchant_id == merchant_id, Payment.derivation_index.in_([B + i for i in indexes])
+            )
+        ).all()
         assert len(rows) == len(list(indexes))
         for p in rows:
             if transfer is None:
                 s.execute(sa.text("UPDATE payments SET amount_received_units = 1000 WHERE id = :id"), {"id": p.id})
             else:
-                s.add(Transfer(id=uuid.uuid4(), payment_id=p.id, network=p.network, tx_hash=uuid.uuid4().hex * 2,
-                               log_index=0, position=0, token="BTC", amount_units=1000, status=transfer,
-                               counted=True))
+                s.add(
+                    Transfer(
+                        id=uuid.uuid4(),
+                        payment_id=p.id,
+                        network=p.network,
+                        tx_hash=uuid.uuid4().hex * 2,
+                        log_index=0,
+                        position=0,
+                        token="BTC",
+                        amount_units=1000,
+                        status=transfer,
+                        counted=True,
+                    )
+                )
 
 
 def btc_merchant(make_merchant, sessions, client, *, payments: int, key: str | None = None):
@@ -72,6 +87,7 @@ def watch_of(sessions, settings, merchant_id, mode="test"):
 
 
 # ---- the gap over payments ------------------------------------------------------------------------
+
 
 def test_gap_over_paid_and_unpaid_payments(make_merchant, sessions, client, settings):
     m, key = btc_merchant(make_merchant, sessions, client, payments=30)  # indexes B+0..B+29
@@ -112,9 +128,14 @@ def test_a_replaced_key_does_not_hide_the_new_keys_gap(make_merchant, sessions, 
     set_bitcoin_key(sessions, m.id, new)
     create_btc_payments(client, m.test_key, 25)  # the new key: indexes B+0..B+24 again
     with unit_of_work(sessions) as s:  # pay the new key's first index only
-        s.execute(sa.text("UPDATE payments SET amount_received_units = 1 WHERE merchant_id = :m "
-                          "AND derivation_index = :b AND created_at = (SELECT max(created_at) FROM payments "
-                          "WHERE merchant_id = :m AND derivation_index = :b)"), {"m": m.id, "b": B})
+        s.execute(
+            sa.text(
+                "UPDATE payments SET amount_received_units = 1 WHERE merchant_id = :m "
+                "AND derivation_index = :b AND created_at = (SELECT max(created_at) FROM payments "
+                "WHERE merchant_id = :m AND derivation_index = :b)"
+            ),
+            {"m": m.id, "b": B},
+        )
     watch = watch_of(sessions, settings, m.id)
     # The old key's paid index 8 would split the run 1..24 in two; it is not the new key's.
     assert (watch.gap.handed_out, watch.gap.funded, watch.gap.longest_run) == (25, 1, 24)
@@ -132,6 +153,7 @@ def test_the_same_key_in_another_encoding_keeps_its_history(make_merchant, sessi
 
 
 # ---- kassa wallet descriptor ----------------------------------------------------------------------
+
 
 def test_cli_prints_descriptors_and_the_gap(make_merchant, sessions, client, database_url):
     m, key = btc_merchant(make_merchant, sessions, client, payments=26)
@@ -182,12 +204,17 @@ def test_cli_fingerprint_and_errors(make_merchant, sessions, monkeypatch, capsys
 
 # ---- the dashboard ---------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def dash(client, sessions):
     email = merchant_with_password(sessions)
     token = csrf_of(client.get("/dashboard/login"))
-    assert client.post("/dashboard/login", data={"csrf_token": token, "email": email,
-                                                 "password": "s3cret-pass"}).status_code == 303
+    assert (
+        client.post(
+            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
+        ).status_code
+        == 303
+    )
     client.token = csrf_of(client.get("/dashboard/wallets"))
     with sessions() as s:
         client.merchant_id = s.scalars(sa.select(Merchant.id).where(Merchant.email == email)).one()

@@ -2,6 +2,7 @@
 wallet they will use for real): test payments never use up the live wallet's addresses,
 and test mode shows the test network's address forms, the same in the API, on the checkout
 page and on the dashboard's Wallets page."""
+
 from __future__ import annotations
 
 import re
@@ -61,8 +62,12 @@ def create(client, merchant, mode: str, body: dict) -> dict:
 
 def log_in(client, merchant, mode: str) -> None:
     token = csrf_of(client.get("/dashboard/login"))
-    assert client.post("/dashboard/login", data={"csrf_token": token, "email": merchant.email,
-                                                 "password": "s3cret-pass"}).status_code == 303
+    assert (
+        client.post(
+            "/dashboard/login", data={"csrf_token": token, "email": merchant.email, "password": "s3cret-pass"}
+        ).status_code
+        == 303
+    )
     if mode == "live":
         token = csrf_of(client.get("/dashboard/keys"))
         client.post("/dashboard/mode", data={"csrf_token": token, "mode": "live"})
@@ -84,15 +89,17 @@ def test_test_payments_never_use_up_the_live_bitcoin_wallets_addresses(client, s
     assert (gap.handed_out, gap.longest_run) == (0, 0)
     live = create(client, merchant, "live", BTC)
     assert live["address"] == derive_address("bitcoin", key, 0, bech32_hrp="bc")  # the wallet's first address
-    assert [p["address"] for p in tests] == [derive_address("bitcoin", key, TEST_INDEX_BASE + i, bech32_hrp="tb")
-                                             for i in range(5)]
+    assert [p["address"] for p in tests] == [
+        derive_address("bitcoin", key, TEST_INDEX_BASE + i, bech32_hrp="tb") for i in range(5)
+    ]
     with sessions() as s:
         assert bitcoin_watch_only(s, merchant.id, "live", settings.networks).gap.handed_out == 1
         assert bitcoin_watch_only(s, merchant.id, "test", settings.networks).gap.handed_out == 5
 
 
 def test_a_test_mode_bitcoin_payment_shows_the_test_networks_address_in_the_api_the_checkout_and_the_dashboard(
-        client, sessions, merchant):
+    client, sessions, merchant
+):
     key = fresh_key("zpub")
     with unit_of_work(sessions) as s:
         accounts.set_wallet(s, merchant.id, "test", "bitcoin", key)
@@ -130,7 +137,8 @@ def test_one_evm_key_in_both_modes_gives_each_mode_its_own_addresses(client, ses
 
 
 def test_a_key_used_by_both_modes_before_they_had_sequences_of_their_own_hands_out_no_address_twice(
-        client, sessions, engine, merchant):
+    client, sessions, engine, merchant
+):
     """Before, one sequence per key served both modes: its position (here 7) lies past every
     index either mode took. The live sequence is that one, continued; test mode starts at its
     own range, which no index of the shared sequence reached."""

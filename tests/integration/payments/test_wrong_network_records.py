@@ -2,6 +2,7 @@
 EVM network's watcher does to a payment (recorded once confirmed, never counted, one
 payment.wrong_network per transfer however often reported), and how the dashboard's payment
 page tells the merchant to recover it in each settlement mode."""
+
 from __future__ import annotations
 
 import dataclasses
@@ -11,8 +12,8 @@ import sqlalchemy as sa
 
 from kassa_common import accounts
 from kassa_common.db import unit_of_work
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event, Merchant
+from kassa_common.statuses import TransferStatus
 from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, LIVE_PAYMENT, new_key, set_live_wallet
 from tests.support.forwarder import fresh_address
@@ -36,8 +37,11 @@ def live_payment(client, sessions, merchant_id) -> dict:
 
 def events(sessions, pid: str, event_type: str) -> int:
     with sessions() as s:
-        return s.scalar(sa.select(sa.func.count()).select_from(Event)
-                        .where(Event.payment_id == uuid.UUID(pid), Event.type == event_type))
+        return s.scalar(
+            sa.select(sa.func.count())
+            .select_from(Event)
+            .where(Event.payment_id == uuid.UUID(pid), Event.type == event_type)
+        )
 
 
 def got(client, p: dict) -> dict:
@@ -56,8 +60,16 @@ def test_a_wrong_network_transfer_is_recorded_once_confirmed_and_reported_once(c
 
     shown = got(client, p)
     assert shown["status"] == "PENDING" and shown["amount_received"] == "0" and shown["transaction_hash"] is None
-    assert shown["wrong_network"] == [{"network": SECOND, "token": "USDC", "amount": "5", "transaction_hash":
-                                       seen.tx_hash, "log_index": 0, "recovery": "wallet"}]
+    assert shown["wrong_network"] == [
+        {
+            "network": SECOND,
+            "token": "USDC",
+            "amount": "5",
+            "transaction_hash": seen.tx_hash,
+            "log_index": 0,
+            "recovery": "wallet",
+        }
+    ]
     assert events(sessions, p["id"], "payment.wrong_network") == 1
     assert events(sessions, p["id"], "payment.detected") == 0
 
@@ -79,11 +91,19 @@ def live_dashboard(client, sessions):
     """Log a new merchant in, switch to live mode; the merchant's id."""
     email = merchant_with_password(sessions)
     token = csrf_of(client.get("/dashboard/login"))
-    assert client.post("/dashboard/login", data={"csrf_token": token, "email": email,
-                                                 "password": "s3cret-pass"}).status_code == 303
+    assert (
+        client.post(
+            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
+        ).status_code
+        == 303
+    )
     token = csrf_of(client.get("/dashboard/keys"))
-    assert client.post("/dashboard/mode", data={"csrf_token": token, "mode": "live",
-                                                "next": "/dashboard/payments"}).status_code == 303
+    assert (
+        client.post(
+            "/dashboard/mode", data={"csrf_token": token, "mode": "live", "next": "/dashboard/payments"}
+        ).status_code
+        == 303
+    )
     with sessions() as s:
         return s.scalars(sa.select(Merchant.id).where(Merchant.email == email)).one()
 
@@ -116,4 +136,3 @@ def test_the_dashboard_says_a_forwarder_deposit_is_swept_on_that_network(client,
     # this server has no LOCAL_EVM_2 RPC URL: the page says what the operator must set up
     assert "kassa contracts deploy --network LOCAL_EVM_2" in page
     assert got(client, p)["wrong_network"][0]["recovery"] == "sweep"
-

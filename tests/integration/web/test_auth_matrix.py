@@ -5,6 +5,7 @@ The operations come from the OpenAPI document itself, so a new endpoint is in th
 the day it is added. The objects named in paths belong to another merchant, or to the
 caller in the other mode: both must be a 404 that says nothing of them (DESIGN §3).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,38 +17,69 @@ import pytest
 
 from kassa_common import accounts
 from kassa_common.db import unit_of_work
-from kassa_common.models import Event, Merchant, WebhookDelivery
+from kassa_common.models import Event, WebhookDelivery
 from kassa_common.timefmt import utcnow
 from tests.support.api import API, PAYMENT, set_live_wallet
 
-BODIES = {("post", "/payments"): PAYMENT, ("post", "/products"): {"name": "Mug", "price": 5},
-          ("patch", "/products/{ref}"): {"name": "Mug"}, ("post", "/webhooks"): {"url": "https://h.example.com/k"},
-          ("patch", "/webhooks/{ref}"): {"description": "x"}}
-CALLERS = ["no key", "malformed", "unknown", "revoked", "wrong scope", "banned", "unactivated",
-           "other merchant's object", "other mode's object"]
+BODIES = {
+    ("post", "/payments"): PAYMENT,
+    ("post", "/products"): {"name": "Mug", "price": 5},
+    ("patch", "/products/{ref}"): {"name": "Mug"},
+    ("post", "/webhooks"): {"url": "https://h.example.com/k"},
+    ("patch", "/webhooks/{ref}"): {"description": "x"},
+}
+CALLERS = [
+    "no key",
+    "malformed",
+    "unknown",
+    "revoked",
+    "wrong scope",
+    "banned",
+    "unactivated",
+    "other merchant's object",
+    "other mode's object",
+]
 
 
 def operations(app) -> list[tuple[str, str, str]]:
     doc = app.test_client().get(f"{API}/openapi.json").get_json()
-    return [(method, path, re.search(r"`([^`]+)`", op["description"]).group(1))
-            for path, ops in doc["paths"].items() for method, op in ops.items() if op.get("security")]
+    return [
+        (method, path, re.search(r"`([^`]+)`", op["description"]).group(1))
+        for path, ops in doc["paths"].items()
+        for method, op in ops.items()
+        if op.get("security")
+    ]
 
 
 def objects_of(client, sessions, key: str, mode: str) -> dict[str, str]:
     """A payment, product, webhook, webhook delivery and event of the key's merchant and mode."""
     h = {"X-Api-Key": key}
-    payment = client.post(f"{API}/payments", json={**PAYMENT, "network": "LOCAL_EVM"} if mode == "live" else PAYMENT,
-                          headers=h).get_json()["data"]
+    payment = client.post(
+        f"{API}/payments", json={**PAYMENT, "network": "LOCAL_EVM"} if mode == "live" else PAYMENT, headers=h
+    ).get_json()["data"]
     product = client.post(f"{API}/products", json={"name": "Secret mug", "price": 7}, headers=h).get_json()["data"]
     hook = client.post(f"{API}/webhooks", json={"url": "https://secret.example.com/k"}, headers=h).get_json()["data"]
     with unit_of_work(sessions) as s:
         event_id = s.query(Event.id).filter(Event.payment_id == uuid.UUID(payment["id"])).scalar()
-        delivery = WebhookDelivery(id=uuid.uuid4(), endpoint_id=uuid.UUID(hook["id"]), event_id=event_id,
-                                   event_type="payment.created", status="SUCCEEDED", attempts=1,
-                                   created_at=utcnow(), updated_at=utcnow())
+        delivery = WebhookDelivery(
+            id=uuid.uuid4(),
+            endpoint_id=uuid.UUID(hook["id"]),
+            event_id=event_id,
+            event_type="payment.created",
+            status="SUCCEEDED",
+            attempts=1,
+            created_at=utcnow(),
+            updated_at=utcnow(),
+        )
         s.add(delivery)
-    return {"payment": payment["id"], "product": product["id"], "webhook": hook["id"],
-            "delivery": str(delivery.id), "event": event_id, "short_id": payment["short_id"]}
+    return {
+        "payment": payment["id"],
+        "product": product["id"],
+        "webhook": hook["id"],
+        "delivery": str(delivery.id),
+        "event": event_id,
+        "short_id": payment["short_id"],
+    }
 
 
 @pytest.fixture(scope="module")
@@ -65,20 +97,31 @@ def world(app, sessions):
         revoked = accounts.create_key(s, a.id, "test", list(accounts.SCOPES))
         accounts.revoke_key(s, a.id, revoked.row.id)
         single = {scope: accounts.create_key(s, a.id, "test", [scope]).key for scope in accounts.SCOPES}
-        others = {"banned": accounts.create_key(s, banned.id, "test", list(accounts.SCOPES)).key,
-                  "unactivated": accounts.create_key(s, idle.id, "test", list(accounts.SCOPES)).key,
-                  "revoked": revoked.key}
+        others = {
+            "banned": accounts.create_key(s, banned.id, "test", list(accounts.SCOPES)).key,
+            "unactivated": accounts.create_key(s, idle.id, "test", list(accounts.SCOPES)).key,
+            "revoked": revoked.key,
+        }
         ids = (a.id, b.id, b.email)
     set_live_wallet(sessions, ids[0])
-    return {"client": client, "keys": keys, "single": single, "others": others, "b_email": ids[2],
-            "b": objects_of(client, sessions, b_key, "test"),  # another merchant's, same mode
-            "a_live": objects_of(client, sessions, keys["live"], "live")}  # the caller's, other mode
+    return {
+        "client": client,
+        "keys": keys,
+        "single": single,
+        "others": others,
+        "b_email": ids[2],
+        "b": objects_of(client, sessions, b_key, "test"),  # another merchant's, same mode
+        "a_live": objects_of(client, sessions, keys["live"], "live"),
+    }  # the caller's, other mode
 
 
 def fill(path: str, objs: dict[str, str]) -> str:
     kind = path.split("/")[1].rstrip("s")  # payments -> payment, events -> event, …
-    return (path.replace("{ref}", objs[kind]).replace("{event_id}", objs["event"])
-            .replace("{delivery_id}", objs["delivery"]))
+    return (
+        path.replace("{ref}", objs[kind])
+        .replace("{event_id}", objs["event"])
+        .replace("{delivery_id}", objs["delivery"])
+    )
 
 
 def secrets_of(objs: dict[str, str]) -> set[str]:
@@ -91,8 +134,15 @@ def test_every_operation_answers_each_wrong_caller_with_the_documented_status(ap
     for method, path, scope in operations(app):
         key = world["keys"]["test"]
         objs = world["a_live"] if caller == "other mode's object" else world["b"]
-        expected = {"no key": 401, "malformed": 401, "unknown": 401, "revoked": 401, "banned": 401,
-                    "unactivated": 401, "wrong scope": 403}.get(caller, 404)
+        expected = {
+            "no key": 401,
+            "malformed": 401,
+            "unknown": 401,
+            "revoked": 401,
+            "banned": 401,
+            "unactivated": 401,
+            "wrong scope": 403,
+        }.get(caller, 404)
         if expected == 404 and "{" not in path:
             continue  # no object in the path: nothing of another's to reach
         if caller == "no key":
@@ -112,8 +162,10 @@ def test_every_operation_answers_each_wrong_caller_with_the_documented_status(ap
         body = r.get_data(as_text=True)
         assert r.status_code == expected, f"{method.upper()} {path} as {caller}: {r.status_code} {body[:300]}"
         error = json.loads(body)["error"]
-        assert error["status"] == expected and error["code"] == {401: "UNAUTHORIZED", 403: "FORBIDDEN",
-                                                                 404: "NOT_FOUND"}[expected]
+        assert (
+            error["status"] == expected
+            and error["code"] == {401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND"}[expected]
+        )
         leaked = [s for s in secrets_of(world["b"]) | secrets_of(world["a_live"]) | {world["b_email"]} if s in body]
         assert not leaked, f"{method.upper()} {path} as {caller} shows {leaked}"
         checked += 1

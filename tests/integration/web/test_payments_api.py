@@ -1,4 +1,5 @@
 """POST/GET /payments and cancel, against real PostgreSQL."""
+
 from __future__ import annotations
 
 import re
@@ -64,7 +65,9 @@ def test_cancel_then_cancel_again_is_409(client, merchant, sessions):
     again = client.post(f"/v1/api/payments/{p['id']}/cancel", headers=merchant.headers())
     assert again.status_code == 409 and again.json["error"]["code"] == "CONFLICT"
     with sessions() as s:
-        types = s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(p["id"])).order_by(Event.created_at)).all()
+        types = s.scalars(
+            sa.select(Event.type).where(Event.payment_id == uuid.UUID(p["id"])).order_by(Event.created_at)
+        ).all()
     assert types == ["payment.created", "payment.canceled"]
 
 

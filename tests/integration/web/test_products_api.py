@@ -1,4 +1,5 @@
 """/products CRUD and paying for a product, against real PostgreSQL."""
+
 from __future__ import annotations
 
 import re
@@ -9,8 +10,21 @@ import pytest
 
 from tests.support.api import API, assert_error, detail_fields
 
-PRODUCT_FIELDS = {"id", "name", "description", "price", "currency_type", "currency", "token", "network", "active", "share_link",
-                  "test_mode", "created_at", "updated_at"}
+PRODUCT_FIELDS = {
+    "id",
+    "name",
+    "description",
+    "price",
+    "currency_type",
+    "currency",
+    "token",
+    "network",
+    "active",
+    "share_link",
+    "test_mode",
+    "created_at",
+    "updated_at",
+}
 
 
 def post(client, merchant, body, mode="test"):
@@ -32,8 +46,11 @@ def listing(client, merchant, mode="test", **query):
 
 
 def pay(client, merchant, product_id, token="USDC", network="BASE", mode="test"):
-    return client.post(f"{API}/payments", json={"product_id": product_id, "token": token, "network": network},
-                       headers=merchant.headers(mode))
+    return client.post(
+        f"{API}/payments",
+        json={"product_id": product_id, "token": token, "network": network},
+        headers=merchant.headers(mode),
+    )
 
 
 def name() -> str:
@@ -42,13 +59,19 @@ def name() -> str:
 
 # ---- create -------------------------------------------------------------------------------
 
+
 def test_create_fiat_product(client, merchant, settings):
     body = {"name": name(), "description": "A fine widget", "price": 49.99, "currency_type": "FIAT"}
     r = post(client, merchant, body)
     assert r.status_code == 201 and r.json["success"] is True and r.json["statusCode"] == 201
     p = r.json["data"]
     assert set(p) == PRODUCT_FIELDS
-    assert (p["name"], p["description"], p["price"], p["currency_type"]) == (body["name"], "A fine widget", 49.99, "FIAT")
+    assert (p["name"], p["description"], p["price"], p["currency_type"]) == (
+        body["name"],
+        "A fine widget",
+        49.99,
+        "FIAT",
+    )
     assert p["token"] is None and p["network"] is None and p["active"] is True and p["test_mode"] is True
     assert p["share_link"] == f"{settings.checkout_url}/products/{p['id']}"
     assert uuid.UUID(p["id"]) and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", p["created_at"])
@@ -60,8 +83,10 @@ def test_currency_type_defaults_to_fiat(client, merchant):
 
 
 def test_create_crypto_product_keeps_exact_token_units(client, merchant):
-    raw = ('{{"name": "{}", "price": 0.123456789012345678, "currency_type": "CRYPTO", "token": "eth", '
-           '"network": "base"}}'.format(name()))
+    raw = (
+        f'{{"name": "{name()}", "price": 0.123456789012345678, "currency_type": "CRYPTO", "token": "eth", '
+        '"network": "base"}'
+    )
     r = client.post(f"{API}/products", data=raw, content_type="application/json", headers=merchant.headers())
     assert r.status_code == 201, r.json
     p = r.json["data"]
@@ -73,28 +98,47 @@ def test_create_inactive_product(client, merchant):
     assert post(client, merchant, {"name": name(), "price": 1, "active": False}).json["data"]["active"] is False
 
 
-@pytest.mark.parametrize("body, fields", [
-    ({"currency_type": "CRYPTO"}, {"token", "network"}),
-    ({"currency_type": "CRYPTO", "token": "USDC"}, {"network"}),
-    ({"currency_type": "CRYPTO", "network": "BASE"}, {"token"}),
-    ({"currency_type": "FIAT", "token": "USDC", "network": "BASE"}, {"token"}),
-    ({"token": "USDC"}, {"token"}),
-    ({"price": 0}, {"price"}),
-    ({"price": 0.009}, {"price"}),
-    ({"price": -1}, {"price"}),
-    ({"price": "10"}, {"price"}),
-    ({"price": 10.001}, {"price"}),
-    ({"price": None}, {"price"}),
-    ({"name": ""}, {"name"}),
-    ({"name": None}, {"name"}),
-    ({"currency_type": "EUR"}, {"currency_type"}),
-    ({"sku": "x"}, {"sku"}),
-    ({"active": "yes"}, {"active"}),
-    ({"currency_type": "CRYPTO", "token": "USDC", "network": "BASE", "price": 1.0000001}, {"price"}),
-], ids=["crypto without token and network", "crypto without network", "crypto without token",
-        "fiat with token and network", "default fiat with token", "price zero", "price below 0.01", "price negative",
-        "price as string", "fiat price with 3 decimals", "price missing", "empty name", "name missing",
-        "unknown currency type", "unknown field", "active not boolean", "crypto price finer than token decimals"])
+@pytest.mark.parametrize(
+    "body, fields",
+    [
+        ({"currency_type": "CRYPTO"}, {"token", "network"}),
+        ({"currency_type": "CRYPTO", "token": "USDC"}, {"network"}),
+        ({"currency_type": "CRYPTO", "network": "BASE"}, {"token"}),
+        ({"currency_type": "FIAT", "token": "USDC", "network": "BASE"}, {"token"}),
+        ({"token": "USDC"}, {"token"}),
+        ({"price": 0}, {"price"}),
+        ({"price": 0.009}, {"price"}),
+        ({"price": -1}, {"price"}),
+        ({"price": "10"}, {"price"}),
+        ({"price": 10.001}, {"price"}),
+        ({"price": None}, {"price"}),
+        ({"name": ""}, {"name"}),
+        ({"name": None}, {"name"}),
+        ({"currency_type": "EUR"}, {"currency_type"}),
+        ({"sku": "x"}, {"sku"}),
+        ({"active": "yes"}, {"active"}),
+        ({"currency_type": "CRYPTO", "token": "USDC", "network": "BASE", "price": 1.0000001}, {"price"}),
+    ],
+    ids=[
+        "crypto without token and network",
+        "crypto without network",
+        "crypto without token",
+        "fiat with token and network",
+        "default fiat with token",
+        "price zero",
+        "price below 0.01",
+        "price negative",
+        "price as string",
+        "fiat price with 3 decimals",
+        "price missing",
+        "empty name",
+        "name missing",
+        "unknown currency type",
+        "unknown field",
+        "active not boolean",
+        "crypto price finer than token decimals",
+    ],
+)
 def test_invalid_product_is_validation_error(client, merchant, body, fields):
     base = {"name": name(), "price": 10}
     full = {k: v for k, v in {**base, **body}.items() if v is not None}
@@ -103,17 +147,24 @@ def test_invalid_product_is_validation_error(client, merchant, body, fields):
 
 
 def test_crypto_product_with_unsupported_pair_is_unprocessable(client, merchant):
-    r = post(client, merchant, {"name": name(), "price": 1, "currency_type": "CRYPTO", "token": "BTC", "network": "BASE"})
+    r = post(
+        client, merchant, {"name": name(), "price": 1, "currency_type": "CRYPTO", "token": "BTC", "network": "BASE"}
+    )
     assert_error(r, 422, "UNPROCESSABLE_ENTITY")
 
 
 def test_live_crypto_product_on_a_network_without_rpc_is_unprocessable(client, merchant):
-    r = post(client, merchant, {"name": name(), "price": 1, "currency_type": "CRYPTO", "token": "USDC",
-                                "network": "BASE"}, mode="live")
+    r = post(
+        client,
+        merchant,
+        {"name": name(), "price": 1, "currency_type": "CRYPTO", "token": "USDC", "network": "BASE"},
+        mode="live",
+    )
     assert_error(r, 422, "UNPROCESSABLE_ENTITY")
 
 
 # ---- get, list ----------------------------------------------------------------------------
+
 
 def test_get_returns_the_product(client, merchant, create_product):
     p = create_product(merchant)
@@ -154,14 +205,16 @@ def test_list_is_per_merchant_and_mode(client, live_merchant, make_merchant, cre
 
 # ---- update -------------------------------------------------------------------------------
 
+
 def test_patch_changes_only_the_fields_sent(client, merchant, create_product):
     p = create_product(merchant, description="original")
     r = patch(client, merchant, p["id"], {"name": "Renamed"})
     assert r.status_code == 200, r.json
     updated = r.json["data"]
     assert updated["name"] == "Renamed"
-    assert {k: updated[k] for k in ("price", "description", "currency_type", "active", "created_at")} == \
-        {k: p[k] for k in ("price", "description", "currency_type", "active", "created_at")}
+    assert {k: updated[k] for k in ("price", "description", "currency_type", "active", "created_at")} == {
+        k: p[k] for k in ("price", "description", "currency_type", "active", "created_at")
+    }
     assert updated["updated_at"] >= p["updated_at"]
     assert get(client, merchant, p["id"]).json["data"] == updated
 
@@ -183,12 +236,27 @@ def test_patch_null_description_clears_it(client, merchant, create_product):
     assert patch(client, merchant, p["id"], {"description": None}).json["data"]["description"] is None
 
 
-@pytest.mark.parametrize("body, fields", [
-    ({"name": None}, {"name"}), ({"price": None}, {"price"}), ({"active": None}, {"active"}),
-    ({"price": 0.001}, {"price"}), ({"currency_type": "CRYPTO"}, {"token", "network"}),
-    ({"token": "USDC", "network": "BASE"}, {"token"}), ({"unknown": 1}, {"unknown"}),
-], ids=["null name", "null price", "null active", "price too small", "crypto without pair", "pair on fiat",
-        "unknown field"])
+@pytest.mark.parametrize(
+    "body, fields",
+    [
+        ({"name": None}, {"name"}),
+        ({"price": None}, {"price"}),
+        ({"active": None}, {"active"}),
+        ({"price": 0.001}, {"price"}),
+        ({"currency_type": "CRYPTO"}, {"token", "network"}),
+        ({"token": "USDC", "network": "BASE"}, {"token"}),
+        ({"unknown": 1}, {"unknown"}),
+    ],
+    ids=[
+        "null name",
+        "null price",
+        "null active",
+        "price too small",
+        "crypto without pair",
+        "pair on fiat",
+        "unknown field",
+    ],
+)
 def test_invalid_patch_is_validation_error_and_changes_nothing(client, merchant, create_product, body, fields):
     p = create_product(merchant)
     error = assert_error(patch(client, merchant, p["id"], body), 400, "VALIDATION_ERROR")
@@ -200,8 +268,11 @@ def test_patch_fiat_to_crypto_and_back(client, merchant, create_product):
     p = create_product(merchant, price=25)
     crypto = patch(client, merchant, p["id"], {"currency_type": "CRYPTO", "token": "USDT", "network": "ETHEREUM"})
     assert crypto.status_code == 200, crypto.json
-    assert (crypto.json["data"]["token"], crypto.json["data"]["network"], crypto.json["data"]["price"]) == \
-        ("USDT", "ETHEREUM", "25")
+    assert (crypto.json["data"]["token"], crypto.json["data"]["network"], crypto.json["data"]["price"]) == (
+        "USDT",
+        "ETHEREUM",
+        "25",
+    )
     fiat = patch(client, merchant, p["id"], {"currency_type": "FIAT"}).json["data"]
     assert fiat["currency_type"] == "FIAT" and fiat["token"] is None and fiat["network"] is None and fiat["price"] == 25
 
@@ -218,6 +289,7 @@ def test_patch_unknown_product_is_not_found(client, merchant):
 
 
 # ---- delete -------------------------------------------------------------------------------
+
 
 def test_delete_answers_deleted_true_then_the_product_is_gone(client, merchant, create_product):
     keep, gone = create_product(merchant), create_product(merchant)
@@ -236,6 +308,7 @@ def test_deleted_product_cannot_be_updated_or_deleted_again(client, merchant, cr
 
 
 # ---- paying for a product -----------------------------------------------------------------
+
 
 def test_payment_for_a_fiat_product_charges_its_price(client, merchant, create_product):
     p = create_product(merchant, price=42.5)
@@ -260,7 +333,9 @@ def test_payment_for_a_crypto_product_charges_its_token_amount(client, merchant,
 
 
 @pytest.mark.parametrize("token, network", [("USDC", "BASE"), ("ETH", "ETHEREUM")])
-def test_payment_for_a_crypto_product_in_another_pair_is_unprocessable(client, merchant, create_product, token, network):
+def test_payment_for_a_crypto_product_in_another_pair_is_unprocessable(
+    client, merchant, create_product, token, network
+):
     p = create_product(merchant, currency_type="CRYPTO", token="ETH", network="BASE", price=0.5)
     assert_error(pay(client, merchant, p["id"], token, network), 422, "UNPROCESSABLE_ENTITY")
 
@@ -277,8 +352,9 @@ def test_payment_for_a_deleted_product_is_unprocessable(client, merchant, create
     assert_error(pay(client, merchant, p["id"]), 422, "UNPROCESSABLE_ENTITY")
 
 
-def test_payment_for_another_merchants_or_modes_product_is_unprocessable(client, live_merchant, make_merchant,
-                                                                          create_product):
+def test_payment_for_another_merchants_or_modes_product_is_unprocessable(
+    client, live_merchant, make_merchant, create_product
+):
     foreign = create_product(make_merchant())
     live = create_product(live_merchant, mode="live")
     assert_error(pay(client, live_merchant, foreign["id"]), 422, "UNPROCESSABLE_ENTITY")

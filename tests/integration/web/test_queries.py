@@ -1,4 +1,5 @@
 """The pages' read functions on real PostgreSQL: what each returns, for whom, in what order."""
+
 from __future__ import annotations
 
 import uuid
@@ -43,12 +44,30 @@ def test_payment_history_has_its_events_in_order_and_their_deliveries(client, me
         payment = s.scalars(sa.select(Payment).where(Payment.short_id == short_id)).one()
         created = reports.payment_history(s, payment.id).events[0]
         now = utcnow()
-        hook = WebhookEndpoint(id=uuid.uuid4(), merchant_id=merchant.id, test_mode=True, url="https://h.example.com/k",
-                               events=["payment.created"], secret="whsec_x", created_at=now, updated_at=now)
+        hook = WebhookEndpoint(
+            id=uuid.uuid4(),
+            merchant_id=merchant.id,
+            test_mode=True,
+            url="https://h.example.com/k",
+            events=["payment.created"],
+            secret="whsec_x",
+            created_at=now,
+            updated_at=now,
+        )
         s.add(hook)
         s.flush()
-        s.add(WebhookDelivery(id=uuid.uuid4(), endpoint_id=hook.id, event_id=created.id, event_type=created.type,
-                              status="PENDING", attempts=0, created_at=now, updated_at=now))
+        s.add(
+            WebhookDelivery(
+                id=uuid.uuid4(),
+                endpoint_id=hook.id,
+                event_id=created.id,
+                event_type=created.type,
+                status="PENDING",
+                attempts=0,
+                created_at=now,
+                updated_at=now,
+            )
+        )
         payment_id = payment.id
     with sessions() as s:
         history = reports.payment_history(s, payment_id)

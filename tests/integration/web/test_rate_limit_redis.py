@@ -1,5 +1,6 @@
 """The shared rate limit through Redis (``kassa_api.ratelimit``): hits reserved in leases far
 from the limit, one by one near it, and never more allowed than the limit across processes."""
+
 from __future__ import annotations
 
 import secrets

@@ -2,6 +2,7 @@
 real app on real PostgreSQL: no 5xx, and every response matches the document (status,
 content type, body schema). Valid and invalid inputs (schemathesis' positive and negative
 modes); bounded and derandomized so it is quick and repeatable."""
+
 from __future__ import annotations
 
 import secrets
@@ -9,7 +10,8 @@ import zlib
 
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings as hypothesis_settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -17,17 +19,18 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from kassa_api.app import create_app
 from kassa_common import accounts
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.config import Settings
 from kassa_common.db import unit_of_work
+from kassa_api.app import create_app
 
 # The document is read from /v1/api/openapi.json of an app built like the real one; serving
 # it needs no database, so it can be loaded when the module is collected. Requests go to the
 # session's app (on the test database) below.
-schema = schemathesis.openapi.from_wsgi("/v1/api/openapi.json",
-                                        create_app(Settings.from_env({"KASSA_ENV": "development"})))
+schema = schemathesis.openapi.from_wsgi(
+    "/v1/api/openapi.json", create_app(Settings.from_env({"KASSA_ENV": "development"}))
+)
 
 
 @schemathesis.check
@@ -45,8 +48,13 @@ def valid_requests_are_not_refused_as_malformed(ctx, response, case):
         raise AssertionError(f"a request valid by the document was refused: {response.text[:500]}")
 
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-          valid_requests_are_not_refused_as_malformed]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    valid_requests_are_not_refused_as_malformed,
+]
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +74,9 @@ def real_ids(app, fuzz_merchant):
     for mode, network in (("test", "BASE"), ("live", "LOCAL_EVM")):
         headers = {"X-Api-Key": fuzz_merchant[mode]}
         made = {
-            "payments": client.post("/v1/api/payments", json={"amount": 5, "token": "USDC", "network": network},
-                                    headers=headers),
+            "payments": client.post(
+                "/v1/api/payments", json={"amount": 5, "token": "USDC", "network": network}, headers=headers
+            ),
             "products": client.post("/v1/api/products", json={"name": "Fuzzed", "price": 3}, headers=headers),
             "webhooks": client.post("/v1/api/webhooks", json={"url": "https://example.com/h"}, headers=headers),
         }

@@ -1,6 +1,7 @@
 """Two-factor sign-in through the dashboard (the Flask client; the browser test drives the
 same pages in Chromium): enrol, sign in with a code, a recovery code, a wrong code, the
 throttle, REQUIRE_2FA and the operator's reset."""
+
 from __future__ import annotations
 
 import re
@@ -8,8 +9,8 @@ import time
 
 import pyotp
 
-from kassa_api.app import create_app
 from kassa_common import twofactor
+from kassa_api.app import create_app
 from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 
 
@@ -57,19 +58,24 @@ def test_enrol_then_sign_in_with_a_code_a_recovery_code_and_refuse_a_wrong_one(a
     replay = app.test_client()  # the same code again: refused
     log_in(replay, email)
     token = csrf_of(replay.get("/dashboard/login/code"))
-    assert replay.post("/dashboard/login/code", data={"csrf_token": token, "code": next_code(secret)}).status_code == 401
+    assert (
+        replay.post("/dashboard/login/code", data={"csrf_token": token, "code": next_code(secret)}).status_code == 401
+    )
 
     lost = app.test_client()
     log_in(lost, email)
     token = csrf_of(lost.get("/dashboard/login/code"))
-    assert lost.post("/dashboard/login/code", data={"csrf_token": token,
-                                                    "recovery_code": codes[0].upper()}).status_code == 303
+    assert (
+        lost.post("/dashboard/login/code", data={"csrf_token": token, "recovery_code": codes[0].upper()}).status_code
+        == 303
+    )
     assert lost.get("/dashboard/payments").status_code == 200
     again = app.test_client()
     log_in(again, email)
     token = csrf_of(again.get("/dashboard/login/code"))
-    assert again.post("/dashboard/login/code", data={"csrf_token": token,
-                                                     "recovery_code": codes[0]}).status_code == 401  # once only
+    assert (
+        again.post("/dashboard/login/code", data={"csrf_token": token, "recovery_code": codes[0]}).status_code == 401
+    )  # once only
 
 
 def test_wrong_codes_are_throttled(app, sessions):
@@ -80,8 +86,10 @@ def test_wrong_codes_are_throttled(app, sessions):
     attacker = app.test_client()
     log_in(attacker, email)
     token = csrf_of(attacker.get("/dashboard/login/code"))
-    codes = [attacker.post("/dashboard/login/code", data={"csrf_token": token, "code": f"{n:06d}"}).status_code
-             for n in range(6)]
+    codes = [
+        attacker.post("/dashboard/login/code", data={"csrf_token": token, "code": f"{n:06d}"}).status_code
+        for n in range(6)
+    ]
     assert codes[-1] == 429 and codes[:5].count(401) >= 4
     right = attacker.post("/dashboard/login/code", data={"csrf_token": token, "code": next_code(secret)})
     assert right.status_code == 429
@@ -109,8 +117,14 @@ def test_the_operator_turns_it_off(app, sessions, settings):
     log_in(browser, email)
     enrol(browser)
     env = {**os.environ, "DATABASE_URL": settings.database_url, "KASSA_ENV": "development"}
-    out = subprocess.run([str(Path(sys.executable).with_name("kassa")), "merchant", "2fa", email, "--disable"],
-                         env=env, capture_output=True, text=True, timeout=60)
+    out = subprocess.run(
+        [str(Path(sys.executable).with_name("kassa")), "merchant", "2fa", email, "--disable"],
+        env=env,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     assert "two-factor sign-in off" in out.stdout
     r = log_in(app.test_client(), email)

@@ -1,5 +1,6 @@
 """GET /webhooks/:id/deliveries, POST .../redeliver and POST /webhooks/:id/test, through the
 Flask client on real PostgreSQL, with a real dispatcher and receiver."""
+
 from __future__ import annotations
 
 import json
@@ -10,7 +11,13 @@ from kassa_common.webhooks.signing import verify_signature
 from tests.support.api import new_key
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixtures)
-    add_event, count_settled, delivery, dispatcher, intake, receiver, settled,
+    add_event,
+    count_settled,
+    delivery,
+    dispatcher,
+    intake,
+    receiver,
+    settled,
 )
 
 API = "/v1/api"
@@ -48,11 +55,25 @@ def test_the_delivery_log_pages_newest_first_with_every_attempt(client, sessions
     assert retried["status"] == "SUCCEEDED" and retried["last_status_code"] == 200
     assert retried["event"] == "payment.completed" and retried["event_id"].startswith("evt_")
     assert retried["webhook_id"] == hook["id"] and retried["next_attempt_at"] is None
-    assert set(retried) == {"id", "webhook_id", "event_id", "event", "status", "attempts", "last_status_code",
-                            "last_error", "next_attempt_at", "created_at", "updated_at", "attempts_log"}
+    assert set(retried) == {
+        "id",
+        "webhook_id",
+        "event_id",
+        "event",
+        "status",
+        "attempts",
+        "last_status_code",
+        "last_error",
+        "next_attempt_at",
+        "created_at",
+        "updated_at",
+        "attempts_log",
+    }
     assert log_of(client, merchant, hook["id"], "?status=FAILED")["data"] == []
-    assert client.get(f"{API}/webhooks/{hook['id']}/deliveries?pageSize=101",
-                      headers=merchant.headers()).status_code == 400
+    assert (
+        client.get(f"{API}/webhooks/{hook['id']}/deliveries?pageSize=101", headers=merchant.headers()).status_code
+        == 400
+    )
 
 
 def test_redeliver_sends_the_same_event_again(client, sessions, merchant, dispatcher, receiver):
@@ -89,13 +110,15 @@ def test_the_test_endpoint_sends_a_signed_webhook_test_event(client, sessions, m
     until(settled(sessions, uuid.UUID(sent["id"])))
 
 
-def test_delivery_endpoints_never_reveal_other_merchants_modes_or_endpoints(client, sessions, make_merchant,
-                                                                          receiver):
+def test_delivery_endpoints_never_reveal_other_merchants_modes_or_endpoints(client, sessions, make_merchant, receiver):
     m, other = make_merchant(), make_merchant()
     mine, sibling = api_webhook(client, m, receiver.url), api_webhook(client, m, receiver.url)
     theirs = api_webhook(client, other, receiver.url)
-    [did] = [i for i in intake(sessions, add_event(sessions, m.id))
-             if delivery(sessions, i).endpoint_id == uuid.UUID(mine["id"])]
+    [did] = [
+        i
+        for i in intake(sessions, add_event(sessions, m.id))
+        if delivery(sessions, i).endpoint_id == uuid.UUID(mine["id"])
+    ]
     cases = [
         ("get", f"/webhooks/{theirs['id']}/deliveries", "test"),
         ("post", f"/webhooks/{theirs['id']}/test", "test"),
@@ -115,8 +138,10 @@ def test_delivery_endpoints_never_reveal_other_merchants_modes_or_endpoints(clie
 def test_test_and_redeliver_to_a_disabled_endpoint_are_refused(client, sessions, merchant, receiver):
     hook = api_webhook(client, merchant, receiver.url)
     [did] = intake(sessions, add_event(sessions, merchant.id))
-    assert client.patch(f"{API}/webhooks/{hook['id']}", json={"active": False},
-                        headers=merchant.headers()).status_code == 200
+    assert (
+        client.patch(f"{API}/webhooks/{hook['id']}", json={"active": False}, headers=merchant.headers()).status_code
+        == 200
+    )
     for path in (f"/webhooks/{hook['id']}/test", f"/webhooks/{hook['id']}/deliveries/{did}/redeliver"):
         r = client.post(API + path, headers=merchant.headers())
         assert r.status_code == 422 and r.get_json()["error"]["code"] == "UNPROCESSABLE_ENTITY", path

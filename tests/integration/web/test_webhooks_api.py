@@ -1,4 +1,5 @@
 """/webhooks CRUD, secrets and URL rules, against real PostgreSQL."""
+
 from __future__ import annotations
 
 import secrets
@@ -6,9 +7,9 @@ import uuid
 
 import pytest
 
-from kassa_api.app import create_app
 from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.models import WebhookEndpoint
+from kassa_api.app import create_app
 from tests.support.api import API, assert_error, detail_fields
 
 FIELDS = {"id", "url", "events", "active", "description", "test_mode", "created_at", "updated_at"}
@@ -47,6 +48,7 @@ def stored_secret(sessions, wid: str) -> str:
 
 # ---- create -------------------------------------------------------------------------------
 
+
 def test_create_returns_the_webhook_with_its_secret_once(client, merchant, sessions):
     target = url()
     r = post(client, merchant, {"url": target, "description": "orders"})
@@ -65,8 +67,9 @@ def test_events_default_to_all(client, merchant):
 
 
 def test_events_can_be_chosen_and_duplicates_collapse(client, merchant):
-    hook = post(client, merchant, {"url": url(), "events": ["payment.completed", "payment.canceled",
-                                                              "payment.completed"]}).json["data"]
+    hook = post(
+        client, merchant, {"url": url(), "events": ["payment.completed", "payment.canceled", "payment.completed"]}
+    ).json["data"]
     assert sorted(hook["events"]) == ["payment.canceled", "payment.completed"]
 
 
@@ -74,26 +77,45 @@ def test_create_inactive_webhook(client, merchant):
     assert post(client, merchant, {"url": url(), "active": False}).json["data"]["active"] is False
 
 
-@pytest.mark.parametrize("body, field", [
-    ({"events": ["payment.refunded"]}, "events.0"),
-    ({"events": ["payment.completed", "PAYMENT.COMPLETED"]}, "events.1"),
-    ({"events": []}, "events"),
-    ({"events": "payment.completed"}, "events"),
-    ({"events": ["webhook.test"]}, "events.0"),
-    ({"url": None}, "url"),
-    ({"url": "ftp://hooks.example.com/x"}, "url"),
-    ({"url": "hooks.example.com/x"}, "url"),
-    ({"url": "https://"}, "url"),
-    ({"url": "https://[::1/x"}, "url"),
-    ({"url": "https://example.com:70000/x"}, "url"),
-    ({"url": "https://example.com:0/x"}, "url"),
-    ({"url": "https://example.com/" + "x" * 2100}, "url"),
-    ({"secret": "whsec_mine"}, "secret"),
-    ({"active": "true"}, "active"),
-    ({"description": "d" * 501}, "description"),
-], ids=["unknown event", "event in wrong case", "no events", "events not a list", "webhook.test not subscribable",
-        "url missing", "ftp url", "relative url", "url without host", "broken ipv6 url", "port out of range", "port zero",
-        "url too long", "secret chosen by client", "active not boolean", "description too long"])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"events": ["payment.refunded"]}, "events.0"),
+        ({"events": ["payment.completed", "PAYMENT.COMPLETED"]}, "events.1"),
+        ({"events": []}, "events"),
+        ({"events": "payment.completed"}, "events"),
+        ({"events": ["webhook.test"]}, "events.0"),
+        ({"url": None}, "url"),
+        ({"url": "ftp://hooks.example.com/x"}, "url"),
+        ({"url": "hooks.example.com/x"}, "url"),
+        ({"url": "https://"}, "url"),
+        ({"url": "https://[::1/x"}, "url"),
+        ({"url": "https://example.com:70000/x"}, "url"),
+        ({"url": "https://example.com:0/x"}, "url"),
+        ({"url": "https://example.com/" + "x" * 2100}, "url"),
+        ({"secret": "whsec_mine"}, "secret"),
+        ({"active": "true"}, "active"),
+        ({"description": "d" * 501}, "description"),
+    ],
+    ids=[
+        "unknown event",
+        "event in wrong case",
+        "no events",
+        "events not a list",
+        "webhook.test not subscribable",
+        "url missing",
+        "ftp url",
+        "relative url",
+        "url without host",
+        "broken ipv6 url",
+        "port out of range",
+        "port zero",
+        "url too long",
+        "secret chosen by client",
+        "active not boolean",
+        "description too long",
+    ],
+)
 def test_invalid_webhook_is_validation_error(client, merchant, body, field):
     full = {k: v for k, v in {"url": url(), **body}.items() if v is not None}
     error = assert_error(post(client, merchant, full), 400, "VALIDATION_ERROR")
@@ -102,8 +124,16 @@ def test_invalid_webhook_is_validation_error(client, merchant, body, field):
 
 # ---- URL rules per mode ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("target", ["http://hooks.example.com/x", "https://hooks.example.com/x",
-                                    "http://127.0.0.1:9000/hook", "http://localhost:8080/hook"])
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://hooks.example.com/x",
+        "https://hooks.example.com/x",
+        "http://127.0.0.1:9000/hook",
+        "http://localhost:8080/hook",
+    ],
+)
 def test_test_mode_accepts_http_and_https(client, merchant, target):
     assert post(client, merchant, {"url": target}).status_code == 201
 
@@ -133,15 +163,33 @@ def strict_client(settings, engine):
     return create_app(settings.with_(webhook_allow_private_urls=False), engine=engine).test_client()
 
 
-@pytest.mark.parametrize("target", ["http://127.0.0.1:9000/hook", "https://localhost/hook", "https://api.localhost/x",
-                                    "http://10.0.0.5/hook", "https://192.168.1.10/hook", "https://172.16.0.1/hook",
-                                    "https://169.254.169.254/latest", "https://[::1]/hook", "https://[fd00::1]/hook",
-                                    "https://0.0.0.0/hook", "https://[::ffff:127.0.0.1]/hook",
-                                    "https://100.64.0.1/hook", "https://100.127.255.254/hook", "https://192.0.0.8/hook",
-                                    "https://198.18.0.1/hook", "https://198.19.255.1/hook", "https://224.0.0.251/hook",
-                                    "https://240.0.0.1/hook", "https://[::ffff:10.0.0.1]/hook",
-                                    "https://[2002:7f00:1::1]/hook", "https://[64:ff9b::a00:1]/hook",
-                                    "https://100.100.100.200/latest"])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "http://127.0.0.1:9000/hook",
+        "https://localhost/hook",
+        "https://api.localhost/x",
+        "http://10.0.0.5/hook",
+        "https://192.168.1.10/hook",
+        "https://172.16.0.1/hook",
+        "https://169.254.169.254/latest",
+        "https://[::1]/hook",
+        "https://[fd00::1]/hook",
+        "https://0.0.0.0/hook",
+        "https://[::ffff:127.0.0.1]/hook",
+        "https://100.64.0.1/hook",
+        "https://100.127.255.254/hook",
+        "https://192.0.0.8/hook",
+        "https://198.18.0.1/hook",
+        "https://198.19.255.1/hook",
+        "https://224.0.0.251/hook",
+        "https://240.0.0.1/hook",
+        "https://[::ffff:10.0.0.1]/hook",
+        "https://[2002:7f00:1::1]/hook",
+        "https://[64:ff9b::a00:1]/hook",
+        "https://100.100.100.200/latest",
+    ],
+)
 @pytest.mark.parametrize("mode", ["test", "live"])
 def test_private_destinations_are_refused_unless_allowed(strict_client, merchant, target, mode):
     r = strict_client.post(f"{API}/webhooks", json={"url": target}, headers=merchant.headers(mode))
@@ -150,8 +198,9 @@ def test_private_destinations_are_refused_unless_allowed(strict_client, merchant
 
 def test_private_destination_refused_on_update_too(strict_client, merchant, create_webhook):
     hook = create_webhook(merchant)
-    r = strict_client.patch(f"{API}/webhooks/{hook['id']}", json={"url": "http://127.0.0.1/x"},
-                            headers=merchant.headers())
+    r = strict_client.patch(
+        f"{API}/webhooks/{hook['id']}", json={"url": "http://127.0.0.1/x"}, headers=merchant.headers()
+    )
     assert_error(r, 400, "VALIDATION_ERROR")
 
 
@@ -161,6 +210,7 @@ def test_public_destinations_pass_when_private_urls_are_refused(strict_client, m
 
 
 # ---- read, list, secret visibility --------------------------------------------------------
+
 
 def test_get_list_and_update_never_show_the_secret(client, merchant, create_webhook):
     hook = create_webhook(merchant)
@@ -186,6 +236,7 @@ def test_unknown_webhook_is_not_found(client, merchant):
 
 # ---- rotate-secret --------------------------------------------------------------------------
 
+
 def test_rotate_secret_returns_a_new_secret_and_stores_it(client, merchant, create_webhook, sessions):
     hook = create_webhook(merchant)
     r = rotate(client, merchant, hook["id"])
@@ -197,8 +248,9 @@ def test_rotate_secret_returns_a_new_secret_and_stores_it(client, merchant, crea
     assert rotate(client, merchant, hook["id"]).json["data"]["secret"] not in (hook["secret"], rotated["secret"])
 
 
-def test_rotate_secret_of_another_merchants_webhook_is_not_found_and_keeps_it(client, make_merchant, create_webhook,
-                                                                               sessions):
+def test_rotate_secret_of_another_merchants_webhook_is_not_found_and_keeps_it(
+    client, make_merchant, create_webhook, sessions
+):
     owner, stranger = make_merchant(), make_merchant()
     hook = create_webhook(owner)
     assert_error(rotate(client, stranger, hook["id"]), 404, "NOT_FOUND")
@@ -207,14 +259,14 @@ def test_rotate_secret_of_another_merchants_webhook_is_not_found_and_keeps_it(cl
 
 # ---- update ---------------------------------------------------------------------------------
 
+
 def test_patch_changes_only_the_fields_sent(client, merchant, create_webhook):
     hook = create_webhook(merchant, description="first")
     r = patch(client, merchant, hook["id"], {"events": ["payment.expired"], "active": False})
     assert r.status_code == 200, r.json
     updated = r.json["data"]
     assert updated["events"] == ["payment.expired"] and updated["active"] is False
-    assert (updated["url"], updated["description"], updated["created_at"]) == \
-        (hook["url"], "first", hook["created_at"])
+    assert (updated["url"], updated["description"], updated["created_at"]) == (hook["url"], "first", hook["created_at"])
     new_url = url()
     assert patch(client, merchant, hook["id"], {"url": new_url}).json["data"]["url"] == new_url
     assert get(client, merchant, hook["id"]).json["data"]["events"] == ["payment.expired"]
@@ -225,10 +277,17 @@ def test_patch_null_description_clears_it(client, merchant, create_webhook):
     assert patch(client, merchant, hook["id"], {"description": None}).json["data"]["description"] is None
 
 
-@pytest.mark.parametrize("body, field", [({"url": None}, "url"), ({"events": None}, "events"),
-                                         ({"active": None}, "active"), ({"events": ["nope"]}, "events.0"),
-                                         ({"url": "mailto:a@b.c"}, "url")],
-                         ids=["null url", "null events", "null active", "unknown event", "not http"])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"url": None}, "url"),
+        ({"events": None}, "events"),
+        ({"active": None}, "active"),
+        ({"events": ["nope"]}, "events.0"),
+        ({"url": "mailto:a@b.c"}, "url"),
+    ],
+    ids=["null url", "null events", "null active", "unknown event", "not http"],
+)
 def test_invalid_patch_is_validation_error_and_changes_nothing(client, merchant, create_webhook, body, field):
     hook = create_webhook(merchant)
     assert field in detail_fields(assert_error(patch(client, merchant, hook["id"], body), 400, "VALIDATION_ERROR"))
@@ -236,6 +295,7 @@ def test_invalid_patch_is_validation_error_and_changes_nothing(client, merchant,
 
 
 # ---- delete ---------------------------------------------------------------------------------
+
 
 def test_delete_answers_deleted_true_then_the_webhook_is_gone(client, merchant, create_webhook):
     keep, gone = create_webhook(merchant), create_webhook(merchant)
@@ -249,6 +309,7 @@ def test_delete_answers_deleted_true_then_the_webhook_is_gone(client, merchant, 
 
 
 # ---- modes ----------------------------------------------------------------------------------
+
 
 def test_webhooks_are_per_mode(client, merchant, create_webhook):
     test_hook, live_hook = create_webhook(merchant), create_webhook(merchant, mode="live")

@@ -3,6 +3,7 @@ engine: Debian's docker-compose parses and resolves it, check-jsonschema validat
 
 The Procfile is the one process registry: `make run` starts it, and the compose file and
 the e2e test stack must run the same processes with the same commands."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -37,15 +38,20 @@ def procfile_processes() -> dict[str, list[str]]:
 
 @pytest.mark.skipif(shutil.which("docker-compose") is None, reason="Debian's docker-compose: make test installs it")
 def test_docker_compose_config_is_valid():
-    result = subprocess.run(["docker-compose", "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True,
-                            cwd=ROOT, check=False)
+    result = subprocess.run(
+        ["docker-compose", "-f", str(COMPOSE), "config", "-q"], capture_output=True, text=True, cwd=ROOT, check=False
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_compose_file_matches_the_compose_spec_schema():
     check = Path(sys.executable).parent / "check-jsonschema"
-    result = subprocess.run([str(check), "--builtin-schema", "vendor.compose-spec", str(COMPOSE)],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [str(check), "--builtin-schema", "vendor.compose-spec", str(COMPOSE)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -75,14 +81,14 @@ def test_the_test_stack_runs_every_procfile_process_but_those_that_need_a_chain_
 
 def test_every_python_module_the_processes_run_exists():
     commands = [" ".join(argv) for argv in procfile_processes().values()]
-    commands += [" ".join(svc["command"]) if isinstance(svc.get("command"), list) else svc.get("command", "")
-                 for svc in compose_services().values()]
+    commands += [
+        " ".join(svc["command"]) if isinstance(svc.get("command"), list) else svc.get("command", "")
+        for svc in compose_services().values()
+    ]
     modules = {m for command in commands for m in re.findall(r"python -m ([\w.]+)", command)}
-    assert {"kassa_relay.main", "kassa_settler.main", "kassa_dev.chain",
-            "kassa_sweeper.main"} <= modules
+    assert {"kassa_relay.main", "kassa_settler.main", "kassa_dev.chain", "kassa_sweeper.main"} <= modules
     missing = sorted(m for m in modules if importlib.util.find_spec(m) is None)
     assert missing == []
-
 
 
 def compose_environment() -> dict[str, str]:

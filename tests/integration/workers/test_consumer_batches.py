@@ -1,6 +1,7 @@
 """Messages that arrive together are handled in one transaction, and a message that fails
 inside such a batch costs the others nothing: they commit once, it alone is retried or
 dead-lettered, with exactly the attempts it would have had on its own."""
+
 from __future__ import annotations
 
 import threading
@@ -48,8 +49,16 @@ def run_consumer(bus, base_env, sessions):
 
     def start(handler, **options) -> tuple[Consumer, list[str]]:
         committed: list[str] = []
-        consumer = Consumer(base_env["RABBITMQ_URL"], bus, bus.settler, handler, sessions, name="kassa-test-batches",
-                            on_committed=committed.append, **options)
+        consumer = Consumer(
+            base_env["RABBITMQ_URL"],
+            bus,
+            bus.settler,
+            handler,
+            sessions,
+            name="kassa-test-batches",
+            on_committed=committed.append,
+            **options,
+        )
         thread = threading.Thread(target=consumer.run, daemon=True)
         thread.start()
         running.append((consumer, thread))
@@ -72,9 +81,11 @@ def publish(base_env, topo, n: int) -> list[str]:
 def transactions_of(sessions, queue: str, ids: list[str]) -> int:
     """How many transactions recorded these message ids (xmin of their processed rows)."""
     with sessions() as s:
-        return s.scalar(sa.select(sa.func.count(sa.distinct(sa.text("xmin::text"))))
-                        .select_from(ProcessedMessage)
-                        .where(ProcessedMessage.consumer == queue, ProcessedMessage.message_id.in_(ids)))
+        return s.scalar(
+            sa.select(sa.func.count(sa.distinct(sa.text("xmin::text"))))
+            .select_from(ProcessedMessage)
+            .where(ProcessedMessage.consumer == queue, ProcessedMessage.message_id.in_(ids))
+        )
 
 
 def test_messages_waiting_together_are_handled_in_far_fewer_transactions(bus, base_env, sessions, run_consumer):
@@ -107,13 +118,17 @@ def test_a_message_failing_in_a_batch_is_retried_alone_and_the_others_commit_onc
 
 
 def test_a_message_failing_every_attempt_in_batches_reaches_the_dlq_after_exactly_its_attempts(
-        bus, base_env, run_consumer):
+    bus, base_env, run_consumer
+):
     ids = publish(base_env, bus, 10)
     bad = ids[0]
     handler = Recorder(fail={bad: RuntimeError("always")})
     _consumer, committed = run_consumer(handler)
-    until(lambda: queue_depth(base_env["RABBITMQ_URL"], bus.settler.dlq) == 1, timeout=30,
-          message="the failing message in the DLQ")
+    until(
+        lambda: queue_depth(base_env["RABBITMQ_URL"], bus.settler.dlq) == 1,
+        timeout=30,
+        message="the failing message in the DLQ",
+    )
     until(lambda: len(committed) == 9, timeout=10, message="the other 9 committed")
     assert bad not in committed
     assert handler.calls[bad] == MAX_ATTEMPTS
@@ -125,8 +140,11 @@ def test_a_rejected_message_in_a_batch_is_dead_lettered_at_once_and_the_rest_com
     handler = Recorder(fail={poison: Reject("cannot ever be handled")})
     _consumer, committed = run_consumer(handler)
     until(lambda: len(committed) == 11, timeout=20, message="the 11 good messages committed")
-    until(lambda: queue_depth(base_env["RABBITMQ_URL"], bus.settler.dlq) == 1, timeout=10,
-          message="the poison message in the DLQ")
+    until(
+        lambda: queue_depth(base_env["RABBITMQ_URL"], bus.settler.dlq) == 1,
+        timeout=10,
+        message="the poison message in the DLQ",
+    )
     assert handler.calls[poison] == 1
 
 
@@ -135,12 +153,19 @@ def test_undecodable_messages_are_dead_lettered_and_do_not_stop_the_batch(bus, b
 
     conn = pika.BlockingConnection(pika.URLParameters(base_env["RABBITMQ_URL"]))
     channel = conn.channel()
-    channel.basic_publish(bus.exchange, "chain.transfer.confirmed", b"{not json",
-                          pika.BasicProperties(message_id="junk-" + uuid.uuid4().hex, delivery_mode=2))
+    channel.basic_publish(
+        bus.exchange,
+        "chain.transfer.confirmed",
+        b"{not json",
+        pika.BasicProperties(message_id="junk-" + uuid.uuid4().hex, delivery_mode=2),
+    )
     conn.close()
     ids = publish(base_env, bus, 5)
     _consumer, committed = run_consumer(Recorder())
     until(lambda: len(committed) == 5, timeout=20, message="the 5 good messages committed")
-    until(lambda: queue_depth(base_env["RABBITMQ_URL"], bus.settler.dlq) == 1, timeout=10,
-          message="the undecodable message in the DLQ")
+    until(
+        lambda: queue_depth(base_env["RABBITMQ_URL"], bus.settler.dlq) == 1,
+        timeout=10,
+        message="the undecodable message in the DLQ",
+    )
     assert sorted(committed) == sorted(ids)

@@ -1,6 +1,7 @@
 """The pool's connections (``kassa_common.db``): a connection the server closed is replaced
 when it is checked out, prepared statements follow their connection, and a failure on the
 driver's cursor is raised as SQLAlchemy raises it."""
+
 from __future__ import annotations
 
 import uuid
@@ -54,8 +55,11 @@ def test_a_prepared_statement_answers_with_its_rows(engine):
 
 
 def test_a_failure_is_raised_as_sqlalchemy_raises_it_and_the_connection_still_serves(engine):
-    insert = Prepared("kassa_test_insert", "INSERT INTO merchants (id, email) VALUES (%(id)s, %(email)s)",
-                      {"id": "uuid", "email": "text"})
+    insert = Prepared(
+        "kassa_test_insert",
+        "INSERT INTO merchants (id, email) VALUES (%(id)s, %(email)s)",
+        {"id": "uuid", "email": "text"},
+    )
     merchant = {"id": uuid.uuid4(), "email": f"{uuid.uuid4().hex}@example.com"}
     with autocommit(engine) as conn:
         assert insert(conn, merchant) == []

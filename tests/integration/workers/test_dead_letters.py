@@ -1,6 +1,7 @@
 """Messages that fail by themselves: retried with their routing key intact, dead-lettered
 after their attempts, visible to the operator (`kassa bus status`, `/readyz`, the metric)
 and moved back with `kassa bus redrive QUEUE`, after which they are handled once."""
+
 from __future__ import annotations
 
 import json
@@ -11,7 +12,6 @@ import uuid
 
 import pytest
 
-from kassa_common.messaging import admin
 from kassa_common.messaging.consumer import Consumer
 from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.messaging.topology import MAX_ATTEMPTS
@@ -66,8 +66,14 @@ def publish(base_env, topo, n: int, key: str = "chain.transfer.confirmed") -> li
 
 
 def kassa(env: dict, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([os.path.join(os.path.dirname(os.sys.executable), "kassa"), *args],
-                          env={**os.environ, **env}, capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [os.path.join(os.path.dirname(os.sys.executable), "kassa"), *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_a_message_that_failed_once_is_retried_with_its_routing_key(bus, base_env, consume):

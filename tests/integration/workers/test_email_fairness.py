@@ -1,5 +1,6 @@
 """The email channel is fair across recipient domains: a flood of emails due to one domain
 does not hold up the one email due to another (the claim takes each domain's oldest in turn)."""
+
 from __future__ import annotations
 
 import uuid
@@ -20,9 +21,18 @@ def notification(sessions, merchant_id, recipient: str, age_seconds: float) -> u
     event = add_event(sessions, merchant_id, "payment.completed")
     nid = uuid.uuid4()
     with unit_of_work(sessions) as s:
-        s.add(Notification(id=nid, event_id=event.id, kind="receipt", recipient=recipient, subject="Receipt",
-                           body_text="Thanks", status=NotificationStatus.PENDING,
-                           next_attempt_at=utcnow() - sa.func.make_interval(0, 0, 0, 0, 0, 0, age_seconds)))
+        s.add(
+            Notification(
+                id=nid,
+                event_id=event.id,
+                kind="receipt",
+                recipient=recipient,
+                subject="Receipt",
+                body_text="Thanks",
+                status=NotificationStatus.PENDING,
+                next_attempt_at=utcnow() - sa.func.make_interval(0, 0, 0, 0, 0, 0, age_seconds),
+            )
+        )
     return nid
 
 

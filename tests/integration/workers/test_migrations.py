@@ -1,11 +1,12 @@
 """Migrations that move data: a database at the previous head, upgraded to the current one."""
+
 from __future__ import annotations
 
 import hashlib
 import os
 import secrets
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
@@ -35,16 +36,23 @@ def test_0005_continues_every_keys_index_sequence_whatever_encoding_it_was_enter
                 chain = "evm" if xpub == TEST_XPUBS["evm"] else "bitcoin"
                 if chain == "bitcoin":
                     mid = uuid.uuid4()
-                    conn.execute(sa.text("INSERT INTO merchants (id, email) VALUES (:id, :e)"),
-                                 {"id": mid, "e": f"{mid}@example.com"})
-                    conn.execute(sa.text("INSERT INTO wallets (id, merchant_id, mode, chain, xpub) "
-                                         "VALUES (:id, :m, 'live', 'bitcoin', :x)"),
-                                 {"id": uuid.uuid4(), "m": mid, "x": xpub})
+                    conn.execute(
+                        sa.text("INSERT INTO merchants (id, email) VALUES (:id, :e)"),
+                        {"id": mid, "e": f"{mid}@example.com"},
+                    )
+                    conn.execute(
+                        sa.text(
+                            "INSERT INTO wallets (id, merchant_id, mode, chain, xpub) "
+                            "VALUES (:id, :m, 'live', 'bitcoin', :x)"
+                        ),
+                        {"id": uuid.uuid4(), "m": mid, "x": xpub},
+                    )
                 seq = legacy_sequence(chain, xpub)
                 conn.execute(sa.text(f"CREATE SEQUENCE {seq} MINVALUE 0 START WITH 0"))
                 conn.execute(sa.text("SELECT setval(:s, :v, true)"), {"s": seq, "v": next_index - 1})
         upgrade(url)
         with engine.begin() as conn:
+
             def next_index(chain, xpub):
                 return conn.scalar(sa.text(f"SELECT nextval('{sequence_name(chain, xpub)}')"))
 
@@ -72,14 +80,22 @@ def test_0018_starts_each_network_settled_where_its_watcher_had_scanned_and_goes
     engine = sa.create_engine(sqlalchemy_url(url))
     try:
         with engine.begin() as conn:
-            conn.execute(sa.text("INSERT INTO chain_cursors (network, block_number, confirmed_through, scanned_at) "
-                                 "VALUES ('BASE', 10, 8, '2026-01-01T00:00:00Z'), ('BITCOIN', 5, 4, NULL)"))
-            conn.execute(sa.text("INSERT INTO chain_mempool_transfers (network, tx_hash, log_index, transfer) "
-                                 "VALUES ('BITCOIN', 'ab', 0, '{}')"))
+            conn.execute(
+                sa.text(
+                    "INSERT INTO chain_cursors (network, block_number, confirmed_through, scanned_at) "
+                    "VALUES ('BASE', 10, 8, '2026-01-01T00:00:00Z'), ('BITCOIN', 5, 4, NULL)"
+                )
+            )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO chain_mempool_transfers (network, tx_hash, log_index, transfer) "
+                    "VALUES ('BITCOIN', 'ab', 0, '{}')"
+                )
+            )
         upgrade(url)
         with engine.begin() as conn:
             settled = conn.execute(sa.text("SELECT network, settled_at FROM settled_watermarks")).all()
-            assert settled == [("BASE", datetime(2026, 1, 1, tzinfo=timezone.utc))]
+            assert settled == [("BASE", datetime(2026, 1, 1, tzinfo=UTC))]
             assert conn.scalar(sa.text("SELECT sighting FROM chain_mempool_transfers")) == ""
         command.downgrade(alembic_config(url), "0016")
         upgrade(url)

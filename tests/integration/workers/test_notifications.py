@@ -3,6 +3,7 @@ controls → outbox → relay → settler → outbox → relay → the notifier'
 rows → a real SMTP server (aiosmtpd) on a free local port. Each test runs on its own
 exchange and queues; other tests' events may reach this notifier too, so every check
 looks only at this test's recipients and events."""
+
 from __future__ import annotations
 
 import email
@@ -19,11 +20,11 @@ import pytest
 import sqlalchemy as sa
 from aiosmtpd.controller import Controller
 
+from kassa_common.db import unit_of_work
 from kassa_common.messaging.consumer import Delivered
 from kassa_common.messaging.publisher import Message, Publisher
-from kassa_common.db import unit_of_work
-from kassa_common.models import Event, Merchant, Notification, Payment, ProcessedMessage
 from kassa_common.messaging.relay import relay_pending
+from kassa_common.models import Event, Merchant, Notification, Payment, ProcessedMessage
 from kassa_common.payments import testmode
 from kassa_common.retry import RetryPolicy
 from kassa_expirer.jobs import Jobs
@@ -51,7 +52,7 @@ class Inbox:
         self.received: list[tuple[tuple[str, ...], EmailMessage]] = []
         self._lock = threading.Lock()
 
-    async def handle_DATA(self, server, session, envelope):  # noqa: N802 - aiosmtpd's hook name
+    async def handle_DATA(self, server, session, envelope):
         msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
         with self._lock:
             self.received.append((tuple(envelope.rcpt_tos), msg))
@@ -115,8 +116,9 @@ def customer() -> str:
 
 
 def new_payment(client, merchant, **body) -> dict:
-    r = client.post("/v1/api/payments", json={"amount": 25, "token": "USDC", "network": "BASE", **body},
-                    headers=merchant.headers())
+    r = client.post(
+        "/v1/api/payments", json={"amount": 25, "token": "USDC", "network": "BASE", **body}, headers=merchant.headers()
+    )
     assert r.status_code == 201, r.json
     return r.json["data"]
 
@@ -129,26 +131,36 @@ def pay(sessions, payment_id: str, *, part: bool = False) -> None:
 
 def arrives(sessions, publisher, condition):
     """Relay what is committed (the relay process's job), then check ``condition``."""
+
     def check():
         relay_pending(sessions, publisher)
         return condition()
+
     return until(check, timeout=30, interval=0.1)
 
 
 def notifications_of(sessions, payment_id: str) -> list[Notification]:
     with sessions() as s:
-        return list(s.scalars(sa.select(Notification).join(Event, Event.id == Notification.event_id)
-                              .where(Event.payment_id == uuid.UUID(payment_id)).order_by(Notification.kind)))
+        return list(
+            s.scalars(
+                sa.select(Notification)
+                .join(Event, Event.id == Notification.event_id)
+                .where(Event.payment_id == uuid.UUID(payment_id))
+                .order_by(Notification.kind)
+            )
+        )
 
 
 def all_sent(sessions, payment_id: str) -> list[Notification]:
     """The payment's notifications once every one is recorded SENT (the email arrives just before)."""
-    return until(lambda: (rows := notifications_of(sessions, payment_id)) and all(n.status == "SENT" for n in rows)
-                 and rows, timeout=10, message="the notifications to be recorded SENT")
+    return until(
+        lambda: (rows := notifications_of(sessions, payment_id)) and all(n.status == "SENT" for n in rows) and rows,
+        timeout=10,
+        message="the notifications to be recorded SENT",
+    )
 
 
-def test_a_completed_test_payment_emails_the_merchant_and_the_customer(client, merchant, sessions, bus, smtp,
-                                                                       notifier):
+def test_a_completed_test_payment_emails_the_merchant_and_the_customer(client, merchant, sessions, bus, smtp, notifier):
     _, _, publisher = bus
     inbox, port = smtp
     notifier(port)
@@ -196,8 +208,15 @@ def test_a_late_payment_emails_the_merchant(client, merchant, sessions, bus, smt
     with unit_of_work(sessions) as s:
         testmode.let_expire(s, s.get(Payment, uuid.UUID(p["id"])))
     Jobs(sessions, test_complete_after=timedelta(hours=1)).expire()
-    report = {"network": "BASE", "tx_hash": "0x" + secrets.token_hex(32), "log_index": 0, "token": "USDC",
-              "to": p["address"], "amount_units": "25000000", "confirmations": 10}
+    report = {
+        "network": "BASE",
+        "tx_hash": "0x" + secrets.token_hex(32),
+        "log_index": 0,
+        "token": "USDC",
+        "to": p["address"],
+        "amount_units": "25000000",
+        "confirmations": 10,
+    }
     settler.handle(Delivered(uuid.uuid4().hex, "chain.transfer.confirmed", report, 1))
     arrives(sessions, publisher, lambda: inbox.to(merchant.email))
     [to_merchant] = inbox.to(merchant.email)
@@ -230,8 +249,9 @@ def test_a_redelivered_event_sends_nothing_twice(client, merchant, sessions, bus
     arrives(sessions, publisher, lambda: inbox.to(merchant.email) and inbox.to(buyer))
     all_sent(sessions, p["id"])
     with sessions() as s:
-        completed = s.scalar(sa.select(Event).where(Event.payment_id == uuid.UUID(p["id"]),
-                                                    Event.type == "payment.completed"))
+        completed = s.scalar(
+            sa.select(Event).where(Event.payment_id == uuid.UUID(p["id"]), Event.type == "payment.completed")
+        )
     again = Message(completed.id, completed.type, completed.payload)  # the same message, redelivered
     republished = Message("evt_again_" + secrets.token_hex(6), completed.type, completed.payload)  # another path
     publisher.publish_batch([again, republished])
@@ -239,9 +259,12 @@ def test_a_redelivered_event_sends_nothing_twice(client, merchant, sessions, bus
     def handled() -> bool:
         with sessions() as s:
             return s.get(ProcessedMessage, (topo.notifier.name, republished.message_id)) is not None
+
     until(handled, timeout=15, message="the republished event to be consumed")  # FIFO: the redelivery was first
-    assert [(n.kind, n.status) for n in notifications_of(sessions, p["id"])] == [("merchant", "SENT"),
-                                                                                ("receipt", "SENT")]
+    assert [(n.kind, n.status) for n in notifications_of(sessions, p["id"])] == [
+        ("merchant", "SENT"),
+        ("receipt", "SENT"),
+    ]
     assert len(inbox.to(merchant.email)) == 1 and len(inbox.to(buyer)) == 1
 
 
@@ -256,6 +279,7 @@ def test_an_smtp_server_that_is_down_gets_the_emails_once_it_is_up(client, merch
     def failed_and_waiting() -> bool:
         rows = notifications_of(sessions, p["id"])
         return len(rows) == 2 and all(n.status == "PENDING" and n.attempts >= 1 and n.last_error for n in rows)
+
     arrives(sessions, publisher, failed_and_waiting)
     assert "Connection" in notifications_of(sessions, p["id"])[0].last_error
 
@@ -285,8 +309,9 @@ def test_the_dashboard_switches_notifications_off_and_on(client, sessions):
     assert "Email notifications are on." in on.get_data(as_text=True) and notify_email() is True
 
 
-def test_a_send_interrupted_before_its_outcome_was_recorded_goes_again_with_a_warning(client, merchant, sessions,
-                                                                                    smtp, caplog):
+def test_a_send_interrupted_before_its_outcome_was_recorded_goes_again_with_a_warning(
+    client, merchant, sessions, smtp, caplog
+):
     inbox, port = smtp
     p = new_payment(client, merchant)
     rcpt = customer()
@@ -294,17 +319,26 @@ def test_a_send_interrupted_before_its_outcome_was_recorded_goes_again_with_a_wa
         created = s.scalar(sa.select(Event.id).where(Event.payment_id == uuid.UUID(p["id"])))
         [row_id] = intake.record(s, created, [render.Email("receipt", rcpt, "Receipt", ("Thanks.",))])
     with unit_of_work(sessions) as s:  # a sender claimed it, sent it and died before recording the outcome
-        s.execute(sa.update(Notification).where(Notification.id == row_id)
-                  .values(lease_until=sa.func.now() + sa.text("interval '60 seconds'")))
+        s.execute(
+            sa.update(Notification)
+            .where(Notification.id == row_id)
+            .values(lease_until=sa.func.now() + sa.text("interval '60 seconds'"))
+        )
     with unit_of_work(sessions) as s:  # the lease runs out
-        s.execute(sa.update(Notification).where(Notification.id == row_id)
-                  .values(lease_until=sa.func.now() - sa.text("interval '1 second'")))
-    sender = sender_module.EmailSender(sessions, SmtpServer.from_url(f"smtp://127.0.0.1:{port}"), "Kassa <k@shop.example>")
+        s.execute(
+            sa.update(Notification)
+            .where(Notification.id == row_id)
+            .values(lease_until=sa.func.now() - sa.text("interval '1 second'"))
+        )
+    sender = sender_module.EmailSender(
+        sessions, SmtpServer.from_url(f"smtp://127.0.0.1:{port}"), "Kassa <k@shop.example>"
+    )
 
     def sent() -> bool:
         sender.send_next()  # (other tests' rows may be due too: sent here, to their own recipients)
         with sessions() as s:
             return s.get(Notification, row_id).status == "SENT"
+
     with caplog.at_level("WARNING", logger="kassa.notifier"):
         until(sent, timeout=15, message="the interrupted notification to be sent again")
     sender.stop()

@@ -7,6 +7,7 @@ directory and crashes by pid (never the machine's shared server); the queues are
 topology whose retry delay is short, so an outage can outlast the whole retry budget in
 seconds.
 """
+
 from __future__ import annotations
 
 import threading
@@ -17,14 +18,14 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common import accounts
+from kassa_common.config import Settings
+from kassa_common.db import ensure_database, make_engine, make_session_factory, unit_of_work
 from kassa_common.messaging import topology
 from kassa_common.messaging.consumer import Consumer
 from kassa_common.messaging.publisher import Publisher
-from kassa_common.config import Settings
-from kassa_common.db import ensure_database, make_engine, make_session_factory, unit_of_work
-from kassa_common.statuses import TransferStatus
 from kassa_common.migrate import upgrade
 from kassa_common.models import Event, Payment
+from kassa_common.statuses import TransferStatus
 from kassa_dev.instances import PrivatePostgres
 from kassa_settler.main import handle_transfer
 from kassa_webhook_sender.webhooks.intake import handle_event
@@ -88,13 +89,17 @@ def live_payments(private, n: int) -> list[dict]:
 
 def statuses(sessions, ids: list[str]) -> dict[str, int]:
     with sessions() as s:
-        rows = s.execute(sa.select(Payment.status, sa.func.count()).where(Payment.id.in_([uuid.UUID(i) for i in ids]))
-                         .group_by(Payment.status)).all()
+        rows = s.execute(
+            sa.select(Payment.status, sa.func.count())
+            .where(Payment.id.in_([uuid.UUID(i) for i in ids]))
+            .group_by(Payment.status)
+        ).all()
     return {str(status): n for status, n in rows}
 
 
 def test_transfers_arriving_during_a_database_outage_longer_than_the_retry_budget_all_settle(
-        pg, private, bus, base_env):
+    pg, private, bus, base_env
+):
     _settings, sessions, _client = private
     rabbit = base_env["RABBITMQ_URL"]
     paid = live_payments(private, 8)
@@ -113,13 +118,19 @@ def test_transfers_arriving_during_a_database_outage_longer_than_the_retry_budge
         assert queue_depth(rabbit, bus.settler.dlq) == 0
         # And once the database is back, every payment completes and the DLQ stays empty
         pg.start()
-        until(lambda: statuses(sessions, [p["id"] for p in paid]) == {"COMPLETED": len(paid)}, timeout=60,
-              message="every payment to complete")
+        until(
+            lambda: statuses(sessions, [p["id"] for p in paid]) == {"COMPLETED": len(paid)},
+            timeout=60,
+            message="every payment to complete",
+        )
         assert queue_depth(rabbit, bus.settler.dlq) == 0
         assert queue_depth(rabbit, bus.settler.retry) == 0
         with sessions() as s:
-            completed = s.scalar(sa.select(sa.func.count()).select_from(Event).where(
-                Event.payment_id.in_([uuid.UUID(p["id"]) for p in paid]), Event.type == "payment.completed"))
+            completed = s.scalar(
+                sa.select(sa.func.count())
+                .select_from(Event)
+                .where(Event.payment_id.in_([uuid.UUID(p["id"]) for p in paid]), Event.type == "payment.completed")
+            )
         assert completed == len(paid)  # each exactly once
     finally:
         publisher.close()
@@ -137,18 +148,30 @@ def test_payment_events_arriving_during_a_database_outage_all_become_deliveries(
         key = accounts.create_key(s, merchant.id, "test", list(accounts.SCOPES)).key
     r = client.post(f"{API}/webhooks", json={"url": "http://127.0.0.1:9/hook"}, headers={"X-Api-Key": key})
     assert r.status_code == 201
-    created = [client.post(f"{API}/payments", json={"amount": 5, "token": "USDC", "network": "BASE"},
-                           headers={"X-Api-Key": key}).get_json()["data"]["id"] for _ in range(5)]
+    created = [
+        client.post(
+            f"{API}/payments", json={"amount": 5, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key}
+        ).get_json()["data"]["id"]
+        for _ in range(5)
+    ]
     with sessions() as s:
         events = s.scalars(sa.select(Event).where(Event.payment_id.in_([uuid.UUID(i) for i in created]))).all()
     handed_over: list = []
-    intake = Consumer(rabbit, bus, bus.webhook_intake, handle_event, sessions, name="kassa-test-intake",
-                      on_committed=handed_over.extend)
+    intake = Consumer(
+        rabbit,
+        bus,
+        bus.webhook_intake,
+        handle_event,
+        sessions,
+        name="kassa-test-intake",
+        on_committed=handed_over.extend,
+    )
     thread = start(intake)
     publisher = Publisher(rabbit, bus.exchange, name="kassa-test-relay")
     try:
         pg.kill()
         from kassa_common.messaging.publisher import Message
+
         publisher.publish_batch(Message(e.id, e.type, e.payload) for e in events)
         until(intake.paused.is_set, timeout=20, message="the intake to pause")
         time.sleep(OUTAGE_SECONDS)
@@ -180,7 +203,9 @@ def web(private):
 
 def test_the_first_payment_after_a_database_restart_is_created(pg, web):
     client, headers = web
-    assert client.post(f"{API}/payments", json=PAYMENT, headers=headers).status_code == 201  # the pool holds a connection
+    assert (
+        client.post(f"{API}/payments", json=PAYMENT, headers=headers).status_code == 201
+    )  # the pool holds a connection
     # Given the database restarts while that connection sits in the pool
     pg.kill()
     pg.start()

@@ -1,5 +1,6 @@
 """Outbox relay → RabbitMQ → settler, and the expirer's jobs, in-process against real
 PostgreSQL and RabbitMQ (each test run on its own exchange and queues)."""
+
 from __future__ import annotations
 
 import uuid
@@ -8,11 +9,11 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.messaging.publisher import Publisher
 from kassa_common.db import unit_of_work
-from kassa_common.statuses import TransferStatus
-from kassa_common.models import Event, Payment, Transfer
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.messaging.relay import Relay, relay_pending
+from kassa_common.models import Event, Payment, Transfer
+from kassa_common.statuses import TransferStatus
 from kassa_expirer.jobs import Jobs
 from tests.support.api import LIVE_PAYMENT
 from tests.support.bus import private_topology, queue_depth, running_settler
@@ -36,8 +37,9 @@ def settler(bus, settings, sessions):
 
 
 def new_payment(client, merchant, **body):
-    r = client.post("/v1/api/payments", json={"amount": 10, "token": "USDC", "network": "BASE", **body},
-                    headers=merchant.headers())
+    r = client.post(
+        "/v1/api/payments", json={"amount": 10, "token": "USDC", "network": "BASE", **body}, headers=merchant.headers()
+    )
     assert r.status_code == 201, r.json
     return r.json["data"]
 
@@ -49,8 +51,9 @@ def status_of(sessions, pid) -> str:
 
 def events_of(sessions, pid) -> list[str]:
     with sessions() as s:
-        return list(s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(pid))
-                              .order_by(Event.created_at)))
+        return list(
+            s.scalars(sa.select(Event.type).where(Event.payment_id == uuid.UUID(pid)).order_by(Event.created_at))
+        )
 
 
 def test_relay_publishes_committed_events_and_marks_them(client, merchant, sessions, bus, settings):
@@ -81,8 +84,15 @@ def test_redelivered_transfer_changes_nothing(client, merchant, sessions, settle
     p = new_payment(client, merchant)
     from kassa_common.messaging.consumer import Delivered
 
-    body = {"network": "BASE", "tx_hash": "0x" + "ab" * 32, "log_index": 1, "token": "USDC", "to": p["address"],
-            "amount_units": "4000000", "confirmations": 10}
+    body = {
+        "network": "BASE",
+        "tx_hash": "0x" + "ab" * 32,
+        "log_index": 1,
+        "token": "USDC",
+        "to": p["address"],
+        "amount_units": "4000000",
+        "confirmations": 10,
+    }
     msg = Delivered("msg-" + uuid.uuid4().hex, "chain.transfer.confirmed", body, 1)
     settler.handle(msg)
     settler.handle(msg)  # the same message again
@@ -97,8 +107,11 @@ def test_redelivered_transfer_changes_nothing(client, merchant, sessions, settle
 def test_expirer_expires_overdue_payments_once(client, merchant, sessions):
     p = new_payment(client, merchant)
     with unit_of_work(sessions) as s:
-        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"]))
-                  .values(expires_at=sa.func.now() - sa.text("interval '1 minute'"), test_auto_complete=False))
+        s.execute(
+            sa.update(Payment)
+            .where(Payment.id == uuid.UUID(p["id"]))
+            .values(expires_at=sa.func.now() - sa.text("interval '1 minute'"), test_auto_complete=False)
+        )
     jobs = Jobs(sessions, test_complete_after=timedelta(hours=1))
     while jobs.expire():
         pass
@@ -111,12 +124,22 @@ def test_a_seen_transfer_holds_an_overdue_payment_open(client, merchant, session
     from kassa_common.messaging.consumer import Delivered
 
     p = new_payment(client, merchant)
-    body = {"network": "BASE", "tx_hash": "0x" + "cd" * 32, "log_index": 0, "token": "USDC", "to": p["address"],
-            "amount_units": "10000000", "confirmations": 1}
+    body = {
+        "network": "BASE",
+        "tx_hash": "0x" + "cd" * 32,
+        "log_index": 0,
+        "token": "USDC",
+        "to": p["address"],
+        "amount_units": "10000000",
+        "confirmations": 1,
+    }
     settler.handle(Delivered(uuid.uuid4().hex, "chain.transfer.seen", body, 1))
     with unit_of_work(sessions) as s:
-        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"]))
-                  .values(expires_at=sa.func.now() - sa.text("interval '1 minute'")))
+        s.execute(
+            sa.update(Payment)
+            .where(Payment.id == uuid.UUID(p["id"]))
+            .values(expires_at=sa.func.now() - sa.text("interval '1 minute'"))
+        )
     jobs = Jobs(sessions, test_complete_after=timedelta(hours=1))
     while jobs.expire():
         pass
@@ -141,15 +164,20 @@ def test_the_settlers_own_relay_publishes_what_a_batch_committed_at_once(client,
 
             def completed_published():
                 with sessions() as s:
-                    return s.scalar(sa.select(Event.published_at).where(
-                        Event.payment_id == uuid.UUID(p["id"]), Event.type == "payment.completed"))
+                    return s.scalar(
+                        sa.select(Event.published_at).where(
+                            Event.payment_id == uuid.UUID(p["id"]), Event.type == "payment.completed"
+                        )
+                    )
+
             until(completed_published, timeout=10, message="payment.completed published by the settler's relay")
     finally:
         relay.stop()
 
 
-def test_a_burst_of_test_payments_does_not_hold_up_a_live_one(client, merchant, live_merchant, create_payment,
-                                                                sessions, bus, settings):
+def test_a_burst_of_test_payments_does_not_hold_up_a_live_one(
+    client, merchant, live_merchant, create_payment, sessions, bus, settings
+):
     """Test mode's simulated transfers wait in a queue of their own: a tester completing
     hundreds of payments at once must not delay the live confirmations behind them."""
     topo, publisher = bus
@@ -164,8 +192,14 @@ def test_a_burst_of_test_payments_does_not_hold_up_a_live_one(client, merchant, 
     with running_settler(settings, topo, sessions):
         until(lambda: status_of(sessions, live["id"]) == "COMPLETED", timeout=30, message="live payment completed")
         with sessions() as s:
-            done = s.scalar(sa.select(sa.func.count()).select_from(Payment).where(
-                Payment.id.in_([uuid.UUID(i) for i in burst]), Payment.status == "COMPLETED"))
+            done = s.scalar(
+                sa.select(sa.func.count())
+                .select_from(Payment)
+                .where(Payment.id.in_([uuid.UUID(i) for i in burst]), Payment.status == "COMPLETED")
+            )
         assert done < len(burst) / 2, f"the live payment waited for {done} of {len(burst)} test payments"
-        until(lambda: all(status_of(sessions, i) == "COMPLETED" for i in burst), timeout=60,
-              message="the burst completed as well")
+        until(
+            lambda: all(status_of(sessions, i) == "COMPLETED" for i in burst),
+            timeout=60,
+            message="the burst completed as well",
+        )

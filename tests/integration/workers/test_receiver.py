@@ -1,4 +1,5 @@
 """The test receiver itself: a real HTTP server that other suites and the benchmark trust."""
+
 from __future__ import annotations
 
 import socket
@@ -54,10 +55,18 @@ def test_failures_for_one_event_are_not_used_up_by_another():
     receiver = Receiver()
     try:
         receiver.fail(1, event="payment.created")
-        other = requests.post(receiver.url, data=b'{"event":"payment.completed","data":{}}',
-                              headers={"X-Kassa-Event": "payment.completed"}, timeout=5)
-        meant = requests.post(receiver.url, data=b'{"event":"payment.created","data":{}}',
-                              headers={"X-Kassa-Event": "payment.created"}, timeout=5)
+        other = requests.post(
+            receiver.url,
+            data=b'{"event":"payment.completed","data":{}}',
+            headers={"X-Kassa-Event": "payment.completed"},
+            timeout=5,
+        )
+        meant = requests.post(
+            receiver.url,
+            data=b'{"event":"payment.created","data":{}}',
+            headers={"X-Kassa-Event": "payment.created"},
+            timeout=5,
+        )
         assert (other.status_code, meant.status_code) == (200, 500)
     finally:
         receiver.close()
@@ -69,7 +78,7 @@ def test_a_request_whose_sender_died_before_its_body_is_not_a_delivery():
     receiver = Receiver()
     try:
         with socket.create_connection(("127.0.0.1", receiver.server.server_port), timeout=10) as sock:
-            sock.sendall(b"POST /hooks HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"id\":")
+            sock.sendall(b'POST /hooks HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"id":')
         r = requests.post(receiver.url, json={"id": "evt_1", "event": "payment.completed"}, timeout=10)
         assert r.status_code == 200
         assert [h.json["id"] for h in receiver.all()] == ["evt_1"]

@@ -1,12 +1,13 @@
 """One wall-clock deadline per webhook attempt (DESIGN.md section 10): a receiver that
 drips a byte every couple of seconds, in the headers or in the body, or that never
 answers, is cut off at 10 s, and answers 400/404/410 are failures to retry."""
+
 from __future__ import annotations
 
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import pytest
 
@@ -56,8 +57,9 @@ def _read_request(conn: socket.socket) -> None:
             return
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length")), 0)
+    length = next(
+        (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")), 0
+    )
     while len(body) < length:
         body += conn.recv(65536)
 
@@ -65,8 +67,9 @@ def _read_request(conn: socket.socket) -> None:
 def drip(text: bytes, every: float = DRIP_EVERY, closed: threading.Event | None = None) -> Callable:
     def behave(conn: socket.socket) -> None:
         for i in range(len(text)):
-            conn.sendall(text[i:i + 1])
+            conn.sendall(text[i : i + 1])
             time.sleep(every)
+
     return behave
 
 
@@ -77,6 +80,7 @@ def silent(conn: socket.socket) -> None:
 def answer(status: int) -> Callable:
     def behave(conn: socket.socket) -> None:
         conn.sendall(f"HTTP/1.1 {status} X\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno".encode())
+
     return behave
 
 
@@ -101,15 +105,17 @@ HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-Padding: " + b"a" *
 BODY = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"b" * 1000
 
 
-@pytest.mark.parametrize("where, text", [("headers", HEADERS), ("body", BODY[:60] + b"b" * 100)],
-                         ids=["headers", "body"])
+@pytest.mark.parametrize(
+    "where, text", [("headers", HEADERS), ("body", BODY[:60] + b"b" * 100)], ids=["headers", "body"]
+)
 def test_a_receiver_dripping_bytes_is_cut_at_ten_seconds(raw_server, where, text):
     if where == "body":  # the headers at once, then the body a byte at a time
-        head = BODY[:BODY.index(b"\r\n\r\n") + 4]
+        head = BODY[: BODY.index(b"\r\n\r\n") + 4]
 
         def behave(conn: socket.socket) -> None:
             conn.sendall(head)
             drip(b"b" * 100)(conn)
+
         server = raw_server(behave)
     else:
         server = raw_server(drip(text))
@@ -154,13 +160,23 @@ def test_a_quick_answer_after_a_cut_one_is_not_hurt(raw_server):
 
 # ---- the dispatcher's decision after a failed attempt -------------------------------------
 
+
 def job_after(attempts: int, url: str, created_at):
     import uuid
 
     from kassa_webhook_sender.webhooks.store import Job
 
-    return Job(uuid.uuid4(), "evt_sched", "payment.created", attempts, created_at, url, "whsec_x", True,
-               {"id": "evt_sched", "event": "payment.created", "data": {}})
+    return Job(
+        uuid.uuid4(),
+        "evt_sched",
+        "payment.created",
+        attempts,
+        created_at,
+        url,
+        "whsec_x",
+        True,
+        {"id": "evt_sched", "event": "payment.created", "data": {}},
+    )
 
 
 @pytest.fixture
@@ -170,6 +186,7 @@ def failing_dispatcher(raw_server):
     def make(status: int):
         server = raw_server(answer(status))
         return Dispatcher(None, Transport(timeout=5, allow_private=True)), server.url  # attempt() uses no database
+
     return make
 
 
@@ -192,7 +209,11 @@ def test_the_default_schedule_delay_by_delay_as_the_dispatcher_applies_it(failin
         after = utcnow()
         assert outcome.status == DeliveryStatus.PENDING and outcome.status_code == 500, (made, outcome)
         waited = outcome.next_attempt_at
-        assert before + timedelta(seconds=delay) <= waited <= after + timedelta(seconds=delay), (made, delay, waited - before)
+        assert before + timedelta(seconds=delay) <= waited <= after + timedelta(seconds=delay), (
+            made,
+            delay,
+            waited - before,
+        )
         elapsed += delay
     last = dispatcher.attempt(job_after(len(expected), url, created - timedelta(seconds=elapsed)))
     assert last.status == DeliveryStatus.FAILED and last.next_attempt_at is None  # three days are up

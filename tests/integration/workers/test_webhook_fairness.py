@@ -4,6 +4,7 @@ due, beside a healthy endpoint of another merchant. The sender runs as in produc
 threads, 10 s per attempt, at most WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT = 4 deliveries under
 way per endpoint); the healthy endpoint's webhooks arrive in their normal time, and every
 dripping attempt is cut at 10 s."""
+
 from __future__ import annotations
 
 import socket
@@ -47,8 +48,9 @@ def test_a_dripping_and_a_silent_receiver_do_not_delay_another_merchants_webhook
     add_endpoint(sessions, shop.id, healthy.url)
     for _ in range(STUCK_EACH):
         intake(sessions, add_event(sessions, attacker.id, "payment.created"))
-    dispatcher = Dispatcher(sessions, Transport(allow_private=True), threads=32, retry=DEFAULT_POLICY,
-                            poll_interval=0.25).start()
+    dispatcher = Dispatcher(
+        sessions, Transport(allow_private=True), threads=32, retry=DEFAULT_POLICY, poll_interval=0.25
+    ).start()
     try:
         time.sleep(2)  # the bad endpoints' deliveries are under way
         latencies = []
@@ -63,18 +65,27 @@ def test_a_dripping_and_a_silent_receiver_do_not_delay_another_merchants_webhook
             time.sleep(1)
         time.sleep(max(0.0, 12 - HEALTHY))  # the first dripping attempts have met their deadline
         with unit_of_work(sessions) as s:
-            cut = s.execute(sa.select(DeliveryAttempt.duration_ms, DeliveryAttempt.error)
-                            .join(WebhookDelivery, WebhookDelivery.id == DeliveryAttempt.delivery_id)
-                            .where(WebhookDelivery.endpoint_id.in_(
-                                sa.select(sa.text("id")).select_from(sa.text("webhook_endpoints"))
-                                .where(sa.text("url = :u")).params(u=dripping.url)))).all()
+            cut = s.execute(
+                sa.select(DeliveryAttempt.duration_ms, DeliveryAttempt.error)
+                .join(WebhookDelivery, WebhookDelivery.id == DeliveryAttempt.delivery_id)
+                .where(
+                    WebhookDelivery.endpoint_id.in_(
+                        sa.select(sa.text("id"))
+                        .select_from(sa.text("webhook_endpoints"))
+                        .where(sa.text("url = :u"))
+                        .params(u=dripping.url)
+                    )
+                )
+            ).all()
     finally:
         dispatcher.stop(timeout=15)
         for server in (dripping, never, healthy):
             server.close()
-    print(f"\nhealthy endpoint: webhook arrival after the event, seconds: "
-          f"median {statistics.median(latencies):.3f}, max {max(latencies):.3f} "
-          f"({', '.join(f'{x:.3f}' for x in latencies)})")
+    print(
+        f"\nhealthy endpoint: webhook arrival after the event, seconds: "
+        f"median {statistics.median(latencies):.3f}, max {max(latencies):.3f} "
+        f"({', '.join(f'{x:.3f}' for x in latencies)})"
+    )
     print(f"dripping endpoint: {len(cut)} attempts, durations ms {sorted(d for d, _ in cut)}")
     assert max(latencies) < 2.0, latencies  # the claimer polls every 0.25 s: not the 10 s of a stuck thread
     assert cut and all(9_500 <= d <= 11_500 and "timed out" in (e or "") for d, e in cut), cut

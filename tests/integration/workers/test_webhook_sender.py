@@ -1,5 +1,6 @@
 """The webhook sender against real PostgreSQL, real RabbitMQ (a private topology) and a
 real HTTP receiver on 127.0.0.1: intake, signed delivery, retries, leases, refusals."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,11 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.messaging.consumer import Delivered
 from kassa_common.db import unit_of_work
+from kassa_common.messaging.consumer import Delivered
 from kassa_common.models import DeliveryAttempt, WebhookEndpoint
-from kassa_common.webhooks.signing import SignatureError, compute, verify_signature
 from kassa_common.timefmt import utcnow
+from kassa_common.webhooks.signing import SignatureError, compute, verify_signature
 from kassa_webhook_sender.webhooks import store
 from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
 from kassa_webhook_sender.webhooks.intake import handle_event
@@ -24,12 +25,22 @@ from tests.support.api import API
 from tests.support.bus import private_topology
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixtures)
-    FAST, add_endpoint, add_event, attempts_of, count_settled, deliveries_of, delivery,
-    dispatcher, intake, publish, receiver, settled,
+    FAST,
+    add_endpoint,
+    add_event,
+    attempts_of,
+    count_settled,
+    deliveries_of,
+    delivery,
+    dispatcher,
+    intake,
+    publish,
+    receiver,
+    settled,
 )
 
-
 # -- fixtures -------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def bus(settings):
@@ -39,16 +50,23 @@ def bus(settings):
 
 @pytest.fixture
 def sender(settings, engine, bus):
-    s = build(settings.with_(bus_prefix=bus[0], webhook_allow_private_urls=True), engine=engine, retry=FAST,
-              threads=8, poll_interval=0.05).start()
+    s = build(
+        settings.with_(bus_prefix=bus[0], webhook_allow_private_urls=True),
+        engine=engine,
+        retry=FAST,
+        threads=8,
+        poll_interval=0.05,
+    ).start()
     yield s
     s.stop()
 
 
 # -- intake ---------------------------------------------------------------------------------
 
+
 def test_intake_creates_a_delivery_only_for_subscribed_live_endpoints_of_the_same_merchant_and_mode(
-        sessions, make_merchant):
+    sessions, make_merchant
+):
     m, other = make_merchant(), make_merchant()
     url = "https://hooks.example.com/x"
     everything = add_endpoint(sessions, m.id, url)
@@ -80,8 +98,11 @@ def test_intake_of_the_same_event_twice_creates_nothing_more(sessions, merchant)
 def test_events_taken_in_one_transaction_get_their_own_deliveries_from_one_insert(engine, sessions, merchant):
     everything = add_endpoint(sessions, merchant.id, "https://hooks.example.com/a")
     completed_only = add_endpoint(sessions, merchant.id, "https://hooks.example.com/b", events=["payment.completed"])
-    events = [add_event(sessions, merchant.id, "payment.completed"), add_event(sessions, merchant.id, "payment.created"),
-              add_event(sessions, merchant.id, "payment.completed")]
+    events = [
+        add_event(sessions, merchant.id, "payment.completed"),
+        add_event(sessions, merchant.id, "payment.created"),
+        add_event(sessions, merchant.id, "payment.completed"),
+    ]
     inserts: list[str] = []
 
     def count(conn, cursor, statement, *args) -> None:
@@ -125,8 +146,9 @@ def test_a_burst_of_bus_events_is_delivered_once_each(settings, sessions, mercha
     until(lambda: count_settled(sessions, ids) == len(events), message="every outcome recorded")
 
 
-def test_bus_events_become_deliveries_and_a_redelivered_message_adds_none(settings, sessions, merchant, bus,
-                                                                         sender, receiver):
+def test_bus_events_become_deliveries_and_a_redelivered_message_adds_none(
+    settings, sessions, merchant, bus, sender, receiver
+):
     hook = add_endpoint(sessions, merchant.id, receiver.url)
     event = add_event(sessions, merchant.id)
     before = sender.consumer.handled
@@ -140,8 +162,10 @@ def test_bus_events_become_deliveries_and_a_redelivered_message_adds_none(settin
 
 # -- sending --------------------------------------------------------------------------------
 
-def test_a_delivery_is_posted_with_a_signature_over_the_exact_bytes(settings, sessions, merchant, bus, sender,
-                                                                   receiver):
+
+def test_a_delivery_is_posted_with_a_signature_over_the_exact_bytes(
+    settings, sessions, merchant, bus, sender, receiver
+):
     hook = add_endpoint(sessions, merchant.id, receiver.url + "?token=abc")
     event = add_event(sessions, merchant.id)
     publish(settings, bus[1], event)
@@ -163,8 +187,7 @@ def test_a_delivery_is_posted_with_a_signature_over_the_exact_bytes(settings, se
     assert (a.attempt, a.status_code, a.response_body, a.error, a.next_retry_at) == (1, 200, "ok", None, None)
 
 
-def test_500_twice_then_200_is_three_attempts_of_the_same_event(settings, sessions, merchant, bus, sender,
-                                                               receiver):
+def test_500_twice_then_200_is_three_attempts_of_the_same_event(settings, sessions, merchant, bus, sender, receiver):
     add_endpoint(sessions, merchant.id, receiver.url)
     receiver.fail(2)
     event = add_event(sessions, merchant.id)
@@ -215,8 +238,7 @@ def test_private_destinations_are_refused_unless_allowed(sessions, merchant, dis
     assert receiver.count() == 0
 
 
-def test_a_delivery_to_an_endpoint_deleted_meanwhile_fails_without_a_request(sessions, merchant, dispatcher,
-                                                                            receiver):
+def test_a_delivery_to_an_endpoint_deleted_meanwhile_fails_without_a_request(sessions, merchant, dispatcher, receiver):
     hook = add_endpoint(sessions, merchant.id, receiver.url)
     [did] = intake(sessions, add_event(sessions, merchant.id))
     with unit_of_work(sessions) as s:
@@ -234,15 +256,15 @@ def test_two_dispatchers_send_each_due_delivery_exactly_once(sessions, merchant,
     until(lambda: count_settled(sessions, ids) == len(ids), timeout=30, message="all sent")
     assert first.recorded > 0 and second.recorded > 0  # both took part
     with sessions() as s:
-        attempts = s.scalar(sa.select(sa.func.count()).select_from(DeliveryAttempt)
-                            .where(DeliveryAttempt.delivery_id.in_(ids)))
+        attempts = s.scalar(
+            sa.select(sa.func.count()).select_from(DeliveryAttempt).where(DeliveryAttempt.delivery_id.in_(ids))
+        )
     sent = [h.headers["X-Kassa-Delivery-Id"] for h in receiver.hits]
     assert sorted(sent) == sorted(str(i) for i in ids)
     assert attempts == len(ids)
 
 
-def test_a_claim_is_not_taken_twice_and_comes_back_when_its_lease_runs_out(sessions, merchant, dispatcher,
-                                                                          receiver):
+def test_a_claim_is_not_taken_twice_and_comes_back_when_its_lease_runs_out(sessions, merchant, dispatcher, receiver):
     add_endpoint(sessions, merchant.id, receiver.url)
     [did] = intake(sessions, add_event(sessions, merchant.id))
     [job] = store.claim(sessions, 1, 0.5, [did])  # a sender that crashes right after claiming
@@ -277,8 +299,10 @@ def test_stop_releases_claims_not_yet_sent(sessions, merchant, receiver):
 
 # -- secret rotation --------------------------------------------------------------------------
 
+
 def test_after_a_rotation_both_secrets_sign_for_the_overlap_then_only_the_new_one(
-        settings, sessions, client, merchant, bus, sender, receiver):
+    settings, sessions, client, merchant, bus, sender, receiver
+):
     """A merchant rotates through the API: for 24 h every delivery carries ``v1=new,v1=old``,
     so a receiver still holding the old secret verifies, and one already switched does too."""
     created = client.post(f"{API}/webhooks", json={"url": receiver.url}, headers=merchant.headers())
@@ -297,8 +321,11 @@ def test_after_a_rotation_both_secrets_sign_for_the_overlap_then_only_the_new_on
     assert overlap == timedelta(hours=24)
 
     with unit_of_work(sessions) as s:  # the overlap is over
-        s.execute(sa.update(WebhookEndpoint).where(WebhookEndpoint.id == uuid.UUID(wid))
-                  .values(previous_secret_expires_at=utcnow() - timedelta(seconds=1)))
+        s.execute(
+            sa.update(WebhookEndpoint)
+            .where(WebhookEndpoint.id == uuid.UUID(wid))
+            .values(previous_secret_expires_at=utcnow() - timedelta(seconds=1))
+        )
     publish(settings, bus[1], add_event(sessions, merchant.id))
     [_, later] = until(lambda: receiver.hits[1:] and receiver.hits, message="the webhook after the overlap")
     header = later.headers["X-Kassa-Signature"]

@@ -1,4 +1,5 @@
 """The webhook HTTP transport against real sockets: failures come back as results."""
+
 from __future__ import annotations
 
 import socket
@@ -22,7 +23,7 @@ class Server:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 outer.requests.append((self.path, dict(self.headers), body))
                 outer.peers.append(self.client_address)
@@ -72,8 +73,12 @@ def test_a_2xx_is_ok_and_the_exact_bytes_and_headers_arrive(server_factory):
     [(path, headers, got)] = s.requests
     assert got == body and path == "/in"
     assert headers["Content-Type"] == "application/json" and headers["User-Agent"] == "Kassa-Webhooks/1.0"
-    assert (headers["X-Kassa-Signature"], headers["X-Kassa-Event"], headers["X-Kassa-Event-Id"],
-            headers["X-Kassa-Delivery-Id"]) == ("t=1,v1=00", "payment.completed", "evt_1", "d-1")
+    assert (
+        headers["X-Kassa-Signature"],
+        headers["X-Kassa-Event"],
+        headers["X-Kassa-Event-Id"],
+        headers["X-Kassa-Delivery-Id"],
+    ) == ("t=1,v1=00", "payment.completed", "evt_1", "d-1")
 
 
 def test_a_long_response_is_kept_truncated(server_factory):
@@ -105,8 +110,16 @@ def test_a_closed_port_is_a_connection_failure_without_raising():
     assert result.error.startswith("connection failed") and "secret" not in result.error
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:9/x", "http://localhost:9/x", "http://10.1.2.3/x",
-                                 "http://169.254.169.254/latest/meta-data", "http://[::1]:9/x"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:9/x",
+        "http://localhost:9/x",
+        "http://10.1.2.3/x",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]:9/x",
+    ],
+)
 def test_private_destinations_are_refused_before_connecting(url):
     result = Transport(allow_private=False).post(req(url))
     assert not result.ok and result.status_code is None and result.error.startswith("destination refused")
@@ -164,11 +177,36 @@ def test_urls_are_sanitised_for_logs():
 
 # ---- destinations: resolved once, connected to as checked ----------------------------------
 
-@pytest.mark.parametrize("address", ["100.64.0.1", "100.127.255.254", "192.0.0.8", "198.18.0.1", "198.19.1.1",
-                                     "224.0.0.251", "240.0.0.1", "255.255.255.255", "0.0.0.0", "127.0.0.1",
-                                     "10.0.0.1", "172.16.0.1", "192.168.0.1", "169.254.169.254", "100.100.100.200",
-                                     "::1", "fe80::1", "fd00::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1",
-                                     "2002:7f00:1::1", "64:ff9b::a00:1", "2001:db8::1"])
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "100.64.0.1",
+        "100.127.255.254",
+        "192.0.0.8",
+        "198.18.0.1",
+        "198.19.1.1",
+        "224.0.0.251",
+        "240.0.0.1",
+        "255.255.255.255",
+        "0.0.0.0",
+        "127.0.0.1",
+        "10.0.0.1",
+        "172.16.0.1",
+        "192.168.0.1",
+        "169.254.169.254",
+        "100.100.100.200",
+        "::1",
+        "fe80::1",
+        "fd00::1",
+        "ff02::1",
+        "::ffff:127.0.0.1",
+        "::ffff:10.0.0.1",
+        "2002:7f00:1::1",
+        "64:ff9b::a00:1",
+        "2001:db8::1",
+    ],
+)
 def test_every_non_global_answer_is_refused_with_no_connection_detail(address):
     """A name resolving into any non-public range is refused before connecting, with the same
     words whatever listens there: the delivery log cannot be used to map an internal network."""
@@ -225,9 +263,28 @@ def test_tls_to_the_pinned_address_names_the_host_for_sni_and_the_certificate(tm
     import subprocess
 
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
-                    "/CN=hooks.example", "-addext", "subjectAltName=DNS:hooks.example",
-                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=hooks.example",
+            "-addext",
+            "subjectAltName=DNS:hooks.example",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
     server = Server()
     sni: list[str | None] = []
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

@@ -1,6 +1,7 @@
 """Every worker of the Procfile, run as the real process with its Procfile command, goes
 through the one bootstrap: JSON logs carrying its name, metrics on METRICS_PORT, and a
 graceful stop on SIGTERM (exit status 0, after saying so)."""
+
 from __future__ import annotations
 
 import json
@@ -48,8 +49,14 @@ def metrics_answer(port: int) -> bool:
 @pytest.fixture(scope="module")
 def worker_env(base_env):
     with fresh_database("procs_") as url, private_topology(base_env["RABBITMQ_URL"]) as (prefix, _topo):
-        yield {**base_env, "DATABASE_URL": url, "BUS_PREFIX": prefix, "LOG_LEVEL": "INFO",
-               "PYTHONUNBUFFERED": "1", "CHAIN_WATCHER_NETWORKS": "NO_SUCH_NETWORK"}  # no node needed
+        yield {
+            **base_env,
+            "DATABASE_URL": url,
+            "BUS_PREFIX": prefix,
+            "LOG_LEVEL": "INFO",
+            "PYTHONUNBUFFERED": "1",
+            "CHAIN_WATCHER_NETWORKS": "NO_SUCH_NETWORK",
+        }  # no node needed
 
 
 def log_lines(path: Path) -> list[dict]:
@@ -62,11 +69,15 @@ def run_then_sigterm(name: str, env: dict[str, str], log_path: Path, ready=lambd
     port = free_port()
     env = procfile.with_this_python({**os.environ, **env, "METRICS_PORT": str(port)})
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(WORKERS[name], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            WORKERS[name], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
-        until(lambda: proc.poll() is not None or (catches_sigterm(proc.pid) and metrics_answer(port) and ready()),
-              timeout=30, message=f"{name} to start")
+        until(
+            lambda: proc.poll() is not None or (catches_sigterm(proc.pid) and metrics_answer(port) and ready()),
+            timeout=30,
+            message=f"{name} to start",
+        )
         assert proc.poll() is None, log_path.read_text()
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -88,7 +99,7 @@ def test_worker_boots_through_the_bootstrap_and_stops_on_sigterm(name, worker_en
     assert any(line["msg"] == f"stopping on signal {int(signal.SIGTERM)}" for line in lines)
 
 
-def test_the_chain_watcher_process_follows_its_network_and_stops_on_sigterm(worker_env, anvil, tmp_path):  # noqa: F811
+def test_the_chain_watcher_process_follows_its_network_and_stops_on_sigterm(worker_env, anvil, tmp_path):
     log_path = tmp_path / "chain-watcher.log"
     env = {**worker_env, "LOCAL_EVM_RPC_URL": anvil.url, "CHAIN_WATCHER_NETWORKS": "LOCAL_EVM"}
 

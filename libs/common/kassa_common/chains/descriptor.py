@@ -22,6 +22,7 @@ The checksum is BIP 380's (a BCH code over the descriptor's characters, the one 
 computes in ``descriptor.cpp``): written here from the specification, tested against its
 vectors, so no descriptor leaves Kassa that a wallet would refuse as mistyped.
 """
+
 from __future__ import annotations
 
 import re
@@ -34,9 +35,7 @@ from kassa_common.chains.hd import TEST_XPUBS, is_mainnet_key, validate_xpub
 
 # BIP 380: every character a descriptor may hold, in groups of 32; a character's symbol is
 # its position in its group, and every three characters add one symbol for their groups.
-INPUT_CHARSET = ("0123456789()[],'/*abcdefgh@:$%{}"
-                 "IJKLMNOPQRSTUVWXYZ&+-.;<=>?!^_|~"
-                 "ijklmnopqrstuvwxyzABCDEFGH`#\"\\ ")
+INPUT_CHARSET = "0123456789()[],'/*abcdefgh@:$%{}IJKLMNOPQRSTUVWXYZ&+-.;<=>?!^_|~ijklmnopqrstuvwxyzABCDEFGH`#\"\\ "
 CHECKSUM_CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"  # bech32's
 _GENERATOR = (0xF5DEE51989, 0xA9FDCA3312, 0x1BAB10E32D, 0x3706B1677A, 0x644D626FFD)
 _INPUT_POSITION = {c: i for i, c in enumerate(INPUT_CHARSET)}

@@ -5,6 +5,7 @@ development tokens emit it. Both take it from here, so the product never has to
 reach into development tooling for a constant of the standard. Where a contract lands
 (``create_address``, ``create2_address``) is computed here too, off-chain.
 """
+
 from __future__ import annotations
 
 from eth_utils import is_address, is_checksum_address, keccak, to_checksum_address
@@ -26,7 +27,7 @@ def checksummed(text: str) -> str:
 
 
 def _address_bytes(address: str) -> bytes:
-    raw = bytes.fromhex(address[2:] if address.startswith("0x") else address)
+    raw = bytes.fromhex(address.removeprefix("0x"))
     if len(raw) != 20:
         raise ValueError(f"not a 20-byte address: {address!r}")
     return raw

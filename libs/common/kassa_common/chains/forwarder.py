@@ -16,6 +16,7 @@ says where a deposit is; the integration tests hold it to the factory's own view
 The compiled artifacts (ABI and bytecode) are package data in ``contracts/`` beside this
 module, built from the sources by ``python -m kassa_dev.contracts``.
 """
+
 from __future__ import annotations
 
 import json

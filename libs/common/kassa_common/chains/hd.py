@@ -24,12 +24,13 @@ them, so they are for test mode only:
   tb1q6rz28mcfaxtmd6v789l9rrlrusdprr9pqcpvkl (``tb``) or
   bcrt1q6rz28mcfaxtmd6v789l9rrlrusdprr9pz3cppk (``bcrt``).
 """
+
 from __future__ import annotations
 
 import hashlib
 import hmac
-from functools import lru_cache
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import NamedTuple, overload
 
 import base58
@@ -57,8 +58,7 @@ _PUBLIC_VERSIONS: dict[bytes, tuple[str, bool, frozenset[str]]] = {
 }
 _PRIVATE_PREFIXES = ("xprv", "tprv", "yprv", "uprv", "zprv", "vprv")
 _PRIVATE_VERSIONS = frozenset(
-    bytes.fromhex(v)
-    for v in ("0488ade4", "04358394", "049d7878", "044a4e28", "04b2430c", "045f18bc")
+    bytes.fromhex(v) for v in ("0488ade4", "04358394", "049d7878", "044a4e28", "04b2430c", "045f18bc")
 )
 BECH32_HRPS = ("bc", "tb", "bcrt")  # every address prefix a Bitcoin key can be asked for
 _MAINNET_HRPS = frozenset({"bc"})
@@ -108,9 +108,11 @@ def _parse(chain: str, xpub: str) -> _Node:
         raise InvalidXpub(f"unknown extended key version 0x{version.hex()}; expected an xpub-style public key")
     prefix, mainnet, kinds = _PUBLIC_VERSIONS[version]
     if prefix in ("ypub", "upub"):
-        raise InvalidXpub(f"a {prefix} is a BIP49 key (wrapped segwit, 3... addresses): Kassa derives native segwit "
-                          "addresses, which a BIP49 wallet does not watch; enter your wallet's BIP84 account key "
-                          "(zpub, m/84'/0'/0') instead")
+        raise InvalidXpub(
+            f"a {prefix} is a BIP49 key (wrapped segwit, 3... addresses): Kassa derives native segwit "
+            "addresses, which a BIP49 wallet does not watch; enter your wallet's BIP84 account key "
+            "(zpub, m/84'/0'/0') instead"
+        )
     if chain not in kinds:
         wanted = "an xpub" if chain == "evm" else "a BIP84 native-segwit key (zpub/vpub, or xpub/tpub)"
         raise InvalidXpub(f"a {prefix} key cannot be used for {chain} addresses; expected {wanted}")

@@ -13,6 +13,7 @@ Live payments are real money, paid to the merchant's own wallet. So live mode re
 Keys are compared by what they are (``hd.key_material``), not by their text, so a
 published key re-encoded (zpub as xpub, vpub as tpub) is still recognised.
 """
+
 from __future__ import annotations
 
 from functools import lru_cache
@@ -28,8 +29,10 @@ PUBLISHED_TEST_KEYS = (
     # test ... junk (anvil, Hardhat): m/44'/60'/0' (xpub)
     "xpub6Ce9NcJvTk36xtLSrJLZqE7wtgA5deCeYs7rSQtreh4cj6ByPtrg9sD7V2FNFLPnf8heNP3FGkeV9qwfzvZNSd54JoNXVsXFYSYwHsnJxqP",
 )
-PUBLISHED_WARNING = ("this is a published test key: anyone can spend what its addresses receive. It is accepted "
-                     "only because KASSA_ENV=development; never use it for real money")
+PUBLISHED_WARNING = (
+    "this is a published test key: anyone can spend what its addresses receive. It is accepted "
+    "only because KASSA_ENV=development; never use it for real money"
+)
 
 
 @lru_cache(maxsize=1)
@@ -48,10 +51,14 @@ def live_key_warning(chain: str, xpub: str, *, allow_test_keys: bool) -> str | N
     if is_published_test_key(chain, xpub):
         if allow_test_keys:
             return PUBLISHED_WARNING
-        raise InvalidXpub("this is a published test key: anyone can spend what its addresses receive. Live mode "
-                          "needs the key of your own wallet (a development stack with KASSA_ENV=development "
-                          "accepts it)")
+        raise InvalidXpub(
+            "this is a published test key: anyone can spend what its addresses receive. Live mode "
+            "needs the key of your own wallet (a development stack with KASSA_ENV=development "
+            "accepts it)"
+        )
     if not is_mainnet_key(chain, xpub):
-        raise InvalidXpub("this is a testnet key (tpub/vpub): live mode takes a mainnet key "
-                          "(xpub, or zpub for Bitcoin) of your wallet")
+        raise InvalidXpub(
+            "this is a testnet key (tpub/vpub): live mode takes a mainnet key "
+            "(xpub, or zpub for Bitcoin) of your wallet"
+        )
     return None

@@ -1,6 +1,7 @@
 """Exactly one active watcher per network: a PostgreSQL session advisory lock, held on a
 dedicated connection. A watcher that cannot take it stands by and tries again; if the
 holder dies its connection closes and the lock is free for the next one."""
+
 from __future__ import annotations
 
 import hashlib
@@ -37,9 +38,15 @@ class NetworkLock:
 
     def try_acquire(self) -> bool:
         if self._conn is None:
-            self._conn = psycopg2.connect(self.dsn, application_name=f"kassa-chain-watcher-{self.network.lower()}",
-                                          connect_timeout=5, keepalives=1, keepalives_idle=10,
-                                          keepalives_interval=5, keepalives_count=3)
+            self._conn = psycopg2.connect(
+                self.dsn,
+                application_name=f"kassa-chain-watcher-{self.network.lower()}",
+                connect_timeout=5,
+                keepalives=1,
+                keepalives_idle=10,
+                keepalives_interval=5,
+                keepalives_count=3,
+            )
             self._conn.autocommit = True
         try:
             with self._conn.cursor() as cur:

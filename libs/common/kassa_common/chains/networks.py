@@ -12,6 +12,7 @@ address on every chain, see ``chains.forwarder``); without one, forwarder settle
 not offered there. A network marked ``needs_rpc_url`` (a second development chain) exists
 only while its RPC URL is set.
 """
+
 from __future__ import annotations
 
 import json
@@ -212,7 +213,9 @@ def load_registry(env: Mapping[str, str], path: str | None = None) -> Registry:
     """Build the registry from the JSON file at ``path`` and the settings ``env``."""
     data = json.loads(Path(path or DEFAULT_PATH).read_text(encoding="utf-8"))
     networks = [_network(raw, env) for raw in data["networks"]]
-    return Registry([n for n, raw in zip(networks, data["networks"], strict=True) if n.rpc_url or not raw.get("needs_rpc_url")])
+    return Registry(
+        [n for n, raw in zip(networks, data["networks"], strict=True) if n.rpc_url or not raw.get("needs_rpc_url")]
+    )
 
 
 @lru_cache(maxsize=1)

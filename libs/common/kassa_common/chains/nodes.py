@@ -22,13 +22,15 @@ Logs and errors show a node as ``node 2 (https://host:port)``: never its path, q
 user info (``rpc.redact``), where hosted providers put the key. Each node's state is in
 the metrics below (``kassa_rpc_node_up``, ``_refused``, ``_failures_total``, ``kassa_rpc_failovers_total``).
 """
+
 from __future__ import annotations
 
 import logging
 import random
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from prometheus_client import Counter, Gauge
 
@@ -38,12 +40,21 @@ from kassa_common.chains.rpc import BadAnswer, JsonRpc, RpcError, RpcUnavailable
 # Each node's state, whoever reads through the pool (the chain-watcher, the sweeper).
 NODE = ["network", "node", "url"]
 
-NODE_UP = Gauge("kassa_rpc_node_up", "1 while the node is in service, 0 while it is set aside (failing, rate "
-                "limiting us, or on the wrong chain)", NODE)
-NODE_REFUSED = Gauge("kassa_rpc_node_refused", "1 while the node is refused because it answers another chain "
-                     "id (or Bitcoin chain) than the network's", NODE)
-NODE_FAILURES = Counter("kassa_rpc_node_failures_total", "Requests a node failed (no answer, rate limit, "
-                        "not JSON-RPC), each setting it aside for a while", NODE)
+NODE_UP = Gauge(
+    "kassa_rpc_node_up",
+    "1 while the node is in service, 0 while it is set aside (failing, rate limiting us, or on the wrong chain)",
+    NODE,
+)
+NODE_REFUSED = Gauge(
+    "kassa_rpc_node_refused",
+    "1 while the node is refused because it answers another chain id (or Bitcoin chain) than the network's",
+    NODE,
+)
+NODE_FAILURES = Counter(
+    "kassa_rpc_node_failures_total",
+    "Requests a node failed (no answer, rate limit, not JSON-RPC), each setting it aside for a while",
+    NODE,
+)
 FAILOVERS = Counter("kassa_rpc_failovers_total", "Times the node a network is read from changed", ["network"])
 
 log = logging.getLogger("kassa.chain_watcher")
@@ -68,8 +79,11 @@ def chain_mismatch(network: Network, rpc: JsonRpc) -> str | None:
         if network.bitcoin_chain is None:
             return None
         chain = (rpc.call("getblockchaininfo") or {}).get("chain")
-        return (None if chain == network.bitcoin_chain
-                else f"it is on Bitcoin chain {chain!r}, not {network.bitcoin_chain!r}")
+        return (
+            None
+            if chain == network.bitcoin_chain
+            else f"it is on Bitcoin chain {chain!r}, not {network.bitcoin_chain!r}"
+        )
     except FAILURES:
         raise
     except (RpcError, TypeError, ValueError, AttributeError) as exc:
@@ -95,10 +109,17 @@ class Node:
 
 
 class NodePool:
-    def __init__(self, network: Network, *, version: str = "2.0", timeout: float = 15.0,
-                 urls: Sequence[str] | None = None, check: Callable[[Network, JsonRpc], str | None] = chain_mismatch,
-                 clock: Callable[[], float] = time.monotonic, jitter: Callable[[float, float], float] = random.uniform
-                 ) -> None:
+    def __init__(
+        self,
+        network: Network,
+        *,
+        version: str = "2.0",
+        timeout: float = 15.0,
+        urls: Sequence[str] | None = None,
+        check: Callable[[Network, JsonRpc], str | None] = chain_mismatch,
+        clock: Callable[[], float] = time.monotonic,
+        jitter: Callable[[float, float], float] = random.uniform,
+    ) -> None:
         urls = list(urls if urls is not None else network.nodes)
         if not urls:
             raise ValueError(f"{network.name} has no RPC node: set {network.name}_RPC_URLS or {network.name}_RPC_URL")
@@ -231,8 +252,9 @@ class NodePool:
     def _none_left(self) -> NoNode:
         now = self._clock()
         back = min(max(0.0, n.until - now) for n in self.nodes)
-        states = "; ".join(f"{n.name} " + (f"refused: {n.refused}" if n.refused else f"{n.problem or 'set aside'}")
-                           for n in self.nodes)
+        states = "; ".join(
+            f"{n.name} " + (f"refused: {n.refused}" if n.refused else f"{n.problem or 'set aside'}") for n in self.nodes
+        )
         return NoNode(f"{self.name}: no RPC node in service ({states})", retry_after=max(back, 0.1))
 
 

@@ -21,14 +21,16 @@ Hosted RPC URLs carry their API key (Infura and Alchemy in the path, others in t
 a Bitcoin node its user and password): exception texts and logs only ever show
 ``redact(url)``, the scheme, host and port.
 """
+
 from __future__ import annotations
 
 import email.utils
 import itertools
 import json
 import time
+from collections.abc import Iterable, Sequence
 from decimal import Decimal
-from typing import Any, Iterable, Sequence
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import requests
@@ -39,10 +41,20 @@ import requests
 # wide", "exceed maximum block range: 5000", "limit exceeded". -32005 is Infura's and Geth's
 # "limit exceeded" code, which some providers use for rate limits too: a message that says
 # so is taken for a rate limit first (``classify``).
-RANGE_TOO_LARGE = ("returned more than", "too many results", "response size exceeded", "response size is larger",
-                   "range is too wide", "range too wide", "range is too large", "range too large",
-                   "exceed maximum block range", "exceeds maximum block range", "requests with up to a",
-                   "limit exceeded")
+RANGE_TOO_LARGE = (
+    "returned more than",
+    "too many results",
+    "response size exceeded",
+    "response size is larger",
+    "range is too wide",
+    "range too wide",
+    "range is too large",
+    "range too large",
+    "exceed maximum block range",
+    "exceeds maximum block range",
+    "requests with up to a",
+    "limit exceeded",
+)
 RANGE_TOO_LARGE_CODES = {-32005}
 # Rate limits that come as a JSON-RPC error instead of HTTP 429: Infura "project ID request
 # rate exceeded", Alchemy "exceeded its compute units per second capacity".
@@ -97,8 +109,13 @@ def scrub(text: str, url: str | None) -> str:
     except ValueError:
         return text
     path_query = parts.path + (f"?{parts.query}" if parts.query else "")
-    pieces = [path_query, parts.path, parts.query, parts.netloc.rpartition("@")[0] if "@" in parts.netloc else "",
-              parts.password or ""]
+    pieces = [
+        path_query,
+        parts.path,
+        parts.query,
+        parts.netloc.rpartition("@")[0] if "@" in parts.netloc else "",
+        parts.password or "",
+    ]
     for piece in sorted({p for p in pieces + [unquote(p) for p in pieces] if p and p != "/"}, key=len, reverse=True):
         text = text.replace(piece, "…")
     return text
@@ -150,26 +167,35 @@ class JsonRpc:
 
     def _post(self, payload: Any) -> Any:
         try:
-            resp = self._session.post(self.url, data=json.dumps(payload, default=str), timeout=self.timeout,
-                                      headers={"Content-Type": "application/json"})
+            resp = self._session.post(
+                self.url,
+                data=json.dumps(payload, default=str),
+                timeout=self.timeout,
+                headers={"Content-Type": "application/json"},
+            )
         except (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
             # ``from None``: the requests exception's text holds the URL's path (a traceback would show it)
             raise RpcUnavailable(f"{self.where}: {type(exc).__name__}: {scrub(str(exc), self.url)}") from None
         except requests.RequestException as exc:
             raise RpcError(f"{self.where}: {type(exc).__name__}: {scrub(str(exc), self.url)}") from None
         if resp.status_code == 429:
-            raise RpcUnavailable(f"{self.where}: HTTP 429 {resp.reason or ''}".rstrip(),
-                                 retry_after=retry_after(resp.headers.get("Retry-After")))
+            raise RpcUnavailable(
+                f"{self.where}: HTTP 429 {resp.reason or ''}".rstrip(),
+                retry_after=retry_after(resp.headers.get("Retry-After")),
+            )
         try:
             return json.loads(resp.text, parse_float=Decimal)
         except ValueError:
             # A 5xx with a JSON-RPC answer (Bitcoin Core answers errors with HTTP 500) is that
             # answer; without one, it is a gateway or node in trouble.
             if resp.status_code >= 500:
-                raise RpcUnavailable(f"{self.where}: HTTP {resp.status_code} {resp.reason or ''}".rstrip(),
-                                     retry_after=retry_after(resp.headers.get("Retry-After"))) from None
-            raise BadAnswer(f"{self.where}: HTTP {resp.status_code}, not JSON: {scrub(resp.text[:200], self.url)!r}") \
-                from None
+                raise RpcUnavailable(
+                    f"{self.where}: HTTP {resp.status_code} {resp.reason or ''}".rstrip(),
+                    retry_after=retry_after(resp.headers.get("Retry-After")),
+                ) from None
+            raise BadAnswer(
+                f"{self.where}: HTTP {resp.status_code}, not JSON: {scrub(resp.text[:200], self.url)!r}"
+            ) from None
 
     def _request(self, method: str, params: Sequence[Any]) -> dict[str, Any]:
         return {"jsonrpc": self.version, "id": next(self._ids), "method": method, "params": list(params)}
@@ -198,7 +224,7 @@ class JsonRpc:
         """Results of ``calls`` in order, ``chunk`` calls per HTTP request; any error raises."""
         results: list[Any] = []
         for start in range(0, len(calls), chunk):
-            requests_ = [self._request(m, p) for m, p in calls[start:start + chunk]]
+            requests_ = [self._request(m, p) for m, p in calls[start : start + chunk]]
             reply = self._post(requests_)
             if isinstance(reply, dict) and reply.get("error"):  # the whole batch refused (a rate limit)
                 raise classify(reply["error"], "batch")

@@ -7,6 +7,7 @@ count reset, the last error kept for the record), and acks it in the DLQ only on
 broker has confirmed the copy: a crash in between leaves a duplicate, never a loss, and
 the consumers' message-id log makes a duplicate a no-op.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -94,8 +95,14 @@ def redrive(url: str, topo: topology.Topology, name: str, *, limit: int | None =
             if "x-kassa-error" in headers:
                 headers["x-kassa-last-dead-letter-error"] = headers.pop("x-kassa-error")
             headers.pop("x-death", None)
-            copy = pika.BasicProperties(content_type=props.content_type, delivery_mode=2, message_id=props.message_id,
-                                        type=props.type, headers=headers, timestamp=props.timestamp)
+            copy = pika.BasicProperties(
+                content_type=props.content_type,
+                delivery_mode=2,
+                message_id=props.message_id,
+                type=props.type,
+                headers=headers,
+                timestamp=props.timestamp,
+            )
             channel.basic_publish("", q.name, body, copy, mandatory=True)  # confirmed before returning
             channel.basic_ack(method.delivery_tag)
             moved += 1

@@ -30,14 +30,16 @@ wrote leave at once instead of at the relay's next poll). ``prepare(session, mes
 runs first in each batch's transaction, with the messages not handled before (the settler
 locks all the payments they pay in one round trip).
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import pika
 import pika.exceptions
@@ -47,9 +49,9 @@ from pika.spec import Basic, BasicProperties
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
+from kassa_common.db import unit_of_work
 from kassa_common.messaging import topology
 from kassa_common.messaging.publisher import connection_parameters
-from kassa_common.db import unit_of_work
 
 log = logging.getLogger("kassa.bus")
 ATTEMPT_HEADER = "x-kassa-attempt"
@@ -96,19 +98,31 @@ RECORD_PROCESSED = sa.text("""
 
 def database_probe(sessions: sessionmaker[Session]) -> Callable[[], None]:
     """A probe that raises unless the database answers ``SELECT 1``."""
+
     def probe() -> None:
         with sessions() as session:
             session.execute(sa.text("SELECT 1"))
+
     return probe
 
 
 class Consumer:
-    def __init__(self, url: str, topo: topology.Topology, queue: topology.QueueSpec, handler: Handler,
-                 sessions: sessionmaker[Session], *, name: str, prefetch: int = 100, batch: int = 50,
-                 on_committed: Callable[[Any], None] | None = None,
-                 after_commit: Callable[[], None] | None = None,
-                 prepare: Callable[[Session, list[Delivered]], None] | None = None,
-                 probe: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        topo: topology.Topology,
+        queue: topology.QueueSpec,
+        handler: Handler,
+        sessions: sessionmaker[Session],
+        *,
+        name: str,
+        prefetch: int = 100,
+        batch: int = 50,
+        on_committed: Callable[[Any], None] | None = None,
+        after_commit: Callable[[], None] | None = None,
+        prepare: Callable[[Session, list[Delivered]], None] | None = None,
+        probe: Callable[[], None] | None = None,
+    ) -> None:
         self.url, self.topo, self.queue, self.handler, self.sessions = url, topo, queue, handler, sessions
         self.name, self.prefetch, self.batch = name, prefetch, max(1, batch)
         self.on_committed, self.after_commit, self.prepare = on_committed, after_commit, prepare
@@ -167,7 +181,7 @@ class Consumer:
             # waiting up to a second for the first; then the lot is handled as one batch.
             conn.process_data_events(time_limit=1.0)  # type: ignore[arg-type]  # a float: pika's stubs say int
             while self._buffer:
-                batch, self._buffer = self._buffer[:self.batch], self._buffer[self.batch:]
+                batch, self._buffer = self._buffer[: self.batch], self._buffer[self.batch :]
                 self._handle_batch(batch)
 
     def _close(self) -> None:
@@ -181,12 +195,11 @@ class Consumer:
         self._channel = self._conn = None
 
     # -- messages -----------------------------------------------------------------------
-    def _on_message(self, channel: BlockingChannel, method: Basic.Deliver, props: BasicProperties,
-                    body: bytes) -> None:
+    def _on_message(self, channel: BlockingChannel, method: Basic.Deliver, props: BasicProperties, body: bytes) -> None:
         assert method.delivery_tag is not None and method.routing_key is not None  # a delivery has both
         self._buffer.append(_Incoming(method.delivery_tag, method.routing_key, props, body))
 
-    def _handle_batch(self, batch: list["_Incoming"]) -> None:
+    def _handle_batch(self, batch: list[_Incoming]) -> None:
         """Handle ``batch`` in one transaction and ack it.
 
         A message whose handler fails is failed alone (retry or DLQ: the failure is its
@@ -218,7 +231,7 @@ class Consumer:
         for incoming, msg in pending:
             self._handle_alone(incoming, msg)
 
-    def _handle_alone(self, incoming: "_Incoming", msg: Delivered) -> None:
+    def _handle_alone(self, incoming: _Incoming, msg: Delivered) -> None:
         try:
             result = self._through_outages(lambda: self.handle(msg), msg)
         except _Stopping:
@@ -228,7 +241,7 @@ class Consumer:
         else:
             self._committed([(incoming, msg)], [result])
 
-    def _committed(self, done: list[tuple["_Incoming", Delivered]], results: list[Any]) -> None:
+    def _committed(self, done: list[tuple[_Incoming, Delivered]], results: list[Any]) -> None:
         # One ack for the lot: every delivery before these was settled already (batches are
         # contiguous slices of what arrived, handled in order; a failed one is acked by _fail).
         self._live.basic_ack(max(incoming.tag for incoming, _ in done), multiple=True)
@@ -240,7 +253,7 @@ class Consumer:
                 if result is not None:
                     self.on_committed(result)
 
-    def _fail(self, incoming: "_Incoming", exc: BaseException | None) -> None:
+    def _fail(self, incoming: _Incoming, exc: BaseException | None) -> None:
         """To the retry queue (bounded) or, for a ``Reject`` or the last attempt, the DLQ."""
         props = incoming.props
         if isinstance(exc, Reject):
@@ -250,8 +263,9 @@ class Consumer:
             target = self.queue.retry if incoming.attempt < topology.MAX_ATTEMPTS else self.queue.dlq
             attempt = incoming.attempt + 1
             log.warning("message %s failed (attempt %d), to %s: %r", props.message_id, incoming.attempt, target, exc)
-        self._republish(self._live, target, props, incoming.body, attempt, str(exc) if isinstance(exc, Reject)
-                        else repr(exc))
+        self._republish(
+            self._live, target, props, incoming.body, attempt, str(exc) if isinstance(exc, Reject) else repr(exc)
+        )
         self._live.basic_ack(incoming.tag)
 
     def _through_outages(self, work: Callable[[], Any], msg: Delivered) -> Any:
@@ -261,7 +275,7 @@ class Consumer:
                 return work()
             except Reject:
                 raise
-            except Exception as exc:  # noqa: BLE001 - the caller decides what a failure costs
+            except Exception as exc:
                 if not transient.is_transient(exc) or self._infrastructure_up():
                     raise
                 self._wait_out_outage(msg, exc)
@@ -277,8 +291,12 @@ class Consumer:
         """Back off until the probe answers; heartbeats keep the broker connection alive."""
         backoff = transient.Backoff()
         self.paused.set()
-        log.warning("consumer %s paused: infrastructure unreachable (%r); message %s waits with its attempts intact",
-                    self.name, exc, msg.message_id)
+        log.warning(
+            "consumer %s paused: infrastructure unreachable (%r); message %s waits with its attempts intact",
+            self.name,
+            exc,
+            msg.message_id,
+        )
         started = time.monotonic()
         try:
             while True:
@@ -303,8 +321,9 @@ class Consumer:
         """Run the handler for each message not handled before, all in one transaction; the
         handlers' results in order (None for a message already handled)."""
         with unit_of_work(self.sessions) as session:
-            fresh = set(session.scalars(RECORD_PROCESSED, {"consumer": self.queue.name,
-                                                           "ids": [m.message_id for m in msgs]}))
+            fresh = set(
+                session.scalars(RECORD_PROCESSED, {"consumer": self.queue.name, "ids": [m.message_id for m in msgs]})
+            )
             if self.prepare is not None and fresh:
                 self.prepare(session, [m for m in msgs if m.message_id in fresh])
             results: list[Any] = []
@@ -321,13 +340,20 @@ class Consumer:
                     raise _HandlerFailed(index) from exc
             return results
 
-    def _republish(self, channel: BlockingChannel, queue: str, props: BasicProperties, body: bytes, attempt: int, error: str) -> None:
+    def _republish(
+        self, channel: BlockingChannel, queue: str, props: BasicProperties, body: bytes, attempt: int, error: str
+    ) -> None:
         headers = dict(props.headers or {})
         headers[ATTEMPT_HEADER] = attempt
         headers["x-kassa-error"] = error[:500]
-        new_props = pika.BasicProperties(content_type=props.content_type, delivery_mode=2,
-                                         message_id=props.message_id, type=props.type, headers=headers,
-                                         timestamp=int(time.time()))
+        new_props = pika.BasicProperties(
+            content_type=props.content_type,
+            delivery_mode=2,
+            message_id=props.message_id,
+            type=props.type,
+            headers=headers,
+            timestamp=int(time.time()),
+        )
         channel.basic_publish("", queue, body, new_props)
 
 

@@ -17,13 +17,15 @@ routing key                 message                 producers → consumers
 
 The statuses the database stores are in ``kassa_common.statuses``.
 """
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Mapping
+from typing import Any
 
 from kassa_common.messaging.publisher import Message
 from kassa_common.statuses import TransferStatus
@@ -114,14 +116,24 @@ class TransferReport:
 
     def default_id(self) -> str:
         """The watcher's message id: the same report is the same message, however often sent."""
-        raw = (f"{self.network}:{self.tx_hash}:{self.log_index}:{self.to.lower()}:{self.place}:{self.block_hash}:"
-               f"{self.status.lower()}:{self.confirmations}")
+        raw = (
+            f"{self.network}:{self.tx_hash}:{self.log_index}:{self.to.lower()}:{self.place}:{self.block_hash}:"
+            f"{self.status.lower()}:{self.confirmations}"
+        )
         return "cw_" + hashlib.sha256(raw.encode()).hexdigest()[:40]
 
     def body(self) -> dict[str, Any]:
-        body = {"network": self.network, "tx_hash": self.tx_hash, "log_index": self.log_index, "token": self.token,
-                "to": self.to, "amount_units": str(self.amount_units), "block_number": self.block_number,
-                "block_hash": self.block_hash, "confirmations": self.confirmations}
+        body = {
+            "network": self.network,
+            "tx_hash": self.tx_hash,
+            "log_index": self.log_index,
+            "token": self.token,
+            "to": self.to,
+            "amount_units": str(self.amount_units),
+            "block_number": self.block_number,
+            "block_hash": self.block_hash,
+            "confirmations": self.confirmations,
+        }
         if self.position is not None:
             body["position"] = self.position
         return body
@@ -130,15 +142,21 @@ class TransferReport:
         return Message(message_id or self.default_id(), self.routing_key, self.body())
 
     @classmethod
-    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "TransferReport":
+    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> TransferReport:
         """Raises KeyError, ValueError or TypeError for anything that is not a transfer report."""
         key = RoutingKey(routing_key)
         return cls(
-            status=_TRANSFER_STATUSES[key], simulated=key in _SIMULATED_KEYS.values(),
+            status=_TRANSFER_STATUSES[key],
+            simulated=key in _SIMULATED_KEYS.values(),
             network=str(body["network"]).upper(),
-            tx_hash=str(body["tx_hash"]), log_index=int(body["log_index"]), token=str(body["token"]).upper(),
-            to=str(body["to"]), amount_units=int(body["amount_units"]), block_number=body.get("block_number"),
-            block_hash=body.get("block_hash"), confirmations=int(body.get("confirmations") or 0),
+            tx_hash=str(body["tx_hash"]),
+            log_index=int(body["log_index"]),
+            token=str(body["token"]).upper(),
+            to=str(body["to"]),
+            amount_units=int(body["amount_units"]),
+            block_number=body.get("block_number"),
+            block_hash=body.get("block_hash"),
+            confirmations=int(body.get("confirmations") or 0),
             position=int(body["position"]) if body.get("position") is not None else None,
         )
 
@@ -160,11 +178,14 @@ class ChainWatermark:
     def to_message(self) -> Message:
         at = self.scanned_at.isoformat() if self.scanned_at else None
         raw = f"{self.network}:{self.through}:{at}"
-        return Message("wm_" + hashlib.sha256(raw.encode()).hexdigest()[:40], self.ROUTING_KEY,
-                       {"network": self.network, "through": self.through, "scanned_at": at})
+        return Message(
+            "wm_" + hashlib.sha256(raw.encode()).hexdigest()[:40],
+            self.ROUTING_KEY,
+            {"network": self.network, "through": self.through, "scanned_at": at},
+        )
 
     @classmethod
-    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "ChainWatermark":
+    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> ChainWatermark:
         """Raises KeyError, ValueError or TypeError for anything that is not a watermark."""
         if routing_key != cls.ROUTING_KEY:
             raise ValueError(f"not a {cls.ROUTING_KEY} message")
@@ -186,16 +207,26 @@ class PaymentEvent:
     data: dict[str, Any]
 
     def body(self) -> dict[str, Any]:
-        return {"id": self.id, "event": self.event, "timestamp": self.timestamp, "test_mode": self.test_mode,
-                "data": self.data}
+        return {
+            "id": self.id,
+            "event": self.event,
+            "timestamp": self.timestamp,
+            "test_mode": self.test_mode,
+            "data": self.data,
+        }
 
     def to_message(self) -> Message:
         return Message(self.id, self.event, self.body())
 
     @classmethod
-    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "PaymentEvent":
-        return cls(id=str(body["id"]), event=EventType(routing_key), timestamp=str(body["timestamp"]),
-                   test_mode=bool(body["test_mode"]), data=dict(body["data"]))
+    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> PaymentEvent:
+        return cls(
+            id=str(body["id"]),
+            event=EventType(routing_key),
+            timestamp=str(body["timestamp"]),
+            test_mode=bool(body["test_mode"]),
+            data=dict(body["data"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -210,12 +241,16 @@ class AddressFeed:
     token: str = ""
 
     @classmethod
-    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> "AddressFeed":
+    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> AddressFeed:
         event = PaymentEvent.from_message(routing_key, body)
         if event.event != cls.ROUTING_KEY:
             raise ValueError(f"not a {cls.ROUTING_KEY} event")
         address = event.data.get("address")
         if not address:
             raise ValueError("the payment has no address")
-        return cls(str(event.data.get("network", "")).upper(), str(address),
-                   bool(event.data.get("test_mode", event.test_mode)), str(event.data.get("token", "")).upper())
+        return cls(
+            str(event.data.get("network", "")).upper(),
+            str(address),
+            bool(event.data.get("test_mode", event.test_mode)),
+            str(event.data.get("token", "")).upper(),
+        )

@@ -8,13 +8,15 @@ early only for events of its own, which the asynchronous channel's confirms are 
 last confirm schedules one (``call_later(0, …)``), or every publish would wait out the
 whole time slice (50 ms) however fast the broker answered.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import pika
 from pika.adapters.blocking_connection import BlockingChannel
@@ -59,8 +61,15 @@ def connection_parameters(url: str, name: str) -> pika.URLParameters:
 class Publisher:
     """A connection and a confirm-mode channel; reconnects on the next call after a failure."""
 
-    def __init__(self, url: str, exchange: str, *, name: str = "kassa-publisher", timeout: float = 10.0,
-                 declare: Callable[[BlockingChannel], None] | None = None) -> None:
+    def __init__(
+        self,
+        url: str,
+        exchange: str,
+        *,
+        name: str = "kassa-publisher",
+        timeout: float = 10.0,
+        declare: Callable[[BlockingChannel], None] | None = None,
+    ) -> None:
         self.url, self.exchange, self.name, self.timeout = url, exchange, name, timeout
         self.declare = declare  # declares the topology on each new connection
         self._conn: pika.BlockingConnection | None = None
@@ -79,6 +88,7 @@ class Publisher:
             self.declare(channel)
         self._next_tag = 1
         ready: list[bool] = []
+
         def confirming(_frame: Method[Confirm.SelectOk]) -> None:
             ready.append(True)
             conn.call_later(0, _nothing)  # ends the wait below at once
@@ -113,10 +123,16 @@ class Publisher:
             self._nacked.clear()
             for m in messages:
                 props = pika.BasicProperties(
-                    content_type="application/json", delivery_mode=2, message_id=m.message_id,
-                    type=m.routing_key, timestamp=int(time.time()), headers=m.headers or None,
+                    content_type="application/json",
+                    delivery_mode=2,
+                    message_id=m.message_id,
+                    type=m.routing_key,
+                    timestamp=int(time.time()),
+                    headers=m.headers or None,
                 )
-                impl.basic_publish(self.exchange, m.routing_key, json.dumps(m.body, separators=(",", ":")).encode(), props)
+                impl.basic_publish(
+                    self.exchange, m.routing_key, json.dumps(m.body, separators=(",", ":")).encode(), props
+                )
                 self._pending.add(self._next_tag)
                 self._next_tag += 1
             deadline = time.monotonic() + self.timeout

@@ -11,6 +11,7 @@ its events leave at once; the relay process polls for everyone else's (the web's
 the safety net for all. The wake-up is a thread event, never a statement in the writing
 transaction: it costs the commit nothing (NOTIFY would serialize every commit).
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,8 +22,8 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
-from kassa_common.messaging.publisher import Message, PublishFailed, Publisher
 from kassa_common.db import unit_of_work
+from kassa_common.messaging.publisher import Message, Publisher, PublishFailed
 from kassa_common.models import Event
 from kassa_common.timefmt import utcnow
 
@@ -51,8 +52,14 @@ def relay_pending(sessions: sessionmaker[Session], publisher: Publisher, **kw: A
             return total
 
 
-def run_relay(sessions: sessionmaker[Session], publisher: Publisher, stop: threading.Event, *, poll: float = 0.1,
-              wake: threading.Event | None = None) -> None:
+def run_relay(
+    sessions: sessionmaker[Session],
+    publisher: Publisher,
+    stop: threading.Event,
+    *,
+    poll: float = 0.1,
+    wake: threading.Event | None = None,
+) -> None:
     """Relay until ``stop`` (a threading.Event) is set: drain, then wait ``poll`` s or until
     ``wake`` is set, and drain again.
 
@@ -69,7 +76,7 @@ def run_relay(sessions: sessionmaker[Session], publisher: Publisher, stop: threa
             try:
                 relay_pending(sessions, publisher)
                 backoff.reset()
-            except Exception as exc:  # noqa: BLE001 - outages wait; anything else is a bug to log
+            except Exception as exc:
                 if not (isinstance(exc, PublishFailed) or transient.is_transient(exc)):
                     log.exception("outbox relay failed")
                 delay = backoff.next()
@@ -90,10 +97,14 @@ class Relay:
         self._wake, self._stop = threading.Event(), threading.Event()
         self._thread: threading.Thread | None = None
 
-    def start(self) -> "Relay":
-        self._thread = threading.Thread(target=run_relay, name="outbox-relay", daemon=True,
-                                        args=(self.sessions, self.publisher, self._stop),
-                                        kwargs={"poll": self.poll, "wake": self._wake})
+    def start(self) -> Relay:
+        self._thread = threading.Thread(
+            target=run_relay,
+            name="outbox-relay",
+            daemon=True,
+            args=(self.sessions, self.publisher, self._stop),
+            kwargs={"poll": self.poll, "wake": self._wake},
+        )
         self._thread.start()
         return self
 

@@ -4,6 +4,7 @@ Each consuming queue ``Q`` is a durable quorum queue with two companions:
 ``Q.retry`` (messages wait ``RETRY_DELAY_MS`` there, then dead-letter back to ``Q``) and
 ``Q.dlq`` (messages that failed ``MAX_ATTEMPTS`` times or cannot be handled at all).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,8 +38,9 @@ SETTLER = QueueSpec("settler.transfers", (RoutingKey.ALL_TRANSFERS, RoutingKey.C
 SETTLER_TEST = QueueSpec("settler.test-transfers", (RoutingKey.ALL_TEST_TRANSFERS,))
 WEBHOOK_INTAKE = QueueSpec("webhook-sender.events", (RoutingKey.ALL_PAYMENT_EVENTS,))
 # the notifier: only the events it emails about
-NOTIFIER = QueueSpec("notifier.events", (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID,
-                                         EventType.PAYMENT_LATE_PAYMENT))
+NOTIFIER = QueueSpec(
+    "notifier.events", (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID, EventType.PAYMENT_LATE_PAYMENT)
+)
 QUEUES = (SETTLER, WEBHOOK_INTAKE, NOTIFIER, SETTLER_TEST)  # in Topology's field order
 
 
@@ -47,11 +49,15 @@ def declare(channel: BlockingChannel, exchange: str = EXCHANGE, queues: tuple[Qu
     channel.exchange_declare(exchange=exchange, exchange_type="topic", durable=True)  # type: ignore[arg-type]  # pika takes a str
     for q in queues:
         channel.queue_declare(queue=q.name, durable=True, arguments={"x-queue-type": "quorum"})
-        channel.queue_declare(queue=q.retry, durable=True, arguments={
-            "x-message-ttl": q.retry_delay_ms,
-            "x-dead-letter-exchange": "",
-            "x-dead-letter-routing-key": q.name,
-        })
+        channel.queue_declare(
+            queue=q.retry,
+            durable=True,
+            arguments={
+                "x-message-ttl": q.retry_delay_ms,
+                "x-dead-letter-exchange": "",
+                "x-dead-letter-routing-key": q.name,
+            },
+        )
         channel.queue_declare(queue=q.dlq, durable=True, arguments={"x-queue-type": "quorum"})
         for key in q.bindings:
             channel.queue_bind(queue=q.name, exchange=exchange, routing_key=key)
@@ -78,5 +84,6 @@ def named(prefix: str = "", *, retry_delay_ms: int = RETRY_DELAY_MS) -> Topology
     a private copy may wait ``retry_delay_ms`` between attempts (tests shorten it)."""
     if not prefix:
         return Topology(EXCHANGE, *QUEUES)
-    return Topology(f"{prefix}.{EXCHANGE}",
-                    *(QueueSpec(f"{prefix}.{q.name}", q.bindings, retry_delay_ms) for q in QUEUES))
+    return Topology(
+        f"{prefix}.{EXCHANGE}", *(QueueSpec(f"{prefix}.{q.name}", q.bindings, retry_delay_ms) for q in QUEUES)
+    )

@@ -1,4 +1,5 @@
 """Alembic environment: the URL comes from the caller (kassa_common.migrate), never from a file."""
+
 from alembic import context
 
 from kassa_common.db import make_engine

@@ -24,6 +24,7 @@ Where to look:
 The API routes, the dashboard, the checkout pages, the settler and the expirer call the
 functions below and hold no payment logic.
 """
+
 from kassa_common.payments.cancel import cancel, cancel_payment, cancel_refusal
 from kassa_common.payments.create import NewPayment, create_payment, resolve_pair
 from kassa_common.payments.expire import expire_due
@@ -35,8 +36,29 @@ from kassa_common.payments.testmode import NotTestPayment, complete_due_test_pay
 from kassa_common.payments.transitions import OPEN, STATUSES, Trigger, apply
 
 __all__ = [
-    "OPEN", "STATUSES", "NewPayment", "NotTestPayment", "PaymentOut", "Trigger", "apply", "cancel", "cancel_payment",
-    "cancel_refusal", "complete_due_test_payments", "create_payment", "expire_due", "find_by_short_id", "find_payment",
-    "let_expire", "list_payments", "pay", "payment_to_dict", "payments_csv", "public_view", "remaining_units",
-    "resolve_pair", "settle", "transfers_of",
+    "OPEN",
+    "STATUSES",
+    "NewPayment",
+    "NotTestPayment",
+    "PaymentOut",
+    "Trigger",
+    "apply",
+    "cancel",
+    "cancel_payment",
+    "cancel_refusal",
+    "complete_due_test_payments",
+    "create_payment",
+    "expire_due",
+    "find_by_short_id",
+    "find_payment",
+    "let_expire",
+    "list_payments",
+    "pay",
+    "payment_to_dict",
+    "payments_csv",
+    "public_view",
+    "remaining_units",
+    "resolve_pair",
+    "settle",
+    "transfers_of",
 ]

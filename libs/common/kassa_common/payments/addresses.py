@@ -34,14 +34,15 @@ A forwarder deposit needs no sequence: its address follows from the factory, the
 settlement address and the payment's salt (its id), computed off-chain by
 ``chains.forwarder.deposit_address``; nothing is deployed until the sweeper flushes it.
 """
+
 from __future__ import annotations
 
 import hashlib
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -90,8 +91,9 @@ def _ensure_sequence(engine: Engine, name: str, chain: str, xpub: str, test_mode
                 start = _first_unused_index(conn, chain, xpub, first_index(test_mode))
                 try:
                     last = TEST_INDEX_BASE - 1 if not test_mode else 2**31 - 1  # live never reaches test's range
-                    conn.exec_driver_sql(f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 MAXVALUE {last} "
-                                         f"START WITH {start}")
+                    conn.exec_driver_sql(
+                        f"CREATE SEQUENCE IF NOT EXISTS {name} MINVALUE 0 MAXVALUE {last} START WITH {start}"
+                    )
                 except DBAPIError as exc:  # a concurrent creator won the race: the sequence exists
                     if "already exists" not in str(exc.orig) and "duplicate key" not in str(exc.orig):
                         raise
@@ -104,10 +106,14 @@ def _first_unused_index(conn: Connection, chain: str, xpub: str, base: int, wind
     hrps = (None,) if chain == "evm" else BECH32_HRPS  # a Bitcoin key's address differs per network
 
     def last_held(start: int) -> int | None:
-        wanted = {derive_address(chain, xpub, base + i, bech32_hrp=hrp).lower(): i
-                  for i in range(start, start + window) for hrp in hrps}
-        held = conn.scalars(sa.select(sa.func.lower(Payment.address))
-                            .where(sa.func.lower(Payment.address).in_(list(wanted)))).all()
+        wanted = {
+            derive_address(chain, xpub, base + i, bech32_hrp=hrp).lower(): i
+            for i in range(start, start + window)
+            for hrp in hrps
+        }
+        held = conn.scalars(
+            sa.select(sa.func.lower(Payment.address)).where(sa.func.lower(Payment.address).in_(list(wanted)))
+        ).all()
         return max((wanted[a] for a in held), default=None)
 
     return base + first_unused(last_held, window)
@@ -151,8 +157,10 @@ def xpub_or_test_key(xpub: str | None, test_mode: bool, chain: str, *, allow_tes
         try:
             live_key_warning(chain, xpub, allow_test_keys=allow_test_keys)
         except InvalidXpub as exc:
-            raise WalletNotConfigured(f"the live {chain} wallet cannot take payments: {exc}. Set another key "
-                                      f"(dashboard wallet settings, or `kassa wallet set --chain {chain}`)") from None
+            raise WalletNotConfigured(
+                f"the live {chain} wallet cannot take payments: {exc}. Set another key "
+                f"(dashboard wallet settings, or `kassa wallet set --chain {chain}`)"
+            ) from None
     if xpub:
         return xpub
     if test_mode:
@@ -171,8 +179,9 @@ def payment_address(network: Network, xpub: str, index: int, test_mode: bool) ->
 def first_address(chain: str, xpub: str, test_mode: bool) -> str:
     """The first address a payment of this mode gets from ``xpub`` (shown when a key is set, to
     check it against the wallet): on Bitcoin in the form of the BITCOIN network's mode."""
-    return derive_address(chain, xpub, first_index(test_mode),
-                          bech32_hrp=mode_hrp("bc", test_mode) if chain == "bitcoin" else None)
+    return derive_address(
+        chain, xpub, first_index(test_mode), bech32_hrp=mode_hrp("bc", test_mode) if chain == "bitcoin" else None
+    )
 
 
 def next_address(conn: Connection, network: Network, xpub: str, test_mode: bool) -> tuple[str, int]:
@@ -186,11 +195,15 @@ def next_address(conn: Connection, network: Network, xpub: str, test_mode: bool)
 def forwarder_deposit(network: Network, settlement: str, payment_id: uuid.UUID) -> Receiving:
     """The payment's deposit address, which can only ever forward to ``settlement``."""
     if network.forwarder_factory is None:
-        raise WalletNotConfigured(f"forwarder settlement is not available on {network.name}; "
-                                  "set an extended public key for it instead")
+        raise WalletNotConfigured(
+            f"forwarder settlement is not available on {network.name}; set an extended public key for it instead"
+        )
     salt = payment_salt(payment_id)
-    return Receiving(deposit_address(network.forwarder_factory, settlement, salt),
-                     settlement_address=settlement, deposit_salt="0x" + salt.hex())
+    return Receiving(
+        deposit_address(network.forwarder_factory, settlement, salt),
+        settlement_address=settlement,
+        deposit_salt="0x" + salt.hex(),
+    )
 
 
 @dataclass(frozen=True)
@@ -214,9 +227,17 @@ def index_hint(engine: Engine, owner: Owner, chain: str) -> IndexHint:
     return IndexHint(key, sequence_name(chain, key, owner.test_mode))
 
 
-def receiving_address(conn: Connection, owner: Owner, network: Network, wallet: tuple[str | None, str | None],
-                      payment_id: uuid.UUID, *, hint: IndexHint = IndexHint(), index: int | None = None,
-                      allow_test_keys: bool = False) -> Receiving:
+def receiving_address(
+    conn: Connection,
+    owner: Owner,
+    network: Network,
+    wallet: tuple[str | None, str | None],
+    payment_id: uuid.UUID,
+    *,
+    hint: IndexHint = IndexHint(),
+    index: int | None = None,
+    allow_test_keys: bool = False,
+) -> Receiving:
     """Where payment ``payment_id`` is paid: its forwarder deposit if the merchant settles to
     one address on this chain, else the next address of the merchant's extended public key.
     ``wallet``: the merchant's (extended public key, settlement address) for the network's

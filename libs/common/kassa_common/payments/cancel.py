@@ -4,6 +4,7 @@ Only a PENDING payment with no counted transfer seen and waiting for its confirm
 be canceled (``Trigger.CANCEL``'s guard): the money is on its way, and canceling would turn
 it into a late payment. The pages ask ``cancel_refusal`` before they offer the button.
 """
+
 from __future__ import annotations
 
 from sqlalchemy.orm import Session

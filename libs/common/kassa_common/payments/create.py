@@ -15,6 +15,7 @@ concurrent duplicate waits on the unique key until the first commits, then finds
 row and replays its payment. So one payment per key. An expired key (older than the
 TTL) is taken over by the next request as if new.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,19 +31,25 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import Network, Registry, Token
-from kassa_common.pricing import RateService, RateUnavailable, Unpriced, currencies, terms
-from kassa_common.pricing.service import Quote
 from kassa_common.db import Prepared
-from kassa_common.errors import (DomainError, IdempotencyConflict, InvalidCurrency, ProductUnavailable,
-                                  RateNotAvailable, UnsupportedPair)
+from kassa_common.errors import (
+    DomainError,
+    IdempotencyConflict,
+    InvalidCurrency,
+    ProductUnavailable,
+    RateNotAvailable,
+    UnsupportedPair,
+)
 from kassa_common.ids import new_short_id, parse_uuid
 from kassa_common.messaging.messages import EventType
-from kassa_common.statuses import PaymentStatus
 from kassa_common.models import Payment
 from kassa_common.owner import Owner
 from kassa_common.payments.addresses import index_hint, receiving_address
 from kassa_common.payments.events import payment_event
 from kassa_common.payments.shape import PaymentRow, payment_to_dict, transfers_of
+from kassa_common.pricing import RateService, RateUnavailable, Unpriced, currencies, terms
+from kassa_common.pricing.service import Quote
+from kassa_common.statuses import PaymentStatus
 from kassa_common.timefmt import utcnow
 
 # The statements below are written for psycopg2 (its parameter style) and go to it as they
@@ -56,7 +63,9 @@ FROM products WHERE id = %(id)s
 # What a create reads, in one statement: the merchant's wallet for the chain and pricing
 # terms, an unexpired earlier request with this key and, when the wallet's key is the one expected (``index_hint``)
 # and no earlier request holds the key, the key's next index.
-WALLET_AND_KEY = Prepared("kassa_create_read", """
+WALLET_AND_KEY = Prepared(
+    "kassa_create_read",
+    """
 SELECT w.xpub, w.settlement_address, k.request_hash, k.payment_id,
        CASE WHEN k.key IS NULL AND w.settlement_address IS NULL
                  AND coalesce(w.xpub, %(default_key)s) = %(expected_key)s
@@ -67,8 +76,19 @@ JOIN merchants m ON m.id = %(merchant_id)s
 LEFT JOIN wallets w ON w.merchant_id = %(merchant_id)s AND w.mode = %(mode)s AND w.chain = %(chain)s
 LEFT JOIN idempotency_keys k ON k.merchant_id = %(merchant_id)s AND k.test_mode = %(test_mode)s
                             AND k.key = %(key)s AND k.created_at >= %(fresh_after)s
-""", {"merchant_id": "uuid", "mode": "text", "chain": "text", "test_mode": "boolean", "key": "text",
-      "fresh_after": "timestamptz", "default_key": "text", "expected_key": "text", "sequence": "text"})
+""",
+    {
+        "merchant_id": "uuid",
+        "mode": "text",
+        "chain": "text",
+        "test_mode": "boolean",
+        "key": "text",
+        "fresh_after": "timestamptz",
+        "default_key": "text",
+        "expected_key": "text",
+        "sequence": "text",
+    },
+)
 
 EARLIER_REQUEST = """
 SELECT request_hash, payment_id FROM idempotency_keys
@@ -82,7 +102,9 @@ WHERE merchant_id = %(merchant_id)s AND test_mode = %(test_mode)s AND key = %(ke
 # scanned, so a late address is backfilled from there (``kassa_chain_watcher.scanner``).
 # ``watch_points``: where every network's watcher stands, for those that watch the address on
 # other networks (wrong network) and backfill it from their own height.
-INSERT_PAYMENT = Prepared("kassa_create_write", """
+INSERT_PAYMENT = Prepared(
+    "kassa_create_write",
+    """
 WITH claim AS (
     INSERT INTO idempotency_keys AS k (merchant_id, test_mode, key, request_hash, response_status, payment_id,
                                        created_at)
@@ -115,15 +137,45 @@ WITH claim AS (
 INSERT INTO events (id, type, merchant_id, test_mode, payment_id, payload, created_at)
 SELECT %(event_id)s, %(event_type)s, %(merchant_id)s, %(test_mode)s, id, %(payload)s, %(created_at)s FROM payment
 RETURNING true
-""", {"key": "text", "request_hash": "text", "fresh_after": "timestamptz", "id": "uuid", "short_id": "text",
-      "merchant_id": "uuid", "test_mode": "boolean", "status": "text", "amount": "numeric", "token": "text",
-      "network": "text", "decimals": "smallint", "address": "text", "derivation_index": "bigint",
-      "settlement_address": "text", "deposit_salt": "text", "checkout_url": "text", "crypto_amount_units": "numeric",
-      "exchange_rate": "numeric", "required_confirmations": "integer", "customer_email": "text",
-      "customer_name": "text", "redirect_url": "text", "cancel_url": "text", "product_id": "uuid",
-      "metadata": "jsonb", "expires_at": "timestamptz", "created_at": "timestamptz", "event_id": "text",
-      "event_type": "text", "payload": "jsonb", "currency": "text", "rate_source": "text",
-      "rate_locked_until": "timestamptz", "rate_spread_pct": "numeric"})
+""",
+    {
+        "key": "text",
+        "request_hash": "text",
+        "fresh_after": "timestamptz",
+        "id": "uuid",
+        "short_id": "text",
+        "merchant_id": "uuid",
+        "test_mode": "boolean",
+        "status": "text",
+        "amount": "numeric",
+        "token": "text",
+        "network": "text",
+        "decimals": "smallint",
+        "address": "text",
+        "derivation_index": "bigint",
+        "settlement_address": "text",
+        "deposit_salt": "text",
+        "checkout_url": "text",
+        "crypto_amount_units": "numeric",
+        "exchange_rate": "numeric",
+        "required_confirmations": "integer",
+        "customer_email": "text",
+        "customer_name": "text",
+        "redirect_url": "text",
+        "cancel_url": "text",
+        "product_id": "uuid",
+        "metadata": "jsonb",
+        "expires_at": "timestamptz",
+        "created_at": "timestamptz",
+        "event_id": "text",
+        "event_type": "text",
+        "payload": "jsonb",
+        "currency": "text",
+        "rate_source": "text",
+        "rate_locked_until": "timestamptz",
+        "rate_spread_pct": "numeric",
+    },
+)
 
 
 class ReadForCreate(NamedTuple):
@@ -184,13 +236,17 @@ def payment_currency(cmd: NewPayment, product: Any) -> str:
         raise InvalidCurrency(str(exc), [{"field": "currency", "message": str(exc)}]) from None
     if product is not None and product.currency_type == "FIAT":
         if asked is not None and asked != product.currency:
-            raise InvalidCurrency(f"this product is priced in {product.currency}",
-                                  [{"field": "currency", "message": f"the product's currency is {product.currency}"}])
+            raise InvalidCurrency(
+                f"this product is priced in {product.currency}",
+                [{"field": "currency", "message": f"the product's currency is {product.currency}"}],
+            )
         return str(product.currency)
     if cmd.amount is not None and asked is not None and not currencies.fits(cmd.amount, asked):
         places = currencies.minor_units(asked)
-        raise InvalidCurrency(f"an amount in {asked} has at most {places} decimal places",
-                              [{"field": "amount", "message": f"at most {places} decimal places in {asked}"}])
+        raise InvalidCurrency(
+            f"an amount in {asked} has at most {places} decimal places",
+            [{"field": "amount", "message": f"at most {places} decimal places in {asked}"}],
+        )
     return asked or currencies.DEFAULT
 
 
@@ -199,8 +255,10 @@ def quote(rates: RateService, symbol: str, currency: str, test_mode: bool) -> Qu
     try:
         return rates.quote(symbol, currency, live=not test_mode)
     except Unpriced as exc:
-        raise InvalidCurrency(f"{currency} is not priced by this server's rate sources ({exc})",
-                              [{"field": "currency", "message": "no rate for this currency"}]) from None
+        raise InvalidCurrency(
+            f"{currency} is not priced by this server's rate sources ({exc})",
+            [{"field": "currency", "message": "no rate for this currency"}],
+        ) from None
     except RateUnavailable as exc:  # too few sources, or none for this token: never a guess
         raise RateNotAvailable(str(exc), retry_after=getattr(exc, "retry_after", 30)) from exc
 
@@ -224,8 +282,9 @@ def chargeable_product(conn: Connection, owner: Owner, product_id: str, network:
         or product.deleted_at is not None
         or not product.active
     ):
-        raise ProductUnavailable("the product does not exist or is not active",
-                                 [{"field": "product_id", "message": "not available"}])
+        raise ProductUnavailable(
+            "the product does not exist or is not active", [{"field": "product_id", "message": "not available"}]
+        )
     if product.currency_type == "CRYPTO" and (product.network != network or product.token != token):
         raise UnsupportedPair(f"this product is priced in {product.token} on {product.network}; pay with that pair")
     return product
@@ -262,8 +321,11 @@ def create_payment(
     fresh_after = now - idempotency_ttl
     try:
         network, token = resolve_pair(registry, cmd.network, cmd.token, owner.test_mode)
-        product = (chargeable_product(conn, owner, cmd.product_id, network.name, token.symbol)
-                   if cmd.product_id is not None else None)
+        product = (
+            chargeable_product(conn, owner, cmd.product_id, network.name, token.symbol)
+            if cmd.product_id is not None
+            else None
+        )
         currency = payment_currency(cmd, product)
         market = quote(rates, token.symbol, currency, owner.test_mode)
     except DomainError:
@@ -272,39 +334,93 @@ def create_payment(
             return earlier
         raise
     hint = index_hint(conn.engine, owner, network.kind)
-    found = ReadForCreate._make(WALLET_AND_KEY(conn, {
-        "merchant_id": owner.merchant_id, "mode": owner.mode, "chain": network.kind, "test_mode": owner.test_mode,
-        "key": key, "fresh_after": fresh_after, "default_key": TEST_XPUBS[network.kind] if owner.test_mode else None,
-        "expected_key": hint.key, "sequence": hint.sequence})[0])
+    found = ReadForCreate._make(
+        WALLET_AND_KEY(
+            conn,
+            {
+                "merchant_id": owner.merchant_id,
+                "mode": owner.mode,
+                "chain": network.kind,
+                "test_mode": owner.test_mode,
+                "key": key,
+                "fresh_after": fresh_after,
+                "default_key": TEST_XPUBS[network.kind] if owner.test_mode else None,
+                "expected_key": hint.key,
+                "sequence": hint.sequence,
+            },
+        )[0]
+    )
     if found.request_hash is not None:
         assert found.payment_id is not None  # written with its request's hash
         return _replay(conn, found.request_hash, found.payment_id, digest)
     pricing = price(cmd, product, token, market, currency, found.rate_spread_pct or Decimal(0))
     payment_id = uuid.uuid4()
-    receiving = receiving_address(conn, owner, network, (found.xpub, found.settlement_address), payment_id,
-                                  hint=hint, index=found.derivation_index, allow_test_keys=allow_test_keys)
+    receiving = receiving_address(
+        conn,
+        owner,
+        network,
+        (found.xpub, found.settlement_address),
+        payment_id,
+        hint=hint,
+        index=found.derivation_index,
+        allow_test_keys=allow_test_keys,
+    )
     short_id = new_short_id()
     payment = PaymentRow(
-        id=payment_id, merchant_id=owner.merchant_id, short_id=short_id, status=PaymentStatus.PENDING,
-        amount=pricing.amount, token=token.symbol, network=network.name, decimals=token.decimals,
-        address=receiving.address, crypto_amount_units=pricing.units, amount_received_units=0,
-        exchange_rate=pricing.rate, confirmations=0, required_confirmations=network.required_confirmations,
-        transaction_hash=None, checkout_url=f"{checkout_base}/pay/{short_id}", customer_email=cmd.customer_email,
-        customer_name=cmd.customer_name, redirect_url=cmd.redirect_url, cancel_url=cmd.cancel_url,
-        product_id=product.id if product else None, metadata_=cmd.metadata or {}, test_mode=owner.test_mode,
-        expires_at=now + timedelta(minutes=owner.lifetime_minutes), created_at=now, updated_at=now,
-        completed_at=None, settlement_address=receiving.settlement_address, sweep_tx_hash=None, swept_at=None,
-        wrong_network=[], currency=currency,
+        id=payment_id,
+        merchant_id=owner.merchant_id,
+        short_id=short_id,
+        status=PaymentStatus.PENDING,
+        amount=pricing.amount,
+        token=token.symbol,
+        network=network.name,
+        decimals=token.decimals,
+        address=receiving.address,
+        crypto_amount_units=pricing.units,
+        amount_received_units=0,
+        exchange_rate=pricing.rate,
+        confirmations=0,
+        required_confirmations=network.required_confirmations,
+        transaction_hash=None,
+        checkout_url=f"{checkout_base}/pay/{short_id}",
+        customer_email=cmd.customer_email,
+        customer_name=cmd.customer_name,
+        redirect_url=cmd.redirect_url,
+        cancel_url=cmd.cancel_url,
+        product_id=product.id if product else None,
+        metadata_=cmd.metadata or {},
+        test_mode=owner.test_mode,
+        expires_at=now + timedelta(minutes=owner.lifetime_minutes),
+        created_at=now,
+        updated_at=now,
+        completed_at=None,
+        settlement_address=receiving.settlement_address,
+        sweep_tx_hash=None,
+        swept_at=None,
+        wrong_network=[],
+        currency=currency,
         rate_source=market.source + (f"; spread {pricing.spread_pct}%" if pricing.spread_pct else ""),
         rate_locked_until=terms.lock_until(now, owner.lifetime_minutes, found.rate_lock_minutes),
-        arrival_exchange_rate=None)
+        arrival_exchange_rate=None,
+    )
     event = payment_event(payment, EventType.PAYMENT_CREATED, now, [])
-    written = INSERT_PAYMENT(conn, {
-        **payment._asdict(), "metadata": json.dumps(payment.metadata_), "status": str(payment.status),
-        "derivation_index": receiving.derivation_index, "deposit_salt": receiving.deposit_salt,
-        "rate_spread_pct": pricing.spread_pct,
-        "key": key, "request_hash": digest, "fresh_after": fresh_after,
-        "event_id": event.id, "event_type": str(event.event), "payload": json.dumps(event.body())})
+    written = INSERT_PAYMENT(
+        conn,
+        {
+            **payment._asdict(),
+            "metadata": json.dumps(payment.metadata_),
+            "status": str(payment.status),
+            "derivation_index": receiving.derivation_index,
+            "deposit_salt": receiving.deposit_salt,
+            "rate_spread_pct": pricing.spread_pct,
+            "key": key,
+            "request_hash": digest,
+            "fresh_after": fresh_after,
+            "event_id": event.id,
+            "event_type": str(event.event),
+            "payload": json.dumps(event.body()),
+        },
+    )
     if not written:  # a concurrent request with the same key came first
         earlier = _earlier(conn, owner, key, digest, fresh_after) if key is not None else None
         if earlier is None:
@@ -316,8 +432,10 @@ def create_payment(
 
 def _earlier(conn: Connection, owner: Owner, key: str, digest: str | None, fresh_after: datetime) -> Created | None:
     """The answer to a request whose key an unexpired earlier request holds; None if none does."""
-    row = conn.exec_driver_sql(EARLIER_REQUEST, {"merchant_id": owner.merchant_id, "test_mode": owner.test_mode,
-                                                 "key": key, "fresh_after": fresh_after}).first()
+    row = conn.exec_driver_sql(
+        EARLIER_REQUEST,
+        {"merchant_id": owner.merchant_id, "test_mode": owner.test_mode, "key": key, "fresh_after": fresh_after},
+    ).first()
     if row is None or row.payment_id is None:
         return None
     return _replay(conn, row.request_hash, row.payment_id, digest)

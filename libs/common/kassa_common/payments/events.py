@@ -1,4 +1,5 @@
 """Payment events: the webhook body of each transition, written to the outbox with it."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
@@ -7,45 +8,70 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from kassa_common.messaging import outbox
 from kassa_common.ids import new_event_id
+from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Event, Payment
 from kassa_common.payments.shape import payment_to_dict, transfers_of
 from kassa_common.timefmt import iso, utcnow
 
 
-def payment_event(payment: Any, event_type: EventType, now: datetime,
-                  transfers: list[Any] | None = None, *, timestamp: str | None = None) -> PaymentEvent:
+def payment_event(
+    payment: Any,
+    event_type: EventType,
+    now: datetime,
+    transfers: list[Any] | None = None,
+    *,
+    timestamp: str | None = None,
+) -> PaymentEvent:
     """``timestamp``: ``iso(now)``, when the caller has it already."""
     shown = payment_to_dict(payment, transfers)
     data = {"payment_id": shown["id"], **shown}
     return PaymentEvent(new_event_id(), event_type, timestamp or iso(now), payment.test_mode, data)
 
 
-def _row(payment: Any, event_type: EventType, now: datetime, transfers: list[Any] | None = None, *,
-         timestamp: str | None = None) -> dict[str, Any]:
+def _row(
+    payment: Any,
+    event_type: EventType,
+    now: datetime,
+    transfers: list[Any] | None = None,
+    *,
+    timestamp: str | None = None,
+) -> dict[str, Any]:
     event = payment_event(payment, event_type, now, transfers, timestamp=timestamp)
-    return outbox.outbox_row(event.to_message(),
-                             merchant_id=payment.merchant_id, test_mode=payment.test_mode, payment_id=payment.id,
-                             now=now)
+    return outbox.outbox_row(
+        event.to_message(), merchant_id=payment.merchant_id, test_mode=payment.test_mode, payment_id=payment.id, now=now
+    )
 
 
-def record_payment_event(session: Session, payment: Payment, event_type: EventType, *,
-                         now: datetime | None = None, transfers: list[Any] | None = None) -> Event:
+def record_payment_event(
+    session: Session,
+    payment: Payment,
+    event_type: EventType,
+    *,
+    now: datetime | None = None,
+    transfers: list[Any] | None = None,
+) -> Event:
     """``transfers``: the payment's (``shape.transfers_of``) when known, ``[]`` for a new one."""
     row = Event(**_row(payment, event_type, now or utcnow(), transfers))
     session.add(row)
     return row
 
 
-def record_payment_events(session: Session, payments: Sequence[Any], event_type: EventType, *,
-                          now: datetime, transfers: Mapping[Any, list[Any]] | None = None) -> int:
+def record_payment_events(
+    session: Session,
+    payments: Sequence[Any],
+    event_type: EventType,
+    *,
+    now: datetime,
+    transfers: Mapping[Any, list[Any]] | None = None,
+) -> int:
     """The same event for many payments (``Payment``s or ``shape.PaymentRow``s), written in one
     streamed COPY. ``transfers``: theirs by payment id (``shape.transfers_of``) when the caller
     has them (a payment missing from it has none); otherwise they are read in one query."""
     if transfers is None:
         transfers = transfers_of(session, [p.id for p in payments])
     timestamp = iso(now)
-    return outbox.record_many(session, (_row(p, event_type, now, transfers.get(p.id, []), timestamp=timestamp)
-                                        for p in payments))
+    return outbox.record_many(
+        session, (_row(p, event_type, now, transfers.get(p.id, []), timestamp=timestamp) for p in payments)
+    )

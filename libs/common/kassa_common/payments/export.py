@@ -12,12 +12,14 @@ formula, and customer names, emails, URLs and metadata are text others chose; so
 cell gets a leading single quote (OWASP, "CSV injection"). Amounts are never negative, so
 no number we write is touched.
 """
+
 from __future__ import annotations
 
 import csv
 import io
 import json
-from typing import Any, Iterator, get_origin
+from collections.abc import Iterator
+from typing import Any, get_origin
 
 from sqlalchemy.orm import Session
 
@@ -53,8 +55,9 @@ def csv_row(payment: dict[str, Any]) -> list[str]:
     return [safe_cell(_cell(payment[name])) for name in PaymentOut.model_fields]
 
 
-def payments_csv(session: Session, owner: Owner, *, status: str | None, search: str | None,
-                 batch_size: int = BATCH_SIZE) -> Iterator[str]:
+def payments_csv(
+    session: Session, owner: Owner, *, status: str | None, search: str | None, batch_size: int = BATCH_SIZE
+) -> Iterator[str]:
     """The CSV text of the owner's payments with the list's filters: the header, then a
     chunk per batch (each batch's transfers read in one query)."""
     buffer = io.StringIO()

@@ -33,12 +33,14 @@ index) are checked against the current key, and if one belongs to another key th
 payments are checked one by one (a derivation each), so the answer never rests on another
 key's payments.
 """
+
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, Iterable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -88,37 +90,57 @@ class Gap:
     def summary(self) -> str:
         if not self.handed_out:
             return "no address handed out yet"
-        run = (f"the longest run of unused addresses is {self.longest_run} (indexes {self.run_from}-{self.run_to})"
-               if self.longest_run else "no unused address lies before a paid one")
+        run = (
+            f"the longest run of unused addresses is {self.longest_run} (indexes {self.run_from}-{self.run_to})"
+            if self.longest_run
+            else "no unused address lies before a paid one"
+        )
         return f"{self.handed_out} address(es) handed out, {self.funded} received funds; {run}"
 
     def warning(self) -> str | None:
         if not self.over_default:
             return None
-        return (f"{self.longest_run} unused addresses in a row: a wallet left at the default gap limit of "
-                f"{DEFAULT_GAP_LIMIT} stops before the payments after them and shows a balance short of what "
-                f"Kassa received. Set the gap limit to at least {self.gap_limit}.")
+        return (
+            f"{self.longest_run} unused addresses in a row: a wallet left at the default gap limit of "
+            f"{DEFAULT_GAP_LIMIT} stops before the payments after them and shows a balance short of what "
+            f"Kassa received. Set the gap limit to at least {self.gap_limit}."
+        )
 
     def advice(self) -> list[str]:
         n = self.gap_limit
-        return [f"set the gap limit to at least {n}",
-                f"Electrum: in its console (View → Show Console), `wallet.change_gap_limit({n})`",
-                f"Sparrow: Settings → Advanced → Gap limit: {n}",
-                (f"Bitcoin Core: importdescriptors with \"range\": [{self.first}, {self.range_end}] (the highest "
-                f"index, {self.highest}, plus {n})")]
+        return [
+            f"set the gap limit to at least {n}",
+            f"Electrum: in its console (View → Show Console), `wallet.change_gap_limit({n})`",
+            f"Sparrow: Settings → Advanced → Gap limit: {n}",
+            (
+                f'Bitcoin Core: importdescriptors with "range": [{self.first}, {self.range_end}] (the highest '
+                f"index, {self.highest}, plus {n})"
+            ),
+        ]
 
     def to_json(self) -> dict[str, Any]:
-        return {"handed_out": self.handed_out, "funded": self.funded, "longest_run": self.longest_run,
-                "run_from": self.run_from, "run_to": self.run_to, "gap_limit": self.gap_limit,
-                "default_gap_limit": DEFAULT_GAP_LIMIT, "over_default": self.over_default,
-                "range": [self.first, self.range_end], "warning": self.warning(),
-                "first_payment_at": self.first_payment_at.isoformat() if self.first_payment_at else None}
+        return {
+            "handed_out": self.handed_out,
+            "funded": self.funded,
+            "longest_run": self.longest_run,
+            "run_from": self.run_from,
+            "run_to": self.run_to,
+            "gap_limit": self.gap_limit,
+            "default_gap_limit": DEFAULT_GAP_LIMIT,
+            "over_default": self.over_default,
+            "range": [self.first, self.range_end],
+            "warning": self.warning(),
+            "first_payment_at": self.first_payment_at.isoformat() if self.first_payment_at else None,
+        }
 
 
 def bitcoin_wallet(session: Session, merchant_id: uuid.UUID, mode: str) -> Wallet | None:
     """The merchant's Bitcoin wallet in ``mode`` (an account key), or None when none is set."""
-    return session.scalar(sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode,
-                                                  Wallet.chain == "bitcoin", Wallet.xpub.is_not(None)))
+    return session.scalar(
+        sa.select(Wallet).where(
+            Wallet.merchant_id == merchant_id, Wallet.mode == mode, Wallet.chain == "bitcoin", Wallet.xpub.is_not(None)
+        )
+    )
 
 
 _FUNDED = """(p.amount_received_units > 0 OR EXISTS (
@@ -161,9 +183,12 @@ def _sequence_highest(session: Session, xpub: str, test_mode: bool) -> int | Non
     negative entry in the pooled connection's catalog cache, and a payment transaction that
     later runs on that connection would not see the sequence ``addresses`` creates meanwhile.
     """
-    last = session.scalar(sa.text("SELECT last_value FROM pg_sequences WHERE sequencename = :n "
-                                  "AND schemaname = ANY(current_schemas(false))"),
-                          {"n": sequence_name("bitcoin", xpub, test_mode)})
+    last = session.scalar(
+        sa.text(
+            "SELECT last_value FROM pg_sequences WHERE sequencename = :n AND schemaname = ANY(current_schemas(false))"
+        ),
+        {"n": sequence_name("bitcoin", xpub, test_mode)},
+    )
     return None if last is None else last - first_index(test_mode)
 
 
@@ -178,8 +203,9 @@ def _belongs(xpub: str, index: int, address: str, hrps: tuple[str, ...]) -> bool
     return any(derive_address("bitcoin", xpub, index, bech32_hrp=hrp).lower() == address.lower() for hrp in hrps)
 
 
-def address_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable[Network],
-                xpub: str, since: datetime) -> Gap:
+def address_gap(
+    session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable[Network], xpub: str, since: datetime
+) -> Gap:
     """The gap of key ``xpub`` over the merchant's payments of this mode on the Bitcoin
     ``networks`` (``Network`` objects of kind bitcoin) created since ``since``."""
     return _from(first_index(test_mode), _relative_gap(session, merchant_id, test_mode, networks, xpub, since))
@@ -187,17 +213,25 @@ def address_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, netwo
 
 def _from(first: int, gap: Gap) -> Gap:
     """``gap``, counted from index 0, as the indexes of a mode whose first index is ``first``."""
+
     def at(i: int | None) -> int | None:
         return None if i is None else first + i
+
     return replace(gap, first=first, run_from=at(gap.run_from), run_to=at(gap.run_to))
 
 
-def _relative_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable[Network], xpub: str,
-                  since: datetime) -> Gap:
+def _relative_gap(
+    session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable[Network], xpub: str, since: datetime
+) -> Gap:
     """The gap with the mode's indexes counted from its first one."""
     networks = [n for n in networks if n.kind == "bitcoin"]
-    params = {"merchant": merchant_id, "test_mode": test_mode, "networks": [n.name for n in networks],
-              "since": since, "first": first_index(test_mode)}
+    params = {
+        "merchant": merchant_id,
+        "test_mode": test_mode,
+        "networks": [n.name for n in networks],
+        "since": since,
+        "first": first_index(test_mode),
+    }
     hrps = _hrps(networks, test_mode)
     row = session.execute(_GAP_SQL, params).one()
     sequence_highest = _sequence_highest(session, xpub, test_mode)
@@ -216,7 +250,9 @@ def _relative_gap(session: Session, merchant_id: uuid.UUID, test_mode: bool, net
     return Gap(highest + 1, row.funded, inner, row.run_next - inner, row.run_next - 1, row.first_at)
 
 
-def _probes_belong(session: Session, params: dict[str, Any], row: sa.Row[Any], xpub: str, hrps: tuple[str, ...]) -> bool:
+def _probes_belong(
+    session: Session, params: dict[str, Any], row: sa.Row[Any], xpub: str, hrps: tuple[str, ...]
+) -> bool:
     """Whether the payments at the indexes the answer rests on (the earliest payment, the
     highest index, the last funded one, and the ends of the longest inner run) are the key's."""
     wanted = set(row.probe)
@@ -224,23 +260,37 @@ def _probes_belong(session: Session, params: dict[str, Any], row: sa.Row[Any], x
         wanted |= {row.run_next, row.run_next - row.run_before - 1}
     rows = session.execute(
         sa.select(Payment.derivation_index, Payment.address).where(
-            Payment.merchant_id == params["merchant"], Payment.test_mode == params["test_mode"],
+            Payment.merchant_id == params["merchant"],
+            Payment.test_mode == params["test_mode"],
             Payment.network.in_(params["networks"]),
             Payment.derivation_index.in_(sorted(params["first"] + i for i in wanted)),
-            Payment.created_at >= params["since"])).all()
+            Payment.created_at >= params["since"],
+        )
+    ).all()
     return all(_belongs(xpub, r.derivation_index, r.address, hrps) for r in rows)
 
 
-def _gap_checked(session: Session, params: dict[str, Any], xpub: str, hrps: tuple[str, ...], sequence_highest: int | None,
-                 first_at: datetime | None) -> Gap:
+def _gap_checked(
+    session: Session,
+    params: dict[str, Any],
+    xpub: str,
+    hrps: tuple[str, ...],
+    sequence_highest: int | None,
+    first_at: datetime | None,
+) -> Gap:
     """The same answer with every payment checked against the key (after a key change)."""
-    rows = session.execute(sa.text(f"""
+    rows = session.execute(
+        sa.text(f"""
         SELECT p.derivation_index - :first AS i, p.address, {_FUNDED} AS funded FROM payments p
-        WHERE {_CANDIDATES}"""), params).all()
+        WHERE {_CANDIDATES}"""),
+        params,
+    ).all()
     mine = [r for r in rows if _belongs(xpub, params["first"] + r.i, r.address, hrps)]
-    return gap_of(sorted({r.i for r in mine if r.funded}),
-                  max([r.i for r in mine] + ([sequence_highest] if sequence_highest is not None else []), default=None),
-                  first_at)
+    return gap_of(
+        sorted({r.i for r in mine if r.funded}),
+        max([r.i for r in mine] + ([sequence_highest] if sequence_highest is not None else []), default=None),
+        first_at,
+    )
 
 
 def gap_of(funded: list[int], highest: int | None, first_at: datetime | None = None) -> Gap:
@@ -254,7 +304,9 @@ def gap_of(funded: list[int], highest: int | None, first_at: datetime | None = N
         if run > best:
             best, start = run, previous + 1
         previous = i
-    return Gap(highest + 1, len(funded), best, start, start + best - 1 if best and start is not None else None, first_at)
+    return Gap(
+        highest + 1, len(funded), best, start, start + best - 1 if best and start is not None else None, first_at
+    )
 
 
 @dataclass(frozen=True)
@@ -268,21 +320,35 @@ class WatchOnly:
         """Bitcoin Core's ``importdescriptors`` argument: both branches, active, over the range
         the gap needs, rescanning from the first payment (or from now for a new key)."""
         start = int(self.gap.first_payment_at.timestamp()) if self.gap.first_payment_at else "now"
-        return [{"desc": desc, "range": [self.gap.first, self.gap.range_end], "timestamp": start, "active": True,
-                 "internal": internal}
-                for desc, internal in ((self.descriptors.receive, False), (self.descriptors.change, True))]
+        return [
+            {
+                "desc": desc,
+                "range": [self.gap.first, self.gap.range_end],
+                "timestamp": start,
+                "active": True,
+                "internal": internal,
+            }
+            for desc, internal in ((self.descriptors.receive, False), (self.descriptors.change, True))
+        ]
 
     def to_json(self) -> dict[str, Any]:
-        return {"receive": self.descriptors.receive, "change": self.descriptors.change,
-                "key_origin": self.descriptors.origin, "gap": self.gap.to_json(),
-                "importdescriptors": self.import_request()}
+        return {
+            "receive": self.descriptors.receive,
+            "change": self.descriptors.change,
+            "key_origin": self.descriptors.origin,
+            "gap": self.gap.to_json(),
+            "importdescriptors": self.import_request(),
+        }
 
 
-def bitcoin_watch_only(session: Session, merchant_id: uuid.UUID, mode: str, networks: Iterable[Network],
-                       fingerprint: str | None = None) -> WatchOnly | None:
+def bitcoin_watch_only(
+    session: Session, merchant_id: uuid.UUID, mode: str, networks: Iterable[Network], fingerprint: str | None = None
+) -> WatchOnly | None:
     """The descriptors and gap of the merchant's Bitcoin key in ``mode``, or None when no key is set."""
     wallet = bitcoin_wallet(session, merchant_id, mode)
     if wallet is None or wallet.xpub is None:  # the query asks for a key
         return None
-    return WatchOnly(wallet_descriptors(wallet.xpub, fingerprint),
-                     address_gap(session, merchant_id, mode == "test", networks, wallet.xpub, wallet.created_at))
+    return WatchOnly(
+        wallet_descriptors(wallet.xpub, fingerprint),
+        address_gap(session, merchant_id, mode == "test", networks, wallet.xpub, wallet.created_at),
+    )

@@ -1,8 +1,9 @@
 """Reading payments: by id or short id within an owner's objects, by short id for the
 public checkout, and the merchant's filtered list, by pages or in batches (CSV export)."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -23,7 +24,9 @@ def find_payment(session: Session, owner: Owner, ref: str, *, lock: bool = False
         cond = Payment.short_id == ref.upper()
     else:
         raise NotFound("payment not found")
-    stmt = sa.select(Payment).where(cond, Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode)
+    stmt = sa.select(Payment).where(
+        cond, Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode
+    )
     if lock:
         stmt = stmt.with_for_update().execution_options(populate_existing=True)
     payment = session.scalars(stmt).first()
@@ -47,12 +50,17 @@ def payment_filters(owner: Owner, *, status: str | None, search: str | None) -> 
     """The owner's payments with this status (None: any) matching ``search``: email and name
     (case-insensitive substring) and ids exactly. The dashboard's list and its CSV export
     both filter with this."""
-    conds: list[sa.ColumnElement[bool]] = [Payment.merchant_id == owner.merchant_id, Payment.test_mode == owner.test_mode]
+    conds: list[sa.ColumnElement[bool]] = [
+        Payment.merchant_id == owner.merchant_id,
+        Payment.test_mode == owner.test_mode,
+    ]
     if status:
         conds.append(Payment.status == status)
     if search:
-        matches: list[sa.ColumnElement[bool]] = [Payment.customer_email.ilike(_like(search), escape="\\"),
-                   Payment.customer_name.ilike(_like(search), escape="\\")]
+        matches: list[sa.ColumnElement[bool]] = [
+            Payment.customer_email.ilike(_like(search), escape="\\"),
+            Payment.customer_name.ilike(_like(search), escape="\\"),
+        ]
         if (pid := parse_uuid(search)) is not None:
             matches.append(Payment.id == pid)
         if looks_like_short_id(search):
@@ -61,17 +69,23 @@ def payment_filters(owner: Owner, *, status: str | None, search: str | None) -> 
     return conds
 
 
-def list_payments(session: Session, owner: Owner, *, page: int, page_size: int, status: str | None,
-                  search: str | None) -> tuple[list[Payment], int]:
+def list_payments(
+    session: Session, owner: Owner, *, page: int, page_size: int, status: str | None, search: str | None
+) -> tuple[list[Payment], int]:
     """A page of the owner's payments, newest first (``payment_filters``)."""
     return page_of(session, Payment, payment_filters(owner, status=status, search=search), page, page_size)
 
 
-def payment_batches(session: Session, owner: Owner, *, status: str | None, search: str | None,
-                    batch_size: int) -> Iterator[list[Payment]]:
+def payment_batches(
+    session: Session, owner: Owner, *, status: str | None, search: str | None, batch_size: int
+) -> Iterator[list[Payment]]:
     """Every payment the list shows with these filters, in its order, ``batch_size`` at a
     time from a server-side cursor: an export of any size in bounded memory."""
-    stmt = (sa.select(Payment).where(*payment_filters(owner, status=status, search=search))
-            .order_by(*newest_first(Payment)).execution_options(yield_per=batch_size))
+    stmt = (
+        sa.select(Payment)
+        .where(*payment_filters(owner, status=status, search=search))
+        .order_by(*newest_first(Payment))
+        .execution_options(yield_per=batch_size)
+    )
     for batch in session.scalars(stmt).partitions():
         yield list(batch)

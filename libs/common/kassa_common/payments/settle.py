@@ -31,35 +31,38 @@ of the other networks report what reaches it there. Such a transfer never counts
 confirmed it is recorded on the payment (``Payment.wrong_network``: what, where, how it is
 recovered) and fires ``payment.wrong_network``, once per transfer, whatever the status.
 """
+
 from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Iterable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import shipped
-from kassa_common.pricing.amounts import units_text
 from kassa_common.messaging.messages import TransferReport
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Merchant, Payment, Transfer
 from kassa_common.payments.shape import oldest_first, transfers_of
 from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger
 from kassa_common.pricing import arrival
+from kassa_common.pricing.amounts import units_text
 from kassa_common.pricing.service import RateService
+from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.settlement")
 SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 HELD_KEY = "kassa.settle.held"  # in ``Session.info``: what ``lock_for_reports`` locked
 _PAYMENT_AND_TOLERANCE = sa.select(Payment, Merchant.underpayment_tolerance).join(
-    Merchant, Merchant.id == Payment.merchant_id)
+    Merchant, Merchant.id == Payment.merchant_id
+)
 
 
 @dataclass
@@ -87,17 +90,23 @@ def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> Non
         return
     held = session.info.setdefault(HELD_KEY, Held())
     rows = session.execute(
-        _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address).in_(addresses)).order_by(Payment.id)
-        .with_for_update(of=Payment).execution_options(populate_existing=True)  # pragma: no mutate
+        _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address).in_(addresses))
+        .order_by(Payment.id)
+        .with_for_update(of=Payment)
+        .execution_options(populate_existing=True)  # pragma: no mutate
     ).all()
     held.payments.update(dict.fromkeys(addresses))
     for payment, tolerance in rows:
         held.payments[payment.address.lower()] = (payment, tolerance or Decimal(0))
         held.transfers[payment.id] = []
     if rows:
-        for t in session.scalars(sa.select(Transfer).where(Transfer.payment_id.in_([p.id for p, _ in rows]))
-                                 .order_by(Transfer.id).with_for_update()
-                                 .execution_options(populate_existing=True)):  # pragma: no mutate
+        for t in session.scalars(
+            sa.select(Transfer)
+            .where(Transfer.payment_id.in_([p.id for p, _ in rows]))
+            .order_by(Transfer.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        ):  # pragma: no mutate
             held.transfers[t.payment_id].append(t)
 
 
@@ -113,7 +122,8 @@ def payment_for_address(session: Session, address: str) -> tuple[Payment, Decima
         return held.payments[address.lower()] or (None, None)
     row = session.execute(
         _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address) == address.lower())
-        .with_for_update(of=Payment).execution_options(populate_existing=True)  # pragma: no mutate
+        .with_for_update(of=Payment)
+        .execution_options(populate_existing=True)  # pragma: no mutate
     ).first()
     return (row[0], row[1] or Decimal(0)) if row else (None, None)
 
@@ -121,12 +131,24 @@ def payment_for_address(session: Session, address: str) -> tuple[Payment, Decima
 def _locked_transfer(session: Session, payment: Payment, r: TransferReport) -> Transfer | None:
     held = _held(session)
     if held is not None and payment.id in held.transfers:
-        return next((t for t in held.transfers[payment.id]
-                     if (t.network, t.tx_hash, t.position) == (r.network, r.tx_hash, r.place)), None)
+        return next(
+            (
+                t
+                for t in held.transfers[payment.id]
+                if (t.network, t.tx_hash, t.position) == (r.network, r.tx_hash, r.place)
+            ),
+            None,
+        )
     return session.scalars(
-        sa.select(Transfer).where(Transfer.network == r.network, Transfer.tx_hash == r.tx_hash,
-                                  Transfer.payment_id == payment.id, Transfer.position == r.place)
-        .with_for_update().execution_options(populate_existing=True)  # pragma: no mutate
+        sa.select(Transfer)
+        .where(
+            Transfer.network == r.network,
+            Transfer.tx_hash == r.tx_hash,
+            Transfer.payment_id == payment.id,
+            Transfer.position == r.place,
+        )
+        .with_for_update()
+        .execution_options(populate_existing=True)  # pragma: no mutate
     ).first()
 
 
@@ -151,14 +173,27 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     if transfer is None:
         counted = r.network == payment.network and r.token == payment.token
         inserted = session.scalars(
-            pg_insert(Transfer).values(
-                payment_id=payment.id, network=r.network, tx_hash=r.tx_hash, log_index=r.log_index,
-                position=r.place, token=r.token, amount_units=r.amount_units, status=r.status, counted=counted,
-                block_number=r.block_number, block_hash=r.block_hash, confirmations=r.confirmations,
+            pg_insert(Transfer)
+            .values(
+                payment_id=payment.id,
+                network=r.network,
+                tx_hash=r.tx_hash,
+                log_index=r.log_index,
+                position=r.place,
+                token=r.token,
+                amount_units=r.amount_units,
+                status=r.status,
+                counted=counted,
+                block_number=r.block_number,
+                block_hash=r.block_hash,
+                confirmations=r.confirmations,
                 late=payment.status not in OPEN,
                 sweep_due=payment.settlement_address is not None and not payment.test_mode,  # a forwarder deposit
-                created_at=now, updated_at=now,
-            ).on_conflict_do_nothing().returning(Transfer),
+                created_at=now,
+                updated_at=now,
+            )
+            .on_conflict_do_nothing()
+            .returning(Transfer),
             execution_options={"populate_existing": True},  # a new row: nothing to refresh  # pragma: no mutate
         ).first()
         if inserted is not None:
@@ -231,21 +266,33 @@ def settle(session: Session, r: TransferReport, rates: RateService | None = None
     _follow_unconfirmed(session, payment, transfer, r.status, before)
 
 
-def _follow_unconfirmed(session: Session, payment: Payment, transfer: Transfer, status: TransferStatus,
-                       before: str | None) -> None:
+def _follow_unconfirmed(
+    session: Session, payment: Payment, transfer: Transfer, status: TransferStatus, before: str | None
+) -> None:
     """A counted transfer seen, orphaned or reorged before it was confirmed: the payment
     detects it, follows its confirmations, or lets it go."""
     trigger = report_trigger(status, before, payment.status)
     shown = payment.transaction_hash == transfer.tx_hash  # the transfer the payment shows as detected
     if trigger == Trigger.DETECT:
-        apply(session, payment, trigger, transfers=_transfers(session, payment),
-              transaction_hash=transfer.tx_hash, confirmations=transfer.confirmations)
+        apply(
+            session,
+            payment,
+            trigger,
+            transfers=_transfers(session, payment),
+            transaction_hash=transfer.tx_hash,
+            confirmations=transfer.confirmations,
+        )
     elif trigger == Trigger.OBSERVE and shown and payment.confirmations != transfer.confirmations:
         apply(session, payment, trigger, confirmations=transfer.confirmations)
     elif trigger == Trigger.RELEASE and shown:
         standing = _still_standing(session, payment.id)
-        apply(session, payment, trigger, transaction_hash=standing.tx_hash if standing else None,
-              confirmations=standing.confirmations if standing else 0)
+        apply(
+            session,
+            payment,
+            trigger,
+            transaction_hash=standing.tx_hash if standing else None,
+            confirmations=standing.confirmations if standing else 0,
+        )
 
 
 def wrong_network_entry(payment: Payment, transfer: Transfer) -> dict[str, Any]:
@@ -255,15 +302,19 @@ def wrong_network_entry(payment: Payment, transfer: Transfer) -> dict[str, Any]:
     network = shipped().get(transfer.network)
     token = network.token(transfer.token) if network else None
     amount = units_text(int(transfer.amount_units), token.decimals) if token else str(transfer.amount_units)
-    return {"network": transfer.network, "token": transfer.token, "amount": amount,
-            "transaction_hash": transfer.tx_hash, "log_index": transfer.log_index,
-            "recovery": "sweep" if payment.settlement_address else "wallet"}
+    return {
+        "network": transfer.network,
+        "token": transfer.token,
+        "amount": amount,
+        "transaction_hash": transfer.tx_hash,
+        "log_index": transfer.log_index,
+        "recovery": "sweep" if payment.settlement_address else "wallet",
+    }
 
 
 def _record_wrong_network(session: Session, payment: Payment, transfer: Transfer) -> None:
     entry = wrong_network_entry(payment, transfer)
-    apply(session, payment, Trigger.RECORD_WRONG_NETWORK,
-                 wrong_network=[*(payment.wrong_network or []), entry])
+    apply(session, payment, Trigger.RECORD_WRONG_NETWORK, wrong_network=[*(payment.wrong_network or []), entry])
 
 
 def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> None:
@@ -272,10 +323,18 @@ def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> Non
     changes: dict[str, Any] = {"amount_received_units": confirmed_total(transfers)} if transfer.counted else {}
     if payment.transaction_hash == transfer.tx_hash:
         standing = _still_standing(session, payment.id)
-        changes.update(transaction_hash=standing.tx_hash if standing else None,
-                       confirmations=standing.confirmations if standing else 0)
-    log.error("payment %s (%s): confirmed transfer %s on %s lost in a reorg deeper than the required "
-              "confirmations; payment.reorged fired", payment.id, payment.status, transfer.tx_hash, transfer.network)
+        changes.update(
+            transaction_hash=standing.tx_hash if standing else None,
+            confirmations=standing.confirmations if standing else 0,
+        )
+    log.error(
+        "payment %s (%s): confirmed transfer %s on %s lost in a reorg deeper than the required "
+        "confirmations; payment.reorged fired",
+        payment.id,
+        payment.status,
+        transfer.tx_hash,
+        transfer.network,
+    )
     apply(session, payment, Trigger.RECORD_REORG, transfers=transfers, **changes)
 
 
@@ -296,9 +355,19 @@ def _count_confirmed(session: Session, payment: Payment, transfer: Transfer, tol
     valued = arrival.valued_units(payment, transfers)  # funds after the rate lock at their arrival's rate
     trigger = settlement_trigger(payment.status, valued, int(payment.crypto_amount_units), tolerance)
     repriced = arrival.latest_arrival_rate(transfers)
-    shown: dict[str, Any] = {"arrival_exchange_rate": repriced} if repriced is not None else {}  # beside the locked rate
+    shown: dict[str, Any] = (
+        {"arrival_exchange_rate": repriced} if repriced is not None else {}
+    )  # beside the locked rate
     if trigger == Trigger.RECORD_OVERPAYMENT:  # paid again after completion: show the surplus
         apply(session, payment, trigger, transfers=transfers, amount_received_units=received, **shown)
     else:
-        apply(session, payment, trigger, transfers=transfers, amount_received_units=received,
-              confirmations=transfer.confirmations, transaction_hash=transfer.tx_hash, **shown)
+        apply(
+            session,
+            payment,
+            trigger,
+            transfers=transfers,
+            amount_received_units=received,
+            confirmations=transfer.confirmations,
+            transaction_hash=transfer.tx_hash,
+            **shown,
+        )

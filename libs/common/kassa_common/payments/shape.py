@@ -8,14 +8,16 @@ so a field cannot be served that the model does not declare, nor declared and le
 ``public_view`` is the customer's view on the checkout page: no metadata, merchant or
 customer data.
 """
+
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
-from datetime import datetime
-from typing import Any, Iterable, Literal, NamedTuple, Optional, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 import sqlalchemy as sa
 from pydantic import BaseModel, Field
@@ -23,9 +25,9 @@ from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.orm import Session, object_session
 
 from kassa_common.chains.networks import shipped
+from kassa_common.models import Payment, Transfer
 from kassa_common.pricing.amounts import plain, units_text
 from kassa_common.statuses import PaymentStatus, TransferStatus
-from kassa_common.models import Payment, Transfer
 from kassa_common.timefmt import iso
 
 StatusName = Literal["PENDING", "COMPLETED", "PARTIALLY_PAID", "EXPIRED", "CANCELED"]
@@ -40,13 +42,14 @@ class TransferOut(BaseModel):
     network: str
     token: str
     tx_hash: str
-    log_index: int = Field(description="the ERC-20 log's index in its block, -1 for a native EVM transfer, "
-                                       "the output index for Bitcoin")
+    log_index: int = Field(
+        description="the ERC-20 log's index in its block, -1 for a native EVM transfer, the output index for Bitcoin"
+    )
     amount: str = Field(description="decimal string in token units")
     confirmations: int
     status: TransferStatusName
     counted: bool = Field(description="counts toward amount_received (once CONFIRMED)")
-    reason: Optional[str] = Field(description="why it does not count; null when it does")
+    reason: str | None = Field(description="why it does not count; null when it does")
     late: bool = Field(description="arrived after the payment was EXPIRED or CANCELED")
     created_at: str
 
@@ -77,32 +80,35 @@ class PaymentOut(BaseModel):
     crypto_amount: str
     amount_received: str
     exchange_rate: str = Field(description="price of one token in ``currency`` (the merchant's spread included)")
-    rate_source: Optional[str] = Field(description="where the rate came from and how the sources were combined")
-    rate_locked_until: str = Field(description="the quoted crypto amount holds until then; funds arriving later "
-                                               "are valued at the rate of their arrival")
-    arrival_exchange_rate: Optional[str] = Field(description="the rate funds arriving after the lock were valued "
-                                                             "at (the latest); null when none did")
+    rate_source: str | None = Field(description="where the rate came from and how the sources were combined")
+    rate_locked_until: str = Field(
+        description="the quoted crypto amount holds until then; funds arriving later "
+        "are valued at the rate of their arrival"
+    )
+    arrival_exchange_rate: str | None = Field(
+        description="the rate funds arriving after the lock were valued at (the latest); null when none did"
+    )
     confirmations: int
     required_confirmations: int
-    transaction_hash: Optional[str]
+    transaction_hash: str | None
     checkout_url: str
-    customer_email: Optional[str]
-    customer_name: Optional[str]
-    redirect_url: Optional[str]
-    cancel_url: Optional[str]
-    product_id: Optional[str]
+    customer_email: str | None
+    customer_name: str | None
+    redirect_url: str | None
+    cancel_url: str | None
+    product_id: str | None
     metadata: dict[str, Any]
     test_mode: bool
     expires_at: str
     created_at: str
     updated_at: str
-    completed_at: Optional[str]
+    completed_at: str | None
     # Forwarder settlement (null in xpub mode, where ``address`` is in the merchant's own
     # wallet): where the deposit at ``address`` forwards to, and the latest sweep that moved
     # its funds there.
-    settlement_address: Optional[str]
-    sweep_transaction_hash: Optional[str]
-    swept_at: Optional[str]
+    settlement_address: str | None
+    sweep_transaction_hash: str | None
+    swept_at: str | None
     # Funds that reached ``address`` on another EVM network (``payment.wrong_network``).
     wrong_network: list[WrongNetworkFunds]
     transfers: list[TransferOut] = Field(description="every transfer to the payment's address, oldest first")
@@ -117,22 +123,63 @@ def remaining_units(payment: Payment) -> int:
     return max(int(payment.crypto_amount_units) - int(payment.amount_received_units), 0)
 
 
-TRANSFER_COLUMNS = (Transfer.payment_id, Transfer.network, Transfer.token, Transfer.tx_hash, Transfer.log_index,
-                    Transfer.amount_units, Transfer.confirmations, Transfer.status, Transfer.counted, Transfer.late,
-                    Transfer.created_at, Transfer.exchange_rate)
+TRANSFER_COLUMNS = (
+    Transfer.payment_id,
+    Transfer.network,
+    Transfer.token,
+    Transfer.tx_hash,
+    Transfer.log_index,
+    Transfer.amount_units,
+    Transfer.confirmations,
+    Transfer.status,
+    Transfer.counted,
+    Transfer.late,
+    Transfer.created_at,
+    Transfer.exchange_rate,
+)
 
 
 # What ``payment_to_dict`` reads of a payment, and its merchant: a batch can be read (or
 # returned by an UPDATE) as plain rows, without loading ORM objects.
 PAYMENT_COLUMNS = (
-    Payment.id, Payment.merchant_id, Payment.short_id, Payment.status, Payment.amount, Payment.token,
-    Payment.network, Payment.decimals, Payment.address, Payment.crypto_amount_units, Payment.amount_received_units,
-    Payment.exchange_rate, Payment.currency, Payment.rate_source, Payment.rate_locked_until,
-    Payment.arrival_exchange_rate, Payment.confirmations, Payment.required_confirmations, Payment.transaction_hash,
-    Payment.checkout_url, Payment.customer_email, Payment.customer_name, Payment.redirect_url, Payment.cancel_url,
-    Payment.product_id, Payment.metadata_, Payment.test_mode, Payment.expires_at, Payment.created_at,
-    Payment.updated_at, Payment.completed_at, Payment.settlement_address, Payment.sweep_tx_hash, Payment.swept_at,
-    Payment.wrong_network)
+    Payment.id,
+    Payment.merchant_id,
+    Payment.short_id,
+    Payment.status,
+    Payment.amount,
+    Payment.token,
+    Payment.network,
+    Payment.decimals,
+    Payment.address,
+    Payment.crypto_amount_units,
+    Payment.amount_received_units,
+    Payment.exchange_rate,
+    Payment.currency,
+    Payment.rate_source,
+    Payment.rate_locked_until,
+    Payment.arrival_exchange_rate,
+    Payment.confirmations,
+    Payment.required_confirmations,
+    Payment.transaction_hash,
+    Payment.checkout_url,
+    Payment.customer_email,
+    Payment.customer_name,
+    Payment.redirect_url,
+    Payment.cancel_url,
+    Payment.product_id,
+    Payment.metadata_,
+    Payment.test_mode,
+    Payment.expires_at,
+    Payment.created_at,
+    Payment.updated_at,
+    Payment.completed_at,
+    Payment.settlement_address,
+    Payment.sweep_tx_hash,
+    Payment.swept_at,
+    Payment.wrong_network,
+)
+
+
 # A payment as a plain row of ``PAYMENT_COLUMNS`` (an expired batch as the UPDATE returns it, a
 # new payment before it is written): shaping it costs half what shaping a ``Payment`` or a
 # SQLAlchemy ``Row`` does (reading fields by name is most of the difference).
@@ -198,8 +245,9 @@ def transfers_of(session: Session, payment_ids: Iterable[uuid.UUID]) -> dict[uui
     ids = list(payment_ids)
     found: dict[uuid.UUID, list[Any]] = defaultdict(list)
     if ids:
-        rows = session.execute(sa.select(*TRANSFER_COLUMNS).where(Transfer.payment_id == sa.any_(_ids(ids)))
-                               .order_by(*TRANSFER_ORDER))
+        rows = session.execute(
+            sa.select(*TRANSFER_COLUMNS).where(Transfer.payment_id == sa.any_(_ids(ids))).order_by(*TRANSFER_ORDER)
+        )
         for row in rows:
             found[row.payment_id].append(row)
     return found
@@ -221,8 +269,10 @@ def _not_counted_because(p: Payment, t: Any) -> str | None:
     if t.status == TransferStatus.ORPHANED:
         return "dropped: its block left the chain (reorganisation) or it left the mempool"
     if t.status == TransferStatus.REORGED:
-        return ("lost: it was confirmed, then its block left the chain in a reorganisation deeper than the "
-                "required confirmations (counted again if it is mined again)")
+        return (
+            "lost: it was confirmed, then its block left the chain in a reorganisation deeper than the "
+            "required confirmations (counted again if it is mined again)"
+        )
     return None
 
 
@@ -238,10 +288,17 @@ def transfer_to_dict(p: Any, t: Any) -> dict[str, Any]:
     decimals = _decimals(p, t.network, t.token)
     reason = _not_counted_because(p, t)
     return {
-        "network": t.network, "token": t.token, "tx_hash": t.tx_hash, "log_index": t.log_index,
+        "network": t.network,
+        "token": t.token,
+        "tx_hash": t.tx_hash,
+        "log_index": t.log_index,
         "amount": units_text(t.amount_units, decimals) if decimals is not None else str(int(t.amount_units)),
-        "confirmations": t.confirmations, "status": str(t.status), "counted": reason is None, "reason": reason,
-        "late": t.late, "created_at": iso(t.created_at),
+        "confirmations": t.confirmations,
+        "status": str(t.status),
+        "counted": reason is None,
+        "reason": reason,
+        "late": t.late,
+        "created_at": iso(t.created_at),
     }
 
 
@@ -267,21 +324,37 @@ def payment_to_dict(p: Any, transfers: list[Any] | None = None) -> dict[str, Any
         transfers = transfers_of(session, [p.id])[p.id] if session is not None else []
     decimals = p.decimals
     return {
-        "id": str(p.id), "short_id": p.short_id, "status": str(p.status), "amount": usd(p.amount),
-        "currency": p.currency, "token": p.token, "network": p.network, "address": p.address,
+        "id": str(p.id),
+        "short_id": p.short_id,
+        "status": str(p.status),
+        "amount": usd(p.amount),
+        "currency": p.currency,
+        "token": p.token,
+        "network": p.network,
+        "address": p.address,
         "crypto_amount": _units_text(int(p.crypto_amount_units), decimals),
         "amount_received": _units_text(int(p.amount_received_units), decimals),
-        "exchange_rate": plain(p.exchange_rate), "rate_source": p.rate_source,
+        "exchange_rate": plain(p.exchange_rate),
+        "rate_source": p.rate_source,
         "rate_locked_until": iso(p.rate_locked_until or p.expires_at),
         "arrival_exchange_rate": plain(p.arrival_exchange_rate) if p.arrival_exchange_rate is not None else None,
         "confirmations": p.confirmations,
-        "required_confirmations": p.required_confirmations, "transaction_hash": p.transaction_hash,
-        "checkout_url": p.checkout_url, "customer_email": p.customer_email, "customer_name": p.customer_name,
-        "redirect_url": p.redirect_url, "cancel_url": p.cancel_url,
-        "product_id": str(p.product_id) if p.product_id else None, "metadata": _json_copy(p.metadata_),
-        "test_mode": p.test_mode, "expires_at": iso(p.expires_at), "created_at": iso(p.created_at),
-        "updated_at": iso(p.updated_at), "completed_at": iso(p.completed_at),
-        "settlement_address": p.settlement_address, "sweep_transaction_hash": p.sweep_tx_hash,
+        "required_confirmations": p.required_confirmations,
+        "transaction_hash": p.transaction_hash,
+        "checkout_url": p.checkout_url,
+        "customer_email": p.customer_email,
+        "customer_name": p.customer_name,
+        "redirect_url": p.redirect_url,
+        "cancel_url": p.cancel_url,
+        "product_id": str(p.product_id) if p.product_id else None,
+        "metadata": _json_copy(p.metadata_),
+        "test_mode": p.test_mode,
+        "expires_at": iso(p.expires_at),
+        "created_at": iso(p.created_at),
+        "updated_at": iso(p.updated_at),
+        "completed_at": iso(p.completed_at),
+        "settlement_address": p.settlement_address,
+        "sweep_transaction_hash": p.sweep_tx_hash,
         "swept_at": iso(p.swept_at),
         "wrong_network": [{k: w[k] for k in _WRONG_NETWORK_FIELDS} for w in p.wrong_network or ()],
         "transfers": [transfer_to_dict(p, t) for t in transfers],
@@ -308,6 +381,7 @@ def public_view(p: Payment, *, cancelable: bool) -> dict[str, Any]:
         "test_mode": p.test_mode,
         "cancelable": cancelable,
         # what reached this address on another network: the checkout says it is recoverable
-        "wrong_network": [{"network": w["network"], "token": w["token"], "amount": w["amount"]}
-                          for w in p.wrong_network or []],
+        "wrong_network": [
+            {"network": w["network"], "token": w["token"], "amount": w["amount"]} for w in p.wrong_network or []
+        ],
     }

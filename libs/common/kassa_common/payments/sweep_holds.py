@@ -15,6 +15,7 @@ again and again. So a deposit is taken out of the batches, per network:
 The sweeper writes these rows in the transaction of the step that learnt the failure;
 ``deposits_due`` leaves held deposits out and puts solo ones first.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -56,23 +57,43 @@ class Held:
     released_at: datetime | None
 
 
-def hold(session: Session, network: str, payment_id: uuid.UUID, reason: str, *, held: dict[str, int],
-         now: datetime, sweep_id: uuid.UUID | None = None, status: HoldStatus = HoldStatus.HELD) -> None:
+def hold(
+    session: Session,
+    network: str,
+    payment_id: uuid.UUID,
+    reason: str,
+    *,
+    held: dict[str, int],
+    now: datetime,
+    sweep_id: uuid.UUID | None = None,
+    status: HoldStatus = HoldStatus.HELD,
+) -> None:
     """Take a deposit out of the batches (``status``), with why and what it held."""
-    values = {"status": status, "reason": reason, "held": {k: str(v) for k, v in held.items() if v},
-              "sweep_id": sweep_id, "updated_at": now}
+    values = {
+        "status": status,
+        "reason": reason,
+        "held": {k: str(v) for k, v in held.items() if v},
+        "sweep_id": sweep_id,
+        "updated_at": now,
+    }
     held_now = 1 if status == HoldStatus.HELD else 0
-    session.execute(insert(SweepHold).values(payment_id=payment_id, network=network, times_held=held_now,
-                                             created_at=now, **values)
-                    .on_conflict_do_update(index_elements=[SweepHold.payment_id, SweepHold.network],
-                                           set_={**values, "times_held": SweepHold.times_held + held_now}))
+    session.execute(
+        insert(SweepHold)
+        .values(payment_id=payment_id, network=network, times_held=held_now, created_at=now, **values)
+        .on_conflict_do_update(
+            index_elements=[SweepHold.payment_id, SweepHold.network],
+            set_={**values, "times_held": SweepHold.times_held + held_now},
+        )
+    )
 
 
 def clear(session: Session, network: str, payment_ids: list[uuid.UUID]) -> int:
     """Solo deposits swept in full on their own: back into the batches."""
-    result = session.execute(sa.delete(SweepHold).where(
-        SweepHold.network == network, SweepHold.payment_id.in_(payment_ids),
-        SweepHold.status == HoldStatus.SOLO))
+    result = session.execute(
+        sa.delete(SweepHold).where(
+            SweepHold.network == network, SweepHold.payment_id.in_(payment_ids), SweepHold.status == HoldStatus.SOLO
+        )
+    )
     return cast(sa.CursorResult[Any], result).rowcount
 
 
@@ -80,14 +101,20 @@ def solo(session: Session, network: str, payment_ids: list[uuid.UUID]) -> set[uu
     """Which of these deposits must be swept on their own."""
     if not payment_ids:
         return set()
-    return set(session.scalars(sa.select(SweepHold.payment_id).where(
-        SweepHold.network == network, SweepHold.status == HoldStatus.SOLO, SweepHold.payment_id.in_(payment_ids))))
+    return set(
+        session.scalars(
+            sa.select(SweepHold.payment_id).where(
+                SweepHold.network == network, SweepHold.status == HoldStatus.SOLO, SweepHold.payment_id.in_(payment_ids)
+            )
+        )
+    )
 
 
 def held_clause(network: str, payment_id_column: sa.ColumnExpressionArgument[uuid.UUID]) -> sa.Exists:
     """SQL: the deposit of ``payment_id_column`` is held on ``network`` (not to be swept)."""
-    return sa.exists().where(SweepHold.payment_id == payment_id_column, SweepHold.network == network,
-                             SweepHold.status == HoldStatus.HELD)
+    return sa.exists().where(
+        SweepHold.payment_id == payment_id_column, SweepHold.network == network, SweepHold.status == HoldStatus.HELD
+    )
 
 
 def release(session: Session, ref: str, *, network: str | None, now: datetime) -> list[Held]:
@@ -96,16 +123,29 @@ def release(session: Session, ref: str, *, network: str | None, now: datetime) -
     rows = listing(session, network=network, payment_ref=ref, status=HoldStatus.HELD)
     if not rows:
         raise NotFound(f"no held deposit for payment {ref}" + (f" on {network}" if network else ""))
-    session.execute(sa.update(SweepHold).where(
-        SweepHold.payment_id == rows[0].payment_id, SweepHold.status == HoldStatus.HELD,
-        *([SweepHold.network == network] if network else []))
-        .values(status=HoldStatus.SOLO, released_at=now, updated_at=now))
+    session.execute(
+        sa.update(SweepHold)
+        .where(
+            SweepHold.payment_id == rows[0].payment_id,
+            SweepHold.status == HoldStatus.HELD,
+            *([SweepHold.network == network] if network else []),
+        )
+        .values(status=HoldStatus.SOLO, released_at=now, updated_at=now)
+    )
     return rows
 
 
-def listing(session: Session, *, network: str | None = None, merchant_id: uuid.UUID | None = None,
-            test_mode: bool | None = None, payment_ref: str | None = None, status: HoldStatus | None = None,
-            since: datetime | None = None, limit: int = 500) -> list[Held]:
+def listing(
+    session: Session,
+    *,
+    network: str | None = None,
+    merchant_id: uuid.UUID | None = None,
+    test_mode: bool | None = None,
+    payment_ref: str | None = None,
+    status: HoldStatus | None = None,
+    since: datetime | None = None,
+    limit: int = 500,
+) -> list[Held]:
     """Held and solo deposits, oldest first, narrowed by whatever is given."""
     conds = []
     if network is not None:
@@ -121,12 +161,38 @@ def listing(session: Session, *, network: str | None = None, merchant_id: uuid.U
     if since is not None:
         conds.append(SweepHold.updated_at >= since)
     rows = session.execute(
-        sa.select(SweepHold, Payment.short_id, Payment.merchant_id, Payment.test_mode, Payment.address,
-                  Payment.settlement_address).join(Payment, Payment.id == SweepHold.payment_id)
-        .where(*conds).order_by(SweepHold.created_at, SweepHold.network).limit(limit))
-    return [Held(h.payment_id, short_id, merchant_id, test_mode, h.network, address, settlement, h.status,
-                 h.reason, dict(h.held), h.sweep_id, h.times_held, h.created_at, h.released_at)
-            for h, short_id, merchant_id, test_mode, address, settlement in rows]
+        sa.select(
+            SweepHold,
+            Payment.short_id,
+            Payment.merchant_id,
+            Payment.test_mode,
+            Payment.address,
+            Payment.settlement_address,
+        )
+        .join(Payment, Payment.id == SweepHold.payment_id)
+        .where(*conds)
+        .order_by(SweepHold.created_at, SweepHold.network)
+        .limit(limit)
+    )
+    return [
+        Held(
+            h.payment_id,
+            short_id,
+            merchant_id,
+            test_mode,
+            h.network,
+            address,
+            settlement,
+            h.status,
+            h.reason,
+            dict(h.held),
+            h.sweep_id,
+            h.times_held,
+            h.created_at,
+            h.released_at,
+        )
+        for h, short_id, merchant_id, test_mode, address, settlement in rows
+    ]
 
 
 def _payment_is(ref: str) -> sa.ColumnElement[bool]:

@@ -12,6 +12,7 @@ the sweep after the operator releases its hold (``sweep_holds``: a held deposit 
 due, a solo one comes first). Chain work (balances, signing, receipts) is the sweeper's,
 in the chain-watcher service; this module only reads and writes rows.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -25,12 +26,12 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Network
-from kassa_common.pricing.amounts import from_base_units
-from kassa_common.pricing.fixed import RateProvider, RateUnavailable
-from kassa_common.statuses import TransferStatus
 from kassa_common.models import Payment, SweepItem, Transfer
 from kassa_common.payments import sweep_holds
 from kassa_common.payments.transitions import Trigger, apply
+from kassa_common.pricing.amounts import from_base_units
+from kassa_common.pricing.fixed import RateProvider, RateUnavailable
+from kassa_common.statuses import TransferStatus
 
 
 @dataclass(frozen=True)
@@ -81,20 +82,35 @@ def _rowcount(result: sa.Result[Any]) -> int:
 
 
 def _unclaimed(network: str) -> tuple[sa.ColumnExpressionArgument[bool], ...]:
-    return (Transfer.network == network, Transfer.sweep_due, Transfer.status == TransferStatus.CONFIRMED,
-            Transfer.sweep_id.is_(None))
+    return (
+        Transfer.network == network,
+        Transfer.sweep_due,
+        Transfer.status == TransferStatus.CONFIRMED,
+        Transfer.sweep_id.is_(None),
+    )
 
 
-def deposits_due(session: Session, network: Network, *, policy: SweepPolicy | None, rates: RateProvider,
-                 now: datetime, merchant_id: uuid.UUID | None = None, only: list[uuid.UUID] | None = None,
-                 limit: int = 50) -> list[Deposit]:
+def deposits_due(
+    session: Session,
+    network: Network,
+    *,
+    policy: SweepPolicy | None,
+    rates: RateProvider,
+    now: datetime,
+    merchant_id: uuid.UUID | None = None,
+    only: list[uuid.UUID] | None = None,
+    limit: int = 50,
+) -> list[Deposit]:
     """The deposits on ``network`` whose unclaimed confirmed funds are due, the solo ones
     first, then oldest first; never a held one. ``policy`` None: every one with such funds
     (an operator's ``kassa sweep``); ``only``: these payments' deposits alone."""
-    stmt = (sa.select(Transfer.payment_id, Transfer.token, sa.func.sum(Transfer.amount_units),
-                      sa.func.min(Transfer.created_at))
-            .where(*_unclaimed(network.name), ~sweep_holds.held_clause(network.name, Transfer.payment_id))
-            .group_by(Transfer.payment_id, Transfer.token))
+    stmt = (
+        sa.select(
+            Transfer.payment_id, Transfer.token, sa.func.sum(Transfer.amount_units), sa.func.min(Transfer.created_at)
+        )
+        .where(*_unclaimed(network.name), ~sweep_holds.held_clause(network.name, Transfer.payment_id))
+        .group_by(Transfer.payment_id, Transfer.token)
+    )
     if merchant_id is not None:
         stmt = stmt.join(Payment, Payment.id == Transfer.payment_id).where(Payment.merchant_id == merchant_id)
     if only is not None:
@@ -109,48 +125,97 @@ def deposits_due(session: Session, network: Network, *, policy: SweepPolicy | No
     chosen = sorted(chosen, key=lambda pid: (pid not in alone, since[pid]))[:limit]
     if not chosen:
         return []
-    payments = {p.id: p for p in session.execute(
-        sa.select(Payment.id, Payment.short_id, Payment.merchant_id, Payment.address, Payment.settlement_address,
-                  Payment.deposit_salt).where(Payment.id.in_(chosen)))}
-    return [Deposit(pid, payments[pid].short_id, payments[pid].merchant_id, payments[pid].address,
-                    payments[pid].settlement_address, payments[pid].deposit_salt, due[pid], since[pid],
-                    pid in alone) for pid in chosen]
+    payments = {
+        p.id: p
+        for p in session.execute(
+            sa.select(
+                Payment.id,
+                Payment.short_id,
+                Payment.merchant_id,
+                Payment.address,
+                Payment.settlement_address,
+                Payment.deposit_salt,
+            ).where(Payment.id.in_(chosen))
+        )
+    }
+    return [
+        Deposit(
+            pid,
+            payments[pid].short_id,
+            payments[pid].merchant_id,
+            payments[pid].address,
+            payments[pid].settlement_address,
+            payments[pid].deposit_salt,
+            due[pid],
+            since[pid],
+            pid in alone,
+        )
+        for pid in chosen
+    ]
 
 
 def claim(session: Session, sweep_id: uuid.UUID, network: str, payment_ids: list[uuid.UUID]) -> int:
     """Give the deposits' due transfers to the sweep that is about to move them."""
-    return _rowcount(session.execute(sa.update(Transfer).where(*_unclaimed(network), Transfer.payment_id.in_(payment_ids))
-                           .values(sweep_id=sweep_id)))
+    return _rowcount(
+        session.execute(
+            sa.update(Transfer)
+            .where(*_unclaimed(network), Transfer.payment_id.in_(payment_ids))
+            .values(sweep_id=sweep_id)
+        )
+    )
 
 
 def release(session: Session, sweep_id: uuid.UUID) -> int:
     """The sweep failed: its transfers are due again (the next sweep takes them)."""
-    return _rowcount(session.execute(sa.update(Transfer).where(Transfer.sweep_id == sweep_id, Transfer.sweep_due)
-                           .values(sweep_id=None)))
+    return _rowcount(
+        session.execute(
+            sa.update(Transfer).where(Transfer.sweep_id == sweep_id, Transfer.sweep_due).values(sweep_id=None)
+        )
+    )
 
 
 def already_empty(session: Session, network: str, payment_ids: list[uuid.UUID]) -> int:
     """The deposits hold nothing on chain any more (anyone may flush a deposit, the merchant
     too): their funds are at the settlement address already, nothing is due."""
-    return _rowcount(session.execute(sa.update(Transfer).where(*_unclaimed(network), Transfer.payment_id.in_(payment_ids))
-                           .values(sweep_due=False)))
+    return _rowcount(
+        session.execute(
+            sa.update(Transfer)
+            .where(*_unclaimed(network), Transfer.payment_id.in_(payment_ids))
+            .values(sweep_due=False)
+        )
+    )
 
 
-def record_sweep(session: Session, sweep_id: uuid.UUID, tx_hash: str, moved: dict[uuid.UUID, dict[str, int]], *,
-                 now: datetime, left: dict[uuid.UUID, set[str]] | None = None) -> list[Payment]:
+def record_sweep(
+    session: Session,
+    sweep_id: uuid.UUID,
+    tx_hash: str,
+    moved: dict[uuid.UUID, dict[str, int]],
+    *,
+    now: datetime,
+    left: dict[uuid.UUID, set[str]] | None = None,
+) -> list[Payment]:
     """A confirmed sweep moved ``moved`` (payment -> token -> base units): its transfers are
     done, the amounts are kept, and each payment it moved funds of fires ``payment.swept``.
     ``left`` (payment -> tokens): what it left in the deposits; those transfers stay due."""
-    items = [SweepItem(sweep_id=sweep_id, payment_id=pid, token=token, amount_units=units)
-             for pid, tokens in moved.items() for token, units in tokens.items() if units > 0]
+    items = [
+        SweepItem(sweep_id=sweep_id, payment_id=pid, token=token, amount_units=units)
+        for pid, tokens in moved.items()
+        for token, units in tokens.items()
+        if units > 0
+    ]
     # the payments first, in a fixed order, as the settler does (payment, then transfer): a
     # transfer reported again meanwhile waits instead of deadlocking with this
-    swept = [apply(session, pid, Trigger.RECORD_SWEEP, now=now, swept_at=now, sweep_tx_hash=tx_hash)
-             for pid in sorted({item.payment_id for item in items})]
+    swept = [
+        apply(session, pid, Trigger.RECORD_SWEEP, now=now, swept_at=now, sweep_tx_hash=tx_hash)
+        for pid in sorted({item.payment_id for item in items})
+    ]
     session.add_all(items)
     for pid, tokens in (left or {}).items():
-        session.execute(sa.update(Transfer).where(Transfer.sweep_id == sweep_id, Transfer.payment_id == pid,
-                                                  Transfer.token.in_(tokens)).values(sweep_id=None))
+        session.execute(
+            sa.update(Transfer)
+            .where(Transfer.sweep_id == sweep_id, Transfer.payment_id == pid, Transfer.token.in_(tokens))
+            .values(sweep_id=None)
+        )
     session.execute(sa.update(Transfer).where(Transfer.sweep_id == sweep_id).values(sweep_due=False))
     return swept
-

@@ -6,23 +6,25 @@ the row and writes the event (if the trigger has one) to the outbox, all in the 
 transaction. The table and the guards are pure, so unit tests read them without a
 database; only ``lock`` and ``apply`` do I/O.
 """
+
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any, Callable
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import InvalidTransition
 from kassa_common.messaging.messages import EventType
-from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.models import Payment, Transfer
 from kassa_common.payments.events import record_payment_event
+from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.timefmt import utcnow
 
 PENDING, COMPLETED, PARTIALLY_PAID, EXPIRED, CANCELED = PaymentStatus
@@ -96,8 +98,9 @@ TRANSITIONS: dict[Trigger, Transition] = {
     Trigger.PARTIALLY_PAY: Transition(OPEN, PARTIALLY_PAID, EventType.PAYMENT_PARTIALLY_PAID),
     Trigger.COMPLETE: Transition(OPEN, COMPLETED, EventType.PAYMENT_COMPLETED),
     Trigger.EXPIRE: Transition(OPEN, EXPIRED, EventType.PAYMENT_EXPIRED, overdue_and_settled, needs_transfers=True),
-    Trigger.CANCEL: Transition(frozenset({PENDING}), CANCELED, EventType.PAYMENT_CANCELED, nothing_pending,
-                               needs_transfers=True),
+    Trigger.CANCEL: Transition(
+        frozenset({PENDING}), CANCELED, EventType.PAYMENT_CANCELED, nothing_pending, needs_transfers=True
+    ),
     Trigger.RECORD_LATE_PAYMENT: Transition(frozenset({EXPIRED, CANCELED}), None, EventType.PAYMENT_LATE_PAYMENT),
     Trigger.RECORD_OVERPAYMENT: Transition(frozenset({COMPLETED}), None, None),
     Trigger.TEST_PAY: Transition(OPEN, None, None, test_mode_only),
@@ -151,25 +154,32 @@ def report_trigger(report: TransferStatus, before: str | None, status: str) -> T
 
 # -- I/O ------------------------------------------------------------------------------------
 
+
 def lock(session: Session, payment_id: uuid.UUID) -> Payment:
     stmt = (
-        sa.select(Payment)
-        .where(Payment.id == payment_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
+        sa.select(Payment).where(Payment.id == payment_id).with_for_update().execution_options(populate_existing=True)
     )
     return session.execute(stmt).scalar_one()
 
 
 def transfer_pending(session: Session, payment_id: uuid.UUID) -> bool:
-    return bool(session.scalar(sa.select(sa.exists().where(
-        Transfer.payment_id == payment_id, Transfer.status == TransferStatus.SEEN, Transfer.counted))))
+    return bool(
+        session.scalar(
+            sa.select(
+                sa.exists().where(
+                    Transfer.payment_id == payment_id, Transfer.status == TransferStatus.SEEN, Transfer.counted
+                )
+            )
+        )
+    )
 
 
 def facts_of(session: Session, payment: Payment, trigger: Trigger) -> Facts:
     """What ``trigger``'s guard looks at, for a payment read under its row lock."""
     # Only the guards of the transitions that need it read it (True: one query more, same answer).
-    pending = transfer_pending(session, payment.id) if TRANSITIONS[trigger].needs_transfers else False  # pragma: no mutate
+    pending = (
+        transfer_pending(session, payment.id) if TRANSITIONS[trigger].needs_transfers else False
+    )  # pragma: no mutate
     return Facts(payment.status, payment.test_mode, payment.expires_at, pending)
 
 

@@ -46,6 +46,7 @@ batch after its restart (nothing it stores has moved past it yet), except a late
 address's backfill of already-confirmed blocks, which is redone only for payments created
 shortly before (``Store.recent_addresses``).
 """
+
 from __future__ import annotations
 
 import logging
@@ -77,7 +78,11 @@ def apply_watermark(session: Session, w: ChainWatermark, consumer: str) -> None:
     session.execute(sa.delete(ChainReport).where(ChainReport.network == w.network, ChainReport.seq <= w.through))
     if w.scanned_at is not None:
         now = utcnow()
-        session.execute(pg_insert(SettledWatermark).values(network=w.network, settled_at=w.scanned_at, updated_at=now)
-                        .on_conflict_do_update(index_elements=["network"], set_={
-                            "settled_at": sa.func.greatest(SettledWatermark.settled_at, w.scanned_at),
-                            "updated_at": now}))
+        session.execute(
+            pg_insert(SettledWatermark)
+            .values(network=w.network, settled_at=w.scanned_at, updated_at=now)
+            .on_conflict_do_update(
+                index_elements=["network"],
+                set_={"settled_at": sa.func.greatest(SettledWatermark.settled_at, w.scanned_at), "updated_at": now},
+            )
+        )

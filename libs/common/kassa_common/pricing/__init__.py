@@ -7,8 +7,18 @@ outliers, minimum sources) and ``service`` (the one interface: ``RateService.quo
 cache, stale limit, stablecoin peg), with per-source ``metrics``. docs/pricing.md explains
 it for operators.
 """
+
 from kassa_common.pricing.fixed import STABLECOINS, FixedRates, RateUnavailable
 from kassa_common.pricing.service import LiveRatesNeeded, Quote, RatesDown, RateService, Unpriced, make_rates
 
-__all__ = ["STABLECOINS", "FixedRates", "LiveRatesNeeded", "Quote", "RateService", "RateUnavailable", "RatesDown",
-           "Unpriced", "make_rates"]
+__all__ = [
+    "STABLECOINS",
+    "FixedRates",
+    "LiveRatesNeeded",
+    "Quote",
+    "RateService",
+    "RateUnavailable",
+    "RatesDown",
+    "Unpriced",
+    "make_rates",
+]

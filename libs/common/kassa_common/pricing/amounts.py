@@ -1,4 +1,5 @@
 """Exact amount arithmetic for crypto payments: quoting a price in token units, and base units."""
+
 from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal, localcontext

@@ -10,17 +10,19 @@ payment. The payment shows both rates: ``exchange_rate`` (locked) and
 (every source down past the stale limit) the transfer keeps the locked rate and a warning
 is logged: settlement never stops for a rate.
 """
+
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from datetime import datetime
 from decimal import ROUND_FLOOR, Decimal
-from typing import Any, Iterable
+from typing import Any
 
-from kassa_common.statuses import TransferStatus
 from kassa_common.pricing.fixed import RateUnavailable
 from kassa_common.pricing.service import RateService
 from kassa_common.pricing.terms import stored, with_spread
+from kassa_common.statuses import TransferStatus
 
 log = logging.getLogger("kassa.rates")
 
@@ -34,8 +36,11 @@ def rate_at_arrival(rates: RateService | None, payment: Any, now: datetime) -> D
     try:
         market = rates.quote(payment.token, payment.currency, live=not payment.test_mode).rate
     except RateUnavailable as exc:
-        log.warning("payment %s: funds arrived after the rate lock and no rate is available (%s); valued at the "
-                    "locked rate", payment.id, exc)
+        log.warning(
+            "payment %s: funds arrived after the rate lock and no rate is available (%s); valued at the locked rate",
+            payment.id,
+            exc,
+        )
         return None
     return stored(with_spread(market, payment.rate_spread_pct or Decimal(0)))
 

@@ -8,6 +8,7 @@ currency one unit of it buys, as decimal strings::
 so ``rates.USD`` is the USD price of one unit of the base. An unknown currency is a 400
 (``{"errors": [{"id": "invalid_request", ...}]}``): that symbol is not priced here.
 """
+
 from __future__ import annotations
 
 from decimal import Decimal

@@ -7,6 +7,7 @@ bitcoin: ``{"rates": {"btc": {"value": 1, "type": "crypto", ...}, "usd": {"value
 "type": "fiat", ...}, "eur": {"value": 62000.1, ...}}}``, so one euro is usd/eur USD. With
 ``RATES_COINGECKO_API_KEY`` every request carries the key (``x-cg-demo-api-key``).
 """
+
 from __future__ import annotations
 
 from decimal import Decimal
@@ -14,8 +15,14 @@ from decimal import Decimal
 from kassa_common.pricing.source import HttpSource, SourceDown, positive
 
 DEFAULT_URL = "https://api.coingecko.com/api/v3"
-COIN_IDS = {"BTC": "bitcoin", "ETH": "ethereum", "POL": "polygon-ecosystem-token", "BNB": "binancecoin",
-            "USDC": "usd-coin", "USDT": "tether"}
+COIN_IDS = {
+    "BTC": "bitcoin",
+    "ETH": "ethereum",
+    "POL": "polygon-ecosystem-token",
+    "BNB": "binancecoin",
+    "USDC": "usd-coin",
+    "USDT": "tether",
+}
 
 
 class CoinGecko(HttpSource):
@@ -28,8 +35,9 @@ class CoinGecko(HttpSource):
         out: dict[str, Decimal] = {}
         coins = {COIN_IDS[s]: s for s in symbols if s in COIN_IDS}
         if coins:
-            body, _ = self.get_json("/simple/price", {"ids": ",".join(sorted(coins)), "vs_currencies": "usd",
-                                                      "precision": "full"})
+            body, _ = self.get_json(
+                "/simple/price", {"ids": ",".join(sorted(coins)), "vs_currencies": "usd", "precision": "full"}
+            )
             try:
                 for coin_id, symbol in coins.items():
                     if coin_id in body and "usd" in body[coin_id]:

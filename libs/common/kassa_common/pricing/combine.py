@@ -6,6 +6,7 @@ broken pair, a flash crash on one exchange); the price is the median of the rest
 ``min_sources`` answers, or fewer than ``min_sources`` left after the outliers, is no price
 (``NoConsensus``): a payment is never priced on a guess.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,7 +41,10 @@ def combine(answers: dict[str, Decimal], *, min_sources: int, max_deviation_pct:
     deviations = {name: deviation_pct(value, reference) for name, value in answers.items()}
     kept = {name: value for name, value in answers.items() if deviations[name] <= max_deviation_pct}
     if len(kept) < min_sources:
-        raise NoConsensus(f"the rate sources disagree by more than {max_deviation_pct}% "
-                          f"({', '.join(f'{n} {v}' for n, v in sorted(answers.items()))})")
-    return Combined(Decimal(median(kept.values())), tuple(sorted(kept)),
-                    tuple(sorted(set(answers) - set(kept))), deviations)
+        raise NoConsensus(
+            f"the rate sources disagree by more than {max_deviation_pct}% "
+            f"({', '.join(f'{n} {v}' for n, v in sorted(answers.items()))})"
+        )
+    return Combined(
+        Decimal(median(kept.values())), tuple(sorted(kept)), tuple(sorted(set(answers) - set(kept))), deviations
+    )

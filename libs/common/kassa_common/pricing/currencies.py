@@ -6,21 +6,152 @@ is refused). A code must be an ISO 4217 currency; whether a rate for it can be h
 rate service's question (``service.RateService``). Currencies with three minor units (BHD,
 KWD, …) are not accepted: amounts are stored with two places.
 """
+
 from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
 # ISO 4217 currencies in use, with no minor units (the rest have two; see the module's note)
-ZERO_DECIMALS = frozenset("BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX VND VUV XAF XOF XPF".split())
-THREE_DECIMALS = frozenset("BHD IQD JOD KWD LYD OMR TND".split())
-TWO_DECIMALS = frozenset("""
-AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BMD BND BOB BRL BSD BTN BWP BYN BZD CAD CDF CHF
-CNY COP CRC CUP CVE CZK DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP GEL GHS GIP GMD GTQ GYD HKD HNL HTG HUF
-IDR ILS INR IRR JMD KES KGS KHR KPW KYD KZT LAK LBP LKR LRD LSL MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR
-MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD PAB PEN PGK PHP PKR PLN QAR RON RSD RUB SAR SBD SCR SDG SEK SGD
-SHP SLE SOS SRD SSP STN SVC SYP SZL THB TJS TMT TOP TRY TTD TWD TZS UAH USD UYU UZS VES WST XCD YER ZAR
-ZMW ZWG
-""".split())
+ZERO_DECIMALS = frozenset(
+    ["BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "VND", "VUV", "XAF", "XOF", "XPF"]
+)
+THREE_DECIMALS = frozenset(["BHD", "IQD", "JOD", "KWD", "LYD", "OMR", "TND"])
+TWO_DECIMALS = frozenset(
+    [
+        "AED",
+        "AFN",
+        "ALL",
+        "AMD",
+        "ANG",
+        "AOA",
+        "ARS",
+        "AUD",
+        "AWG",
+        "AZN",
+        "BAM",
+        "BBD",
+        "BDT",
+        "BGN",
+        "BMD",
+        "BND",
+        "BOB",
+        "BRL",
+        "BSD",
+        "BTN",
+        "BWP",
+        "BYN",
+        "BZD",
+        "CAD",
+        "CDF",
+        "CHF",
+        "CNY",
+        "COP",
+        "CRC",
+        "CUP",
+        "CVE",
+        "CZK",
+        "DKK",
+        "DOP",
+        "DZD",
+        "EGP",
+        "ERN",
+        "ETB",
+        "EUR",
+        "FJD",
+        "FKP",
+        "GBP",
+        "GEL",
+        "GHS",
+        "GIP",
+        "GMD",
+        "GTQ",
+        "GYD",
+        "HKD",
+        "HNL",
+        "HTG",
+        "HUF",
+        "IDR",
+        "ILS",
+        "INR",
+        "IRR",
+        "JMD",
+        "KES",
+        "KGS",
+        "KHR",
+        "KPW",
+        "KYD",
+        "KZT",
+        "LAK",
+        "LBP",
+        "LKR",
+        "LRD",
+        "LSL",
+        "MAD",
+        "MDL",
+        "MGA",
+        "MKD",
+        "MMK",
+        "MNT",
+        "MOP",
+        "MRU",
+        "MUR",
+        "MVR",
+        "MWK",
+        "MXN",
+        "MYR",
+        "MZN",
+        "NAD",
+        "NGN",
+        "NIO",
+        "NOK",
+        "NPR",
+        "NZD",
+        "PAB",
+        "PEN",
+        "PGK",
+        "PHP",
+        "PKR",
+        "PLN",
+        "QAR",
+        "RON",
+        "RSD",
+        "RUB",
+        "SAR",
+        "SBD",
+        "SCR",
+        "SDG",
+        "SEK",
+        "SGD",
+        "SHP",
+        "SLE",
+        "SOS",
+        "SRD",
+        "SSP",
+        "STN",
+        "SVC",
+        "SYP",
+        "SZL",
+        "THB",
+        "TJS",
+        "TMT",
+        "TOP",
+        "TRY",
+        "TTD",
+        "TWD",
+        "TZS",
+        "UAH",
+        "USD",
+        "UYU",
+        "UZS",
+        "VES",
+        "WST",
+        "XCD",
+        "YER",
+        "ZAR",
+        "ZMW",
+        "ZWG",
+    ]
+)
 CURRENCIES = ZERO_DECIMALS | TWO_DECIMALS
 DEFAULT = "USD"
 SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "JPY": "¥"}  # shown before the amount; others after it, by code
@@ -68,12 +199,12 @@ def rounded(amount: Decimal, code: str) -> Decimal:
     return max(amount.quantize(quantum(code), ROUND_HALF_UP), quantum(code))
 
 
-def amount_text(amount: Decimal | float | int | str, code: str | None) -> str:
+def amount_text(amount: Decimal | float | str, code: str | None) -> str:
     """An amount at the currency's minor units, as a form shows it: ``12.50``, ``400``."""
     return str(Decimal(str(amount)).quantize(quantum(code or DEFAULT), ROUND_HALF_UP))
 
 
-def money(amount: Decimal | float | int | str, code: str | None, grouped: bool = False) -> str:
+def money(amount: Decimal | float | str, code: str | None, grouped: bool = False) -> str:
     """An amount as a person reads it: ``$12.50``, ``€12.50``, ``¥400``, ``12.50 CHF``
     (``grouped``: thousands separated, ``$3,086.59``)."""
     code = code or DEFAULT

@@ -7,6 +7,7 @@ replaced) for its USD price, read at the dotted ``RATES_JSON_PATH`` of the JSON 
 ``RATES_PROVIDERS`` under the name ``url``, and its answers are combined like theirs. A 404
 means it does not price that symbol.
 """
+
 from __future__ import annotations
 
 from decimal import Decimal

@@ -6,14 +6,14 @@ USD. USDC and USDT are always 1 USD. A fixed rate drifts from the market, so it 
 live payments only when the operator says so (``FIXED_RATES_ALLOW_LIVE``, the development
 stack).
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
-DEFAULT_FIXED_RATES = ("ETH=3000,BTC=60000,POL=0.50,BNB=600,"
-                       "EUR=1.08,GBP=1.27,CHF=1.13,CAD=0.73,AUD=0.66,JPY=0.0067")
+DEFAULT_FIXED_RATES = "ETH=3000,BTC=60000,POL=0.50,BNB=600,EUR=1.08,GBP=1.27,CHF=1.13,CAD=0.73,AUD=0.66,JPY=0.0067"
 STABLECOINS = ("USDC", "USDT")  # pegged to USD
 
 

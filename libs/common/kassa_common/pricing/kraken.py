@@ -9,6 +9,7 @@ Kraken quotes some fiat currencies the other way round (``USDJPY``: yen per doll
 is inverted. An unknown pair answers ``{"error": ["EQuery:Unknown asset pair"]}``: that
 symbol is not priced here; any other error means Kraken cannot answer now.
 """
+
 from __future__ import annotations
 
 from decimal import Decimal

@@ -19,16 +19,17 @@ they are priced at market and ``depegs()`` names them (the merchant's overview s
 With no market source configured, live stablecoin payments in USD are taken at par and
 every other live price is refused.
 """
+
 from __future__ import annotations
 
 import logging
 import math
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
-from typing import Callable, Sequence
 
 from kassa_common.pricing import metrics
 from kassa_common.pricing.coinbase import Coinbase
@@ -81,10 +82,20 @@ class _Price:
 
 
 class RateService:
-    def __init__(self, fixed: FixedRates, sources: Sequence[Source] = (), *, fixed_live: bool = False,
-                 min_sources: int = 2, max_deviation_pct: Decimal = Decimal(1), cache_seconds: float = 30.0,
-                 stale_seconds: float = 300.0, timeout: float = 3.0, peg_tolerance_pct: Decimal = Decimal(1),
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        fixed: FixedRates,
+        sources: Sequence[Source] = (),
+        *,
+        fixed_live: bool = False,
+        min_sources: int = 2,
+        max_deviation_pct: Decimal = Decimal(1),
+        cache_seconds: float = 30.0,
+        stale_seconds: float = 300.0,
+        timeout: float = 3.0,
+        peg_tolerance_pct: Decimal = Decimal(1),
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.fixed, self.sources, self.fixed_live = fixed, list(sources), fixed_live
         self.min_sources = min_sources
         self.max_deviation_pct, self.peg_tolerance_pct = Decimal(max_deviation_pct), Decimal(peg_tolerance_pct)
@@ -109,9 +120,12 @@ class RateService:
         if not self.sources:
             if symbol in STABLECOINS and currency == "USD":
                 return Quote(Decimal(1), "par (no market source configured)")
-            raise LiveRatesNeeded(f"live {symbol} payments in {currency} need a market rate and this server has "
-                                  f"fixed rates only: the operator sets RATES_PROVIDERS "
-                                  f"(FIXED_RATES_ALLOW_LIVE=true is for development)", self.retry_after)
+            raise LiveRatesNeeded(
+                f"live {symbol} payments in {currency} need a market rate and this server has "
+                f"fixed rates only: the operator sets RATES_PROVIDERS "
+                f"(FIXED_RATES_ALLOW_LIVE=true is for development)",
+                self.retry_after,
+            )
         prices = self._usd_prices({symbol, currency} - {"USD"})
         coin = self._pegged(symbol, prices[symbol]) if symbol in STABLECOINS else prices[symbol]
         if currency == "USD":
@@ -151,7 +165,8 @@ class RateService:
         peg = Peg(symbol, price.usd, off > self.peg_tolerance_pct)
         if self._pegs.get(symbol) != peg:
             (log.warning if peg.depegged else log.info)(
-                "%s at %s USD: %s", symbol, price.usd, "depegged, priced at market" if peg.depegged else "at par")
+                "%s at %s USD: %s", symbol, price.usd, "depegged, priced at market" if peg.depegged else "at par"
+            )
         self._pegs[symbol] = peg
         metrics.STABLECOIN.labels(symbol).set(float(price.usd))
         if peg.depegged:
@@ -189,8 +204,13 @@ class RateService:
                 metrics.DEVIATION.labels(name, symbol).set(float(pct))
             for name in combined.excluded:
                 metrics.EXCLUDED.labels(name).inc()
-                log.warning("rate source %s excluded for %s: %s is %.2f%% from the median", name, symbol,
-                            by_source[name], combined.deviation_pct[name])
+                log.warning(
+                    "rate source %s excluded for %s: %s is %.2f%% from the median",
+                    name,
+                    symbol,
+                    by_source[name],
+                    combined.deviation_pct[name],
+                )
             out[symbol] = self._cache[symbol] = _Price(combined.price, combined.describe(), self.clock())
         return out
 
@@ -256,8 +276,13 @@ def make_rates(settings) -> RateService:
     """The rate service the settings describe (``kassa_common.config.Settings``); every
     process that prices uses this."""
     return RateService(
-        FixedRates(parse_fixed_rates(settings.fixed_rates)), make_sources(settings),
-        fixed_live=settings.fixed_rates_allow_live, min_sources=settings.rates_min_sources,
-        max_deviation_pct=settings.rates_max_deviation_pct, cache_seconds=settings.rates_cache_seconds,
-        stale_seconds=settings.rates_stale_seconds, timeout=settings.rates_timeout_seconds,
-        peg_tolerance_pct=settings.stablecoin_peg_tolerance_pct)
+        FixedRates(parse_fixed_rates(settings.fixed_rates)),
+        make_sources(settings),
+        fixed_live=settings.fixed_rates_allow_live,
+        min_sources=settings.rates_min_sources,
+        max_deviation_pct=settings.rates_max_deviation_pct,
+        cache_seconds=settings.rates_cache_seconds,
+        stale_seconds=settings.rates_stale_seconds,
+        timeout=settings.rates_timeout_seconds,
+        peg_tolerance_pct=settings.stablecoin_peg_tolerance_pct,
+    )

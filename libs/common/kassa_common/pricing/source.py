@@ -6,6 +6,7 @@ alike (crosses such as ETH in EUR are made from these, through USD). A symbol it
 price is left out; a source that cannot answer (unreachable, an HTTP error, a reply it
 cannot read) raises ``SourceDown``. Every request has a timeout and follows no redirect.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,7 @@ class SourceDown(Exception):
 class Source(Protocol):
     name: str
 
-    def prices(self, symbols: set[str]) -> dict[str, Decimal]:
-        ...
+    def prices(self, symbols: set[str]) -> dict[str, Decimal]: ...
 
 
 class HttpSource:
@@ -31,8 +31,14 @@ class HttpSource:
 
     name = "http"
 
-    def __init__(self, base_url: str, *, timeout: float = 3.0, session: requests.Session | None = None,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 3.0,
+        session: requests.Session | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
         self.session = session or requests.Session()
@@ -40,8 +46,13 @@ class HttpSource:
 
     def get_json(self, path: str, params: dict[str, str] | None = None, *, ok: tuple[int, ...] = (200,)) -> Any:
         try:
-            resp = self.session.get(f"{self.base_url}{path}", params=params, timeout=self.timeout,
-                                    allow_redirects=False, headers=self.headers)
+            resp = self.session.get(
+                f"{self.base_url}{path}",
+                params=params,
+                timeout=self.timeout,
+                allow_redirects=False,
+                headers=self.headers,
+            )
         except requests.RequestException as exc:
             raise SourceDown(f"{self.name}: {exc.__class__.__name__}") from None
         if resp.status_code not in ok:

@@ -8,6 +8,7 @@ the rate of their arrival for the completion check (``payments.settle``). Per me
 per mode, like the other merchant settings; the dashboard's settings page and
 ``kassa merchant settings`` both change them here.
 """
+
 from __future__ import annotations
 
 import re
@@ -58,8 +59,10 @@ def parse_spread(text: str) -> Decimal:
     except InvalidOperation:
         pct = None
     if pct is None or not pct.is_finite() or not 0 <= pct <= MAX_SPREAD or pct.quantize(SPREAD_STEP) != pct:
-        raise TermsError(f"rate spread must be a percentage from 0 to {MAX_SPREAD} in steps of {SPREAD_STEP}; "
-                         f"got {_shown(text)}", [{"field": "rate_spread_pct", "message": "0 to 10"}])
+        raise TermsError(
+            f"rate spread must be a percentage from 0 to {MAX_SPREAD} in steps of {SPREAD_STEP}; got {_shown(text)}",
+            [{"field": "rate_spread_pct", "message": "0 to 10"}],
+        )
     return pct.quantize(SPREAD_STEP)
 
 
@@ -68,9 +71,11 @@ def parse_lock(text: str) -> int | None:
     if text.lower() in ("", "default"):
         return None
     if not re.fullmatch(r"[0-9]{1,6}", text) or not MIN_LOCK <= int(text) <= MAX_LOCK:
-        raise TermsError(f"rate lock must be a whole number of minutes from {MIN_LOCK} to {MAX_LOCK}, or empty for "
-                         f"the payment lifetime; got {_shown(text)}",
-                         [{"field": "rate_lock_minutes", "message": f"{MIN_LOCK} to {MAX_LOCK}"}])
+        raise TermsError(
+            f"rate lock must be a whole number of minutes from {MIN_LOCK} to {MAX_LOCK}, or empty for "
+            f"the payment lifetime; got {_shown(text)}",
+            [{"field": "rate_lock_minutes", "message": f"{MIN_LOCK} to {MAX_LOCK}"}],
+        )
     return int(text)
 
 
@@ -79,6 +84,7 @@ def _shown(text: str) -> str:
 
 
 # ---- a payment's price ----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Priced:
@@ -109,8 +115,9 @@ def price_amount(amount: Decimal, currency: str, market_rate: Decimal, decimals:
     with localcontext() as ctx:
         ctx.prec = 60  # the last digits of a division are noise far below any token's smallest unit
         tokens = (amount / rate).quantize(NOISE, ROUND_HALF_EVEN)
-    return Priced(amount, to_base_units(crypto_amount(tokens, Decimal(1), decimals), decimals), stored(rate),
-                  spread_pct)
+    return Priced(
+        amount, to_base_units(crypto_amount(tokens, Decimal(1), decimals), decimals), stored(rate), spread_pct
+    )
 
 
 def price_units(units_decimal: Decimal, currency: str, market_rate: Decimal, decimals: int) -> Priced:

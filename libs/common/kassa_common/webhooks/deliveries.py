@@ -3,25 +3,26 @@
 Redeliver and test only write rows (a delivery PENDING and due now); the webhook
 sender's dispatcher picks them up at its next poll.
 """
+
 from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal
 
 import sqlalchemy as sa
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
-from kassa_common.messaging import outbox
 from kassa_common.errors import NotFound, Unprocessable
 from kassa_common.fields import ListPage
 from kassa_common.ids import new_event_id, parse_uuid
+from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
-from kassa_common.statuses import DeliveryStatus
 from kassa_common.models import DeliveryAttempt, WebhookDelivery, WebhookEndpoint
 from kassa_common.owner import Owner, owned
 from kassa_common.paging import page_of
+from kassa_common.statuses import DeliveryStatus
 from kassa_common.timefmt import iso, utcnow
 
 TEST_EVENT = EventType.WEBHOOK_TEST
@@ -41,8 +42,9 @@ def require_active(hook: WebhookEndpoint) -> None:
         raise EndpointDisabled("this webhook endpoint is disabled; set active to true first")
 
 
-def list_deliveries(session: Session, owner: Owner, ref: str, page: int,
-                    page_size: int, status: str | None = None) -> tuple[list[dict[str, Any]], int]:
+def list_deliveries(
+    session: Session, owner: Owner, ref: str, page: int, page_size: int, status: str | None = None
+) -> tuple[list[dict[str, Any]], int]:
     """A page of the endpoint's deliveries, newest first, each with its attempts."""
     hook = _endpoint(session, owner, ref)
     conds = [WebhookDelivery.endpoint_id == hook.id]
@@ -53,8 +55,9 @@ def list_deliveries(session: Session, owner: Owner, ref: str, page: int,
     return [delivery_view(d, log[d.id]) for d in rows], total
 
 
-def get_delivery(session: Session, owner: Owner, ref: str, delivery_ref: str,
-                 *, lock: bool = False) -> tuple[WebhookEndpoint, WebhookDelivery]:
+def get_delivery(
+    session: Session, owner: Owner, ref: str, delivery_ref: str, *, lock: bool = False
+) -> tuple[WebhookEndpoint, WebhookDelivery]:
     hook = _endpoint(session, owner, ref)
     did = parse_uuid(delivery_ref)
     found = session.get(WebhookDelivery, did, with_for_update=lock) if did else None
@@ -63,8 +66,7 @@ def get_delivery(session: Session, owner: Owner, ref: str, delivery_ref: str,
     return hook, found
 
 
-def redeliver(session: Session, owner: Owner, ref: str,
-              delivery_ref: str) -> WebhookDelivery:
+def redeliver(session: Session, owner: Owner, ref: str, delivery_ref: str) -> WebhookDelivery:
     """Send the delivery again now, whatever its status (same event id, new attempt)."""
     hook, found = get_delivery(session, owner, ref, delivery_ref, lock=True)
     require_active(hook)
@@ -79,10 +81,20 @@ def send_test(session: Session, owner: Owner, ref: str) -> WebhookDelivery:
     now, event_id = utcnow(), new_event_id()
     data = {"webhook_id": str(hook.id), "message": TEST_MESSAGE}
     event = PaymentEvent(event_id, TEST_EVENT, iso(now), owner.test_mode, data)
-    outbox.record(session, event.to_message(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, now=now,
-                  published=True)  # the outbox relay leaves it alone: sent to this endpoint only
-    found = WebhookDelivery(id=uuid.uuid4(), endpoint_id=hook.id, event_id=event_id, event_type=TEST_EVENT,
-                            status=DeliveryStatus.PENDING, attempts=0, next_attempt_at=now, created_at=now, updated_at=now)
+    outbox.record(
+        session, event.to_message(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, now=now, published=True
+    )  # the outbox relay leaves it alone: sent to this endpoint only
+    found = WebhookDelivery(
+        id=uuid.uuid4(),
+        endpoint_id=hook.id,
+        event_id=event_id,
+        event_type=TEST_EVENT,
+        status=DeliveryStatus.PENDING,
+        attempts=0,
+        next_attempt_at=now,
+        created_at=now,
+        updated_at=now,
+    )
     session.add(found)
     session.flush()
     return found
@@ -92,22 +104,39 @@ def _attempts(session: Session, delivery_ids: list[uuid.UUID]) -> dict[uuid.UUID
     out: dict[uuid.UUID, list[dict[str, Any]]] = defaultdict(list)
     if not delivery_ids:
         return out
-    rows = session.scalars(sa.select(DeliveryAttempt).where(DeliveryAttempt.delivery_id.in_(delivery_ids))
-                           .order_by(DeliveryAttempt.delivery_id, DeliveryAttempt.attempt,
-                                     DeliveryAttempt.created_at))
+    rows = session.scalars(
+        sa.select(DeliveryAttempt)
+        .where(DeliveryAttempt.delivery_id.in_(delivery_ids))
+        .order_by(DeliveryAttempt.delivery_id, DeliveryAttempt.attempt, DeliveryAttempt.created_at)
+    )
     for a in rows:
-        out[a.delivery_id].append({"attempt": a.attempt, "status_code": a.status_code, "duration_ms": a.duration_ms,
-                                   "error": a.error, "next_retry_at": iso(a.next_retry_at),
-                                   "created_at": iso(a.created_at)})
+        out[a.delivery_id].append(
+            {
+                "attempt": a.attempt,
+                "status_code": a.status_code,
+                "duration_ms": a.duration_ms,
+                "error": a.error,
+                "next_retry_at": iso(a.next_retry_at),
+                "created_at": iso(a.created_at),
+            }
+        )
     return out
 
 
 def delivery_view(d: WebhookDelivery, attempts: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "id": str(d.id), "webhook_id": str(d.endpoint_id), "event_id": d.event_id, "event": d.event_type,
-        "status": d.status, "attempts": d.attempts, "last_status_code": d.last_status_code,
-        "last_error": d.last_error, "next_attempt_at": iso(d.next_attempt_at) if d.status == DeliveryStatus.PENDING else None,
-        "created_at": iso(d.created_at), "updated_at": iso(d.updated_at), "attempts_log": attempts,
+        "id": str(d.id),
+        "webhook_id": str(d.endpoint_id),
+        "event_id": d.event_id,
+        "event": d.event_type,
+        "status": d.status,
+        "attempts": d.attempts,
+        "last_status_code": d.last_status_code,
+        "last_error": d.last_error,
+        "next_attempt_at": iso(d.next_attempt_at) if d.status == DeliveryStatus.PENDING else None,
+        "created_at": iso(d.created_at),
+        "updated_at": iso(d.updated_at),
+        "attempts_log": attempts,
     }
 
 
@@ -117,8 +146,12 @@ def delivery_with_log(session: Session, d: WebhookDelivery) -> dict[str, Any]:
 
 def event_deliveries(session: Session, event_id: str) -> list[tuple[WebhookDelivery, str]]:
     """Where an event went: its deliveries, oldest first, each with its endpoint's URL."""
-    rows = session.execute(sa.select(WebhookDelivery, WebhookEndpoint.url).join(WebhookEndpoint)
-                           .where(WebhookDelivery.event_id == event_id).order_by(WebhookDelivery.created_at))
+    rows = session.execute(
+        sa.select(WebhookDelivery, WebhookEndpoint.url)
+        .join(WebhookEndpoint)
+        .where(WebhookDelivery.event_id == event_id)
+        .order_by(WebhookDelivery.created_at)
+    )
     return [row._tuple() for row in rows]
 
 
@@ -131,15 +164,15 @@ else:  # the statuses, as a Literal for the OpenAPI document
 
 
 class ListDeliveries(ListPage):
-    status: Optional[DeliveryStatusName] = Field(None, description="only deliveries in this status")
+    status: DeliveryStatusName | None = Field(None, description="only deliveries in this status")
 
 
 class AttemptOut(BaseModel):
     attempt: int
-    status_code: Optional[int] = Field(description="HTTP status, null when no response came")
+    status_code: int | None = Field(description="HTTP status, null when no response came")
     duration_ms: int
-    error: Optional[str]
-    next_retry_at: Optional[str] = Field(description="when the next attempt is due; null after the last")
+    error: str | None
+    next_retry_at: str | None = Field(description="when the next attempt is due; null after the last")
     created_at: str
 
 
@@ -150,9 +183,9 @@ class DeliveryOut(BaseModel):
     event: str = Field(description="event type, e.g. payment.completed or webhook.test")
     status: DeliveryStatusName
     attempts: int
-    last_status_code: Optional[int]
-    last_error: Optional[str]
-    next_attempt_at: Optional[str]
+    last_status_code: int | None
+    last_error: str | None
+    next_attempt_at: str | None
     created_at: str
     updated_at: str
     attempts_log: list[AttemptOut]

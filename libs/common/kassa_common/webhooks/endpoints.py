@@ -1,9 +1,10 @@
 """Webhook endpoints: where and which events a merchant wants delivered."""
+
 from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
@@ -19,7 +20,6 @@ from kassa_common.netguard import host_is_private_literal
 from kassa_common.owner import Owner, owned
 from kassa_common.timefmt import iso, utcnow
 from kassa_common.urls import without_password
-
 
 SECRET_OVERLAP = timedelta(hours=24)
 
@@ -37,26 +37,35 @@ def check_url(url: str, test_mode: bool, allow_private: bool) -> None:
         raise InvalidWebhook("live-mode webhook URLs must use https", [{"field": "url", "message": "https required"}])
 
 
-def create_webhook(session: Session, owner: Owner, fields: dict[str, Any],
-                   allow_private: bool) -> WebhookEndpoint:
+def create_webhook(session: Session, owner: Owner, fields: dict[str, Any], allow_private: bool) -> WebhookEndpoint:
     check_url(fields["url"], owner.test_mode, allow_private)
     now = utcnow()
     hook = WebhookEndpoint(
-        id=uuid.uuid4(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, url=fields["url"],
-        events=sorted(set(fields.get("events") or PAYMENT_EVENTS)), active=fields.get("active", True) is not False,
-        description=fields.get("description"), secret=new_webhook_secret(), created_at=now, updated_at=now,
+        id=uuid.uuid4(),
+        merchant_id=owner.merchant_id,
+        test_mode=owner.test_mode,
+        url=fields["url"],
+        events=sorted(set(fields.get("events") or PAYMENT_EVENTS)),
+        active=fields.get("active", True) is not False,
+        description=fields.get("description"),
+        secret=new_webhook_secret(),
+        created_at=now,
+        updated_at=now,
     )
     session.add(hook)
     session.flush()
     return hook
 
 
-def update_webhook(session: Session, owner: Owner, ref: str, changes: dict[str, Any],
-                   allow_private: bool) -> WebhookEndpoint:
+def update_webhook(
+    session: Session, owner: Owner, ref: str, changes: dict[str, Any], allow_private: bool
+) -> WebhookEndpoint:
     hook = owned(session, WebhookEndpoint, ref, owner, what="webhook", lock=True)
     cleared = [f for f in ("url", "events", "active") if f in changes and changes[f] is None]
     if cleared:
-        raise InvalidWebhook("these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared])
+        raise InvalidWebhook(
+            "these fields cannot be null", [{"field": f, "message": "cannot be null"} for f in cleared]
+        )
     if "url" in changes:
         check_url(changes["url"], owner.test_mode, allow_private)
         hook.url = changes["url"]
@@ -83,18 +92,28 @@ def rotate_secret(session: Session, owner: Owner, ref: str) -> WebhookEndpoint:
 
 def active_endpoints(session: Session, merchant_id: uuid.UUID, test_mode: bool) -> list[WebhookEndpoint]:
     """The merchant's webhook endpoints of this mode that take deliveries, newest first."""
-    return list(session.scalars(sa.select(WebhookEndpoint).where(
-        WebhookEndpoint.merchant_id == merchant_id, WebhookEndpoint.test_mode == test_mode,
-        WebhookEndpoint.deleted_at.is_(None), WebhookEndpoint.active).order_by(WebhookEndpoint.created_at.desc())))
+    return list(
+        session.scalars(
+            sa.select(WebhookEndpoint)
+            .where(
+                WebhookEndpoint.merchant_id == merchant_id,
+                WebhookEndpoint.test_mode == test_mode,
+                WebhookEndpoint.deleted_at.is_(None),
+                WebhookEndpoint.active,
+            )
+            .order_by(WebhookEndpoint.created_at.desc())
+        )
+    )
 
 
 # ---- API shape -------------------------------------------------------------------------
 
+
 class WebhookFields(Strict):
-    url: Optional[HttpUrl] = None
-    events: Optional[list[EventName]] = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))
-    active: Optional[StrictBool] = None
-    description: Optional[Annotated[str, StringConstraints(max_length=500)]] = None
+    url: HttpUrl | None = None
+    events: list[EventName] | None = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))
+    active: StrictBool | None = None
+    description: Annotated[str, StringConstraints(max_length=500)] | None = None
 
 
 class CreateWebhook(WebhookFields):
@@ -113,7 +132,7 @@ class WebhookOut(BaseModel):
     url: str
     events: list[str]
     active: bool
-    description: Optional[str]
+    description: str | None
     test_mode: bool
     created_at: str
     updated_at: str

@@ -16,12 +16,13 @@ received (never a re-serialised JSON document)::
 may carry several ``v1=`` entries (one per secret while a secret is being rotated);
 one match is enough. Comparisons are constant-time.
 """
+
 from __future__ import annotations
 
 import hashlib
 import hmac
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 SCHEME = "v1"
 DEFAULT_TOLERANCE = 300
@@ -72,8 +73,13 @@ def parse_header(header: str) -> tuple[int, list[str]]:
     return timestamp, signatures
 
 
-def verify_signature(secret: str | bytes, header: str, raw_body: bytes | str,
-                     tolerance: int | None = DEFAULT_TOLERANCE, now: float | None = None) -> bool:
+def verify_signature(
+    secret: str | bytes,
+    header: str,
+    raw_body: bytes | str,
+    tolerance: int | None = DEFAULT_TOLERANCE,
+    now: float | None = None,
+) -> bool:
     """True when ``header`` signs ``raw_body`` with ``secret`` within ``tolerance`` seconds
     of ``now`` (None: no age check); otherwise raise ``SignatureError``."""
     timestamp, signatures = parse_header(header)

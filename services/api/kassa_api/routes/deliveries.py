@@ -1,31 +1,39 @@
 """/webhooks/:id/deliveries, redeliver and test: the delivery log of an endpoint."""
+
 from __future__ import annotations
 
 from flask import Blueprint
 
+from kassa_common.paging import page_meta
+from kassa_common.webhooks import deliveries as h
+from kassa_common.webhooks.deliveries import DeliveryOut, ListDeliveries
 from kassa_api.auth import owner
 from kassa_api.deps import db, transaction
-from kassa_common.webhooks.deliveries import DeliveryOut, ListDeliveries
 from kassa_api.endpoint import endpoint
-from kassa_common.webhooks import deliveries as h
-from kassa_common.paging import page_meta
 
 bp = Blueprint("deliveries", __name__)
 SCOPE = "webhooks:manage"
 
 
 @bp.get("/webhooks/<ref>/deliveries")
-@endpoint("List an endpoint's deliveries with every attempt, newest first", scope=SCOPE, tag="webhooks",
-          query=ListDeliveries, response=list[DeliveryOut], envelope_kind="list", errors=(404,))
+@endpoint(
+    "List an endpoint's deliveries with every attempt, newest first",
+    scope=SCOPE,
+    tag="webhooks",
+    query=ListDeliveries,
+    response=list[DeliveryOut],
+    envelope_kind="list",
+    errors=(404,),
+)
 def list_deliveries(ref: str, query: ListDeliveries):
-    items, total = h.list_deliveries(db(), owner(), ref, query.page, query.pageSize,
-                                     query.status)
+    items, total = h.list_deliveries(db(), owner(), ref, query.page, query.pageSize, query.status)
     return {"data": items, "meta": page_meta(query.page, query.pageSize, total)}
 
 
 @bp.post("/webhooks/<ref>/deliveries/<delivery_id>/redeliver")
-@endpoint("Send a delivery again now (same event id)", scope=SCOPE, tag="webhooks", response=DeliveryOut,
-          errors=(404, 422))
+@endpoint(
+    "Send a delivery again now (same event id)", scope=SCOPE, tag="webhooks", response=DeliveryOut, errors=(404, 422)
+)
 def redeliver(ref: str, delivery_id: str):
     with transaction() as session:
         found = h.redeliver(session, owner(), ref, delivery_id)
@@ -33,8 +41,9 @@ def redeliver(ref: str, delivery_id: str):
 
 
 @bp.post("/webhooks/<ref>/test")
-@endpoint("Send a webhook.test event to this endpoint", scope=SCOPE, tag="webhooks", response=DeliveryOut,
-          errors=(404, 422))
+@endpoint(
+    "Send a webhook.test event to this endpoint", scope=SCOPE, tag="webhooks", response=DeliveryOut, errors=(404, 422)
+)
 def send_test(ref: str):
     with transaction() as session:
         found = h.send_test(session, owner(), ref)

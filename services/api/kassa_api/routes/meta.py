@@ -1,4 +1,5 @@
 """Unauthenticated routes: networks, the OpenAPI document and its docs page, health."""
+
 from __future__ import annotations
 
 import hmac
@@ -34,8 +35,12 @@ def networks():
 def openapi_document():
     cache = current_app.extensions.setdefault("kassa_openapi", {})
     if "doc" not in cache:
-        cache["doc"] = openapi.build(current_app, deps().settings.public_api_url, deps().settings.networks,
-                                     currencies.priced(deps().settings.fixed_rates))
+        cache["doc"] = openapi.build(
+            current_app,
+            deps().settings.public_api_url,
+            deps().settings.networks,
+            currencies.priced(deps().settings.fixed_rates),
+        )
     return cache["doc"]
 
 
@@ -78,8 +83,11 @@ def bus_status() -> tuple[list[admin.QueueDepth] | None, str | None]:
     if cache is None or time.monotonic() - cache[0] > BUS_STATUS_TTL:
         settings = deps().settings
         try:
-            cache = (time.monotonic(), admin.queue_depths(settings.rabbitmq_url, topology.named(settings.bus_prefix)),
-                     None)
+            cache = (
+                time.monotonic(),
+                admin.queue_depths(settings.rabbitmq_url, topology.named(settings.bus_prefix)),
+                None,
+            )
         except Exception as exc:  # noqa: BLE001 - readiness reports any failure
             cache = (time.monotonic(), None, f"unreachable: {exc!r}"[:200])
         current_app.extensions["kassa_bus_status"] = cache
@@ -98,8 +106,7 @@ def readyz():
     if depths is None:
         return {"status": "degraded", "database": "ok", "bus": error}
     dead = {d.name: d.messages for d in depths if d.role == "dlq"}
-    return {"status": "degraded" if any(dead.values()) else "ok", "database": "ok", "bus": "ok",
-            "dead_letters": dead}
+    return {"status": "degraded" if any(dead.values()) else "ok", "database": "ok", "bus": "ok", "dead_letters": dead}
 
 
 class _BusCollector:
@@ -108,8 +115,11 @@ class _BusCollector:
         up = GaugeMetricFamily("kassa_bus_up", "1 when the broker answered the last look at the queues")
         up.add_metric([], 0 if depths is None else 1)
         yield up
-        messages = GaugeMetricFamily("kassa_bus_queue_messages", "Messages waiting in each queue (role: work, "
-                                     "retry or dlq; a dlq above 0 needs an operator)", labels=["queue", "role"])
+        messages = GaugeMetricFamily(
+            "kassa_bus_queue_messages",
+            "Messages waiting in each queue (role: work, retry or dlq; a dlq above 0 needs an operator)",
+            labels=["queue", "role"],
+        )
         consumers = GaugeMetricFamily("kassa_bus_queue_consumers", "Consumers of each queue", labels=["queue", "role"])
         for d in depths or ():
             messages.add_metric([d.name, d.role], d.messages)
@@ -129,8 +139,11 @@ def metrics():
         sent = request.headers.get("Authorization", "")
         scheme, _, given = sent.partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-            return ("metrics need the bearer token (METRICS_TOKEN)\n", 401,
-                    {"WWW-Authenticate": 'Bearer realm="metrics"', "Content-Type": "text/plain; charset=utf-8"})
+            return (
+                "metrics need the bearer token (METRICS_TOKEN)\n",
+                401,
+                {"WWW-Authenticate": 'Bearer realm="metrics"', "Content-Type": "text/plain; charset=utf-8"},
+            )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_BusCollector())
     return generate_latest(registry), 200, {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}

@@ -1,18 +1,19 @@
 """Public pages: the hosted checkout (/pay/<short_id>) and the product page (/products/<id>)."""
+
 from __future__ import annotations
 
 from flask import Blueprint, jsonify, redirect, request, url_for
 from werkzeug.exceptions import HTTPException
 
-from kassa_api import csrf, query
-from kassa_api.deps import db, deps, make_owner, transaction
-from kassa_api import checkout as h
-from kassa_api.web import error_page, http_error_page, page, secure
 from kassa_common import payments
 from kassa_common.emails import is_valid_email
 from kassa_common.errors import DomainError, InvalidTransition, RateNotAvailable
 from kassa_common.ids import parse_uuid
 from kassa_common.models import Merchant, Product
+from kassa_api import checkout as h
+from kassa_api import csrf, query
+from kassa_api.deps import db, deps, make_owner, transaction
+from kassa_api.web import error_page, http_error_page, page, secure
 
 bp = Blueprint("pages", __name__)
 bp.before_request(query.guard)
@@ -36,10 +37,20 @@ def _checkout_page(payment, http_status: int = 200, notice: str | None = None):
     merchant = db().get(Merchant, payment.merchant_id)
     assert merchant is not None  # a payment's merchant (the foreign key cascades)
     cancelable = payments.cancel_refusal(db(), payment) is None
-    return page("pages/checkout.html", http_status, form_targets=(payment.cancel_url,), payment=payment,
-                network=network, status=payments.public_view(payment, cancelable=cancelable), uri=uri,
-                qr=h.qr_svg(uri), business_name=merchant.business_name, open=payment.status in payments.OPEN,
-                cancelable=cancelable, notice=notice)
+    return page(
+        "pages/checkout.html",
+        http_status,
+        form_targets=(payment.cancel_url,),
+        payment=payment,
+        network=network,
+        status=payments.public_view(payment, cancelable=cancelable),
+        uri=uri,
+        qr=h.qr_svg(uri),
+        business_name=merchant.business_name,
+        open=payment.status in payments.OPEN,
+        cancelable=cancelable,
+        notice=notice,
+    )
 
 
 @bp.get("/pay/<short_id>")
@@ -103,10 +114,18 @@ def _product_or_error(product_id: str):
 def _product_page(product: Product, merchant: Merchant, status: int = 200, error: str | None = None):
     s = deps().settings
     pairs = [(n, t) for n in h.networks_for(s.networks, product.test_mode) for t in n.tokens]
-    return page("pages/product.html", status, form_targets=(s.checkout_url,), product=product,
-                business_name=merchant.business_name, pairs=pairs, error=error,
-                price_text=format(product.price.normalize(), "f"),
-                chosen=request.form.get("pair"), email=request.form.get("email", ""))
+    return page(
+        "pages/product.html",
+        status,
+        form_targets=(s.checkout_url,),
+        product=product,
+        business_name=merchant.business_name,
+        pairs=pairs,
+        error=error,
+        price_text=format(product.price.normalize(), "f"),
+        chosen=request.form.get("pair"),
+        email=request.form.get("email", ""),
+    )
 
 
 @bp.get("/products/<product_id>")
@@ -122,8 +141,9 @@ def buy(product_id: str):
         return unavailable
     verdict = deps().public_limiter.hit(f"buy:{request.remote_addr}")
     if not verdict.allowed:  # one address starting payment after payment: a script, not a customer
-        response = error_page(429, f"Too many payments were started from your address. "
-                                   f"Try again in {verdict.reset_in} seconds.")
+        response = error_page(
+            429, f"Too many payments were started from your address. Try again in {verdict.reset_in} seconds."
+        )
         response.headers["Retry-After"] = str(verdict.reset_in)
         return response
     if product.currency_type == "CRYPTO":
@@ -138,8 +158,15 @@ def buy(product_id: str):
     cmd = payments.NewPayment(token=token, network=network, product_id=str(product.id), customer_email=email)
     try:
         with transaction() as session:
-            created = payments.create_payment(session, owner, cmd, registry=s.networks, rates=deps().rates,
-                                              checkout_base=s.checkout_url, allow_test_keys=s.development)
+            created = payments.create_payment(
+                session,
+                owner,
+                cmd,
+                registry=s.networks,
+                rates=deps().rates,
+                checkout_base=s.checkout_url,
+                allow_test_keys=s.development,
+            )
     except RateNotAvailable as exc:  # no trustworthy rate: say so, never price on a guess
         response = _product_page(product, merchant, 503, exc.message)
         response.headers["Retry-After"] = str(exc.retry_after)

@@ -1,4 +1,5 @@
 """/payments: create, get, list, cancel."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -20,19 +21,36 @@ bp = Blueprint("payments", __name__)
 def idempotency_key() -> str | None:
     key = request.environ.get("HTTP_IDEMPOTENCY_KEY")  # request.headers raises (and catches) when it is absent
     if key is not None and not (0 < len(key.strip()) <= 255):
-        raise ApiError(400, "Idempotency-Key must be 1 to 255 characters", code="VALIDATION_ERROR",
-                       details=[{"field": "Idempotency-Key", "message": "1 to 255 characters"}])
+        raise ApiError(
+            400,
+            "Idempotency-Key must be 1 to 255 characters",
+            code="VALIDATION_ERROR",
+            details=[{"field": "Idempotency-Key", "message": "1 to 255 characters"}],
+        )
     return key.strip() if key else None
 
 
 @bp.post("/payments")
-@endpoint("Create a payment", scope="payments:create", tag="payments", body=CreatePayment,
-          response=PaymentOut, status=201, errors=(409, 422, 503))
+@endpoint(
+    "Create a payment",
+    scope="payments:create",
+    tag="payments",
+    body=CreatePayment,
+    response=PaymentOut,
+    status=201,
+    errors=(409, 422, 503),
+)
 def create_payment(body: CreatePayment):
     key, s = idempotency_key(), deps().settings
     created = payments.create_payment(  # one statement writes it: no transaction around it
-        connection(), owner(), payments.NewPayment(**body.model_dump()), registry=s.networks, rates=deps().rates,
-        checkout_base=s.checkout_url, idempotency_key=key, idempotency_ttl=timedelta(hours=s.idempotency_ttl_hours),
+        connection(),
+        owner(),
+        payments.NewPayment(**body.model_dump()),
+        registry=s.networks,
+        rates=deps().rates,
+        checkout_base=s.checkout_url,
+        idempotency_key=key,
+        idempotency_ttl=timedelta(hours=s.idempotency_ttl_hours),
         allow_test_keys=s.development,
     )
     headers = {"Idempotent-Replayed": "true"} if created.replayed else {}
@@ -46,14 +64,18 @@ def get_payment(ref: str):
 
 
 @bp.get("/payments")
-@endpoint("List payments, newest first", scope="payments:read", tag="payments", query=ListPayments,
-          response=PaymentPage)
+@endpoint(
+    "List payments, newest first", scope="payments:read", tag="payments", query=ListPayments, response=PaymentPage
+)
 def list_payments(query: ListPayments):
-    rows, total = payments.list_payments(db(), owner(), page=query.page, page_size=query.pageSize,
-                                         status=query.status, search=query.search)
+    rows, total = payments.list_payments(
+        db(), owner(), page=query.page, page_size=query.pageSize, status=query.status, search=query.search
+    )
     transfers = payments.transfers_of(db(), [p.id for p in rows])
-    return {"data": [payment_to_dict(p, transfers.get(p.id, [])) for p in rows],
-            "meta": page_meta(query.page, query.pageSize, total)}
+    return {
+        "data": [payment_to_dict(p, transfers.get(p.id, [])) for p in rows],
+        "meta": page_meta(query.page, query.pageSize, total),
+    }
 
 
 @bp.post("/payments/<ref>/cancel")

@@ -1,18 +1,18 @@
 """/products: priced items with a public share link."""
+
 from __future__ import annotations
 
 from flask import Blueprint
 
+from kassa_common import products as h
+from kassa_common.fields import Deleted, ListPage
+from kassa_common.models import Product
+from kassa_common.owner import list_owned, owned, soft_delete
+from kassa_common.paging import page_meta
+from kassa_common.products import CreateProduct, ProductOut, UpdateProduct, product_to_dict
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
-from kassa_common import products as h
-from kassa_common.owner import list_owned, owned, soft_delete
-from kassa_common.paging import page_meta
-from kassa_common.fields import Deleted, ListPage
-from kassa_common.products import CreateProduct, ProductOut, UpdateProduct
-from kassa_common.models import Product
-from kassa_common.products import product_to_dict
 
 bp = Blueprint("products", __name__)
 SCOPE = "products:manage"
@@ -23,8 +23,9 @@ def out(product: Product) -> dict:
 
 
 @bp.post("/products")
-@endpoint("Create a product", scope=SCOPE, tag="products", body=CreateProduct, response=ProductOut, status=201,
-          errors=(422,))
+@endpoint(
+    "Create a product", scope=SCOPE, tag="products", body=CreateProduct, response=ProductOut, status=201, errors=(422,)
+)
 def create_product(body: CreateProduct):
     with transaction() as session:
         product = h.create_product(session, owner(), body.model_dump(), deps().settings.networks)
@@ -32,8 +33,14 @@ def create_product(body: CreateProduct):
 
 
 @bp.get("/products")
-@endpoint("List products, newest first", scope=SCOPE, tag="products", query=ListPage, response=list[ProductOut],
-          envelope_kind="list")
+@endpoint(
+    "List products, newest first",
+    scope=SCOPE,
+    tag="products",
+    query=ListPage,
+    response=list[ProductOut],
+    envelope_kind="list",
+)
 def list_products(query: ListPage):
     rows, total = list_owned(db(), Product, owner(), query.page, query.pageSize)
     return {"data": [out(r) for r in rows], "meta": page_meta(query.page, query.pageSize, total)}
@@ -46,12 +53,17 @@ def get_product(ref: str):
 
 
 @bp.patch("/products/<ref>")
-@endpoint("Update a product (only the fields sent)", scope=SCOPE, tag="products", body=UpdateProduct,
-          response=ProductOut, errors=(404, 422))
+@endpoint(
+    "Update a product (only the fields sent)",
+    scope=SCOPE,
+    tag="products",
+    body=UpdateProduct,
+    response=ProductOut,
+    errors=(404, 422),
+)
 def update_product(ref: str, body: UpdateProduct):
     with transaction() as session:
-        product = h.update_product(session, owner(), ref, body.model_dump(exclude_unset=True),
-                                   deps().settings.networks)
+        product = h.update_product(session, owner(), ref, body.model_dump(exclude_unset=True), deps().settings.networks)
     return out(product)
 
 

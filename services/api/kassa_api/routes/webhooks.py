@@ -1,18 +1,18 @@
 """/webhooks: endpoints that receive signed event deliveries."""
+
 from __future__ import annotations
 
 from flask import Blueprint
 
+from kassa_common.fields import Deleted, ListPage
+from kassa_common.models import WebhookEndpoint
+from kassa_common.owner import list_owned, owned, soft_delete
+from kassa_common.paging import page_meta
+from kassa_common.webhooks import endpoints as h
+from kassa_common.webhooks.endpoints import CreateWebhook, UpdateWebhook, WebhookOut, WebhookWithSecret, webhook_to_dict
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
-from kassa_common.webhooks import endpoints as h
-from kassa_common.owner import list_owned, owned, soft_delete
-from kassa_common.paging import page_meta
-from kassa_common.fields import Deleted, ListPage
-from kassa_common.webhooks.endpoints import CreateWebhook, UpdateWebhook, WebhookOut, WebhookWithSecret
-from kassa_common.models import WebhookEndpoint
-from kassa_common.webhooks.endpoints import webhook_to_dict
 
 bp = Blueprint("webhooks", __name__)
 SCOPE = "webhooks:manage"
@@ -23,18 +23,31 @@ def with_secret(hook: WebhookEndpoint) -> dict:
 
 
 @bp.post("/webhooks")
-@endpoint("Create a webhook endpoint (the secret is shown only here)", scope=SCOPE, tag="webhooks",
-          body=CreateWebhook, response=WebhookWithSecret, status=201)
+@endpoint(
+    "Create a webhook endpoint (the secret is shown only here)",
+    scope=SCOPE,
+    tag="webhooks",
+    body=CreateWebhook,
+    response=WebhookWithSecret,
+    status=201,
+)
 def create_webhook(body: CreateWebhook):
     with transaction() as session:
-        hook = h.create_webhook(session, owner(), body.model_dump(exclude_unset=True),
-                                deps().settings.webhook_allow_private_urls)
+        hook = h.create_webhook(
+            session, owner(), body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
+        )
     return with_secret(hook), 201
 
 
 @bp.get("/webhooks")
-@endpoint("List webhook endpoints", scope=SCOPE, tag="webhooks", query=ListPage, response=list[WebhookOut],
-          envelope_kind="list")
+@endpoint(
+    "List webhook endpoints",
+    scope=SCOPE,
+    tag="webhooks",
+    query=ListPage,
+    response=list[WebhookOut],
+    envelope_kind="list",
+)
 def list_webhooks(query: ListPage):
     rows, total = list_owned(db(), WebhookEndpoint, owner(), query.page, query.pageSize)
     return {"data": [webhook_to_dict(r) for r in rows], "meta": page_meta(query.page, query.pageSize, total)}
@@ -47,18 +60,21 @@ def get_webhook(ref: str):
 
 
 @bp.patch("/webhooks/<ref>")
-@endpoint("Update a webhook endpoint", scope=SCOPE, tag="webhooks", body=UpdateWebhook, response=WebhookOut,
-          errors=(404,))
+@endpoint(
+    "Update a webhook endpoint", scope=SCOPE, tag="webhooks", body=UpdateWebhook, response=WebhookOut, errors=(404,)
+)
 def update_webhook(ref: str, body: UpdateWebhook):
     with transaction() as session:
-        hook = h.update_webhook(session, owner(), ref, body.model_dump(exclude_unset=True),
-                                deps().settings.webhook_allow_private_urls)
+        hook = h.update_webhook(
+            session, owner(), ref, body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
+        )
     return webhook_to_dict(hook)
 
 
 @bp.delete("/webhooks/<ref>")
-@endpoint("Delete a webhook endpoint", scope=SCOPE, tag="webhooks", response=Deleted, envelope_kind="bare",
-          errors=(404,))
+@endpoint(
+    "Delete a webhook endpoint", scope=SCOPE, tag="webhooks", response=Deleted, envelope_kind="bare", errors=(404,)
+)
 def delete_webhook(ref: str):
     with transaction() as session:
         soft_delete(session, WebhookEndpoint, ref, owner(), what="webhook")
@@ -66,8 +82,13 @@ def delete_webhook(ref: str):
 
 
 @bp.post("/webhooks/<ref>/rotate-secret")
-@endpoint("Replace the signing secret (the new one is shown only here)", scope=SCOPE, tag="webhooks",
-          response=WebhookWithSecret, errors=(404,))
+@endpoint(
+    "Replace the signing secret (the new one is shown only here)",
+    scope=SCOPE,
+    tag="webhooks",
+    response=WebhookWithSecret,
+    errors=(404,),
+)
 def rotate_secret(ref: str):
     with transaction() as session:
         hook = h.rotate_secret(session, owner(), ref)

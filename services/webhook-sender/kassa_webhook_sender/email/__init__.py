@@ -1,4 +1,5 @@
-"""The email channel (the notifier process): emails about payment events, sent from the outbox's events, never in a request.
+"""The email channel (the notifier process): emails about payment events, sent from the
+outbox's events, never in a request.
 
 ``intake`` turns a ``payment.completed`` / ``payment.partially_paid`` /
 ``payment.late_payment`` event into rendered ``notifications`` rows (``render``), in the

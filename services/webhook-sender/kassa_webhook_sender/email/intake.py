@@ -7,11 +7,12 @@ either. The email is rendered here, once, and stored with the row: the sender on
 what is stored. The ids of the new rows are returned so that, after commit, the sender
 is woken for them.
 """
+
 from __future__ import annotations
 
 import logging
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
@@ -20,8 +21,8 @@ from sqlalchemy.orm import Session
 from kassa_common.emails import is_valid_email
 from kassa_common.messaging.consumer import Delivered, Reject
 from kassa_common.messaging.messages import EventType, PaymentEvent
-from kassa_common.statuses import NotificationStatus
 from kassa_common.models import Notification
+from kassa_common.statuses import NotificationStatus
 from kassa_webhook_sender.email import render
 
 log = logging.getLogger("kassa.notifier")
@@ -47,16 +48,31 @@ def record(session: Session, event_id: str, emails: list[render.Email]) -> list[
     emails = [e for e in emails if e not in refused]
     if not emails:
         return []
-    rows = [{"id": uuid.uuid4(), "event_id": event_id, "kind": e.kind, "recipient": e.recipient,
-             "subject": e.subject, "body_text": e.text, "body_html": e.html, "status": NotificationStatus.PENDING}
-            for e in emails]
-    stmt = (pg_insert(Notification).values(rows).on_conflict_do_nothing(constraint="notifications_event_kind")
-            .returning(Notification.id))
+    rows = [
+        {
+            "id": uuid.uuid4(),
+            "event_id": event_id,
+            "kind": e.kind,
+            "recipient": e.recipient,
+            "subject": e.subject,
+            "body_text": e.text,
+            "body_html": e.html,
+            "status": NotificationStatus.PENDING,
+        }
+        for e in emails
+    ]
+    stmt = (
+        pg_insert(Notification)
+        .values(rows)
+        .on_conflict_do_nothing(constraint="notifications_event_kind")
+        .returning(Notification.id)
+    )
     return list(session.scalars(stmt))
 
 
 def handler(dashboard_url: str) -> Callable[[Session, Delivered], list[uuid.UUID] | None]:
     """The consumer handler: the new notification ids (None when there is nothing to send)."""
+
     def handle_event(session: Session, msg: Delivered) -> list[uuid.UUID] | None:
         try:
             event = PaymentEvent.from_message(msg.routing_key, msg.body)
@@ -70,9 +86,10 @@ def handler(dashboard_url: str) -> Callable[[Session, Delivered], list[uuid.UUID
         except (KeyError, ValueError, TypeError, ArithmeticError) as exc:
             raise Reject(f"not a payment event this can email about: {exc!r}") from None
         return record(session, event.id, emails) or None
+
     return handle_event
 
 
 def drop_event(session: Session, msg: Delivered) -> None:
     """The handler while SMTP_URL is unset: acknowledge and forget (the queue must not grow)."""
-    return None
+    return

@@ -14,6 +14,7 @@ In-process (tests)::
     ...
     notifier.stop()
 """
+
 from __future__ import annotations
 
 import logging
@@ -22,8 +23,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
-from kassa_common.messaging.consumer import Consumer
 from kassa_common.config import Settings
+from kassa_common.messaging.consumer import Consumer
 from kassa_common.retry import RetryPolicy
 from kassa_common.worker import Worker, bootstrap, wire
 from kassa_webhook_sender.email import intake
@@ -47,7 +48,7 @@ class Notifier:
             self.sender.start()
         self.consumer.run()
 
-    def start(self) -> "Notifier":
+    def start(self) -> Notifier:
         """Run in background threads (tests)."""
         self._thread = threading.Thread(target=self.run, name="notifier-intake", daemon=True)
         self._thread.start()
@@ -71,8 +72,14 @@ def build(settings: Settings, *, engine: Engine | None = None, **options) -> Not
     return assemble(worker, owns_engine=engine is None, **options)
 
 
-def assemble(worker: Worker, *, owns_engine: bool = False, retry: RetryPolicy | None = None,
-             poll_interval: float = 1.0, lease_seconds: float = 120) -> Notifier:
+def assemble(
+    worker: Worker,
+    *,
+    owns_engine: bool = False,
+    retry: RetryPolicy | None = None,
+    poll_interval: float = 1.0,
+    lease_seconds: float = 120,
+) -> Notifier:
     """The intake consumer and, when SMTP_URL is set, the sender over ``worker``'s sessions and bus."""
     settings = worker.settings
     queue = worker.topology.notifier
@@ -80,8 +87,14 @@ def assemble(worker: Worker, *, owns_engine: bool = False, retry: RetryPolicy | 
     if not settings.smtp_url:
         return Notifier(worker.consumer(queue, intake.drop_event), None, engine)
     options = {"retry": retry} if retry else {}
-    sender = EmailSender(worker.sessions, SmtpServer.from_url(settings.smtp_url), settings.smtp_from,
-                    poll_interval=poll_interval, lease_seconds=lease_seconds, **options)
+    sender = EmailSender(
+        worker.sessions,
+        SmtpServer.from_url(settings.smtp_url),
+        settings.smtp_from,
+        poll_interval=poll_interval,
+        lease_seconds=lease_seconds,
+        **options,
+    )
     consumer = worker.consumer(queue, intake.handler(settings.dashboard_url), on_committed=sender.submit)
     return Notifier(consumer, sender, engine)
 
@@ -91,8 +104,9 @@ def main() -> None:
     worker = bootstrap(settings, NAME)
     notifier = assemble(worker)
     if notifier.sender is None:
-        log.warning("email notifications are off: SMTP_URL is not set (payment events are acknowledged "
-                    "and no email is sent)")
+        log.warning(
+            "email notifications are off: SMTP_URL is not set (payment events are acknowledged and no email is sent)"
+        )
     else:
         log.info("notifier starting: email via %s from %s", notifier.sender.server, settings.smtp_from)
     # SIGTERM: stop taking messages; then finish and record the email in hand; then close

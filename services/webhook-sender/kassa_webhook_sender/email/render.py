@@ -6,13 +6,15 @@ a footer); ``text`` and ``html`` are two renderings of it, never two texts to ke
 A test-mode payment's emails are sent too (merchants test their flow with them) and say
 "[TEST]" in the subject.
 """
+
 from __future__ import annotations
 
 import html
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-from typing import Any, Mapping
+from typing import Any
 
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.pricing import currencies
@@ -49,8 +51,10 @@ class Email:
         e = html.escape
         out = [f"<p>{e(p)}</p>" for p in self.paragraphs]
         if self.facts:
-            rows = "".join(f'<tr><th align="left" style="padding-right:12px">{e(label)}</th><td>{e(value)}</td></tr>'
-                           for label, value in self.facts)
+            rows = "".join(
+                f'<tr><th align="left" style="padding-right:12px">{e(label)}</th><td>{e(value)}</td></tr>'
+                for label, value in self.facts
+            )
             out.append(f"<table>{rows}</table>")
         if self.link:
             out.append(f'<p><a href="{e(self.link[1])}">{e(self.link[0])}</a></p>')
@@ -110,23 +114,33 @@ def merchant_email(event: PaymentEvent, merchant: Merchant, dashboard_url: str) 
         lead = f"Payment {short} is complete: {received} {token} received on {d['network']}."
     elif event.event == EventType.PAYMENT_PARTIALLY_PAID:
         title = f"Payment {short} partially paid: {received} of {d['crypto_amount']} {token}"
-        lead = (f"Payment {short} is partially paid: {received} of {d['crypto_amount']} {token} received. "
-                f"The customer can send the rest until {d['expires_at']}; after that the payment expires "
-                f"with what was received.")
+        lead = (
+            f"Payment {short} is partially paid: {received} of {d['crypto_amount']} {token} received. "
+            f"The customer can send the rest until {d['expires_at']}; after that the payment expires "
+            f"with what was received."
+        )
     elif event.event == EventType.PAYMENT_LATE_PAYMENT:
         late = [t for t in d.get("transfers", []) if t.get("late")]
         amount = _sum([t["amount"] for t in late]) if late else "?"
         title = f"Late payment for {short}: {amount} {token}"
-        lead = (f"Payment {short} received {amount} {token} after it was {d['status']}. Its status does not "
-                f"change: settle it with the customer (e.g. refund or fulfil the order).")
+        lead = (
+            f"Payment {short} received {amount} {token} after it was {d['status']}. Its status does not "
+            f"change: settle it with the customer (e.g. refund or fulfil the order)."
+        )
     else:
         raise ValueError(f"no merchant email for {event.event}")
-    facts = [("Payment", short), ("Status", d["status"]),
-             ("Amount", f"{_usd(d)} ({d['crypto_amount']} {token} on {d['network']})"),
-             ("Received", f"{received} {token}")]
+    facts = [
+        ("Payment", short),
+        ("Status", d["status"]),
+        ("Amount", f"{_usd(d)} ({d['crypto_amount']} {token} on {d['network']})"),
+        ("Received", f"{received} {token}"),
+    ]
     if event.event == EventType.PAYMENT_LATE_PAYMENT:
-        facts += [("Late transfer", f"{t['amount']} {t['token']} in {t['tx_hash']}")
-                  for t in d.get("transfers", []) if t.get("late")]
+        facts += [
+            ("Late transfer", f"{t['amount']} {t['token']} in {t['tx_hash']}")
+            for t in d.get("transfers", [])
+            if t.get("late")
+        ]
     elif d.get("transaction_hash"):
         facts.append(("Transaction", d["transaction_hash"]))
     if _customer(d):
@@ -134,10 +148,19 @@ def merchant_email(event: PaymentEvent, merchant: Merchant, dashboard_url: str) 
     paragraphs = [lead]
     if event.test_mode:
         paragraphs.append("This is a test-mode payment: no funds moved. Switch the dashboard to test mode to see it.")
-    footer = (f"You get these emails because email notifications are on for {one_line(merchant.business_name)}.",
-              f"Turn them off: {dashboard_url}/notifications")
-    return Email(MERCHANT, merchant.email, subject(title, event.test_mode), tuple(paragraphs), tuple(facts),
-                 ("See the payment in your dashboard", f"{dashboard_url}/payments/{short}"), footer)
+    footer = (
+        f"You get these emails because email notifications are on for {one_line(merchant.business_name)}.",
+        f"Turn them off: {dashboard_url}/notifications",
+    )
+    return Email(
+        MERCHANT,
+        merchant.email,
+        subject(title, event.test_mode),
+        tuple(paragraphs),
+        tuple(facts),
+        ("See the payment in your dashboard", f"{dashboard_url}/payments/{short}"),
+        footer,
+    )
 
 
 def receipt(event: PaymentEvent, merchant: Merchant) -> Email | None:
@@ -146,18 +169,32 @@ def receipt(event: PaymentEvent, merchant: Merchant) -> Email | None:
     if event.event != EventType.PAYMENT_COMPLETED or not d.get("customer_email"):
         return None
     business = one_line(merchant.business_name)
-    paragraphs = [f"Hello {d['customer_name']}," if d.get("customer_name") else "Hello,",
-                  f"Thank you for your payment to {business}. This is your receipt."]
-    facts = [("Amount paid", f"{d['amount_received']} {d['token']}"), ("Network", d["network"]),
-             ("Price", _usd(d)), ("Transaction", d.get("transaction_hash") or "—"),
-             ("Reference", d["short_id"]), ("Paid to", business)]
+    paragraphs = [
+        f"Hello {d['customer_name']}," if d.get("customer_name") else "Hello,",
+        f"Thank you for your payment to {business}. This is your receipt.",
+    ]
+    facts = [
+        ("Amount paid", f"{d['amount_received']} {d['token']}"),
+        ("Network", d["network"]),
+        ("Price", _usd(d)),
+        ("Transaction", d.get("transaction_hash") or "—"),
+        ("Reference", d["short_id"]),
+        ("Paid to", business),
+    ]
     if d.get("completed_at"):
         facts.append(("Date", d["completed_at"]))
     footer = [f"Questions about your order? Contact {business}; this address does not read replies."]
     if event.test_mode:
         footer.insert(0, "This is the receipt of a test payment: no funds moved.")
-    return Email(RECEIPT, d["customer_email"], subject(f"Receipt for your payment to {business}", event.test_mode),
-                 tuple(paragraphs), tuple(facts), None, tuple(footer))
+    return Email(
+        RECEIPT,
+        d["customer_email"],
+        subject(f"Receipt for your payment to {business}", event.test_mode),
+        tuple(paragraphs),
+        tuple(facts),
+        None,
+        tuple(footer),
+    )
 
 
 def emails(event: PaymentEvent, merchant: Merchant, dashboard_url: str) -> list[Email]:

@@ -20,15 +20,16 @@ Exactly-once as far as SMTP allows, and never silently otherwise:
 One thread, one SMTP connection kept open while there is work; ``submit`` (the intake
 after commit) wakes it, otherwise it polls every ``poll_interval``.
 """
+
 from __future__ import annotations
 
 import logging
 import smtplib
 import threading
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Iterable
 
 import sqlalchemy as sa
 from prometheus_client import Counter
@@ -36,9 +37,9 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
 from kassa_common.db import unit_of_work
-from kassa_common.statuses import NotificationStatus
 from kassa_common.models import Notification
 from kassa_common.retry import DEFAULT_POLICY, RetryPolicy
+from kassa_common.statuses import NotificationStatus
 from kassa_common.timefmt import utcnow
 from kassa_webhook_sender.email import smtp
 
@@ -93,16 +94,34 @@ class Job:
 
 def claim(sessions: sessionmaker[Session], lease_seconds: float) -> Job | None:
     with unit_of_work(sessions) as session:
-        row = session.execute(CLAIM, {"pending": NotificationStatus.PENDING, "lease": lease_seconds,
-                                      "candidates": CANDIDATES, "window": SERVED_WINDOW}).first()
+        row = session.execute(
+            CLAIM,
+            {
+                "pending": NotificationStatus.PENDING,
+                "lease": lease_seconds,
+                "candidates": CANDIDATES,
+                "window": SERVED_WINDOW,
+            },
+        ).first()
     return Job(**row._mapping) if row else None
 
 
-def record(sessions: sessionmaker[Session], job: Job, status: NotificationStatus, *, error: str | None = None,
-           next_attempt_at: datetime | None = None) -> None:
+def record(
+    sessions: sessionmaker[Session],
+    job: Job,
+    status: NotificationStatus,
+    *,
+    error: str | None = None,
+    next_attempt_at: datetime | None = None,
+) -> None:
     now = utcnow()
-    values = {"status": status, "attempts": job.attempts + 1, "lease_until": None, "last_error": error,
-                  "sent_at": now if status == NotificationStatus.SENT else None}
+    values = {
+        "status": status,
+        "attempts": job.attempts + 1,
+        "lease_until": None,
+        "last_error": error,
+        "sent_at": now if status == NotificationStatus.SENT else None,
+    }
     if next_attempt_at is not None:
         values["next_attempt_at"] = next_attempt_at
     with unit_of_work(sessions) as session:
@@ -110,8 +129,16 @@ def record(sessions: sessionmaker[Session], job: Job, status: NotificationStatus
 
 
 class EmailSender:
-    def __init__(self, sessions: sessionmaker[Session], server: smtp.SmtpServer, sender_address: str, *,
-                 retry: RetryPolicy = DEFAULT_POLICY, poll_interval: float = 1.0, lease_seconds: float = 120) -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        server: smtp.SmtpServer,
+        sender_address: str,
+        *,
+        retry: RetryPolicy = DEFAULT_POLICY,
+        poll_interval: float = 1.0,
+        lease_seconds: float = 120,
+    ) -> None:
         self.sessions, self.server, self.sender_address = sessions, server, sender_address
         self.retry, self.poll_interval, self.lease_seconds = retry, poll_interval, lease_seconds
         self._conn: smtplib.SMTP | None = None
@@ -120,7 +147,7 @@ class EmailSender:
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ----------------------------------------------------------------------
-    def start(self) -> "EmailSender":
+    def start(self) -> EmailSender:
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="notifier-sender", daemon=True)
             self._thread.start()
@@ -146,7 +173,7 @@ class EmailSender:
                     pass
                 backoff.reset()
                 delay = self.poll_interval
-            except Exception as exc:  # noqa: BLE001 - database trouble: back off, try again
+            except Exception as exc:
                 if not transient.is_transient(exc):
                     log.exception("sending notifications failed")
                 delay = backoff.next()
@@ -162,9 +189,13 @@ class EmailSender:
         if job is None:
             return False
         if job.interrupted:
-            log.warning("notification %s (%s of %s): an earlier send was interrupted before its outcome was "
-                        "recorded; sending again, the recipient may get it twice (same Message-ID)",
-                        job.id, job.kind, job.event_id)
+            log.warning(
+                "notification %s (%s of %s): an earlier send was interrupted before its outcome was "
+                "recorded; sending again, the recipient may get it twice (same Message-ID)",
+                job.id,
+                job.kind,
+                job.event_id,
+            )
         try:
             self._send(job)
         except Exception as exc:  # noqa: BLE001 - every SMTP failure is an outcome
@@ -178,8 +209,15 @@ class EmailSender:
         return True
 
     def _send(self, job: Job) -> None:
-        message = smtp.compose(sender=self.sender_address, recipient=job.recipient, subject=job.subject,
-                               text=job.body_text, html=job.body_html, event_id=job.event_id, kind=job.kind)
+        message = smtp.compose(
+            sender=self.sender_address,
+            recipient=job.recipient,
+            subject=job.subject,
+            text=job.body_text,
+            html=job.body_html,
+            event_id=job.event_id,
+            kind=job.kind,
+        )
         if self._conn is None:
             self._conn = self.server.connect()
         self._conn.send_message(message, to_addrs=[job.recipient])  # never the To header's parse of a list
@@ -188,9 +226,16 @@ class EmailSender:
         """``final``: the email itself was refused (a 5xx about it, or it cannot be composed)."""
         reason = smtp.describe(exc)
         next_at = None if final else self.retry.next_attempt(job.attempts + 1, job.created_at, utcnow())
-        log.warning("notification %s (%s of %s) via %s failed (attempt %d): %s; %s", job.id, job.kind, job.event_id,
-                    self.server, job.attempts + 1, reason,
-                    f"retry at {next_at.isoformat()}" if next_at else "giving up")
+        log.warning(
+            "notification %s (%s of %s) via %s failed (attempt %d): %s; %s",
+            job.id,
+            job.kind,
+            job.event_id,
+            self.server,
+            job.attempts + 1,
+            reason,
+            f"retry at {next_at.isoformat()}" if next_at else "giving up",
+        )
         if next_at is None:
             self._record(job, NotificationStatus.FAILED, error=reason)
             SENT.labels(job.kind, "failed").inc()
@@ -204,7 +249,7 @@ class EmailSender:
             try:
                 record(self.sessions, job, status, **fields)
                 return
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 if not transient.is_transient(exc) or self._stopping.is_set():
                     raise
                 self._stopping.wait(backoff.next())

@@ -9,6 +9,7 @@ Each email carries a Message-ID made of its event id and kind: should a crash be
 sending and recording ever send one again, the copy has the same Message-ID, which mail
 clients and servers recognise as the same message.
 """
+
 from __future__ import annotations
 
 import smtplib
@@ -34,15 +35,22 @@ class SmtpServer:
     timeout: float = TIMEOUT_SECONDS
 
     @classmethod
-    def from_url(cls, url: str) -> "SmtpServer":
+    def from_url(cls, url: str) -> SmtpServer:
         parts = urlsplit(url)
         tls = parts.scheme == "smtps"
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         starttls = not tls and query.get("starttls", "").strip().lower() in {"1", "true", "yes", "on"}
         port = parts.port or (465 if tls else 587 if starttls else 25)
         timeout = float(query.get("timeout", TIMEOUT_SECONDS))
-        return cls(parts.hostname or "", port, tls, starttls, unquote(parts.username) if parts.username else None,
-                   unquote(parts.password) if parts.password else None, timeout)
+        return cls(
+            parts.hostname or "",
+            port,
+            tls,
+            starttls,
+            unquote(parts.username) if parts.username else None,
+            unquote(parts.password) if parts.password else None,
+            timeout,
+        )
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
@@ -72,8 +80,9 @@ def message_id(event_id: str, kind: str, sender: str) -> str:
     return f"<{event_id}.{kind}@{domain}>"
 
 
-def compose(*, sender: str, recipient: str, subject: str, text: str, html: str | None, event_id: str,
-            kind: str) -> EmailMessage:
+def compose(
+    *, sender: str, recipient: str, subject: str, text: str, html: str | None, event_id: str, kind: str
+) -> EmailMessage:
     msg = EmailMessage()
     msg["From"] = sender
     msg["To"] = recipient
@@ -99,8 +108,9 @@ def permanent(exc: Exception) -> bool:
 def describe(exc: Exception) -> str:
     """A short reason for the log and the row (server replies, never the URL or its password)."""
     if isinstance(exc, smtplib.SMTPRecipientsRefused):
-        return "recipient refused: " + "; ".join(f"{code} {reply.decode(errors='replace')}"
-                                                 for code, reply in exc.recipients.values())
+        return "recipient refused: " + "; ".join(
+            f"{code} {reply.decode(errors='replace')}" for code, reply in exc.recipients.values()
+        )
     if isinstance(exc, smtplib.SMTPResponseException):
         reply = exc.smtp_error.decode(errors="replace") if isinstance(exc.smtp_error, bytes) else str(exc.smtp_error)
         return f"{type(exc).__name__}: {exc.smtp_code} {reply}"[:500]

@@ -13,6 +13,7 @@ Three kinds of thread:
 ``stop()``: stop claiming → finish the sends in progress (claims not yet started are
 released) → record every outcome → close the HTTP connections.
 """
+
 from __future__ import annotations
 
 import logging
@@ -21,15 +22,16 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Iterable
+from typing import Any
 
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
 from kassa_common.statuses import DeliveryStatus
-from kassa_common.webhooks.signing import sign
 from kassa_common.timefmt import utcnow
+from kassa_common.webhooks.signing import sign
 from kassa_webhook_sender.webhooks import metrics, store
 from kassa_webhook_sender.webhooks.retry import DEFAULT_POLICY, RetryPolicy
 from kassa_webhook_sender.webhooks.transport import Request, Transport, sanitize_url
@@ -40,9 +42,18 @@ GATHER_SECONDS = 0.01  # a hand-off waits this long for company before it is cla
 
 
 class Dispatcher:
-    def __init__(self, sessions: sessionmaker[Session], transport: Transport, *, threads: int = 32,
-                 retry: RetryPolicy = DEFAULT_POLICY, poll_interval: float = 0.25, lease_seconds: float = 60,
-                 max_in_flight: int | None = None, per_endpoint: int = store.DEFAULT_PER_ENDPOINT) -> None:
+    def __init__(
+        self,
+        sessions: sessionmaker[Session],
+        transport: Transport,
+        *,
+        threads: int = 32,
+        retry: RetryPolicy = DEFAULT_POLICY,
+        poll_interval: float = 0.25,
+        lease_seconds: float = 60,
+        max_in_flight: int | None = None,
+        per_endpoint: int = store.DEFAULT_PER_ENDPOINT,
+    ) -> None:
         self.sessions, self.transport, self.retry = sessions, transport, retry
         self.threads, self.poll_interval, self.lease_seconds = threads, poll_interval, lease_seconds
         self.max_in_flight = max_in_flight or 2 * threads
@@ -60,12 +71,14 @@ class Dispatcher:
         self.recorded = 0  # outcomes written (for tests and benchmarks)
 
     # -- lifecycle ----------------------------------------------------------------------
-    def start(self) -> "Dispatcher":
+    def start(self) -> Dispatcher:
         if self._pool is not None:
             return self
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="webhook-send")
-        self._threads = [threading.Thread(target=self._claim_loop, name="webhook-claimer", daemon=True),
-                         threading.Thread(target=self._record_loop, name="webhook-recorder", daemon=True)]
+        self._threads = [
+            threading.Thread(target=self._claim_loop, name="webhook-claimer", daemon=True),
+            threading.Thread(target=self._record_loop, name="webhook-recorder", daemon=True),
+        ]
         for t in self._threads:
             t.start()
         return self
@@ -104,7 +117,7 @@ class Dispatcher:
                 while not self._stopping.is_set() and self.claim_and_dispatch(poll):
                     pass
                 backoff.reset()
-            except Exception as exc:  # noqa: BLE001 - database trouble: back off, try again
+            except Exception as exc:
                 if not transient.is_transient(exc):
                     log.exception("claiming deliveries failed")
                 delay = backoff.next()
@@ -131,7 +144,7 @@ class Dispatcher:
     def _attempt(self, job: store.Job) -> None:
         try:
             outcome = self.attempt(job)
-        except Exception as exc:  # noqa: BLE001 - a bug must not leak the claim
+        except Exception as exc:
             log.exception("attempt of delivery %s crashed", job.delivery_id)
             outcome = store.Outcome(job, error=repr(exc))  # released: retried after the lease
         self._outcomes.put(outcome)
@@ -145,19 +158,30 @@ class Dispatcher:
         now = utcnow()
         body = job.body
         secrets = (job.secret, job.previous_secret) if job.previous_secret else (job.secret,)
-        request = Request(job.url, body, sign(secrets, int(time.time()), body), job.event_type,
-                          job.event_id, str(job.delivery_id))
+        request = Request(
+            job.url, body, sign(secrets, int(time.time()), body), job.event_type, job.event_id, str(job.delivery_id)
+        )
         result = self.transport.post(request)
         metrics.ATTEMPTS.inc()
         metrics.LATENCY.observe(result.duration_ms / 1000)
-        fields: dict[str, Any] = {"attempted_at": now, "status_code": result.status_code,
-                                  "duration_ms": result.duration_ms, "response_body": result.response_body,
-                                  "error": result.error}
+        fields: dict[str, Any] = {
+            "attempted_at": now,
+            "status_code": result.status_code,
+            "duration_ms": result.duration_ms,
+            "response_body": result.response_body,
+            "error": result.error,
+        }
         if result.ok:
             return store.Outcome(job, DeliveryStatus.SUCCEEDED, **fields)
         next_at = self.retry.next_attempt(job.attempts + 1, job.created_at, utcnow())
-        log.info("delivery %s to %s failed (attempt %d): %s; %s", job.delivery_id, sanitize_url(job.url),
-                 job.attempts + 1, result.error, f"retry at {next_at.isoformat()}" if next_at else "giving up")
+        log.info(
+            "delivery %s to %s failed (attempt %d): %s; %s",
+            job.delivery_id,
+            sanitize_url(job.url),
+            job.attempts + 1,
+            result.error,
+            f"retry at {next_at.isoformat()}" if next_at else "giving up",
+        )
         if next_at is None:
             return store.Outcome(job, DeliveryStatus.FAILED, **fields)
         return store.Outcome(job, DeliveryStatus.PENDING, next_attempt_at=next_at, **fields)
@@ -185,7 +209,7 @@ class Dispatcher:
                 store.record(self.sessions, batch)
                 self.recorded += len(batch)
                 break
-            except Exception:  # noqa: BLE001
+            except Exception:
                 log.exception("recording %d outcomes failed", len(batch))
         with self._lock:
             self._in_flight -= len(batch)

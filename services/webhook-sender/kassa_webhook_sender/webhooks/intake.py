@@ -13,6 +13,7 @@ the deliveries of every event noted are written by one INSERT just before the tr
 commits (a ``before_commit`` hook on that session). Whoever commits the transaction sees
 the lists filled; if anything fails, the transaction rolls back with nothing written.
 """
+
 from __future__ import annotations
 
 import logging

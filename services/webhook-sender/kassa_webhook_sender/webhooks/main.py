@@ -10,6 +10,7 @@ In-process (tests, benchmarks)::
     ...
     sender.stop()
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,8 +19,8 @@ from dataclasses import dataclass, field
 
 from sqlalchemy.engine import Engine
 
-from kassa_common.messaging.consumer import Consumer
 from kassa_common.config import Settings
+from kassa_common.messaging.consumer import Consumer
 from kassa_common.worker import Worker, bootstrap, wire
 from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
 from kassa_webhook_sender.webhooks.intake import handle_event
@@ -42,7 +43,7 @@ class Sender:
         self.dispatcher.start()
         self.consumer.run()
 
-    def start(self) -> "Sender":
+    def start(self) -> Sender:
         """Run in background threads (tests)."""
         self.dispatcher.start()
         self._thread = threading.Thread(target=self.run, name="webhook-intake", daemon=True)
@@ -72,18 +73,32 @@ def build(settings: Settings, *, engine: Engine | None = None, **options) -> Sen
     return assemble(worker, owns_engine=engine is None, **options)
 
 
-def assemble(worker: Worker, *, owns_engine: bool = False, retry: RetryPolicy | None = None, threads: int = 32,
-             poll_interval: float = 0.25, lease_seconds: float = 60) -> Sender:
+def assemble(
+    worker: Worker,
+    *,
+    owns_engine: bool = False,
+    retry: RetryPolicy | None = None,
+    threads: int = 32,
+    poll_interval: float = 0.25,
+    lease_seconds: float = 60,
+) -> Sender:
     """The intake consumer and the dispatcher over ``worker``'s sessions and bus.
 
     ``threads``: concurrent sends. A send mostly waits on the network, so 32 keeps a slow
     receiver from stalling the rest; on 2 cores 16 measured slower, not faster."""
     settings = worker.settings
-    transport = Transport(timeout=settings.webhook_timeout_seconds, allow_private=settings.webhook_allow_private_urls,
-                          connections=threads)
-    dispatcher = Dispatcher(worker.sessions, transport, threads=threads, retry=retry or retry_policy(settings),
-                            poll_interval=poll_interval, lease_seconds=lease_seconds,
-                            per_endpoint=settings.webhook_max_in_flight_per_endpoint)
+    transport = Transport(
+        timeout=settings.webhook_timeout_seconds, allow_private=settings.webhook_allow_private_urls, connections=threads
+    )
+    dispatcher = Dispatcher(
+        worker.sessions,
+        transport,
+        threads=threads,
+        retry=retry or retry_policy(settings),
+        poll_interval=poll_interval,
+        lease_seconds=lease_seconds,
+        per_endpoint=settings.webhook_max_in_flight_per_endpoint,
+    )
     consumer = worker.consumer(worker.topology.webhook_intake, handle_event, on_committed=dispatcher.submit)
     return Sender(consumer, dispatcher, worker.engine if owns_engine else None)
 
@@ -92,8 +107,10 @@ def main() -> None:
     settings = Settings.from_env()
     worker = bootstrap(settings, NAME, pool_size=settings.db_pool_size)
     sender = assemble(worker)
-    log.info("webhook sender starting (private destinations %s)",
-             "allowed" if settings.webhook_allow_private_urls else "refused")
+    log.info(
+        "webhook sender starting (private destinations %s)",
+        "allowed" if settings.webhook_allow_private_urls else "refused",
+    )
     # SIGTERM: stop taking messages; then finish and record the sends in progress; then close
     worker.run(sender.run, on_stop=sender.consumer.stop, drain=sender.stop)
     log.info("webhook sender stopped")

@@ -11,13 +11,15 @@ receiver with thousands of due deliveries takes a few sending threads, never all
 and every other endpoint's deliveries go out beside it. Claims take a transaction-scoped
 advisory lock first, so two senders never both fill the same endpoint's places.
 """
+
 from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
@@ -100,21 +102,43 @@ class Outcome:
         return self.attempted_at is not None
 
 
-def claim(sessions: sessionmaker[Session], n: int, lease_seconds: float,
-          ids: Sequence[uuid.UUID] | None = None, per_endpoint: int = DEFAULT_PER_ENDPOINT) -> list[Job]:
+def claim(
+    sessions: sessionmaker[Session],
+    n: int,
+    lease_seconds: float,
+    ids: Sequence[uuid.UUID] | None = None,
+    per_endpoint: int = DEFAULT_PER_ENDPOINT,
+) -> list[Job]:
     """Lease up to ``n`` due deliveries (only among ``ids`` when given), at most
     ``per_endpoint`` leased per endpoint counting those already out."""
     if n <= 0:
         return []
-    params: dict[str, Any] = {"n": n, "lease": lease_seconds, "pending": DeliveryStatus.PENDING,
-                              "per_endpoint": per_endpoint}
+    params: dict[str, Any] = {
+        "n": n,
+        "lease": lease_seconds,
+        "pending": DeliveryStatus.PENDING,
+        "per_endpoint": per_endpoint,
+    }
     if ids is not None:
         params["ids"] = list(ids)
     with unit_of_work(sessions) as session:
         session.execute(CLAIM_LOCK)
         rows = session.execute(CLAIM_IDS if ids is not None else CLAIM_DUE, params).all()
-    return [Job(r.id, r.event_id, r.event_type, r.attempts, r.created_at, r.url, r.secret,
-                bool(r.active) and r.deleted_at is None, r.payload, r.previous_secret) for r in rows]
+    return [
+        Job(
+            r.id,
+            r.event_id,
+            r.event_type,
+            r.attempts,
+            r.created_at,
+            r.url,
+            r.secret,
+            bool(r.active) and r.deleted_at is None,
+            r.payload,
+            r.previous_secret,
+        )
+        for r in rows
+    ]
 
 
 def _text(value: str | None) -> str | None:
@@ -150,24 +174,30 @@ def record(sessions: sessionmaker[Session], outcomes: Iterable[Outcome]) -> None
     released = [o.job.delivery_id for o in outcomes if o.status is None]
     with unit_of_work(sessions) as session:
         if attempted:
-            session.execute(INSERT_ATTEMPTS, {
-                "delivery_ids": [o.job.delivery_id for o in attempted],
-                "attempts": [o.job.attempts + 1 for o in attempted],
-                "status_codes": [o.status_code for o in attempted],
-                "durations": [o.duration_ms for o in attempted],
-                "bodies": [_text(o.response_body) for o in attempted],
-                "errors": [_text(o.error) for o in attempted],
-                "next_retries": [o.next_attempt_at for o in attempted],
-                "attempted": [o.attempted_at for o in attempted],
-            })
+            session.execute(
+                INSERT_ATTEMPTS,
+                {
+                    "delivery_ids": [o.job.delivery_id for o in attempted],
+                    "attempts": [o.job.attempts + 1 for o in attempted],
+                    "status_codes": [o.status_code for o in attempted],
+                    "durations": [o.duration_ms for o in attempted],
+                    "bodies": [_text(o.response_body) for o in attempted],
+                    "errors": [_text(o.error) for o in attempted],
+                    "next_retries": [o.next_attempt_at for o in attempted],
+                    "attempted": [o.attempted_at for o in attempted],
+                },
+            )
         if settled:
-            session.execute(UPDATE_DELIVERIES, {
-                "ids": [o.job.delivery_id for o in settled],
-                "statuses": [str(o.status) for o in settled],
-                "attempts": [o.job.attempts + (1 if o.attempted else 0) for o in settled],
-                "next_attempts": [o.next_attempt_at for o in settled],
-                "status_codes": [o.status_code for o in settled],
-                "errors": [_text(o.error) for o in settled],
-            })
+            session.execute(
+                UPDATE_DELIVERIES,
+                {
+                    "ids": [o.job.delivery_id for o in settled],
+                    "statuses": [str(o.status) for o in settled],
+                    "attempts": [o.job.attempts + (1 if o.attempted else 0) for o in settled],
+                    "next_attempts": [o.next_attempt_at for o in settled],
+                    "status_codes": [o.status_code for o in settled],
+                    "errors": [_text(o.error) for o in settled],
+                },
+            )
         if released:
             session.execute(RELEASE, {"ids": released})

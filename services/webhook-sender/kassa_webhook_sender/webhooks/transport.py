@@ -21,6 +21,7 @@ port and TLS name, shared by the sending threads, keep-alive): ``requests`` on t
 cost ~2.5x the CPU per POST (~650 µs against ~250 µs), which at hundreds of deliveries
 a second is most of what a sender spends.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -39,7 +40,8 @@ import certifi
 import urllib3
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.exceptions import NewConnectionError, SSLError, TimeoutError as Urllib3Timeout
+from urllib3.exceptions import NewConnectionError, SSLError
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.ssl_ import create_urllib3_context
 
 from kassa_common.netguard import DestinationRefused, Resolver, resolve_destination, system_resolver
@@ -77,6 +79,7 @@ class Result:
 @dataclass(eq=False)
 class Attempt:
     """One POST under way: its deadline, and the connection it uses once it has one."""
+
     deadline: float  # time.monotonic()
     conn: Any = None
     expired: bool = False
@@ -239,15 +242,27 @@ def target(url: str) -> tuple[str, str, int, str, str]:
 
 
 class Transport:
-    def __init__(self, *, timeout: float = 10.0, allow_private: bool = False,
-                 resolver: Resolver = system_resolver, verify: bool | str = True, connections: int = 32) -> None:
+    def __init__(
+        self,
+        *,
+        timeout: float = 10.0,
+        allow_private: bool = False,
+        resolver: Resolver = system_resolver,
+        verify: bool | str = True,
+        connections: int = 32,
+    ) -> None:
         """``connections``: idle keep-alive connections kept per destination (about the
         number of threads sending)."""
         self.timeout, self.allow_private = timeout, allow_private
         self.resolver, self.verify = resolver, verify
         self._pools = urllib3.PoolManager(
-            MAX_POOLS, maxsize=connections, block=False, retries=False, ssl_context=tls_context(verify),
-            cert_reqs=ssl.CERT_REQUIRED if verify else ssl.CERT_NONE)
+            MAX_POOLS,
+            maxsize=connections,
+            block=False,
+            retries=False,
+            ssl_context=tls_context(verify),
+            cert_reqs=ssl.CERT_REQUIRED if verify else ssl.CERT_NONE,
+        )
         self._pools.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
         self._reaper = Reaper()
 
@@ -268,8 +283,9 @@ class Transport:
             address = resolve_destination(name, port, allow_private=self.allow_private, resolver=self.resolver)
         except (DestinationRefused, ValueError) as exc:
             return Result(None, _ms(started), None, f"destination refused: {exc}")
-        tls = {"server_hostname": name, "assert_hostname": name if self.verify else False} \
-            if scheme == "https" else None
+        tls = (
+            {"server_hostname": name, "assert_hostname": name if self.verify else False} if scheme == "https" else None
+        )
         headers = self.headers(req)
         headers["Host"] = host_header
         attempt = Attempt(started + self.timeout)
@@ -282,14 +298,33 @@ class Transport:
                 attempt.done = True
             _current.attempt = None
 
-    def _send(self, req: Request, attempt: Attempt, started: float, scheme: str, address: str, port: int,
-              path: str, headers: dict[str, str], tls: dict[str, Any] | None) -> Result:
+    def _send(
+        self,
+        req: Request,
+        attempt: Attempt,
+        started: float,
+        scheme: str,
+        address: str,
+        port: int,
+        path: str,
+        headers: dict[str, str],
+        tls: dict[str, Any] | None,
+    ) -> Result:
         try:
             pool = self._pools.connection_from_host(address, port, scheme, pool_kwargs=tls)
             left = max(attempt.deadline - time.monotonic(), 0.001)
-            response = pool.urlopen("POST", path, body=req.body, headers=headers, retries=False, redirect=False,
-                                    assert_same_host=False, timeout=urllib3.Timeout(left, left),
-                                    preload_content=False, release_conn=False)
+            response = pool.urlopen(
+                "POST",
+                path,
+                body=req.body,
+                headers=headers,
+                retries=False,
+                redirect=False,
+                assert_same_host=False,
+                timeout=urllib3.Timeout(left, left),
+                preload_content=False,
+                release_conn=False,
+            )
         except Exception as exc:  # noqa: BLE001 - every failure is a result, never raised
             reason = "timed out" if attempt.expired else _describe(exc)
             log.info("webhook to %s failed: %s", sanitize_url(req.url), reason)

@@ -4,22 +4,45 @@ The parent holds what every dashboard page shares: the CSRF check on each POST, 
 error page and the session cookie's flags. Each child module holds one resource's views
 and takes its helpers from ``common``, never from a sibling.
 """
+
 from __future__ import annotations
 
 from flask import Blueprint
 from werkzeug.exceptions import HTTPException
 
 from kassa_api import csrf, query
-from kassa_api.routes.dashboard import (accounts, events, keys, notifications, overview, payments, products,
-                                        settings, sweeps, wallets, webhooks)
+from kassa_api.routes.dashboard import (
+    accounts,
+    events,
+    keys,
+    notifications,
+    overview,
+    payments,
+    products,
+    settings,
+    sweeps,
+    wallets,
+    webhooks,
+)
 from kassa_api.web import http_error_page
 
 bp = Blueprint("dashboard", __name__, url_prefix="/dashboard")
 bp.before_request(query.guard)
 csrf.protect(bp)
 bp.register_error_handler(HTTPException, http_error_page)
-for resource in (accounts, overview, keys, payments, products, webhooks, events, wallets, sweeps, settings,
-                 notifications):
+for resource in (
+    accounts,
+    overview,
+    keys,
+    payments,
+    products,
+    webhooks,
+    events,
+    wallets,
+    sweeps,
+    settings,
+    notifications,
+):
     bp.register_blueprint(resource.bp)
 
 

@@ -10,6 +10,7 @@ way (SIGNUPS_PER_HOUR), before any password is hashed.
 A login is kept on the server (``kassa_common.logins``): the cookie holds a fresh random
 id made at each login, and logging out revokes it there.
 """
+
 from __future__ import annotations
 
 import time
@@ -17,11 +18,11 @@ import uuid
 
 from flask import Blueprint, g, redirect, request, session, url_for
 
-from kassa_api.deps import db, deps, transaction
-from kassa_api.routes.dashboard.common import login_required, render
 from kassa_common import accounts, twofactor
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Merchant
+from kassa_api.deps import db, deps, transaction
+from kassa_api.routes.dashboard.common import login_required, render
 
 bp = Blueprint("accounts", __name__)
 SECOND_STEP_SECONDS = 300  # the code must follow the password within this
@@ -97,8 +98,11 @@ def login_code():
     code, recovery = request.form.get("code", "")[:20], request.form.get("recovery_code", "")[:40]
     with transaction() as s:
         merchant = s.get(Merchant, uuid.UUID(pending))
-        ok = merchant is not None and (twofactor.check_code(s, merchant, code) if code.strip()
-                                       else twofactor.use_recovery_code(s, merchant, recovery))
+        ok = merchant is not None and (
+            twofactor.check_code(s, merchant, code)
+            if code.strip()
+            else twofactor.use_recovery_code(s, merchant, recovery)
+        )
     if not ok or merchant is None:
         failures.hit(key)
         by_address.hit(address_key)

@@ -4,25 +4,24 @@ rendering, and guards that turn a missing object into the 404 page (flaskr's ``g
 Resource modules import this one and it imports none of them (it names their endpoints
 as strings), so the dashboard's imports form a tree.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import wraps
-from typing import Iterator
 
 from flask import abort, g, redirect, request, session, url_for
 
-from kassa_api.deps import db, deps, make_owner
-from kassa_common.owner import owned
-from kassa_api.web import page
 from kassa_common.errors import NotFound
 from kassa_common.models import Merchant, Payment, Product, WebhookEndpoint
-from kassa_common.owner import Owner
+from kassa_common.owner import Owner, owned
 from kassa_common.payments import find_payment
+from kassa_api.deps import db, deps, make_owner
+from kassa_api.web import page
 
 LOGIN, ONBOARDING = "dashboard.accounts.login", "dashboard.accounts.onboarding"
-ENROL_ENDPOINTS = ("dashboard.settings.two_factor", "dashboard.settings.enable_two_factor",
-                   "dashboard.accounts.logout")
+ENROL_ENDPOINTS = ("dashboard.settings.two_factor", "dashboard.settings.enable_two_factor", "dashboard.accounts.logout")
 LIST_SIZE = 50
 NO_PAYMENT = "No such payment in this mode."
 NO_PRODUCT = "No such product in this mode."
@@ -36,6 +35,7 @@ def login_required(view):
     Anyone else goes to the login page; a merchant without a business name goes to
     onboarding first, since checkout shows that name to customers.
     """
+
     @wraps(view)
     def wrapped(*args, **kwargs):
         token = session.get("sid")
@@ -45,13 +45,13 @@ def login_required(view):
             session.pop("sid", None)
             return redirect(url_for(LOGIN), 303)
         g.merchant, g.login = merchant, login
-        if (deps().settings.require_2fa and merchant.totp_enabled_at is None
-                and request.endpoint not in ENROL_ENDPOINTS):
+        if deps().settings.require_2fa and merchant.totp_enabled_at is None and request.endpoint not in ENROL_ENDPOINTS:
             return redirect(url_for(ENROL_ENDPOINTS[0]), 303)  # REQUIRE_2FA: enrol before anything else
         g.test_mode = session.get("mode", "test") == "test"
         if not merchant.business_name and request.endpoint != ONBOARDING:
             return redirect(url_for(ONBOARDING), 303)
         return view(*args, **kwargs)
+
     return wrapped
 
 
@@ -65,8 +65,9 @@ def render(template: str, status: int = 200, /, **context):
 
     ``status`` is positional-only so that a page may have a ``status`` variable of its own.
     """
-    return page(f"dashboard/{template}", status, merchant=g.get("merchant"), test_mode=g.get("test_mode", True),
-                **context)
+    return page(
+        f"dashboard/{template}", status, merchant=g.get("merchant"), test_mode=g.get("test_mode", True), **context
+    )
 
 
 @contextmanager

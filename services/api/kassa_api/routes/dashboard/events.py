@@ -1,19 +1,20 @@
 """The events log: every payment event of the last 30 days (type filter, pages), one event's
 body and where it was delivered, and "resend to endpoint" (a delivery of that event to a
 chosen webhook endpoint, through the redeliver path)."""
+
 from __future__ import annotations
 
 from flask import Blueprint, redirect, request, url_for
 
-from kassa_api import query
-from kassa_api.deps import db, transaction
 from kassa_common import events as h
-from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
 from kassa_common.errors import DomainError
 from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.paging import page_meta
 from kassa_common.webhooks.deliveries import event_deliveries
 from kassa_common.webhooks.endpoints import active_endpoints
+from kassa_api import query
+from kassa_api.deps import db, transaction
+from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
 
 bp = Blueprint("events", __name__)
 PAGE_SIZE = 25
@@ -26,16 +27,29 @@ def index():
     kind = query.choice("type", PAYMENT_EVENTS)
     page_no = query.page_number()
     rows, total = h.list_events(db(), current_owner(), page_no, PAGE_SIZE, type=kind)
-    return render("events.html", rows=rows, total=total, page=page_no, type=kind, types=PAYMENT_EVENTS,
-                  pages=page_meta(page_no, PAGE_SIZE, total)["pages"])
+    return render(
+        "events.html",
+        rows=rows,
+        total=total,
+        page=page_no,
+        type=kind,
+        types=PAYMENT_EVENTS,
+        pages=page_meta(page_no, PAGE_SIZE, total)["pages"],
+    )
 
 
 def _page(event_id: str, status: int = 200, /, **context):
     owner = current_owner()
     with not_found_as_404(NO_EVENT):
         event = h.find_event(db(), owner, event_id)
-    return render("event.html", status, event=event, deliveries=event_deliveries(db(), event.id),
-                  endpoints=active_endpoints(db(), owner.merchant_id, owner.test_mode), **context)
+    return render(
+        "event.html",
+        status,
+        event=event,
+        deliveries=event_deliveries(db(), event.id),
+        endpoints=active_endpoints(db(), owner.merchant_id, owner.test_mode),
+        **context,
+    )
 
 
 @bp.get("/events/<event_id>")

@@ -3,6 +3,7 @@
 Forms are checked by the same pydantic models as the API, so a rule lives in one place;
 a refusal becomes one readable line for the banner above the form.
 """
+
 from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
@@ -23,7 +24,9 @@ def validated(model: type[BaseModel], data: dict) -> BaseModel:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise FormError("; ".join(f"{'.'.join(map(str, e['loc'])) or 'form'}: {e['msg']}" for e in exc.errors())) from None
+        raise FormError(
+            "; ".join(f"{'.'.join(map(str, e['loc'])) or 'form'}: {e['msg']}" for e in exc.errors())
+        ) from None
 
 
 def form_decimal(name: str) -> Decimal | str:

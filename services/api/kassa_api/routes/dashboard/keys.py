@@ -2,16 +2,16 @@
 
 The list spans both modes: each key carries its own, whichever the dashboard is switched to.
 """
+
 from __future__ import annotations
 
 from flask import Blueprint, abort, redirect, request, url_for
 
-
-from kassa_api.deps import db, transaction
-from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
 from kassa_common import accounts
 from kassa_common.errors import DomainError
 from kassa_common.ids import parse_uuid
+from kassa_api.deps import db, transaction
+from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
 
 bp = Blueprint("keys", __name__)
 
@@ -29,8 +29,13 @@ def index():
     form = request.form
     try:
         with transaction() as s:
-            new_key = accounts.create_key(s, current_owner().merchant_id, form.get("mode", "test"),
-                                          form.getlist("scopes"), form.get("name", "").strip()[:100] or None).key
+            new_key = accounts.create_key(
+                s,
+                current_owner().merchant_id,
+                form.get("mode", "test"),
+                form.getlist("scopes"),
+                form.get("name", "").strip()[:100] or None,
+            ).key
     except DomainError as exc:
         return _page(422, error=exc.message)
     return _page(new_key=new_key)

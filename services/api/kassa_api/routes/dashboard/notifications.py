@@ -5,6 +5,7 @@ partially paid or receives funds late; off, it sends the merchant nothing. Custo
 receipts do not depend on it: a payment with a ``customer_email`` gets one on completion.
 Like the settings, the switch belongs to the merchant, not to a mode.
 """
+
 from __future__ import annotations
 
 from flask import Blueprint, g, request

@@ -7,19 +7,20 @@ Everything is for the mode the dashboard is switched to. The numbers are summed 
 PostgreSQL (``queries``); the chart is SVG laid out on the server (``kassa_api.chart``),
 so the page runs no script.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta, timezone
+from datetime import UTC, datetime, time, timedelta
 
 from flask import Blueprint, request
 
+from kassa_common import payments
+from kassa_common.payments import reports
+from kassa_common.pricing import currencies
+from kassa_common.timefmt import utcnow
 from kassa_api.chart import bar_chart
 from kassa_api.deps import db, deps
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
-from kassa_common import payments
-from kassa_common.pricing import currencies
-from kassa_common.payments import reports
-from kassa_common.timefmt import utcnow
 
 bp = Blueprint("overview", __name__)
 DAYS = 30
@@ -31,13 +32,22 @@ RECENT = 10
 def index():
     owner = current_owner()
     today = utcnow().date()
-    since = datetime.combine(today - timedelta(days=DAYS - 1), time(), timezone.utc)
+    since = datetime.combine(today - timedelta(days=DAYS - 1), time(), UTC)
     used = reports.volume_currencies(db(), owner.merchant_id, owner.test_mode, since)
     asked = request.args.get("currency", "")[:3].upper()
     currency = asked if asked in used else (used[0] if used else "USD")
     days = reports.daily_volume(db(), owner.merchant_id, owner.test_mode, today, DAYS, currency)
     counts = reports.status_counts(db(), owner.merchant_id, owner.test_mode)
     recent, _ = payments.list_payments(db(), owner, page=1, page_size=RECENT, status=None, search=None)
-    return render("overview.html", days=days, chart=bar_chart(days, currencies.SYMBOLS.get(currency, f"{currency} ")), total=sum(d.amount for d in days),
-                  count=sum(d.count for d in days), counts=counts, recent=recent, currency=currency,
-                  currencies=used, depegs=deps().rates.depegs())
+    return render(
+        "overview.html",
+        days=days,
+        chart=bar_chart(days, currencies.SYMBOLS.get(currency, f"{currency} ")),
+        total=sum(d.amount for d in days),
+        count=sum(d.count for d in days),
+        counts=counts,
+        recent=recent,
+        currency=currency,
+        currencies=used,
+        depegs=deps().rates.depegs(),
+    )

@@ -1,23 +1,29 @@
 """Payments: the list (status filter, search, pages) and its CSV export, one payment's history, and cancel."""
+
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from flask import Blueprint, Response, abort, redirect, url_for
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_api import query
-from kassa_api.deps import db, deps, transaction
-from kassa_api.routes.dashboard.common import (NO_PAYMENT, current_owner, get_payment_or_404, login_required,
-                                               not_found_as_404, render)
-from kassa_api.routes.dashboard.sweeps import token_amount
 from kassa_common import payments
 from kassa_common.errors import DomainError
-from kassa_common.payments import reports
-from kassa_common.payments import sweep_holds
 from kassa_common.owner import Owner
 from kassa_common.paging import page_meta
+from kassa_common.payments import reports, sweep_holds
 from kassa_common.timefmt import utcnow
+from kassa_api import query
+from kassa_api.deps import db, deps, transaction
+from kassa_api.routes.dashboard.common import (
+    NO_PAYMENT,
+    current_owner,
+    get_payment_or_404,
+    login_required,
+    not_found_as_404,
+    render,
+)
+from kassa_api.routes.dashboard.sweeps import token_amount
 
 bp = Blueprint("payments", __name__)
 PAGE_SIZE = 20
@@ -33,11 +39,19 @@ def list_filters() -> tuple[str | None, str | None]:
 def index():
     status, search = list_filters()
     page_no = query.page_number()
-    rows, total = payments.list_payments(db(), current_owner(), page=page_no, page_size=PAGE_SIZE, status=status,
-                                         search=search)
-    return render("payments.html", rows=rows, total=total, page=page_no,
-                  pages=page_meta(page_no, PAGE_SIZE, total)["pages"], status=status, search=search or "",
-                  statuses=payments.STATUSES)
+    rows, total = payments.list_payments(
+        db(), current_owner(), page=page_no, page_size=PAGE_SIZE, status=status, search=search
+    )
+    return render(
+        "payments.html",
+        rows=rows,
+        total=total,
+        page=page_no,
+        pages=page_meta(page_no, PAGE_SIZE, total)["pages"],
+        status=status,
+        search=search or "",
+        statuses=payments.STATUSES,
+    )
 
 
 @bp.get("/payments/export.csv")
@@ -47,8 +61,11 @@ def export():
     status, search = list_filters()
     owner = current_owner()
     filename = f"kassa-payments-{owner.mode}-{utcnow():%Y-%m-%d}.csv"
-    return Response(_csv(deps().sessions, owner, status, search), mimetype="text/csv",
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"})
+    return Response(
+        _csv(deps().sessions, owner, status, search),
+        mimetype="text/csv",
+        headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"},
+    )
 
 
 def _csv(sessions: sessionmaker[Session], owner: Owner, status: str | None, search: str | None) -> Iterator[str]:
@@ -67,8 +84,16 @@ def detail(ref: str):
     sweepable = {n.name for n in deps().settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory}
     transfers = payments.payment_to_dict(payment)["transfers"]  # with why each does not count
     held = sweep_holds.listing(db(), payment_ref=str(payment.id)) if payment.settlement_address else []
-    return render("payment.html", payment=payment, cancel_refusal=payments.cancel_refusal(db(), payment),
-                  amount=token_amount, sweepable=sweepable, transfers=transfers, held=held, **history._asdict())
+    return render(
+        "payment.html",
+        payment=payment,
+        cancel_refusal=payments.cancel_refusal(db(), payment),
+        amount=token_amount,
+        sweepable=sweepable,
+        transfers=transfers,
+        held=held,
+        **history._asdict(),
+    )
 
 
 @bp.post("/payments/<ref>/cancel")

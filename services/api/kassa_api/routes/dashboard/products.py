@@ -2,19 +2,27 @@
 
 Forms go through the API's CreateProduct/UpdateProduct models and product handlers.
 """
+
 from __future__ import annotations
 
 from flask import Blueprint, redirect, request, url_for
 
-from kassa_api.deps import db, deps, transaction
 from kassa_common import products as ph
-from kassa_common.owner import list_owned, soft_delete
-from kassa_api.routes.dashboard.common import (LIST_SIZE, NO_PRODUCT, current_owner, get_product_or_404,
-                                               login_required, not_found_as_404, render)
-from kassa_api.routes.dashboard.forms import FormError, form_decimal, form_text, validated
-from kassa_common.products import CreateProduct, UpdateProduct
 from kassa_common.errors import DomainError
 from kassa_common.models import Product
+from kassa_common.owner import list_owned, soft_delete
+from kassa_common.products import CreateProduct, UpdateProduct
+from kassa_api.deps import db, deps, transaction
+from kassa_api.routes.dashboard.common import (
+    LIST_SIZE,
+    NO_PRODUCT,
+    current_owner,
+    get_product_or_404,
+    login_required,
+    not_found_as_404,
+    render,
+)
+from kassa_api.routes.dashboard.forms import FormError, form_decimal, form_text, validated
 
 bp = Blueprint("products", __name__)
 
@@ -24,8 +32,12 @@ def share_link(product: Product) -> str:
 
 
 def new_product_form() -> dict:
-    fields = {"name": form_text("name") or "", "description": form_text("description"),
-              "price": form_decimal("price"), "currency_type": request.form.get("currency_type", "FIAT")}
+    fields = {
+        "name": form_text("name") or "",
+        "description": form_text("description"),
+        "price": form_decimal("price"),
+        "currency_type": request.form.get("currency_type", "FIAT"),
+    }
     if fields["currency_type"] == "FIAT" and form_text("currency"):
         fields["currency"] = form_text("currency")
     if fields["currency_type"] == "CRYPTO":
@@ -35,8 +47,12 @@ def new_product_form() -> dict:
 
 def product_changes_form() -> dict:
     """An unchecked box sends nothing: a missing ``active`` means inactive."""
-    return {"name": form_text("name") or "", "description": form_text("description"),
-            "price": form_decimal("price"), "active": request.form.get("active") == "on"}
+    return {
+        "name": form_text("name") or "",
+        "description": form_text("description"),
+        "price": form_decimal("price"),
+        "active": request.form.get("active") == "on",
+    }
 
 
 def _list_page(status: int = 200, /, **context):
@@ -69,8 +85,7 @@ def edit(ref: str):
     try:
         body = validated(UpdateProduct, product_changes_form())
         with transaction() as s:
-            ph.update_product(s, owner, ref, body.model_dump(exclude_unset=True),
-                              deps().settings.networks)
+            ph.update_product(s, owner, ref, body.model_dump(exclude_unset=True), deps().settings.networks)
     except (FormError, DomainError) as exc:
         return render("product.html", 422, product=product, link=share_link(product), error=exc.message)
     return redirect(url_for("dashboard.products.index"), 303)

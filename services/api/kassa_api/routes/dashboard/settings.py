@@ -10,15 +10,16 @@ or live. The rules and the writing live in ``kassa_common.accounts``, which
 ``kassa merchant settings`` uses too; a refused value re-renders the form with the reason
 (400) and writes nothing.
 """
+
 from __future__ import annotations
 
 from flask import Blueprint, g, redirect, request, session, url_for
 
-from kassa_api.deps import deps, transaction
-from kassa_api.routes.dashboard.common import login_required, render
 from kassa_common import accounts, twofactor
 from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
+from kassa_api.deps import deps, transaction
+from kassa_api.routes.dashboard.common import login_required, render
 
 bp = Blueprint("settings", __name__)
 FIELDS = ("payment_lifetime", "underpayment_tolerance", "rate_spread_pct", "rate_lock_minutes")
@@ -29,14 +30,29 @@ def _page(status: int = 200, /, *, typed: dict[str, str] | None = None, **contex
     default = deps().settings.payment_lifetime_minutes
     current = accounts.merchant_settings(g.merchant, default)
     pricing = terms.terms_of(g.merchant)
-    values = typed or {"payment_lifetime": "" if current.lifetime_is_default else str(current.payment_lifetime_minutes),
-                       "underpayment_tolerance": current.tolerance_percent, "rate_spread_pct": pricing.spread_text,
-                       "rate_lock_minutes": str(pricing.lock_minutes or "")}
-    return render("settings.html", status, current=current, logins=deps().logins.active(g.merchant.id),
-                  this_login=g.login.ref, values=values, default_lifetime=default,
-                  pricing=pricing, max_spread=terms.MAX_SPREAD, max_lock=terms.MAX_LOCK,
-                  min_lifetime=accounts.MIN_LIFETIME, max_lifetime=accounts.MAX_LIFETIME,
-                  max_tolerance=accounts.MAX_TOLERANCE_PERCENT, tolerance_step=accounts.TOLERANCE_STEP, **context)
+    values = typed or {
+        "payment_lifetime": "" if current.lifetime_is_default else str(current.payment_lifetime_minutes),
+        "underpayment_tolerance": current.tolerance_percent,
+        "rate_spread_pct": pricing.spread_text,
+        "rate_lock_minutes": str(pricing.lock_minutes or ""),
+    }
+    return render(
+        "settings.html",
+        status,
+        current=current,
+        logins=deps().logins.active(g.merchant.id),
+        this_login=g.login.ref,
+        values=values,
+        default_lifetime=default,
+        pricing=pricing,
+        max_spread=terms.MAX_SPREAD,
+        max_lock=terms.MAX_LOCK,
+        min_lifetime=accounts.MIN_LIFETIME,
+        max_lifetime=accounts.MAX_LIFETIME,
+        max_tolerance=accounts.MAX_TOLERANCE_PERCENT,
+        tolerance_step=accounts.TOLERANCE_STEP,
+        **context,
+    )
 
 
 @bp.route("/settings", methods=["GET", "POST"])
@@ -47,10 +63,16 @@ def index():
     typed = {name: request.form.get(name, "")[:100] for name in FIELDS}
     try:
         with transaction():
-            accounts.set_merchant_settings(g.merchant, payment_lifetime=typed["payment_lifetime"],
-                                           underpayment_tolerance=typed["underpayment_tolerance"])
-            terms.set_terms(g.merchant, spread=typed["rate_spread_pct"] if "rate_spread_pct" in request.form else None,
-                            lock=typed["rate_lock_minutes"] if "rate_lock_minutes" in request.form else None)
+            accounts.set_merchant_settings(
+                g.merchant,
+                payment_lifetime=typed["payment_lifetime"],
+                underpayment_tolerance=typed["underpayment_tolerance"],
+            )
+            terms.set_terms(
+                g.merchant,
+                spread=typed["rate_spread_pct"] if "rate_spread_pct" in request.form else None,
+                lock=typed["rate_lock_minutes"] if "rate_lock_minutes" in request.form else None,
+            )
     except DomainError as exc:
         return _page(400, typed=typed, error=exc.message)
     return _page(notice="Settings saved.")
@@ -83,14 +105,22 @@ def revoke_login(ref: str):
 def _two_factor_page(status: int = 200, /, **context):
     merchant = g.merchant
     if merchant.totp_enabled_at is not None:
-        return render("two_factor.html", status, enabled=True,
-                      recovery_left=len(merchant.recovery_code_hashes or []), **context)
+        return render(
+            "two_factor.html", status, enabled=True, recovery_left=len(merchant.recovery_code_hashes or []), **context
+        )
     secret = session.get("totp_pending")
     if not isinstance(secret, str):
         secret = session["totp_pending"] = twofactor.new_secret()
     uri = twofactor.provisioning_uri(secret, merchant.email)
-    return render("two_factor.html", status, enabled=False, secret=secret, qr=twofactor.qr_svg(uri),
-                  required=deps().settings.require_2fa, **context)
+    return render(
+        "two_factor.html",
+        status,
+        enabled=False,
+        secret=secret,
+        qr=twofactor.qr_svg(uri),
+        required=deps().settings.require_2fa,
+        **context,
+    )
 
 
 @bp.get("/settings/2fa")
@@ -110,8 +140,13 @@ def enable_two_factor():
     if codes is None:
         return _two_factor_page(400, error="That code does not match. Enter the current code from your app.")
     session.pop("totp_pending", None)
-    return render("two_factor.html", enabled=True, recovery_codes=codes, recovery_left=len(codes),
-                  notice="Two-factor sign-in is on.")
+    return render(
+        "two_factor.html",
+        enabled=True,
+        recovery_codes=codes,
+        recovery_left=len(codes),
+        notice="Two-factor sign-in is on.",
+    )
 
 
 @bp.post("/settings/2fa/disable")
@@ -121,8 +156,9 @@ def disable_two_factor():
     if deps().settings.require_2fa:
         return _two_factor_page(403, error="Two-factor sign-in is required on this server.")
     with transaction() as s:
-        ok = (accounts.check_password(g.merchant.password_hash, form.get("password", ""))
-              and twofactor.check_code(s, g.merchant, form.get("code", "")[:20]))
+        ok = accounts.check_password(g.merchant.password_hash, form.get("password", "")) and twofactor.check_code(
+            s, g.merchant, form.get("code", "")[:20]
+        )
         if ok:
             twofactor.disable(g.merchant)
     if not ok:

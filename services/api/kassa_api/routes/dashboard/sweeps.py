@@ -2,17 +2,17 @@
 merchant's settlement address, newest first, each with its transaction; and above them
 the deposits the sweeper holds (their flush failed: e.g. the settlement contract refused
 the native coin), with the reason, until the operator retries them."""
+
 from __future__ import annotations
 
 from flask import Blueprint
 
-from kassa_api.deps import db, deps
-from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common.chains import forwarder
 from kassa_common.chains.networks import shipped
+from kassa_common.payments import reports, sweep_holds
 from kassa_common.pricing.amounts import units_text
-from kassa_common.payments import reports
-from kassa_common.payments import sweep_holds
+from kassa_api.deps import db, deps
+from kassa_api.routes.dashboard.common import current_owner, login_required, render
 
 bp = Blueprint("sweeps", __name__)
 
@@ -30,5 +30,10 @@ def token_amount(network: str, symbol: str, units) -> str:
 def index():
     owner = current_owner()
     held = sweep_holds.listing(db(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, limit=100)
-    return render("sweeps.html", rows=reports.swept(db(), owner.merchant_id, owner.test_mode), held=held,
-                  native_gas=forwarder.NATIVE_GAS, amount=token_amount)
+    return render(
+        "sweeps.html",
+        rows=reports.swept(db(), owner.merchant_id, owner.test_mode),
+        held=held,
+        native_gas=forwarder.NATIVE_GAS,
+        amount=token_amount,
+    )

@@ -11,18 +11,18 @@ no payment was made to, and the gap limit the merchant's wallet needs to see eve
 after it (``payments.gap``). Abandoned checkouts make such runs; a wallet left at its default
 gap limit of 20 then shows less than the merchant was paid.
 """
+
 from __future__ import annotations
 
 from flask import Blueprint, g, request
 
-
-from kassa_api.deps import db, deps, transaction
-from kassa_api.routes.dashboard.common import current_owner, login_required, render
 from kassa_common import accounts, twofactor
 from kassa_common.chains.forwarder import factory_address
 from kassa_common.errors import DomainError
 from kassa_common.payments.addresses import first_address, first_index
 from kassa_common.payments.gap import bitcoin_watch_only
+from kassa_api.deps import db, deps, transaction
+from kassa_api.routes.dashboard.common import current_owner, login_required, render
 
 bp = Blueprint("wallets", __name__)
 
@@ -34,18 +34,28 @@ def _page(status: int = 200, /, **context):
     for chain in accounts.CHAINS:
         wallet = wallets.get(chain)
         xpub = wallet.xpub if wallet else None
-        watch = (bitcoin_watch_only(db(), owner.merchant_id, owner.mode, deps().settings.networks)
-                 if chain == "bitcoin" and xpub else None)
-        chains.append({"chain": chain, "xpub": xpub,
-                       "settlement_address": wallet.settlement_address if wallet else None,
-                       "first_address": first_address(chain, xpub, owner.test_mode) if xpub else None,
-                       "first_index": first_index(owner.test_mode),
-                       "watch": watch})
+        watch = (
+            bitcoin_watch_only(db(), owner.merchant_id, owner.mode, deps().settings.networks)
+            if chain == "bitcoin" and xpub
+            else None
+        )
+        chains.append(
+            {
+                "chain": chain,
+                "xpub": xpub,
+                "settlement_address": wallet.settlement_address if wallet else None,
+                "first_address": first_address(chain, xpub, owner.test_mode) if xpub else None,
+                "first_index": first_index(owner.test_mode),
+                "watch": watch,
+            }
+        )
     return render("wallets.html", status, chains=chains, factory=factory_address(), **context)
 
 
-CONFIRM = ("Changing where live payments go needs your password again"
-           " (and a code from your app when two-factor sign-in is on).")
+CONFIRM = (
+    "Changing where live payments go needs your password again"
+    " (and a code from your app when two-factor sign-in is on)."
+)
 
 
 def _confirmed(password: str, code: str) -> bool:
@@ -75,8 +85,14 @@ def index():
                 accounts.set_settlement_address(s, owner.merchant_id, owner.mode, form["settlement_address"])
                 saved = None
             else:
-                saved = accounts.set_wallet(s, owner.merchant_id, owner.mode, chain, form.get("xpub", ""),
-                                            allow_test_keys=deps().settings.development)
+                saved = accounts.set_wallet(
+                    s,
+                    owner.merchant_id,
+                    owner.mode,
+                    chain,
+                    form.get("xpub", ""),
+                    allow_test_keys=deps().settings.development,
+                )
     except DomainError as exc:
         return _page(422, error=exc.message)
     return _page(saved=chain, warning=saved.warning if saved else None)

@@ -3,30 +3,41 @@ log, redeliver, a test event, disable/enable, rotate the secret, delete.
 
 Forms go through the API's CreateWebhook model and the webhook and delivery handlers.
 """
+
 from __future__ import annotations
 
 from flask import Blueprint, abort, redirect, request, url_for
 from sqlalchemy.orm import Session
 
-from kassa_api.deps import db, deps, transaction
-from kassa_common.webhooks import deliveries as dh
-from kassa_common.webhooks import endpoints as wh
-from kassa_common.owner import list_owned, soft_delete
-from kassa_api.routes.dashboard.common import (LIST_SIZE, NO_DELIVERY, NO_WEBHOOK, current_owner, get_webhook_or_404,
-                                               login_required, not_found_as_404, render)
-from kassa_api.routes.dashboard.forms import FormError, form_text, validated
-from kassa_common.webhooks.endpoints import CreateWebhook
 from kassa_common.errors import DomainError
 from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.models import WebhookEndpoint
-from kassa_common.owner import Owner
+from kassa_common.owner import Owner, list_owned, soft_delete
+from kassa_common.webhooks import deliveries as dh
+from kassa_common.webhooks import endpoints as wh
+from kassa_common.webhooks.endpoints import CreateWebhook
+from kassa_api.deps import db, deps, transaction
+from kassa_api.routes.dashboard.common import (
+    LIST_SIZE,
+    NO_DELIVERY,
+    NO_WEBHOOK,
+    current_owner,
+    get_webhook_or_404,
+    login_required,
+    not_found_as_404,
+    render,
+)
+from kassa_api.routes.dashboard.forms import FormError, form_text, validated
 
 bp = Blueprint("webhooks", __name__)
 
 
 def new_webhook_form() -> dict:
-    return {"url": form_text("url") or "", "description": form_text("description"),
-            "events": request.form.getlist("events") or None}
+    return {
+        "url": form_text("url") or "",
+        "description": form_text("description"),
+        "events": request.form.getlist("events") or None,
+    }
 
 
 def _list_page(status: int = 200, /, **context):
@@ -50,8 +61,9 @@ def index():
     try:
         body = validated(CreateWebhook, new_webhook_form())
         with transaction() as s:
-            secret = wh.create_webhook(s, owner, body.model_dump(exclude_unset=True),
-                                       deps().settings.webhook_allow_private_urls).secret
+            secret = wh.create_webhook(
+                s, owner, body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
+            ).secret
     except (FormError, DomainError) as exc:
         return _list_page(422, error=exc.message)
     return _list_page(201, secret=secret)
@@ -66,10 +78,10 @@ def detail(ref: str):
 # The buttons of a webhook's page: each runs in the request's transaction and returns the
 # new signing secret to show once, or None.
 
+
 def _toggle_active(s: Session, owner: Owner, ref: str) -> None:
     active = get_webhook_or_404(ref).active
-    wh.update_webhook(s, owner, ref, {"active": not active},
-                      deps().settings.webhook_allow_private_urls)
+    wh.update_webhook(s, owner, ref, {"active": not active}, deps().settings.webhook_allow_private_urls)
 
 
 def _send_test(s: Session, owner: Owner, ref: str) -> None:
