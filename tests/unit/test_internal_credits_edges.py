@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from kassa_common.chains.rpc import RpcError, RpcUnavailable
 from kassa_chain_watcher.balances import InternalCredits, calls_from_parity, capped
 from kassa_chain_watcher.chain import Found
-from kassa_chain_watcher.rpc import RpcError, RpcUnavailable
 from tests.unit.test_internal_credits import A, Node, chain, parity_call
 
 pytestmark = pytest.mark.unit

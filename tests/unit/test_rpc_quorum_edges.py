@@ -10,10 +10,10 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kassa_common.chains.networks import Network
+from kassa_common.chains.nodes import NodePool
+from kassa_common.chains.rpc import RpcUnavailable
 from kassa_chain_watcher.chain import Found
-from kassa_chain_watcher.nodes import NodePool
 from kassa_chain_watcher.quorum import NoQuorum, Quorum
-from kassa_chain_watcher.rpc import RpcUnavailable
 from tests.unit.test_chain_scanner import ALICE, FakeChain, transfer
 
 pytestmark = pytest.mark.unit
