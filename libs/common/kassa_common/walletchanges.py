@@ -24,10 +24,8 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common import accounts
-from kassa_common.ids import new_event_id
-from kassa_common.models import Event, Merchant, Notification, WalletChange
-from kassa_common.statuses import NotificationStatus
+from kassa_common import accounts, notices
+from kassa_common.models import Merchant, WalletChange
 from kassa_common.timefmt import utcnow
 
 EVENT_TYPE = "wallet.change_held"  # an internal row for the email (never published, not listed)
@@ -75,18 +73,6 @@ def hold(
         applies_at=now + timedelta(hours=hold_hours),
     )
     session.add(change)
-    event_id = new_event_id()
-    session.add(
-        Event(
-            id=event_id,
-            type=EVENT_TYPE,
-            merchant_id=merchant.id,
-            test_mode=mode == "test",
-            payload={"wallet_change": str(change.id)},
-            created_at=now,
-            published_at=now,
-        )
-    )
     session.flush()
     link = f"{dashboard_url}/wallets/cancel/{token}"
     target = xpub or settlement_address or ""
@@ -97,17 +83,15 @@ def hold(
         "the current wallet.\n\n"
         f"If you did not ask for it, cancel it now and change your password:\n{link}\n"
     )
-    session.add(
-        Notification(
-            id=uuid.uuid4(),
-            event_id=event_id,
-            kind=KIND,
-            recipient=merchant.email,
-            subject=f"Your {mode} {chain} wallet changes at {change.applies_at:%Y-%m-%d %H:%M} UTC",
-            body_text=text,
-            body_html=None,
-            status=NotificationStatus.PENDING,
-        )
+    notices.email_merchant(
+        session,
+        merchant.id,
+        test_mode=mode == "test",
+        event_type=EVENT_TYPE,
+        kind=KIND,
+        subject=f"Your {mode} {chain} wallet changes at {change.applies_at:%Y-%m-%d %H:%M} UTC",
+        text=text,
+        payload={"wallet_change": str(change.id)},
     )
     return change
 
