@@ -147,6 +147,13 @@ def set_wallet(
 ) -> SavedWallet:
     """Set the merchant's key for ``chain`` in ``mode``. Live mode takes only mainnet keys
     that are not published test keys (``allow_test_keys``: with a warning, for development)."""
+    saved = check_wallet(mode, chain, xpub, allow_test_keys=allow_test_keys)
+    upsert_wallet(session, merchant_id, mode, chain, xpub=saved.xpub)
+    return saved
+
+
+def check_wallet(mode: str, chain: str, xpub: str, *, allow_test_keys: bool = False) -> SavedWallet:
+    """The key as ``set_wallet`` would store it (AccountError if it would refuse it)."""
     if mode not in MODES or chain not in CHAINS:
         raise AccountError("mode must be test|live and chain evm|bitcoin")
     try:
@@ -154,24 +161,28 @@ def set_wallet(
         warning = live_key_warning(chain, xpub, allow_test_keys=allow_test_keys) if mode == "live" else None
     except ValueError as exc:
         raise AccountError(str(exc)) from None
-    _upsert_wallet(session, merchant_id, mode, chain, xpub=xpub)
     return SavedWallet(xpub, warning)
 
 
 def set_settlement_address(session: Session, merchant_id: uuid.UUID, mode: str, address: str) -> str:
     """Forwarder settlement for EVM: each payment gets a deposit address that can only
     forward to ``address`` (replaces an extended public key set for EVM in that mode)."""
-    if mode not in MODES:
-        raise AccountError("mode must be test|live")
-    try:
-        address = forwarder.settlement_address(address)
-    except ValueError as exc:
-        raise AccountError(str(exc)) from None
-    _upsert_wallet(session, merchant_id, mode, "evm", settlement_address=address)
+    address = check_settlement_address(mode, address)
+    upsert_wallet(session, merchant_id, mode, "evm", settlement_address=address)
     return address
 
 
-def _upsert_wallet(
+def check_settlement_address(mode: str, address: str) -> str:
+    """The address as ``set_settlement_address`` would store it (EIP-55), or AccountError."""
+    if mode not in MODES:
+        raise AccountError("mode must be test|live")
+    try:
+        return forwarder.settlement_address(address)
+    except ValueError as exc:
+        raise AccountError(str(exc)) from None
+
+
+def upsert_wallet(
     session: Session,
     merchant_id: uuid.UUID,
     mode: str,

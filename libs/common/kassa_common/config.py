@@ -28,6 +28,13 @@ class UnsafeSettings(ValueError):
     """A setting only a development stack may keep (the message says which, and what to do)."""
 
 
+def _hours(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 24 * 30:
+        raise ValueError("must be from 0 to 720 hours")
+    return value
+
+
 def _bool(value: str) -> bool:
     v = value.strip().lower()
     if v in {"1", "true", "yes", "on"}:
@@ -165,6 +172,7 @@ class Settings:
     webhook_allow_private_urls: bool = False
     webhook_timeout_seconds: float = 10.0
     webhook_max_in_flight_per_endpoint: int = 4  # deliveries one endpoint may have under way at once
+    wallet_change_hold_hours: float = 24.0  # a live wallet change waits this long (0: at once)
     webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
     fixed_rates: str = DEFAULT_FIXED_RATES
     fixed_rates_allow_live: bool = False  # fixed rates price live coin payments too (development only)
@@ -237,6 +245,7 @@ class Settings:
                 env, "WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT", _positive_int, d.webhook_max_in_flight_per_endpoint
             ),
             webhook_retry_schedule=_maybe(env, "WEBHOOK_RETRY_SCHEDULE", _seconds_list, None),
+            wallet_change_hold_hours=_maybe(env, "WALLET_CHANGE_HOLD_HOURS", _hours, d.wallet_change_hold_hours),
             fixed_rates=_maybe(env, "FIXED_RATES", _fixed_rates, d.fixed_rates),
             fixed_rates_allow_live=_maybe(env, "FIXED_RATES_ALLOW_LIVE", _bool, d.fixed_rates_allow_live),
             rates_url=_maybe(env, "RATES_URL", str, None),
@@ -299,6 +308,10 @@ class Settings:
         """A development stack: published test keys in live mode (with a warning) and the
         built-in ``SECRET_KEY`` are tolerated."""
         return self.kassa_env == "development"
+
+    def wallet_change_hold(self, mode: str) -> float:
+        """Hours a wallet change of ``mode`` waits: none in test mode or on a development stack."""
+        return 0.0 if mode != "live" or self.development else self.wallet_change_hold_hours
 
     def check_web(self) -> None:
         """Raise ``UnsafeSettings`` if the web process must not start with these settings."""

@@ -104,6 +104,31 @@ class Wallet(Base):
     )
 
 
+class WalletChange(Base):
+    """A live wallet change on hold (DESIGN §10): applied by the expirer at ``applies_at``
+    unless canceled first (the emailed link carries the token hashed here)."""
+
+    __tablename__ = "wallet_changes"
+    id: Mapped[uuid.UUID] = _uuid_pk()
+    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    mode: Mapped[str] = mapped_column(sa.String(4), nullable=False)
+    chain: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    xpub: Mapped[str | None] = mapped_column(sa.Text)
+    settlement_address: Mapped[str | None] = mapped_column(sa.String(42))
+    cancel_token_hash: Mapped[str] = mapped_column(sa.String(64), nullable=False, unique=True)
+    created_at: Mapped[datetime] = _created()
+    applies_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False)
+    applied_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    canceled_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    __table_args__ = (
+        sa.CheckConstraint("num_nonnulls(xpub, settlement_address) = 1", name="wallet_changes_xpub_or_settlement"),
+        sa.Index(
+            "wallet_changes_due", "applies_at", postgresql_where=sa.text("applied_at IS NULL AND canceled_at IS NULL")
+        ),
+        sa.Index("wallet_changes_merchant", "merchant_id", "mode"),
+    )
+
+
 class Product(Base):
     __tablename__ = "products"
     id: Mapped[uuid.UUID] = _uuid_pk()
@@ -228,6 +253,9 @@ class WebhookEndpoint(Base):
     previous_secret: Mapped[str | None] = mapped_column(sa.String(100))
     previous_secret_expires_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
     deleted_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    # the first failed attempt of the current streak (a success or re-enabling clears it)
+    failing_since: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    disabled_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))  # by Kassa: 3 days failing
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _created()
 

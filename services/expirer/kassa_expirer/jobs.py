@@ -10,7 +10,7 @@ from datetime import timedelta
 from prometheus_client import Counter
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_common import retention
+from kassa_common import retention, walletchanges
 from kassa_common.db import unit_of_work
 from kassa_common.payments import complete_due_test_payments, expire_due
 
@@ -49,11 +49,19 @@ class Jobs:
         SIMULATED.inc(n)
         return n
 
+    def apply_wallet_changes(self) -> int:
+        """Live wallet changes whose hold is over (``kassa_common.walletchanges``)."""
+        with unit_of_work(self.sessions) as session:
+            n = walletchanges.apply_due(session, limit=self.batch)
+        if n:
+            log.info("applied %d held wallet change(s)", n)
+        return n
+
     def purge(self) -> int:
         """Rows past their retention window (``kassa_common.retention``)."""
         return sum(retention.purge(self.sessions, self.idempotency_ttl).values())
 
     def tick(self) -> bool:
         """One round of every job; True if any had work (run again at once)."""
-        done = self.expire() + self.complete_test_payments()
+        done = self.expire() + self.complete_test_payments() + self.apply_wallet_changes()
         return done > 0

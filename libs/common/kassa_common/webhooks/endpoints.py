@@ -73,6 +73,8 @@ def update_webhook(
         hook.events = sorted(set(changes["events"]))
     if "active" in changes:
         hook.active = changes["active"]
+        if hook.active:  # re-enabled: a new chance, the failure streak starts over
+            hook.failing_since = hook.disabled_at = None
     if "description" in changes:
         hook.description = changes["description"]
     hook.updated_at = utcnow()

@@ -24,8 +24,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
+from kassa_common import notices
 from kassa_common.db import unit_of_work
 from kassa_common.statuses import DeliveryStatus
+from kassa_webhook_sender.webhooks.transport import sanitize_url
 
 CLAIM_LOCK = sa.text("SELECT pg_advisory_xact_lock(hashtext('kassa.webhook_deliveries.claim'))")
 CLAIM = """
@@ -51,7 +53,7 @@ CLAIM = """
     UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => :lease)
     FROM due, webhook_endpoints w, events e
     WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
-    RETURNING d.id, d.event_id, d.event_type, d.attempts, d.created_at,
+    RETURNING d.id, d.event_id, d.event_type, d.attempts, d.created_at, d.endpoint_id,
               w.url, w.secret, w.active, w.deleted_at, e.payload,
               CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret
 """
@@ -75,6 +77,7 @@ class Job:
     endpoint_live: bool  # active and not deleted
     payload: dict[str, Any]
     previous_secret: str | None = None  # still signs beside ``secret`` after a rotation
+    endpoint_id: uuid.UUID | None = None
 
     @property
     def body(self) -> bytes:
@@ -136,6 +139,7 @@ def claim(
             bool(r.active) and r.deleted_at is None,
             r.payload,
             r.previous_secret,
+            r.endpoint_id,
         )
         for r in rows
     ]
@@ -164,6 +168,51 @@ UPDATE_DELIVERIES = sa.text("""
     WHERE d.id = u.id
 """)
 RELEASE = sa.text("UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ANY(:ids)")
+
+
+FAILING_DAYS = 3  # an endpoint failing every attempt this long is disabled (as Stripe does)
+STREAK_ENDED = sa.text("UPDATE webhook_endpoints SET failing_since = NULL WHERE id = ANY(:ids)")
+STREAK_GOES_ON = sa.text(
+    "UPDATE webhook_endpoints SET failing_since = coalesce(failing_since, :at) WHERE id = ANY(:ids)"
+)
+DISABLE_FAILING = sa.text("""
+    UPDATE webhook_endpoints SET active = false, disabled_at = now(), updated_at = now()
+    WHERE id = ANY(:ids) AND active AND deleted_at IS NULL
+      AND failing_since <= now() - make_interval(days => :days)
+    RETURNING id, merchant_id, test_mode, url, failing_since
+""")
+
+
+def _failure_streaks(session: Session, attempted: list[Outcome]) -> None:
+    """Track each endpoint's run of failed attempts; disable (and email about) an endpoint
+    whose every attempt has failed for ``FAILING_DAYS``. Re-enabling clears the streak."""
+    ok = {o.job.endpoint_id for o in attempted if o.status == DeliveryStatus.SUCCEEDED and o.job.endpoint_id}
+    failed = {o.job.endpoint_id for o in attempted if o.status != DeliveryStatus.SUCCEEDED and o.job.endpoint_id}
+    failed -= ok
+    if ok:
+        session.execute(STREAK_ENDED, {"ids": list(ok)})
+    if not failed:
+        return
+    first = min(o.attempted_at for o in attempted if o.job.endpoint_id in failed and o.attempted_at)
+    session.execute(STREAK_GOES_ON, {"ids": list(failed), "at": first})
+    for hook in session.execute(DISABLE_FAILING, {"ids": list(failed), "days": FAILING_DAYS}):
+        url = sanitize_url(hook.url)
+        notices.email_merchant(
+            session,
+            hook.merchant_id,
+            test_mode=hook.test_mode,
+            event_type="webhook.endpoint_disabled",
+            kind="webhook_off",
+            subject=f"Webhook endpoint disabled: {url}",
+            text=(
+                f"Every delivery to your {'test' if hook.test_mode else 'live'} webhook endpoint\n{url}\n"
+                f"has failed since {hook.failing_since:%Y-%m-%d %H:%M} UTC, so Kassa has disabled it: "
+                "no more events are sent to it.\n\n"
+                "Once it answers again, re-enable it on the dashboard's Webhooks page, or with "
+                'PATCH /webhooks/{id} and {"active": true}.\n'
+            ),
+            payload={"webhook_endpoint": str(hook.id)},
+        )
 
 
 def record(sessions: sessionmaker[Session], outcomes: Iterable[Outcome]) -> None:
@@ -201,3 +250,5 @@ def record(sessions: sessionmaker[Session], outcomes: Iterable[Outcome]) -> None
             )
         if released:
             session.execute(RELEASE, {"ids": released})
+        if attempted:
+            _failure_streaks(session, attempted)

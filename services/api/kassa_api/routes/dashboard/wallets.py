@@ -14,9 +14,11 @@ gap limit of 20 then shows less than the merchant was paid.
 
 from __future__ import annotations
 
-from flask import Blueprint, g, request
+import uuid
 
-from kassa_common import accounts, twofactor
+from flask import Blueprint, g, redirect, request, url_for
+
+from kassa_common import accounts, twofactor, walletchanges
 from kassa_common.chains.forwarder import factory_address
 from kassa_common.errors import DomainError
 from kassa_common.payments.addresses import first_address, first_index
@@ -30,6 +32,7 @@ bp = Blueprint("wallets", __name__)
 def _page(status: int = 200, /, **context):
     owner = current_owner()
     wallets = accounts.wallets(db(), owner.merchant_id, owner.mode)
+    pending = walletchanges.pending(db(), owner.merchant_id, owner.mode)
     chains = []
     for chain in accounts.CHAINS:
         wallet = wallets.get(chain)
@@ -47,6 +50,7 @@ def _page(status: int = 200, /, **context):
                 "first_address": first_address(chain, xpub, owner.test_mode) if xpub else None,
                 "first_index": first_index(owner.test_mode),
                 "watch": watch,
+                "pending": pending.get(chain),
             }
         )
     return render("wallets.html", status, chains=chains, factory=factory_address(), **context)
@@ -79,9 +83,31 @@ def index():
     chain = form.get("chain", "")
     if not owner.test_mode and not _confirmed(form.get("password", ""), form.get("code", "")):
         return _page(403, error=CONFIRM)
+    settings = deps().settings
+    hold_hours = settings.wallet_change_hold(owner.mode)
     try:
         with transaction() as s:
-            if "settlement_address" in form and chain == "evm":
+            if hold_hours > 0:  # live: held, emailed, cancelable (DESIGN §10)
+                if "settlement_address" in form and chain == "evm":
+                    target = {
+                        "settlement_address": accounts.check_settlement_address(owner.mode, form["settlement_address"])
+                    }
+                    saved = None
+                else:
+                    saved = accounts.check_wallet(
+                        owner.mode, chain, form.get("xpub", ""), allow_test_keys=settings.development
+                    )
+                    target = {"xpub": saved.xpub}
+                walletchanges.hold(
+                    s,
+                    g.merchant,
+                    owner.mode,
+                    chain,
+                    hold_hours=hold_hours,
+                    dashboard_url=settings.dashboard_url,
+                    **target,
+                )
+            elif "settlement_address" in form and chain == "evm":
                 accounts.set_settlement_address(s, owner.merchant_id, owner.mode, form["settlement_address"])
                 saved = None
             else:
@@ -91,8 +117,33 @@ def index():
                     owner.mode,
                     chain,
                     form.get("xpub", ""),
-                    allow_test_keys=deps().settings.development,
+                    allow_test_keys=settings.development,
                 )
     except DomainError as exc:
         return _page(422, error=exc.message)
+    if hold_hours > 0:
+        return _page(held=chain, warning=saved.warning if saved else None)
     return _page(saved=chain, warning=saved.warning if saved else None)
+
+
+@bp.route("/wallets/pending/<change_id>/cancel", methods=["POST"])
+@login_required
+def cancel_pending(change_id: str):
+    """The wallets page's cancel button (the merchant's own pending change)."""
+    try:
+        parsed = uuid.UUID(change_id)
+    except ValueError:
+        return _page(404, error="No such pending change.")
+    with transaction() as s:
+        walletchanges.cancel_own(s, g.merchant.id, parsed)
+    return redirect(url_for("dashboard.wallets.index"), 303)
+
+
+@bp.route("/wallets/cancel/<token>", methods=["GET"])
+def cancel_by_link(token: str):
+    """The emailed link: cancels without a login (whoever holds the link can only stop a
+    change, never make one, so a forged or prefetched request does no harm)."""
+    with transaction() as s:
+        change = walletchanges.cancel_by_token(s, token)
+        shown = {"mode": change.mode, "chain": change.chain} if change else None
+    return render("wallet_cancel.html", 200 if shown else 404, change=shown)
