@@ -39,10 +39,10 @@ def post(dash, path, **data):
 
 
 def test_create_a_fiat_product_and_see_its_share_link(dash, sessions, settings):
-    r = post(dash, "/dashboard/products", name="Mug", description="Blue", price="12.50", currency_type="FIAT")
+    r = post(dash, "/dashboard/products", name="Dashboard mug", description="Blue", price="12.50", currency_type="FIAT")
     assert r.status_code == 303
     with sessions() as s:
-        product = s.scalars(sa.select(Product).where(Product.name == "Mug")).one()
+        product = s.scalars(sa.select(Product).where(Product.name == "Dashboard mug")).one()
     page = dash.get("/dashboard/products").get_data(as_text=True)
     assert f"{settings.checkout_url}/products/{product.id}" in page and "$12.50" in page
 
