@@ -1,4 +1,5 @@
-"""The test receiver itself: a real HTTP server that other suites and the benchmark trust."""
+"""The test receiver itself (kassa_dev.receiver): a real HTTP server that other suites, the
+benchmark and the chaos harness trust."""
 
 from __future__ import annotations
 
@@ -82,5 +83,21 @@ def test_a_request_whose_sender_died_before_its_body_is_not_a_delivery():
         r = requests.post(receiver.url, json={"id": "evt_1", "event": "payment.completed"}, timeout=10)
         assert r.status_code == 200
         assert [h.json["id"] for h in receiver.all()] == ["evt_1"]
+    finally:
+        receiver.close()
+
+
+def test_while_down_it_answers_503_to_everything_and_keeps_its_failures():
+    """make chaos takes the merchant's endpoint down for a while: every request meanwhile gets a
+    503 (recorded with it), and failures asked for before are still there once it is back."""
+    receiver = Receiver()
+    try:
+        receiver.fail(1, status=500)
+        receiver.down.set()
+        during = [requests.post(receiver.url, json={"event": "a", "data": {}}, timeout=5) for _ in range(2)]
+        receiver.down.clear()
+        after = [requests.post(receiver.url, json={"event": "b", "data": {}}, timeout=5) for _ in range(2)]
+        assert [r.status_code for r in during + after] == [503, 503, 500, 200]
+        assert [h.status for h in receiver.all()] == [503, 503, 500, 200]
     finally:
         receiver.close()
