@@ -4,10 +4,9 @@ the SMTP server of ``SMTP_URL``, one connection kept open while there is work.
 Exactly once as far as SMTP allows, and never silently otherwise:
 
 - never lost: the row is committed (PENDING) before the event's message is acked, and
-  stays PENDING until an outcome is recorded; a failure is retried on the webhook
-  schedule (``kassa_common.retry``: 5 s, 30 s, 2 min … every 12 h, for 3 days), a 5xx
-  refusal of the email itself fails it at once (FAILED, with the server's reply); while
-  the server is unreachable the dispatcher pauses rather than spend every row's attempts.
+  stays PENDING until an outcome is recorded; a failure is retried on the engine's schedule
+  (the webhooks': 5 s, 30 s, 2 min … every 12 h, for 3 days), a 5xx refusal of the email
+  itself fails it at once; while the server is unreachable nothing more is claimed.
 - fair across recipient domains: the claim takes the oldest due email of the domain served
   least in the last ``SERVED_WINDOW`` seconds (sent or under way), so a flood of emails to
   one domain (or its slow retries) never holds up another domain's: they take turns.
@@ -35,7 +34,7 @@ from sqlalchemy.orm import Session
 from kassa_common.models import Notification
 from kassa_common.statuses import NotificationStatus
 from kassa_webhook_sender.email import smtp
-from kassa_webhook_sender.engine.dispatcher import Outcome, Sent
+from kassa_webhook_sender.engine.dispatcher import Outcome, Result
 
 log = logging.getLogger("kassa.notifier")
 CANDIDATES = 8
@@ -110,7 +109,7 @@ class Email:
         }
         return [Job(**row._mapping) for row in session.execute(CLAIM, params)]
 
-    def send(self, job: Job) -> Sent:
+    def send(self, job: Job) -> Result:
         if job.interrupted:
             log.warning(
                 "notification %s (%s of %s): an earlier send was interrupted before its outcome was "
@@ -135,9 +134,9 @@ class Email:
         except Exception as exc:  # noqa: BLE001 - every SMTP failure is an outcome
             self.idle()
             final = smtp.permanent(exc) or not isinstance(exc, OSError)  # smtplib's errors are OSErrors
-            return Sent(False, smtp.describe(exc), final=final, pause=not final)
+            return Result(error=smtp.describe(exc), final=final, pause=not final)
         log.info("notification %s sent (%s of %s)", job.id, job.kind, job.event_id)
-        return Sent(True)
+        return Result()
 
     def describe(self, job: Job) -> str:
         return f"notification {job.id} ({job.kind} of {job.event_id}) via {self.server}"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import functools
 import logging
+from typing import Any
 
-from kassa_common.retry import DEFAULT_POLICY, RetryPolicy
 from kassa_common.worker import Worker
 from kassa_webhook_sender.email import intake
 from kassa_webhook_sender.email.channel import Email
@@ -24,14 +24,10 @@ NAME = "notifier"
 
 
 def assemble(
-    worker: Worker,
-    *,
-    owns_engine: bool = False,
-    retry: RetryPolicy = DEFAULT_POLICY,
-    poll_interval: float = 1.0,
-    lease_seconds: float = 120,
+    worker: Worker, *, owns_engine: bool = False, poll_interval: float = 1.0, lease_seconds: float = 120, **options: Any
 ) -> process.Process:
-    """The intake consumer and, when SMTP_URL is set, the dispatcher over ``worker``'s sessions and bus."""
+    """The intake consumer and, when SMTP_URL is set, the dispatcher (``options``: its ``retry``)
+    over ``worker``'s sessions and bus: one thread, one claim at a time."""
     settings, queue = worker.settings, worker.topology.notifier
     engine = worker.engine if owns_engine else None
     if not settings.smtp_url:
@@ -43,9 +39,9 @@ def assemble(
         channel,
         threads=1,
         max_in_flight=1,
-        retry=retry,
         poll_interval=poll_interval,
         lease_seconds=lease_seconds,
+        **options,
     )
     consumer = worker.consumer(queue, intake.handler(settings.dashboard_url), on_committed=dispatcher.wake)
     return process.Process(consumer, dispatcher, engine)

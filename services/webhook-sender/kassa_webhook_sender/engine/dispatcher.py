@@ -76,17 +76,20 @@ J = TypeVar("J", bound=Job)
 
 
 @dataclass(frozen=True)
-class Sent:
+class Result:
     """What one attempt came to, as the channel saw it (a failure is a value, never raised)."""
 
-    ok: bool
-    error: str | None = None
-    final: bool = False  # no retry can help: give up now
-    attempted: bool = True  # False: given up without trying (no attempt to count)
-    pause: bool = False  # the channel's server is unreachable: claim nothing more until the next poll
     status_code: int | None = None
     duration_ms: int = 0
     response_body: str | None = None
+    error: str | None = None  # None: sent
+    final: bool = False  # no retry can help: give up now
+    attempted: bool = True  # False: given up without trying (no attempt to count)
+    pause: bool = False  # the channel's server is unreachable: claim nothing more until the next poll
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ class Channel(Protocol[J]):
     log: logging.Logger
 
     def claim(self, session: Session, n: int, lease_seconds: float, ids: Sequence[uuid.UUID] | None) -> list[J]: ...
-    def send(self, job: J) -> Sent: ...
+    def send(self, job: J) -> Result: ...
     def record(self, session: Session, outcomes: list[Outcome[J]]) -> None: ...
     def describe(self, job: J) -> str: ...  # for logs: which row, where to
     def idle(self) -> None: ...  # nothing in flight for a poll interval: let idle connections go
@@ -250,33 +253,31 @@ class Dispatcher(Generic[J]):
         if self._stopping.is_set():
             return Outcome(job)  # claimed but not started: release it
         attempted_at, started = utcnow(), time.monotonic()
-        sent = self.channel.send(job)
-        if sent.attempted:
+        result = self.channel.send(job)
+        if result.attempted:
             ATTEMPTS.labels(self.channel.name).inc()
             LATENCY.labels(self.channel.name).observe(time.monotonic() - started)
         fields: dict[str, Any] = {
-            "attempted_at": attempted_at if sent.attempted else None,
-            "status_code": sent.status_code,
-            "duration_ms": sent.duration_ms,
-            "response_body": sent.response_body,
-            "error": sent.error,
+            "attempted_at": attempted_at if result.attempted else None,
+            "status_code": result.status_code,
+            "duration_ms": result.duration_ms,
+            "response_body": result.response_body,
+            "error": result.error,
         }
-        if sent.ok:
+        if result.ok:
             return Outcome(job, self.channel.done, **fields)
-        if sent.pause:
+        if result.pause:
             self._paused_until = time.monotonic() + self.poll_interval
-        next_at = None if sent.final else self.retry.next_attempt(job.attempts + 1, job.created_at, utcnow())
+        next_at = None if result.final else self.retry.next_attempt(job.attempts + 1, job.created_at, utcnow())
         self.channel.log.log(
             logging.INFO if next_at else logging.WARNING,
             "%s failed (attempt %d): %s; %s",
             self.channel.describe(job),
             job.attempts + 1,
-            sent.error,
+            result.error,
             f"retry at {next_at.isoformat()}" if next_at else "giving up",
         )
-        if next_at is None:
-            return Outcome(job, FAILED, **fields)
-        return Outcome(job, PENDING, next_attempt_at=next_at, **fields)
+        return Outcome(job, PENDING if next_at else FAILED, next_attempt_at=next_at, **fields)
 
     # -- recording ----------------------------------------------------------------------
     def record(self, outcomes: Iterable[Outcome[J]]) -> None:

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 from kassa_common import notices
 from kassa_common.statuses import DeliveryStatus
 from kassa_common.webhooks.signing import sign
-from kassa_webhook_sender.engine.dispatcher import Outcome, Sent
+from kassa_webhook_sender.engine.dispatcher import Outcome, Result
 from kassa_webhook_sender.webhooks.transport import Request, Transport, sanitize_url
 
 log = logging.getLogger("kassa.webhooks")
@@ -57,8 +57,8 @@ CLAIM = """
     UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => :lease)
     FROM due, webhook_endpoints w, events e
     WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
-    RETURNING d.id, d.event_id, d.event_type, d.attempts, d.created_at, d.endpoint_id,
-              w.url, w.secret, w.active, w.deleted_at, e.payload,
+    RETURNING d.id AS delivery_id, d.event_id, d.event_type, d.attempts, d.created_at, d.endpoint_id,
+              w.url, w.secret, w.active AND w.deleted_at IS NULL AS endpoint_live, e.payload,
               CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret
 """
 ENVELOPE_ORDER = ("id", "event", "timestamp", "test_mode", "data")
@@ -185,34 +185,16 @@ class Webhooks:
             params["ids"] = list(ids)
         session.execute(CLAIM_LOCK)
         rows = session.execute(CLAIM_IDS if ids is not None else CLAIM_DUE, params)
-        return [
-            Job(
-                r.id,
-                r.event_id,
-                r.event_type,
-                r.attempts,
-                r.created_at,
-                r.url,
-                r.secret,
-                bool(r.active) and r.deleted_at is None,
-                r.payload,
-                r.previous_secret,
-                r.endpoint_id,
-            )
-            for r in rows
-        ]
+        return [Job(**r._mapping) for r in rows]
 
-    def send(self, job: Job) -> Sent:
+    def send(self, job: Job) -> Result:
         if not job.endpoint_live:
-            return Sent(False, "endpoint deleted or disabled", final=True, attempted=False)
+            return Result(error="endpoint deleted or disabled", final=True, attempted=False)
         body = job.body
         secrets = (job.secret, job.previous_secret) if job.previous_secret else (job.secret,)
         signature = sign(secrets, int(time.time()), body)
-        result = self.transport.post(
+        return self.transport.post(
             Request(job.url, body, signature, job.event_type, job.event_id, str(job.delivery_id))
-        )
-        return Sent(
-            result.ok, result.error, False, True, False, result.status_code, result.duration_ms, result.response_body
         )
 
     def describe(self, job: Job) -> str:

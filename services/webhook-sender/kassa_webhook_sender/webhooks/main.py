@@ -4,6 +4,7 @@ signed through ``transport`` by the outbound engine's dispatcher (``channel``)."
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 from kassa_common.config import Settings
 from kassa_common.retry import DEFAULT_POLICY, RetryPolicy
@@ -24,15 +25,10 @@ def retry_policy(settings: Settings) -> RetryPolicy:
 
 
 def assemble(
-    worker: Worker,
-    *,
-    owns_engine: bool = False,
-    retry: RetryPolicy | None = None,
-    threads: int = 32,
-    poll_interval: float = 0.25,
-    lease_seconds: float = 60,
+    worker: Worker, *, owns_engine: bool = False, retry: RetryPolicy | None = None, threads: int = 32, **options: Any
 ) -> process.Process:
-    """The intake consumer and the dispatcher over ``worker``'s sessions and bus.
+    """The intake consumer and the dispatcher (``options``: its ``poll_interval``,
+    ``lease_seconds``) over ``worker``'s sessions and bus.
 
     ``threads``: concurrent sends. A send mostly waits on the network, so 32 keeps a slow
     receiver from stalling the rest; on 2 cores 16 measured slower, not faster."""
@@ -45,8 +41,7 @@ def assemble(
         Webhooks(transport, settings.webhook_max_in_flight_per_endpoint),
         threads=threads,
         retry=retry or retry_policy(settings),
-        poll_interval=poll_interval,
-        lease_seconds=lease_seconds,
+        **options,
     )
     consumer = worker.consumer(worker.topology.webhook_intake, handle_event, on_committed=dispatcher.submit)
     return process.Process(consumer, dispatcher, worker.engine if owns_engine else None)
