@@ -270,7 +270,7 @@ class Dispatcher(Generic[J]):
             self._paused_until = time.monotonic() + self.poll_interval
         next_at = None if result.final else self.retry.next_attempt(job.attempts + 1, job.created_at, utcnow())
         self.channel.log.log(
-            logging.INFO if next_at else logging.WARNING,
+            logging.INFO if next_at and not result.pause else logging.WARNING,
             "%s failed (attempt %d): %s; %s",
             self.channel.describe(job),
             job.attempts + 1,
