@@ -209,7 +209,7 @@ def test_the_default_schedule_delay_by_delay_as_the_dispatcher_applies_it(failin
         before = utcnow()
         outcome = dispatcher.attempt(job)
         after = utcnow()
-        assert outcome.status == DeliveryStatus.PENDING and outcome.status_code == 500, (made, outcome)
+        assert outcome.status == DeliveryStatus.PENDING and outcome.result.status_code == 500, (made, outcome)
         waited = outcome.next_attempt_at
         assert before + timedelta(seconds=delay) <= waited <= after + timedelta(seconds=delay), (
             made,
@@ -233,6 +233,6 @@ def test_a_4xx_answer_is_a_failed_attempt_retried_later(failing_dispatcher, stat
     before = utcnow()
     outcome = dispatcher.attempt(job_after(0, url, before))
     assert outcome.status == DeliveryStatus.PENDING, outcome  # not SUCCEEDED
-    assert outcome.status_code == status and outcome.error == f"HTTP {status}"
+    assert outcome.result.status_code == status and outcome.result.error == f"HTTP {status}"
     assert before + timedelta(seconds=5) <= outcome.next_attempt_at <= utcnow() + timedelta(seconds=5)
     dispatcher.channel.close()

@@ -145,7 +145,12 @@ class Email:
         for o in outcomes:
             values: dict[str, object] = {"lease_until": None}
             if o.status is not None:
-                values |= {"status": o.status, "attempts": o.job.attempts + 1, "last_error": o.error, "sent_at": None}
+                values |= {
+                    "status": o.status,
+                    "attempts": o.job.attempts + 1,
+                    "last_error": o.result.error,
+                    "sent_at": None,
+                }
                 if o.status == NotificationStatus.SENT:
                     values["sent_at"] = sa.func.now()
                 if o.next_attempt_at is not None:

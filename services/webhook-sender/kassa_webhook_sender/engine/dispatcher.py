@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from prometheus_client import Counter, Histogram
 from sqlalchemy.orm import Session, sessionmaker
@@ -98,12 +98,9 @@ class Outcome(Generic[J]):
 
     job: J
     status: str | None = None  # PENDING (retry at next_attempt_at), the channel's done, FAILED; None: release
-    attempted_at: datetime | None = None
-    status_code: int | None = None
-    duration_ms: int = 0
-    response_body: str | None = None
-    error: str | None = None
+    attempted_at: datetime | None = None  # None: no attempt made
     next_attempt_at: datetime | None = None
+    result: Result = Result()
 
     @property
     def attempted(self) -> bool:
@@ -243,9 +240,9 @@ class Dispatcher(Generic[J]):
     def _attempt(self, job: J) -> None:
         try:
             outcome = self.attempt(job)
-        except Exception as exc:
+        except Exception:
             self.channel.log.exception("attempt of %s crashed", self.channel.describe(job))
-            outcome = Outcome(job, error=repr(exc))  # released: retried after the lease
+            outcome = Outcome(job)  # released: retried after the lease
         self._outcomes.put(outcome)
 
     def attempt(self, job: J) -> Outcome[J]:
@@ -257,15 +254,9 @@ class Dispatcher(Generic[J]):
         if result.attempted:
             ATTEMPTS.labels(self.channel.name).inc()
             LATENCY.labels(self.channel.name).observe(time.monotonic() - started)
-        fields: dict[str, Any] = {
-            "attempted_at": attempted_at if result.attempted else None,
-            "status_code": result.status_code,
-            "duration_ms": result.duration_ms,
-            "response_body": result.response_body,
-            "error": result.error,
-        }
+        at = attempted_at if result.attempted else None
         if result.ok:
-            return Outcome(job, self.channel.done, **fields)
+            return Outcome(job, self.channel.done, at, result=result)
         if result.pause:
             self._paused_until = time.monotonic() + self.poll_interval
         next_at = None if result.final else self.retry.next_attempt(job.attempts + 1, job.created_at, utcnow())
@@ -277,7 +268,7 @@ class Dispatcher(Generic[J]):
             result.error,
             f"retry at {next_at.isoformat()}" if next_at else "giving up",
         )
-        return Outcome(job, PENDING if next_at else FAILED, next_attempt_at=next_at, **fields)
+        return Outcome(job, PENDING if next_at else FAILED, at, next_at, result)
 
     # -- recording ----------------------------------------------------------------------
     def record(self, outcomes: Iterable[Outcome[J]]) -> None:

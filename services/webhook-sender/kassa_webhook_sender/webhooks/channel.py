@@ -211,10 +211,10 @@ class Webhooks:
                 {
                     "delivery_ids": [o.job.delivery_id for o in attempted],
                     "attempts": [o.job.attempts + 1 for o in attempted],
-                    "status_codes": [o.status_code for o in attempted],
-                    "durations": [o.duration_ms for o in attempted],
-                    "bodies": [_text(o.response_body) for o in attempted],
-                    "errors": [_text(o.error) for o in attempted],
+                    "status_codes": [o.result.status_code for o in attempted],
+                    "durations": [o.result.duration_ms for o in attempted],
+                    "bodies": [_text(o.result.response_body) for o in attempted],
+                    "errors": [_text(o.result.error) for o in attempted],
                     "next_retries": [o.next_attempt_at for o in attempted],
                     "attempted": [o.attempted_at for o in attempted],
                 },
@@ -227,8 +227,8 @@ class Webhooks:
                     "statuses": [str(o.status) for o in settled],
                     "attempts": [o.job.attempts + (1 if o.attempted else 0) for o in settled],
                     "next_attempts": [o.next_attempt_at for o in settled],
-                    "status_codes": [o.status_code for o in settled],
-                    "errors": [_text(o.error) for o in settled],
+                    "status_codes": [o.result.status_code for o in settled],
+                    "errors": [_text(o.result.error) for o in settled],
                 },
             )
         if released:
