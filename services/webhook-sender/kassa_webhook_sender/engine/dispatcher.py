@@ -1,20 +1,18 @@
 """The dispatcher: claim due rows under a lease, send them through a channel from a thread
-pool, record each outcome, schedule the retry or give up. The same for every channel.
+pool, record each outcome, schedule the retry or give up; the same for every channel.
 
 A ``Channel`` knows its table and its destination: ``claim`` leases due rows (``FOR UPDATE
-SKIP LOCKED`` and a ``lease_until``, in the order of its own fairness rule), ``send`` makes
-one attempt and says how it went (never raising, never touching the database), ``record``
-writes a batch of outcomes. Three kinds of thread do the rest:
+SKIP LOCKED``, a ``lease_until``, its own fairness rule), ``send`` makes one attempt (never
+raising, no database), ``record`` writes a batch of outcomes. Three kinds of thread:
 
 - the claimer leases rows: first the ids intake handed over after its commit (``submit``),
   then whatever else is due (retries, rows whose lease ran out with their sender). It polls
   every ``poll_interval`` and wakes at once on a hand-off (``submit``, ``wake``) or when
-  capacity frees up. At most ``max_in_flight`` claims are open at a time, so a claim is
-  always sent well within its lease; a crashed process's claims come back when it runs out.
+  capacity frees up. At most ``max_in_flight`` claims are open, each sent well within its lease.
 - pool threads send one claimed row each. A failure is retried on ``retry``'s schedule
-  (counted from the row's creation), or given up when the schedule has run out or the
-  channel says no retry can help. When the channel's one server is unreachable (``pause``)
-  nothing more is claimed until the next poll: the other rows keep their attempts.
+  (counted from the row's creation), or given up when it has run out or the channel says
+  no retry can help. While the channel's one server is unreachable (``pause``) nothing more
+  is claimed until the next poll: the other rows keep their attempts.
 - the recorder writes outcomes in batches, one transaction per batch.
 
 ``stop()``: stop claiming → finish the sends in progress (claims not yet started are
