@@ -14,10 +14,11 @@ from kassa_common.messaging.consumer import Delivered
 from kassa_common.messaging.messages import PAYMENT_EVENTS, EventType, PaymentEvent
 from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
+from kassa_common.retry import RetryPolicy
 from kassa_common.timefmt import iso, utcnow
-from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
+from kassa_webhook_sender.engine.dispatcher import Dispatcher
+from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.intake import handle_event
-from kassa_webhook_sender.webhooks.retry import RetryPolicy
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.receiver import Hit, Receiver  # noqa: F401  (re-exported for the tests)
 
@@ -41,9 +42,8 @@ def dispatcher(sessions):
     started: list[Dispatcher] = []
 
     def make(*, allow_private: bool = True, retry: RetryPolicy = FAST) -> Dispatcher:
-        d = Dispatcher(
-            sessions, Transport(timeout=5, allow_private=allow_private), threads=8, retry=retry, poll_interval=0.05
-        )
+        channel = Webhooks(Transport(timeout=5, allow_private=allow_private))
+        d = Dispatcher(sessions, channel, threads=8, retry=retry, poll_interval=0.05)
         started.append(d.start())
         return d
 

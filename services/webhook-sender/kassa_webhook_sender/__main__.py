@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 CHANNELS = ("webhooks", "email")
@@ -11,11 +12,7 @@ def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1 or args[0] not in CHANNELS:
         sys.exit(f"usage: python -m kassa_webhook_sender {{{'|'.join(CHANNELS)}}}")
-    if args[0] == "webhooks":
-        from kassa_webhook_sender.webhooks.main import main as run
-    else:
-        from kassa_webhook_sender.email.main import main as run
-    run()
+    importlib.import_module(f"kassa_webhook_sender.{args[0]}.main").main()
 
 
 if __name__ == "__main__":

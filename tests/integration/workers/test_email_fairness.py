@@ -11,7 +11,9 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Notification
 from kassa_common.statuses import NotificationStatus
 from kassa_common.timefmt import utcnow
-from kassa_webhook_sender.email import sending
+from kassa_webhook_sender.email.channel import Email
+from kassa_webhook_sender.email.smtp import SmtpServer
+from kassa_webhook_sender.engine.dispatcher import Dispatcher
 from tests.support.webhooks import add_event
 
 FLOOD = 30
@@ -41,9 +43,10 @@ def test_a_flood_to_one_domain_does_not_hold_up_another_domains_email(sessions, 
     flood = [notification(sessions, merchant.id, f"c{i}@flood.example", 1000 - i) for i in range(FLOOD)]
     quiet = notification(sessions, merchant.id, "someone@quiet.example", 1)  # due last of all
     ours, claimed = set(flood) | {quiet}, []
+    dispatcher = Dispatcher(sessions, Email(SmtpServer.from_url("smtp://127.0.0.1"), "k@shop.example"))
     try:
         for _ in range(FLOOD + 50):
-            job = sending.claim(sessions, lease_seconds=60)
+            [job] = dispatcher.claim(1) or [None]
             if job is None:
                 break
             if job.id in ours:

@@ -29,9 +29,10 @@ from kassa_common.payments import testmode
 from kassa_common.retry import RetryPolicy
 from kassa_expirer.jobs import Jobs
 from kassa_webhook_sender.email import intake, render
-from kassa_webhook_sender.email import sending as sender_module
+from kassa_webhook_sender.email.channel import Email
 from kassa_webhook_sender.email.main import build
 from kassa_webhook_sender.email.smtp import SmtpServer
+from kassa_webhook_sender.engine.dispatcher import Dispatcher
 from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.bus import private_topology, running_settler
 from tests.support.wait import until
@@ -330,13 +331,11 @@ def test_a_send_interrupted_before_its_outcome_was_recorded_goes_again_with_a_wa
             .where(Notification.id == row_id)
             .values(lease_until=sa.func.now() - sa.text("interval '1 second'"))
         )
-    sender = sender_module.EmailSender(
-        sessions, SmtpServer.from_url(f"smtp://127.0.0.1:{port}"), "Kassa <k@shop.example>"
-    )
+    sender = Dispatcher(sessions, Email(SmtpServer.from_url(f"smtp://127.0.0.1:{port}"), "Kassa <k@shop.example>"))
 
     def sent() -> bool:
-        sender.send_next()  # (other tests' rows may be due too: sent here, to their own recipients)
-        with sessions() as s:
+        sender.record(sender.attempt(job) for job in sender.claim(1))  # (other tests' rows may be due too:
+        with sessions() as s:  # sent here, to their own recipients)
             return s.get(Notification, row_id).status == "SENT"
 
     with caplog.at_level("WARNING", logger="kassa.notifier"):

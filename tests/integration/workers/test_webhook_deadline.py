@@ -164,7 +164,7 @@ def test_a_quick_answer_after_a_cut_one_is_not_hurt(raw_server):
 def job_after(attempts: int, url: str, created_at):
     import uuid
 
-    from kassa_webhook_sender.webhooks.store import Job
+    from kassa_webhook_sender.webhooks.channel import Job
 
     return Job(
         uuid.uuid4(),
@@ -181,11 +181,13 @@ def job_after(attempts: int, url: str, created_at):
 
 @pytest.fixture
 def failing_dispatcher(raw_server):
-    from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
+    from kassa_webhook_sender.engine.dispatcher import Dispatcher
+    from kassa_webhook_sender.webhooks.channel import Webhooks
 
     def make(status: int):
         server = raw_server(answer(status))
-        return Dispatcher(None, Transport(timeout=5, allow_private=True)), server.url  # attempt() uses no database
+        channel = Webhooks(Transport(timeout=5, allow_private=True))
+        return Dispatcher(None, channel), server.url  # attempt() uses no database
 
     return make
 
@@ -207,7 +209,7 @@ def test_the_default_schedule_delay_by_delay_as_the_dispatcher_applies_it(failin
         before = utcnow()
         outcome = dispatcher.attempt(job)
         after = utcnow()
-        assert outcome.status == DeliveryStatus.PENDING and outcome.status_code == 500, (made, outcome)
+        assert outcome.status == DeliveryStatus.PENDING and outcome.result.status_code == 500, (made, outcome)
         waited = outcome.next_attempt_at
         assert before + timedelta(seconds=delay) <= waited <= after + timedelta(seconds=delay), (
             made,
@@ -217,7 +219,7 @@ def test_the_default_schedule_delay_by_delay_as_the_dispatcher_applies_it(failin
         elapsed += delay
     last = dispatcher.attempt(job_after(len(expected), url, created - timedelta(seconds=elapsed)))
     assert last.status == DeliveryStatus.FAILED and last.next_attempt_at is None  # three days are up
-    dispatcher.transport.close()
+    dispatcher.channel.close()
 
 
 @pytest.mark.parametrize("status", [400, 404, 410])
@@ -231,6 +233,6 @@ def test_a_4xx_answer_is_a_failed_attempt_retried_later(failing_dispatcher, stat
     before = utcnow()
     outcome = dispatcher.attempt(job_after(0, url, before))
     assert outcome.status == DeliveryStatus.PENDING, outcome  # not SUCCEEDED
-    assert outcome.status_code == status and outcome.error == f"HTTP {status}"
+    assert outcome.result.status_code == status and outcome.result.error == f"HTTP {status}"
     assert before + timedelta(seconds=5) <= outcome.next_attempt_at <= utcnow() + timedelta(seconds=5)
-    dispatcher.transport.close()
+    dispatcher.channel.close()

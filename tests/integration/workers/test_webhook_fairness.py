@@ -16,8 +16,9 @@ import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
 from kassa_common.models import DeliveryAttempt, WebhookDelivery
-from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
-from kassa_webhook_sender.webhooks.retry import DEFAULT_POLICY
+from kassa_common.retry import DEFAULT_POLICY
+from kassa_webhook_sender.engine.dispatcher import Dispatcher
+from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.integration.workers.test_webhook_deadline import RawServer, drip, silent
 from tests.support.webhooks import add_endpoint, add_event, intake
@@ -48,9 +49,8 @@ def test_a_dripping_and_a_silent_receiver_do_not_delay_another_merchants_webhook
     add_endpoint(sessions, shop.id, healthy.url)
     for _ in range(STUCK_EACH):
         intake(sessions, add_event(sessions, attacker.id, "payment.created"))
-    dispatcher = Dispatcher(
-        sessions, Transport(allow_private=True), threads=32, retry=DEFAULT_POLICY, poll_interval=0.25
-    ).start()
+    channel = Webhooks(Transport(allow_private=True))
+    dispatcher = Dispatcher(sessions, channel, threads=32, retry=DEFAULT_POLICY, poll_interval=0.25).start()
     try:
         time.sleep(2)  # the bad endpoints' deliveries are under way
         latencies = []

@@ -13,13 +13,13 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.consumer import Delivered
 from kassa_common.models import DeliveryAttempt, WebhookEndpoint
+from kassa_common.retry import RetryPolicy
 from kassa_common.timefmt import utcnow
 from kassa_common.webhooks.signing import SignatureError, compute, verify_signature
-from kassa_webhook_sender.webhooks import store
-from kassa_webhook_sender.webhooks.dispatcher import Dispatcher
+from kassa_webhook_sender.engine.dispatcher import Dispatcher
+from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.intake import handle_event
 from kassa_webhook_sender.webhooks.main import build
-from kassa_webhook_sender.webhooks.retry import RetryPolicy
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.api import API
 from tests.support.bus import private_topology
@@ -267,9 +267,10 @@ def test_two_dispatchers_send_each_due_delivery_exactly_once(sessions, merchant,
 def test_a_claim_is_not_taken_twice_and_comes_back_when_its_lease_runs_out(sessions, merchant, dispatcher, receiver):
     add_endpoint(sessions, merchant.id, receiver.url)
     [did] = intake(sessions, add_event(sessions, merchant.id))
-    [job] = store.claim(sessions, 1, 0.5, [did])  # a sender that crashes right after claiming
+    channel = Webhooks(Transport())
+    [job] = Dispatcher(sessions, channel, lease_seconds=0.5).claim(1, [did])  # a sender that crashes right after
     assert job.delivery_id == did
-    assert store.claim(sessions, 10, 60, [did]) == []
+    assert Dispatcher(sessions, channel).claim(10, [did]) == []
     dispatcher()
     until(settled(sessions, did), message="the expired claim taken over")
     assert len(receiver.for_delivery(did)) == 1
@@ -279,7 +280,7 @@ def test_stop_finishes_and_records_the_send_in_progress(sessions, merchant, rece
     add_endpoint(sessions, merchant.id, receiver.url)
     receiver.delay = 0.5
     [did] = intake(sessions, add_event(sessions, merchant.id))
-    d = Dispatcher(sessions, Transport(timeout=5, allow_private=True), threads=2, poll_interval=0.05).start()
+    d = Dispatcher(sessions, Webhooks(Transport(timeout=5, allow_private=True)), threads=2, poll_interval=0.05).start()
     until(lambda: receiver.hits, message="the send to start")
     d.stop()
     done = delivery(sessions, did)
@@ -289,12 +290,12 @@ def test_stop_finishes_and_records_the_send_in_progress(sessions, merchant, rece
 def test_stop_releases_claims_not_yet_sent(sessions, merchant, receiver):
     add_endpoint(sessions, merchant.id, receiver.url)
     [did] = intake(sessions, add_event(sessions, merchant.id))
-    [job] = store.claim(sessions, 1, 60, [did])
-    d = Dispatcher(sessions, Transport(timeout=5, allow_private=True), threads=1)
+    d = Dispatcher(sessions, Webhooks(Transport(timeout=5, allow_private=True)), threads=1)
+    [job] = d.claim(1, [did])
     d._stopping.set()  # claimed, then the dispatcher is told to stop before the send starts
-    store.record(sessions, [d.attempt(job)])
+    d.record([d.attempt(job)])
     assert delivery(sessions, did).lease_until is None and receiver.count() == 0
-    assert store.claim(sessions, 1, 60, [did]) != []
+    assert d.claim(1, [did]) != []
 
 
 # -- secret rotation --------------------------------------------------------------------------

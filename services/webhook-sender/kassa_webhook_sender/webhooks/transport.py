@@ -45,6 +45,7 @@ from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.ssl_ import create_urllib3_context
 
 from kassa_common.netguard import DestinationRefused, Resolver, resolve_destination, system_resolver
+from kassa_webhook_sender.engine.dispatcher import Result
 
 log = logging.getLogger("kassa.webhooks")
 USER_AGENT = "Kassa-Webhooks/1.0"
@@ -62,18 +63,6 @@ class Request:
     event_type: str
     event_id: str
     delivery_id: str
-
-
-@dataclass(frozen=True)
-class Result:
-    status_code: int | None
-    duration_ms: int
-    response_body: str | None
-    error: str | None
-
-    @property
-    def ok(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300 and self.error is None
 
 
 @dataclass(eq=False)

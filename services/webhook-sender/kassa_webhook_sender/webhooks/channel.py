@@ -1,34 +1,38 @@
-"""The dispatcher's SQL: claim due deliveries under a lease, record attempt outcomes.
+"""The webhook channel: its rows are ``webhook_deliveries``, each attempt a
+``delivery_attempts`` row, its destination the merchant's endpoint, signed HTTP.
 
-A claim sets ``lease_until`` on rows picked with ``FOR UPDATE SKIP LOCKED``: concurrent
-senders claim disjoint rows, and a crashed sender's claims become due again once the
-lease runs out. Recording an outcome clears the lease.
-
-No endpoint holds more than ``per_endpoint`` claims at a time
+A claim takes a transaction-scoped advisory lock, then leases due rows picked with
+``FOR UPDATE SKIP LOCKED``. No endpoint holds more than ``per_endpoint`` claims at a time
 (WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT, 4 by default): a claim counts the endpoint's open
 leases and takes at most the difference, its earliest due first, so a slow or failing
 receiver with thousands of due deliveries takes a few sending threads, never all of them,
-and every other endpoint's deliveries go out beside it. Claims take a transaction-scoped
-advisory lock first, so two senders never both fill the same endpoint's places.
+and every other endpoint's deliveries go out beside it; the lock keeps two senders from
+both filling the same endpoint's places. Recording an outcome clears the lease, and an
+endpoint whose every attempt has failed for ``FAILING_DAYS`` is disabled (its merchant
+emailed).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy.orm import Session
 
 from kassa_common import notices
-from kassa_common.db import unit_of_work
 from kassa_common.statuses import DeliveryStatus
-from kassa_webhook_sender.webhooks.transport import sanitize_url
+from kassa_common.webhooks.signing import sign
+from kassa_webhook_sender.engine.dispatcher import Outcome, Result
+from kassa_webhook_sender.webhooks.transport import Request, Transport, sanitize_url
 
+log = logging.getLogger("kassa.webhooks")
 CLAIM_LOCK = sa.text("SELECT pg_advisory_xact_lock(hashtext('kassa.webhook_deliveries.claim'))")
 CLAIM = """
     WITH busy AS (
@@ -53,8 +57,8 @@ CLAIM = """
     UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => :lease)
     FROM due, webhook_endpoints w, events e
     WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
-    RETURNING d.id, d.event_id, d.event_type, d.attempts, d.created_at, d.endpoint_id,
-              w.url, w.secret, w.active, w.deleted_at, e.payload,
+    RETURNING d.id AS delivery_id, d.event_id, d.event_type, d.attempts, d.created_at, d.endpoint_id,
+              w.url, w.secret, w.active AND w.deleted_at IS NULL AS endpoint_live, e.payload,
               CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret
 """
 ENVELOPE_ORDER = ("id", "event", "timestamp", "test_mode", "data")
@@ -85,64 +89,6 @@ class Job:
         ordered = {k: self.payload[k] for k in ENVELOPE_ORDER if k in self.payload}
         ordered.update(self.payload)
         return json.dumps(ordered, separators=(",", ":")).encode()
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What became of a claimed job: an attempt, a give-up without one, or a release."""
-
-    job: Job
-    status: DeliveryStatus | None = None  # None: release the claim untouched
-    attempted_at: datetime | None = None
-    status_code: int | None = None
-    duration_ms: int = 0
-    response_body: str | None = None
-    error: str | None = None
-    next_attempt_at: datetime | None = None
-
-    @property
-    def attempted(self) -> bool:
-        return self.attempted_at is not None
-
-
-def claim(
-    sessions: sessionmaker[Session],
-    n: int,
-    lease_seconds: float,
-    ids: Sequence[uuid.UUID] | None = None,
-    per_endpoint: int = DEFAULT_PER_ENDPOINT,
-) -> list[Job]:
-    """Lease up to ``n`` due deliveries (only among ``ids`` when given), at most
-    ``per_endpoint`` leased per endpoint counting those already out."""
-    if n <= 0:
-        return []
-    params: dict[str, Any] = {
-        "n": n,
-        "lease": lease_seconds,
-        "pending": DeliveryStatus.PENDING,
-        "per_endpoint": per_endpoint,
-    }
-    if ids is not None:
-        params["ids"] = list(ids)
-    with unit_of_work(sessions) as session:
-        session.execute(CLAIM_LOCK)
-        rows = session.execute(CLAIM_IDS if ids is not None else CLAIM_DUE, params).all()
-    return [
-        Job(
-            r.id,
-            r.event_id,
-            r.event_type,
-            r.attempts,
-            r.created_at,
-            r.url,
-            r.secret,
-            bool(r.active) and r.deleted_at is None,
-            r.payload,
-            r.previous_secret,
-            r.endpoint_id,
-        )
-        for r in rows
-    ]
 
 
 def _text(value: str | None) -> str | None:
@@ -183,7 +129,7 @@ DISABLE_FAILING = sa.text("""
 """)
 
 
-def _failure_streaks(session: Session, attempted: list[Outcome]) -> None:
+def _failure_streaks(session: Session, attempted: list[Outcome[Job]]) -> None:
     """Track each endpoint's run of failed attempts; disable (and email about) an endpoint
     whose every attempt has failed for ``FAILING_DAYS``. Re-enabling clears the streak."""
     ok = {o.job.endpoint_id for o in attempted if o.status == DeliveryStatus.SUCCEEDED and o.job.endpoint_id}
@@ -215,23 +161,60 @@ def _failure_streaks(session: Session, attempted: list[Outcome]) -> None:
         )
 
 
-def record(sessions: sessionmaker[Session], outcomes: Iterable[Outcome]) -> None:
-    """Write every outcome in one transaction: attempt rows, delivery rows, released leases."""
-    outcomes = list(outcomes)
-    attempted = [o for o in outcomes if o.attempted]
-    settled = [o for o in outcomes if o.status is not None]
-    released = [o.job.delivery_id for o in outcomes if o.status is None]
-    with unit_of_work(sessions) as session:
+class Webhooks:
+    """Signed HTTP to the merchants' endpoints (``transport``), under the per-endpoint limit."""
+
+    name: str = "webhooks"
+    done: str = DeliveryStatus.SUCCEEDED
+    log: logging.Logger = log
+
+    def __init__(self, transport: Transport, per_endpoint: int = DEFAULT_PER_ENDPOINT) -> None:
+        self.transport, self.per_endpoint = transport, per_endpoint
+
+    def __str__(self) -> str:
+        return f"signed HTTP, private destinations {'allowed' if self.transport.allow_private else 'refused'}"
+
+    def claim(self, session: Session, n: int, lease_seconds: float, ids: Sequence[uuid.UUID] | None) -> list[Job]:
+        params: dict[str, Any] = {
+            "n": n,
+            "lease": lease_seconds,
+            "pending": DeliveryStatus.PENDING,
+            "per_endpoint": self.per_endpoint,
+        }
+        if ids is not None:
+            params["ids"] = list(ids)
+        session.execute(CLAIM_LOCK)
+        rows = session.execute(CLAIM_IDS if ids is not None else CLAIM_DUE, params)
+        return [Job(**r._mapping) for r in rows]
+
+    def send(self, job: Job) -> Result:
+        if not job.endpoint_live:
+            return Result(error="endpoint deleted or disabled", final=True, attempted=False)
+        body = job.body
+        secrets = (job.secret, job.previous_secret) if job.previous_secret else (job.secret,)
+        signature = sign(secrets, int(time.time()), body)
+        return self.transport.post(
+            Request(job.url, body, signature, job.event_type, job.event_id, str(job.delivery_id))
+        )
+
+    def describe(self, job: Job) -> str:
+        return f"delivery {job.delivery_id} to {sanitize_url(job.url)}"
+
+    def record(self, session: Session, outcomes: list[Outcome[Job]]) -> None:
+        """Every outcome in a few statements: attempt rows, delivery rows, released leases."""
+        attempted = [o for o in outcomes if o.attempted]
+        settled = [o for o in outcomes if o.status is not None]
+        released = [o.job.delivery_id for o in outcomes if o.status is None]
         if attempted:
             session.execute(
                 INSERT_ATTEMPTS,
                 {
                     "delivery_ids": [o.job.delivery_id for o in attempted],
                     "attempts": [o.job.attempts + 1 for o in attempted],
-                    "status_codes": [o.status_code for o in attempted],
-                    "durations": [o.duration_ms for o in attempted],
-                    "bodies": [_text(o.response_body) for o in attempted],
-                    "errors": [_text(o.error) for o in attempted],
+                    "status_codes": [o.result.status_code for o in attempted],
+                    "durations": [o.result.duration_ms for o in attempted],
+                    "bodies": [_text(o.result.response_body) for o in attempted],
+                    "errors": [_text(o.result.error) for o in attempted],
                     "next_retries": [o.next_attempt_at for o in attempted],
                     "attempted": [o.attempted_at for o in attempted],
                 },
@@ -244,11 +227,17 @@ def record(sessions: sessionmaker[Session], outcomes: Iterable[Outcome]) -> None
                     "statuses": [str(o.status) for o in settled],
                     "attempts": [o.job.attempts + (1 if o.attempted else 0) for o in settled],
                     "next_attempts": [o.next_attempt_at for o in settled],
-                    "status_codes": [o.status_code for o in settled],
-                    "errors": [_text(o.error) for o in settled],
+                    "status_codes": [o.result.status_code for o in settled],
+                    "errors": [_text(o.result.error) for o in settled],
                 },
             )
         if released:
             session.execute(RELEASE, {"ids": released})
         if attempted:
             _failure_streaks(session, attempted)
+
+    def idle(self) -> None:
+        pass  # keep-alive connections stay pooled
+
+    def close(self) -> None:
+        self.transport.close()

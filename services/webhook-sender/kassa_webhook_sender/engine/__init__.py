@@ -1,0 +1,3 @@
+"""The outbound engine, one for every channel: ``dispatcher`` claims due rows under a lease,
+sends them through a channel, records each attempt and schedules the retry or gives up;
+``process`` runs it beside the channel's intake consumer as one Procfile line."""
