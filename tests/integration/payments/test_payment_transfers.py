@@ -12,7 +12,6 @@ import sqlalchemy as sa
 from kassa_common.messaging.messages import TransferReport
 from kassa_common.models import Event
 from kassa_common.statuses import TransferStatus
-from tests.integration.web.test_dashboard_manage import dash  # noqa: F401 - the logged-in dashboard fixture
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle, settler_batches, tx_hash  # noqa: F401 (autouse)
 

@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import re
 import secrets
 
 from kassa_common import accounts
-from kassa_common.db import unit_of_work
-
-
-def csrf_of(response) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', response.get_data(as_text=True)).group(1)
-
-
-def merchant_with_password(sessions, password: str = "s3cret-pass") -> str:
-    email = f"d-{secrets.token_hex(5)}@example.com"
-    with unit_of_work(sessions) as s:
-        accounts.create_merchant(s, email, password, "Dash Ltd", activate=True)
-    return email
+from tests.support.dashboard import csrf_of, merchant_with_password
 
 
 def test_pages_need_a_login(client):

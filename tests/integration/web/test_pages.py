@@ -11,15 +11,10 @@ import sqlalchemy as sa
 from kassa_common.models import Event, Payment
 from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
+from tests.support.dashboard import csrf_of
 from tests.support.transfers import report, settle
 
 HTML = {"Accept": "text/html"}
-
-
-def csrf_of(page) -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
-    assert match, "the page has a CSRF token"
-    return match.group(1)
 
 
 def hold(sessions, payment_id: str) -> None:

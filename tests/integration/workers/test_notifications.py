@@ -32,8 +32,8 @@ from kassa_webhook_sender.email import intake, render
 from kassa_webhook_sender.email import sending as sender_module
 from kassa_webhook_sender.email.main import build
 from kassa_webhook_sender.email.smtp import SmtpServer
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.bus import private_topology, running_settler
+from tests.support.dashboard import csrf_of, merchant_with_password
 from tests.support.wait import until
 
 DASHBOARD = "https://kassa.example/dashboard"
