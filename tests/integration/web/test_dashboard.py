@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 
 from kassa_common import accounts
-from tests.support.dashboard import csrf_of, merchant_with_password
+from tests.support.dashboard import csrf_of, log_in, merchant_with_password
 
 
 def test_pages_need_a_login(client):
@@ -103,3 +103,11 @@ def test_a_login_for_an_unknown_email_does_the_same_password_work_as_a_wrong_pas
     )
     assert wrong.status_code == unknown.status_code == 401
     assert len(calls) == 2 and all(c.startswith("$argon2") for c in calls)
+
+
+def test_the_root_leads_to_the_dashboard_and_its_login(client, sessions):
+    r = client.get("/")
+    assert r.status_code == 302 and r.headers["Location"].endswith("/dashboard/")
+    assert client.get("/dashboard/").headers["Location"].endswith("/dashboard/login")
+    log_in(client, merchant_with_password(sessions))
+    assert client.get("/", follow_redirects=True).request.path == "/dashboard/overview"
