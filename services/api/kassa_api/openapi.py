@@ -258,7 +258,11 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
         if params:
             op["parameters"] = params
         if spec.body is not None:
-            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(spec.body)}}}
+            media: dict[str, Any] = {"schema": _ref(spec.body)}
+            examples = (spec.body.model_config.get("json_schema_extra") or {}).get("examples")  # type: ignore[union-attr]
+            if examples:  # what the reference's "Try it out" sends: a request that succeeds
+                media["example"] = examples[0]
+            op["requestBody"] = {"required": True, "content": {"application/json": media}}
         responses: dict[str, Any] = {
             str(spec.status): {"description": "Success", "content": {"application/json": {"schema": _success(spec)}}}
         }
