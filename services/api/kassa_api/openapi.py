@@ -259,8 +259,9 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
             op["parameters"] = params
         if spec.body is not None:
             media: dict[str, Any] = {"schema": _ref(spec.body)}
-            examples = (spec.body.model_config.get("json_schema_extra") or {}).get("examples")  # type: ignore[union-attr]
-            if examples:  # what the reference's "Try it out" sends: a request that succeeds
+            extra = spec.body.model_config.get("json_schema_extra")
+            examples = extra.get("examples") if isinstance(extra, dict) else None
+            if isinstance(examples, list) and examples:  # what "Try it out" sends: a request that succeeds
                 media["example"] = examples[0]
             op["requestBody"] = {"required": True, "content": {"application/json": media}}
         responses: dict[str, Any] = {
