@@ -96,6 +96,7 @@ class TokenOut(BaseModel):
 
 class NetworkOut(BaseModel):
     name: str
+    display_name: str = Field(description="the name people read, e.g. Base")
     kind: Literal["evm", "bitcoin"]
     chain_id: int | None
     required_confirmations: int

@@ -29,7 +29,7 @@ def test_checkout_shows_amounts_network_warning_address_and_qr(client, merchant,
     html = r.get_data(as_text=True)
     assert r.status_code == 200 and r.mimetype == "text/html"
     assert p["address"] in html and p["crypto_amount"] in html and "$12.34" in html
-    assert "Send only <strong>USDC</strong> on <strong>BASE</strong>" in html
+    assert "Send only <strong>USDC</strong> on <strong>Base</strong>" in html
     assert "<svg" in html and "TEST MODE" in html
 
 
