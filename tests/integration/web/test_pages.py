@@ -188,6 +188,25 @@ def test_live_product_offers_only_live_enabled_networks(client, live_merchant, c
     assert 'value="LOCAL_EVM:USDC"' in html and 'value="BASE:USDC"' not in html
 
 
+def test_product_page_starts_on_a_stablecoin_and_hides_development_chains_outside_development(
+    settings, engine, merchant, create_product
+):
+    from kassa_api.app import create_app
+
+    product = create_product(merchant)
+    options = re.compile(r'<option value="([A-Z_0-9]+:[A-Z]+)"( selected)?>([^<]+)</option>')
+    for development in (True, False):
+        app = create_app(
+            settings.with_(kassa_env="development" if development else "production", secret_key="s" * 64), engine=engine
+        )
+        shown = options.findall(app.test_client().get(f"/products/{product['id']}").get_data(as_text=True))
+        values = [value for value, _, _ in shown]
+        assert [value for value, selected, _ in shown if selected] == ["ETHEREUM:USDC"]
+        assert "USDC on Ethereum" in [label for _, _, label in shown]
+        assert ("LOCAL_EVM:USDC" in values) is development and ("BITCOIN_REGTEST:BTC" in values) is development
+        assert "BASE:USDC" in values
+
+
 def test_inactive_deleted_and_unknown_products_make_no_payment(client, merchant, create_product):
     inactive = create_product(merchant, active=False)
     gone = create_product(merchant)
