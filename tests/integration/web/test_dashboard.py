@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 
 from kassa_common import accounts
@@ -40,6 +41,9 @@ def test_repeated_wrong_passwords_are_throttled(client, sessions):
     assert codes == [401] * 5 + [429]
     right = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"})
     assert right.status_code == 429
+    assert re.search(
+        r"Too many failed attempts\. Try again in (about \d+ minutes|\d+ seconds)\.", right.get_data(as_text=True)
+    )
 
 
 def test_failed_logins_are_counted_across_web_processes_through_redis(settings, engine, sessions):
