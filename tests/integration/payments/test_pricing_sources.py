@@ -341,7 +341,7 @@ def test_the_dashboard_shows_the_currency_and_both_rates(shop, sessions, setting
     with unit_of_work(sessions) as s:
         settle(s, report(p, TransferStatus.CONFIRMED, 10**16, 1), later)
     page = shop.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)
-    assert "€27.00 in ETH on BASE" in page
+    assert "€27.00 in ETH on Base" in page
     assert "1 ETH = 2777.777777777777777778 EUR" in page and 'id="arrival-rate"' in page
     assert "1 ETH = 1851.851851851851851852 EUR" in page
     shown = shop.get(f"{API}/payments/{p['id']}", headers=key).get_json()["data"]
