@@ -18,6 +18,7 @@ from kassa_common.config import Settings
 from kassa_common.models import Payment
 from kassa_common.payments import find_by_short_id, remaining_units
 from kassa_common.pricing.amounts import from_base_units, to_base_units
+from kassa_dev.listen import add_listen_parser
 
 NETWORK = "LOCAL_EVM"
 
@@ -91,9 +92,11 @@ def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
 
 def add_parser(sub) -> None:
     """Register ``kassa dev`` on the top-level subparsers."""
-    dev = sub.add_parser("dev", help="development helpers (local chain)").add_subparsers(dest="cmd", required=True)
+    about = "development helpers: pay on the local chain, receive webhooks"
+    dev = sub.add_parser("dev", help=about).add_subparsers(dest="cmd", required=True)
     p = dev.add_parser("pay", help=f"pay a {NETWORK} payment from anvil's first account")
     p.add_argument("short_id")
     p.add_argument("--amount", type=_decimal, help="token units (default: what is still due)")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     p.set_defaults(run=cmd_dev_pay)
+    add_listen_parser(dev)

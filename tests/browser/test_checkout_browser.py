@@ -65,7 +65,7 @@ def test_customer_pays_a_test_payment_and_lands_on_redirect_url(stack, merchant,
     expect(page.locator("#address")).to_have_text(p["address"])
     expect(page.locator("#amount-value")).to_have_text(p["crypto_amount"])
     expect(page.locator(".usd").first).to_contain_text("$12.34")
-    expect(page.locator(".warning")).to_contain_text("Send only USDC on BASE")
+    expect(page.locator(".warning")).to_contain_text("Send only USDC on Base")
     expect(page.locator(".qr svg")).to_be_visible()
     expect(page.locator("#status-text")).to_have_text("Waiting for payment…")
     expect(page.locator("#countdown")).to_have_text(re.compile(r"^\d{2}:\d{2}$"))
@@ -185,7 +185,7 @@ def test_funds_sent_on_the_wrong_network_get_a_notice_while_the_payment_still_wa
         )
 
     notice = page.locator("#wrong-network")
-    expect(notice).to_contain_text("12.34 USDC arrived on ETHEREUM, not on BASE", timeout=TIMEOUT_MS)
+    expect(notice).to_contain_text("12.34 USDC arrived on Ethereum, not on Base", timeout=TIMEOUT_MS)
     expect(notice).to_contain_text("can recover it")
     expect(page.locator("#status-text")).to_have_text("Waiting for payment…")
     expect(page.locator("#amount-value")).to_have_text("12.34")

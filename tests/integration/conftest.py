@@ -8,6 +8,7 @@ import secrets
 import pytest
 
 from tests.support.api import API, LIVE_PAYMENT, PAYMENT, set_live_wallet
+from tests.support.dashboard import signed_in
 
 
 @pytest.fixture
@@ -52,3 +53,9 @@ def create_webhook(client):
         return r.get_json()["data"]
 
     return create
+
+
+@pytest.fixture
+def dash(client, sessions):
+    """A dashboard client signed in as a new merchant (test mode): ``email`` and ``token`` on it."""
+    return signed_in(client, sessions)

@@ -89,6 +89,7 @@ def test_to_public():
     pub = load_registry({"BITCOIN_RPC_URL": "http://u:p@btc:8332"}).get("BITCOIN").to_public()
     assert pub == {
         "name": "BITCOIN",
+        "display_name": "Bitcoin",
         "kind": "bitcoin",
         "chain_id": None,
         "required_confirmations": 2,
@@ -184,3 +185,13 @@ def test_every_evm_network_has_the_one_forwarder_factory_address(registry):
         n.name: factory_address() for n in registry if n.kind == "evm"
     }
     assert all(n.forwarder_factory is None for n in registry if n.kind == "bitcoin")
+
+
+def test_networks_have_display_names_and_explorer_links_where_public():
+    registry = load_registry({})
+    assert registry.get("BASE").label == "Base" and registry.get("ETHEREUM").label == "Ethereum"
+    assert registry.get("BASE").explorer_url("0xabc") == "https://basescan.org/tx/0xabc"
+    assert registry.get("BITCOIN").explorer_url("ff") == "https://mempool.space/tx/ff"
+    assert registry.get("LOCAL_EVM").explorer_url("0xabc") is None  # the dev chain has no explorer
+    assert registry.get("BASE").explorer_url(None) is None
+    assert all(n.display_name for n in registry)

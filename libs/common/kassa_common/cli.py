@@ -237,7 +237,13 @@ def unit_of_work_for(settings: Settings) -> Iterator[Session]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="kassa", description="Kassa operator commands")
+    p = argparse.ArgumentParser(
+        prog="kassa",
+        description="Kassa's operator commands: the database, merchants, API keys, wallets, the broker, "
+        "the forwarder contracts and sweeps (and `kassa dev` in a development install).",
+        epilog="`kassa COMMAND --help` describes each command. Settings come from the environment, "
+        "then from ./.env (the file `make run` writes).",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     # --json is also accepted after the command (kassa key create ... --json); SUPPRESS keeps
     # a leaf parser from resetting it when it is given before the command.
@@ -245,31 +251,34 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     sub = p.add_subparsers(dest="group", required=True)
 
-    def group(name: str) -> argparse._SubParsersAction:
-        return sub.add_parser(name).add_subparsers(dest="cmd", required=True)
+    def group(name: str, about: str) -> argparse._SubParsersAction:
+        return sub.add_parser(name, help=about).add_subparsers(dest="cmd", required=True)
 
-    def leaf(parent: argparse._SubParsersAction, name: str, **kwargs) -> argparse.ArgumentParser:
-        return parent.add_parser(name, parents=[common], **kwargs)
+    def leaf(parent: argparse._SubParsersAction, name: str, about: str, **kwargs) -> argparse.ArgumentParser:
+        return parent.add_parser(name, parents=[common], help=about, **kwargs)
 
-    db = group("db")
-    leaf(db, "upgrade", help="migrate the database to the latest schema").set_defaults(run=cmd_db_upgrade)
+    db = group("db", "the database schema")
+    leaf(db, "upgrade", "migrate the database to the latest schema").set_defaults(run=cmd_db_upgrade)
 
-    merchant = group("merchant")
-    c = leaf(merchant, "create")
+    merchant = group("merchant", "merchant accounts: create, activate, ban, two-factor, settings")
+    c = leaf(merchant, "create", "create a merchant account (--activate to let it sign in at once)")
     c.add_argument("--email", required=True)
     c.add_argument("--password", required=True)
     c.add_argument("--business-name", required=True)
     c.add_argument("--activate", action="store_true")
     c.set_defaults(run=cmd_merchant_create)
-    for name, flag, value in (("activate", "activated", True), ("ban", "banned", True)):
-        a = leaf(merchant, name)
+    for name, flag, value, text in (
+        ("activate", "activated", True, "let a signed-up merchant sign in and use the API"),
+        ("ban", "banned", True, "lock a merchant out of the dashboard and the API"),
+    ):
+        a = leaf(merchant, name, text)
         a.add_argument("email")
         a.set_defaults(run=_set_flag(flag, value))
-    tf = leaf(merchant, "2fa", help="two-factor sign-in of a merchant: show it, or --disable it")
+    tf = leaf(merchant, "2fa", "two-factor sign-in of a merchant: show it, or --disable it")
     tf.add_argument("email")
     tf.add_argument("--disable", action="store_true", help="turn it off (the merchant enrols again)")
     tf.set_defaults(run=cmd_merchant_2fa)
-    st = leaf(merchant, "settings", help="print a merchant's settings, changing those given")
+    st = leaf(merchant, "settings", "print a merchant's settings, changing those given")
     st.add_argument("email")
     st.add_argument(
         "--payment-lifetime",
@@ -291,16 +300,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     st.set_defaults(run=cmd_merchant_settings)
 
-    key = group("key")
-    k = leaf(key, "create")
+    key = group("key", "API keys")
+    k = leaf(key, "create", "create an API key for a merchant (the secret is shown once)")
     k.add_argument("--email", required=True)
     k.add_argument("--mode", required=True, choices=accounts.MODES)
     k.add_argument("--scopes", required=True, help="comma-separated: " + ",".join(accounts.SCOPES))
     k.add_argument("--name")
     k.set_defaults(run=cmd_key_create)
 
-    wallet = group("wallet")
-    w = leaf(wallet, "set")
+    wallet = group("wallet", "where a merchant's payments are paid: extended public keys or settlement addresses")
+    w = leaf(wallet, "set", "set the wallet of a merchant's mode and chain")
     w.add_argument("--email", required=True)
     w.add_argument("--mode", required=True, choices=accounts.MODES)
     w.add_argument("--chain", required=True, choices=accounts.CHAINS)
@@ -312,7 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
         "deposit address that can only forward to it",
     )
     w.set_defaults(run=cmd_wallet_set)
-    wd = leaf(wallet, "descriptor", help="the watch-only output descriptors and the gap limit the wallet needs")
+    wd = leaf(wallet, "descriptor", "the watch-only output descriptors and the gap limit the wallet needs")
     wd.add_argument("--email", required=True)
     wd.add_argument("--mode", required=True, choices=accounts.MODES)
     wd.add_argument("--chain", required=True, choices=accounts.CHAINS, help="bitcoin (descriptors are Bitcoin's)")
@@ -322,14 +331,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
     wd.set_defaults(run=cmd_wallet_descriptor)
 
-    bus = group("bus")
-    leaf(bus, "status", help="every queue: depth and consumers").set_defaults(run=cmd_bus_status)
-    r = leaf(bus, "redrive", help="move a dead-letter queue's messages back to its work queue")
+    bus = group("bus", "the message broker: queues and dead letters")
+    leaf(bus, "status", "every queue: depth and consumers").set_defaults(run=cmd_bus_status)
+    r = leaf(bus, "redrive", "move a dead-letter queue's messages back to its work queue")
     r.add_argument("queue", help="e.g. settler.transfers.dlq (or the work queue's name)")
     r.add_argument("--limit", type=int, help="move at most this many")
     r.set_defaults(run=cmd_bus_redrive)
     add_plugins(sub)
+    describe(p)
     return p
+
+
+def describe(parser: argparse.ArgumentParser) -> None:
+    """Give every subcommand its one-line help as the description its own ``--help`` shows,
+    plugins' included, so ``kassa wallet set --help`` says what the command does."""
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if not isinstance(action, argparse._SubParsersAction):
+            continue
+        helps = {choice.dest: choice.help for choice in action._choices_actions}
+        for name, child in action.choices.items():
+            if child.description is None:
+                child.description = helps.get(name)
+            describe(child)
 
 
 def add_plugins(sub: argparse._SubParsersAction) -> None:

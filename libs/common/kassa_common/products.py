@@ -7,7 +7,7 @@ import uuid
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StrictBool, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Registry
@@ -120,12 +120,16 @@ class ProductFields(Strict):
 
 
 class CreateProduct(ProductFields):
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"name": "Blue mug", "description": "Stoneware, 350 ml", "price": 19.99}]}
+    )
     name: Name
     price: Price
     currency_type: Literal["FIAT", "CRYPTO"] = "FIAT"
 
 
 class UpdateProduct(ProductFields):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"price": 17.5, "active": True}]})
     # Fields every product has: absent leaves them as they are; null is not a value (400).
     name: Name = None  # type: ignore[assignment]
     price: Price = None  # type: ignore[assignment]

@@ -74,6 +74,19 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     app.jinja_env.filters["without_password"] = without_password  # webhook URLs on the dashboard
     errors.init_app(app)
     app.jinja_env.filters.update(money=currencies.money, amount_text=currencies.amount_text, plain=plain)
+    registry = settings.networks
+
+    def network_label(name: str | None) -> str:
+        """A network as people read it ("Base"), for every page and email."""
+        network = registry.get(name) if name else None
+        return network.label if network else (name or "")
+
+    def explorer_url(name: str | None, tx_hash: str | None) -> str | None:
+        network = registry.get(name) if name else None
+        return network.explorer_url(tx_hash) if network else None
+
+    app.jinja_env.filters["network_label"] = network_label
+    app.jinja_env.globals["explorer_url"] = explorer_url
     _register_blueprints(app)
 
     @app.before_request

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import segno
 
-from kassa_common.chains.networks import Network, Registry
+from kassa_common.chains.networks import Network, Registry, Token
 from kassa_common.models import Payment
 from kassa_common.payments import remaining_units
 from kassa_common.pricing.amounts import units_text
@@ -41,5 +41,16 @@ def why_not_canceled(payment: Payment) -> str:
     return f"This payment is {payment.status.lower().replace('_', ' ')} and can no longer be canceled."
 
 
-def networks_for(registry: Registry, test_mode: bool) -> list[Network]:
-    return [n for n in registry if test_mode or n.live_enabled]
+def networks_for(registry: Registry, test_mode: bool, development: bool = False) -> list[Network]:
+    """The networks a customer may pick: those live-enabled in live mode, every one in test
+    mode; the development chains only on a development stack."""
+    return [n for n in registry if (test_mode or n.live_enabled) and (development or not n.dev)]
+
+
+def default_pair(pairs: list[tuple[Network, Token]]) -> str | None:
+    """The option a product page starts on: the first stablecoin (USDC, then USDT), else the first."""
+    for symbol in ("USDC", "USDT"):
+        for network, token in pairs:
+            if token.symbol == symbol:
+                return f"{network.name}:{token.symbol}"
+    return f"{pairs[0][0].name}:{pairs[0][1].symbol}" if pairs else None

@@ -15,6 +15,7 @@ from typing import Any
 from flask import request
 from pydantic import BaseModel, ValidationError
 
+from kassa_api import words
 from kassa_api.auth import authenticate
 from kassa_api.errors import ApiError
 
@@ -30,16 +31,6 @@ class EndpointSpec:
     envelope: str  # "object" | "page" | "list" | "bare" | "raw"
     tag: str
     errors: tuple[int, ...]
-
-
-def _details(exc: ValidationError) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for err in exc.errors(include_url=False, include_context=True, include_input=False):
-        field = ".".join(str(p) for p in err["loc"]) or None
-        # A rule spanning several fields (schemas.FieldsError) names each of them.
-        fields = getattr((err.get("ctx") or {}).get("error"), "fields", None) or [field]
-        out.extend({"field": f, "message": err["msg"], "type": err["type"]} for f in fields)
-    return out
 
 
 def _reject_constant(name: str) -> Any:
@@ -108,7 +99,9 @@ def validate_body(model: type[BaseModel]) -> BaseModel:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise ApiError(400, "the request body is invalid", code="VALIDATION_ERROR", details=_details(exc)) from None
+        raise ApiError(
+            400, "the request body is invalid", code="VALIDATION_ERROR", details=words.details(exc)
+        ) from None
 
 
 def validate_query(model: type[BaseModel]) -> BaseModel:
@@ -120,7 +113,7 @@ def validate_query(model: type[BaseModel]) -> BaseModel:
     try:
         return model.model_validate(args)
     except ValidationError as exc:
-        raise ApiError(400, "the query string is invalid", code="BAD_REQUEST", details=_details(exc)) from None
+        raise ApiError(400, "the query string is invalid", code="BAD_REQUEST", details=words.details(exc)) from None
 
 
 def envelope(data: Any, status: int, kind: str) -> tuple[dict, int]:

@@ -258,7 +258,12 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
         if params:
             op["parameters"] = params
         if spec.body is not None:
-            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(spec.body)}}}
+            media: dict[str, Any] = {"schema": _ref(spec.body)}
+            extra = spec.body.model_config.get("json_schema_extra")
+            examples = extra.get("examples") if isinstance(extra, dict) else None
+            if isinstance(examples, list) and examples:  # what "Try it out" sends: a request that succeeds
+                media["example"] = examples[0]
+            op["requestBody"] = {"required": True, "content": {"application/json": media}}
         responses: dict[str, Any] = {
             str(spec.status): {"description": "Success", "content": {"application/json": {"schema": _success(spec)}}}
         }

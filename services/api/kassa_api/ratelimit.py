@@ -28,11 +28,21 @@ class Verdict:
 
 
 class RateLimiter(Protocol):
+    window: int  # seconds: counts start again at each multiple of it
+
     def hit(self, key: str) -> Verdict: ...  # count one more, and say whether it is within the limit
 
     def exceeded(self, key: str) -> bool: ...  # the limit is used up in this window (nothing counted)
 
     def clear(self, key: str) -> None: ...  # forget this window's count
+
+
+def wait_text(limiter: RateLimiter) -> str:
+    """How long until ``limiter``'s window ends, in words: "about 4 minutes", "30 seconds"."""
+    left = int(limiter.window - time.time() % limiter.window) + 1
+    if left < 90:
+        return f"{left} seconds"
+    return f"about {round(left / 60)} minutes"
 
 
 class MemoryRateLimiter:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from kassa_common.fields import (
     Amount,
@@ -30,6 +30,21 @@ from kassa_common.pricing import currencies
 
 class CreatePayment(Strict):
     # The document states "exactly one of amount or product_id" (kassa_api.openapi).
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "amount": 25,
+                    "currency": "USD",
+                    "token": "USDC",
+                    "network": "BASE",
+                    "customer_email": "ada@example.com",
+                    "redirect_url": "https://shop.example.com/thanks",
+                    "metadata": {"order_id": "1001"},
+                }
+            ]
+        }
+    )
 
     amount: Amount | None = Field(None, description="amount in `currency`; required unless product_id is given")
     currency: CurrencyCode | None = Field(
@@ -81,6 +96,7 @@ class TokenOut(BaseModel):
 
 class NetworkOut(BaseModel):
     name: str
+    display_name: str = Field(description="the name people read, e.g. Base")
     kind: Literal["evm", "bitcoin"]
     chain_id: int | None
     required_confirmations: int

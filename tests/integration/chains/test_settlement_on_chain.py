@@ -4,7 +4,6 @@ confirmations, and a reorg that takes a seen transfer away. LOCAL_EVM needs 3 co
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 
 import pytest
@@ -15,6 +14,7 @@ from kassa_common.pricing.amounts import to_base_units
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import API, assert_error, set_live_wallet
+from tests.support.dashboard import csrf_of
 from tests.support.wait import until
 from tests.support.watcher import harness
 
@@ -53,10 +53,6 @@ def cancel(h, p: dict):
 
 def checkout_status(h, p: dict) -> dict:
     return h.client.get(f"/pay/{p['short_id']}/status").get_json()
-
-
-def csrf_of(html: str) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', html).group(1)
 
 
 def test_a_zero_value_transfer_from_anyone_changes_nothing(h, chain):

@@ -285,7 +285,7 @@ def test_an_xpub_payment_is_never_due(env, chain, sessions, client, make_merchan
 def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, merchant, app):
     from kassa_common import accounts
     from kassa_common.models import Merchant
-    from tests.integration.web.test_dashboard import csrf_of
+    from tests.support.dashboard import csrf_of, log_in
 
     p = create(amount=10)
     paid(chain, sessions, p, 10 * USDC)
@@ -294,17 +294,7 @@ def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, 
     with unit_of_work(sessions) as s:
         s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
     dash = app.test_client()
-    assert (
-        dash.post(
-            "/dashboard/login",
-            data={
-                "csrf_token": csrf_of(dash.get("/dashboard/login")),
-                "email": merchant.email,
-                "password": "s3cret-pass",
-            },
-        ).status_code
-        == 303
-    )
+    log_in(dash, merchant.email)
     token = csrf_of(dash.get("/dashboard/keys"))
     assert dash.post("/dashboard/mode", data={"csrf_token": token, "mode": "live"}).status_code in (302, 303)
 

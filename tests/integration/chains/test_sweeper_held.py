@@ -140,23 +140,13 @@ def test_retry_held_of_a_payment_that_is_not_held_is_refused(kassa, held):
 
 
 def test_the_dashboard_shows_the_held_deposit_and_why(held, app, sessions):
-    from tests.integration.web.test_dashboard import csrf_of
+    from tests.support.dashboard import csrf_of, log_in
 
     merchant, p, _ = held
     with unit_of_work(sessions) as s:
         s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
     dash = app.test_client()
-    assert (
-        dash.post(
-            "/dashboard/login",
-            data={
-                "csrf_token": csrf_of(dash.get("/dashboard/login")),
-                "email": merchant.email,
-                "password": "s3cret-pass",
-            },
-        ).status_code
-        == 303
-    )
+    log_in(dash, merchant.email)
     assert dash.post(
         "/dashboard/mode", data={"csrf_token": csrf_of(dash.get("/dashboard/keys")), "mode": "live"}
     ).status_code in (302, 303)

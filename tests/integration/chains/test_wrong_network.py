@@ -114,7 +114,9 @@ def test_usdc_sent_on_the_wrong_network_is_recorded_reported_and_not_counted(
         assert (transfer.network, transfer.status, transfer.counted) == (SECOND, "CONFIRMED", False)
 
         checkout = h.client.get(f"/pay/{payment['short_id']}").get_data(as_text=True)
-        assert "12.34 USDC arrived on <strong>LOCAL_EVM_2</strong>" in checkout and "can recover it" in checkout
+        assert (
+            "12.34 USDC arrived on <strong>Second local dev chain</strong>" in checkout and "can recover it" in checkout
+        )
         shown = h.client.get(f"/pay/{payment['short_id']}/status").get_json()
         assert shown["wrong_network"] == [{"network": SECOND, "token": "USDC", "amount": "12.34"}]
         assert shown["amount_remaining"] == "12.34"

@@ -14,8 +14,9 @@ from kassa_common import cli
 from kassa_common.chains import forwarder
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.models import Payment, Wallet
-from tests.integration.web.test_dashboard_manage import EVM_FIRST, dash, post  # noqa: F401  (fixture)
+from tests.integration.web.test_dashboard_manage import EVM_FIRST
 from tests.support.api import API
+from tests.support.dashboard import post
 from tests.support.forwarder import fresh_address
 
 SETTLEMENT = "0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed"  # EIP-55's own example

@@ -24,8 +24,8 @@ from kassa_common.models import Wallet
 from kassa_common.payments import addresses
 from kassa_common.payments.addresses import TEST_INDEX_BASE
 from kassa_dev import procfile
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, LIVE_PAYMENT, assert_error, set_live_wallet
+from tests.support.dashboard import csrf_of, signed_in
 from tests.support.keys import encoded, fresh_key
 from tests.support.stack import free_port
 
@@ -154,21 +154,7 @@ def test_in_development_a_published_test_key_is_accepted_with_a_warning(database
 
 
 def login(client, sessions, mode: str) -> str:
-    email = merchant_with_password(sessions)
-    token = csrf_of(client.get("/dashboard/login"))
-    assert (
-        client.post(
-            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
-        ).status_code
-        == 303
-    )
-    token = csrf_of(client.get("/dashboard/keys"))
-    assert (
-        client.post(
-            "/dashboard/mode", data={"csrf_token": token, "mode": mode, "next": "/dashboard/wallets"}
-        ).status_code
-        == 303
-    )
+    signed_in(client, sessions, mode)
     return csrf_of(client.get("/dashboard/wallets"))
 
 

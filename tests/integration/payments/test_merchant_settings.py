@@ -18,7 +18,7 @@ from kassa_common.models import Merchant, Payment
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import iso
 from tests.integration.web.test_cli import kassa, kassa_main  # noqa: F401 - fixtures
-from tests.integration.web.test_dashboard_manage import dash, post  # noqa: F401 - fixtures
+from tests.support.dashboard import post
 from tests.support.transfers import report, settle
 
 LIFETIME_ERROR = "payment lifetime must be a whole number of minutes from 15 to 2880"

@@ -12,7 +12,6 @@ import sqlalchemy as sa
 from kassa_common.messaging.messages import TransferReport
 from kassa_common.models import Event
 from kassa_common.statuses import TransferStatus
-from tests.integration.web.test_dashboard_manage import dash  # noqa: F401 - the logged-in dashboard fixture
 from tests.support.api import API, LIVE_PAYMENT
 from tests.support.transfers import report, settle, settler_batches, tx_hash  # noqa: F401 (autouse)
 
@@ -118,5 +117,5 @@ def test_the_dashboard_detail_shows_a_transfer_that_does_not_count_and_why(dash,
     other = stray(p, "USDT", "BASE", 2_000_000)
     settle(sessions, other)
     detail = dash.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)
-    assert other.tx_hash in detail and "2 USDT on BASE" in detail
+    assert other.tx_hash in detail and "2 USDT on Base" in detail
     assert "Not counted: USDT is not the payment&#39;s token USDC." in detail

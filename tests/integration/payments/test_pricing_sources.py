@@ -22,9 +22,9 @@ from kassa_common.pricing.service import make_rates
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
 from kassa_api.app import create_app
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.integration.web.test_dashboard_overview import shop  # noqa: F401 - fixture
 from tests.support.api import API, assert_error, set_live_wallet
+from tests.support.dashboard import csrf_of, merchant_with_password
 from tests.support.rate_doubles import settings_for, start_all
 from tests.support.transfers import report
 
@@ -341,7 +341,7 @@ def test_the_dashboard_shows_the_currency_and_both_rates(shop, sessions, setting
     with unit_of_work(sessions) as s:
         settle(s, report(p, TransferStatus.CONFIRMED, 10**16, 1), later)
     page = shop.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)
-    assert "€27.00 in ETH on BASE" in page
+    assert "€27.00 in ETH on Base" in page
     assert "1 ETH = 2777.777777777777777778 EUR" in page and 'id="arrival-rate"' in page
     assert "1 ETH = 1851.851851851851851852 EUR" in page
     shown = shop.get(f"{API}/payments/{p['id']}", headers=key).get_json()["data"]

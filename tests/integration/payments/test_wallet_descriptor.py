@@ -20,8 +20,8 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment, Transfer
 from kassa_common.payments.addresses import TEST_INDEX_BASE as B
 from kassa_common.payments.gap import bitcoin_watch_only
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API
+from tests.support.dashboard import signed_in
 from tests.support.keys import encoded, fresh_key
 
 KASSA = Path(sys.executable).with_name("kassa")
@@ -207,17 +207,9 @@ def test_cli_fingerprint_and_errors(make_merchant, sessions, monkeypatch, capsys
 
 @pytest.fixture
 def dash(client, sessions):
-    email = merchant_with_password(sessions)
-    token = csrf_of(client.get("/dashboard/login"))
-    assert (
-        client.post(
-            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
-        ).status_code
-        == 303
-    )
-    client.token = csrf_of(client.get("/dashboard/wallets"))
+    signed_in(client, sessions)
     with sessions() as s:
-        client.merchant_id = s.scalars(sa.select(Merchant.id).where(Merchant.email == email)).one()
+        client.merchant_id = s.scalars(sa.select(Merchant.id).where(Merchant.email == client.email)).one()
     return client
 
 

@@ -15,8 +15,8 @@ from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
 from kassa_common.payments.addresses import TEST_INDEX_BASE
 from kassa_common.payments.gap import bitcoin_watch_only
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API
+from tests.support.dashboard import log_in, merchant_with_password, switch_mode
 from tests.support.keys import fresh_key
 
 BTC = {"amount": 10, "token": "BTC", "network": "BITCOIN"}
@@ -60,17 +60,10 @@ def create(client, merchant, mode: str, body: dict) -> dict:
     return r.get_json()["data"]
 
 
-def log_in(client, merchant, mode: str) -> None:
-    token = csrf_of(client.get("/dashboard/login"))
-    assert (
-        client.post(
-            "/dashboard/login", data={"csrf_token": token, "email": merchant.email, "password": "s3cret-pass"}
-        ).status_code
-        == 303
-    )
+def sign_in(client, merchant, mode: str) -> None:
+    log_in(client, merchant.email)
     if mode == "live":
-        token = csrf_of(client.get("/dashboard/keys"))
-        client.post("/dashboard/mode", data={"csrf_token": token, "mode": "live"})
+        switch_mode(client, "live")
 
 
 def first_shown(client, chain: str) -> str:
@@ -103,7 +96,7 @@ def test_a_test_mode_bitcoin_payment_shows_the_test_networks_address_in_the_api_
     key = fresh_key("zpub")
     with unit_of_work(sessions) as s:
         accounts.set_wallet(s, merchant.id, "test", "bitcoin", key)
-    log_in(client, merchant, "test")
+    sign_in(client, merchant, "test")
     shown_first = first_shown(client, "bitcoin")
 
     p = create(client, merchant, "test", BTC)
@@ -120,7 +113,7 @@ def test_the_live_dashboard_shows_the_live_wallets_own_first_address(client, ses
     key = fresh_key("zpub")
     same_key_in_both_modes(sessions, merchant, "bitcoin", key)
     create(client, merchant, "test", BTC)
-    log_in(client, merchant, "live")
+    sign_in(client, merchant, "live")
     assert first_shown(client, "bitcoin") == derive_address("bitcoin", key, 0, bech32_hrp="bc")
     assert create(client, merchant, "live", BTC)["address"] == derive_address("bitcoin", key, 0, bech32_hrp="bc")
 
@@ -132,7 +125,7 @@ def test_one_evm_key_in_both_modes_gives_each_mode_its_own_addresses(client, ses
     lives = [create(client, merchant, "live", USDC)["address"] for _ in range(3)]
     assert lives == [derive_address("evm", key, i) for i in range(3)]  # the wallet's first three accounts
     assert tests == [derive_address("evm", key, TEST_INDEX_BASE + i) for i in range(3)]
-    log_in(client, merchant, "test")
+    sign_in(client, merchant, "test")
     assert first_shown(client, "evm") == tests[0]
 
 

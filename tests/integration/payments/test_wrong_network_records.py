@@ -14,8 +14,8 @@ from kassa_common import accounts
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Merchant
 from kassa_common.statuses import TransferStatus
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, LIVE_PAYMENT, new_key, set_live_wallet
+from tests.support.dashboard import signed_in
 from tests.support.forwarder import fresh_address
 from tests.support.transfers import report, settle, settler_batches  # noqa: F401 (autouse)
 
@@ -89,23 +89,9 @@ def test_each_wrong_network_transfer_fires_its_own_event_whatever_the_status(cli
 
 def live_dashboard(client, sessions):
     """Log a new merchant in, switch to live mode; the merchant's id."""
-    email = merchant_with_password(sessions)
-    token = csrf_of(client.get("/dashboard/login"))
-    assert (
-        client.post(
-            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
-        ).status_code
-        == 303
-    )
-    token = csrf_of(client.get("/dashboard/keys"))
-    assert (
-        client.post(
-            "/dashboard/mode", data={"csrf_token": token, "mode": "live", "next": "/dashboard/payments"}
-        ).status_code
-        == 303
-    )
+    signed_in(client, sessions, "live")
     with sessions() as s:
-        return s.scalars(sa.select(Merchant.id).where(Merchant.email == email)).one()
+        return s.scalars(sa.select(Merchant.id).where(Merchant.email == client.email)).one()
 
 
 def test_the_dashboard_says_an_xpub_merchant_already_holds_the_funds(client, sessions):

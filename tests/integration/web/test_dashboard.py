@@ -6,18 +6,7 @@ import re
 import secrets
 
 from kassa_common import accounts
-from kassa_common.db import unit_of_work
-
-
-def csrf_of(response) -> str:
-    return re.search(r'name="csrf_token" value="([^"]+)"', response.get_data(as_text=True)).group(1)
-
-
-def merchant_with_password(sessions, password: str = "s3cret-pass") -> str:
-    email = f"d-{secrets.token_hex(5)}@example.com"
-    with unit_of_work(sessions) as s:
-        accounts.create_merchant(s, email, password, "Dash Ltd", activate=True)
-    return email
+from tests.support.dashboard import csrf_of, log_in, merchant_with_password
 
 
 def test_pages_need_a_login(client):
@@ -52,6 +41,9 @@ def test_repeated_wrong_passwords_are_throttled(client, sessions):
     assert codes == [401] * 5 + [429]
     right = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"})
     assert right.status_code == 429
+    assert re.search(
+        r"Too many failed attempts\. Try again in (about \d+ minutes|\d+ seconds)\.", right.get_data(as_text=True)
+    )
 
 
 def test_failed_logins_are_counted_across_web_processes_through_redis(settings, engine, sessions):
@@ -115,3 +107,11 @@ def test_a_login_for_an_unknown_email_does_the_same_password_work_as_a_wrong_pas
     )
     assert wrong.status_code == unknown.status_code == 401
     assert len(calls) == 2 and all(c.startswith("$argon2") for c in calls)
+
+
+def test_the_root_leads_to_the_dashboard_and_its_login(client, sessions):
+    r = client.get("/")
+    assert r.status_code == 302 and r.headers["Location"].endswith("/dashboard/")
+    assert client.get("/dashboard/").headers["Location"].endswith("/dashboard/login")
+    log_in(client, merchant_with_password(sessions))
+    assert client.get("/", follow_redirects=True).request.path == "/dashboard/overview"

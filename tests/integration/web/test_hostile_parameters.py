@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
+from tests.support.dashboard import signed_in
 
 HOSTILE = [
     "99999999999999999999999",
@@ -47,15 +47,7 @@ def fill(rule: str, value: str) -> str:
 
 @pytest.fixture
 def logged_in(client, sessions):
-    email = merchant_with_password(sessions)
-    token = csrf_of(client.get("/dashboard/login"))
-    assert (
-        client.post(
-            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
-        ).status_code
-        == 303
-    )
-    return client
+    return signed_in(client, sessions)
 
 
 def test_no_page_answers_5xx_to_hostile_parameters(app, logged_in):

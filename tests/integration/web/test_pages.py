@@ -11,15 +11,10 @@ import sqlalchemy as sa
 from kassa_common.models import Event, Payment
 from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
+from tests.support.dashboard import csrf_of
 from tests.support.transfers import report, settle
 
 HTML = {"Accept": "text/html"}
-
-
-def csrf_of(page) -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
-    assert match, "the page has a CSRF token"
-    return match.group(1)
 
 
 def hold(sessions, payment_id: str) -> None:
@@ -34,7 +29,7 @@ def test_checkout_shows_amounts_network_warning_address_and_qr(client, merchant,
     html = r.get_data(as_text=True)
     assert r.status_code == 200 and r.mimetype == "text/html"
     assert p["address"] in html and p["crypto_amount"] in html and "$12.34" in html
-    assert "Send only <strong>USDC</strong> on <strong>BASE</strong>" in html
+    assert "Send only <strong>USDC</strong> on <strong>Base</strong>" in html
     assert "<svg" in html and "TEST MODE" in html
 
 
@@ -191,6 +186,25 @@ def test_live_product_offers_only_live_enabled_networks(client, live_merchant, c
     product = create_product(live_merchant, mode="live")
     html = client.get(f"/products/{product['id']}").get_data(as_text=True)
     assert 'value="LOCAL_EVM:USDC"' in html and 'value="BASE:USDC"' not in html
+
+
+def test_product_page_starts_on_a_stablecoin_and_hides_development_chains_outside_development(
+    settings, engine, merchant, create_product
+):
+    from kassa_api.app import create_app
+
+    product = create_product(merchant)
+    options = re.compile(r'<option value="([A-Z_0-9]+:[A-Z]+)"( selected)?>([^<]+)</option>')
+    for development in (True, False):
+        app = create_app(
+            settings.with_(kassa_env="development" if development else "production", secret_key="s" * 64), engine=engine
+        )
+        shown = options.findall(app.test_client().get(f"/products/{product['id']}").get_data(as_text=True))
+        values = [value for value, _, _ in shown]
+        assert [value for value, selected, _ in shown if selected] == ["ETHEREUM:USDC"]
+        assert "USDC on Ethereum" in [label for _, _, label in shown]
+        assert ("LOCAL_EVM:USDC" in values) is development and ("BITCOIN_REGTEST:BTC" in values) is development
+        assert "BASE:USDC" in values
 
 
 def test_inactive_deleted_and_unknown_products_make_no_payment(client, merchant, create_product):

@@ -11,7 +11,7 @@ import pyotp
 
 from kassa_common import twofactor
 from kassa_api.app import create_app
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
+from tests.support.dashboard import csrf_of, merchant_with_password
 
 
 def log_in(client, email: str) -> object:

@@ -33,8 +33,8 @@ from kassa_webhook_sender.email.channel import Email
 from kassa_webhook_sender.email.main import build
 from kassa_webhook_sender.email.smtp import SmtpServer
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.bus import private_topology, running_settler
+from tests.support.dashboard import csrf_of, merchant_with_password
 from tests.support.wait import until
 
 DASHBOARD = "https://kassa.example/dashboard"

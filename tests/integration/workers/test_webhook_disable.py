@@ -13,8 +13,8 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import WebhookEndpoint
 from kassa_common.timefmt import utcnow
 from tests.integration.payments.test_wallet_changes import notifier  # noqa: F401  (fixture)
-from tests.integration.web.test_dashboard import csrf_of, merchant_with_password
 from tests.support.api import API
+from tests.support.dashboard import csrf_of, log_in, merchant_with_password
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixtures)
     add_endpoint,
@@ -91,13 +91,7 @@ def test_the_dashboard_re_enables_a_disabled_endpoint(sessions, client):
     with unit_of_work(sessions) as s:
         row = s.get(WebhookEndpoint, hook.id)
         row.failing_since, row.disabled_at = utcnow() - timedelta(days=4), utcnow()
-    token = csrf_of(client.get("/dashboard/login"))
-    assert (
-        client.post(
-            "/dashboard/login", data={"csrf_token": token, "email": email, "password": "s3cret-pass"}
-        ).status_code
-        == 303
-    )
+    log_in(client, email)
     page = client.get(f"/dashboard/webhooks/{hook.id}")
     assert page.status_code == 200 and 'id="disabled-failing"' in page.get_data(as_text=True)
     r = client.post(f"/dashboard/webhooks/{hook.id}/active", data={"csrf_token": csrf_of(page)})

@@ -18,6 +18,7 @@ class Token(KassaObject):
 @dataclass(frozen=True, kw_only=True)
 class Network(KassaObject):
     name: str
+    display_name: str | None = None
     kind: str
     chain_id: int | None = None
     required_confirmations: int

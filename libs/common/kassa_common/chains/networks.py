@@ -58,6 +58,19 @@ class Network:
     rpc_urls: tuple[str, ...] = ()  # every node, in order of preference (``rpc_url`` is the first)
     rpc_quorum: int = 1  # nodes that must agree on a block before a transfer in it is confirmed
     bitcoin_chain: str | None = None  # Bitcoin: what ``getblockchaininfo`` must say ("main", "regtest")
+    display_name: str = ""  # what people read ("Base"); the name when the data gives none
+    explorer_tx_url: str | None = None  # a public explorer's page of a transaction: "...{hash}"
+
+    @property
+    def label(self) -> str:
+        """The network's name as people read it."""
+        return self.display_name or self.name
+
+    def explorer_url(self, tx_hash: str | None) -> str | None:
+        """The public explorer's page of ``tx_hash`` (None: no explorer, or no hash)."""
+        if not (tx_hash and self.explorer_tx_url):
+            return None
+        return self.explorer_tx_url.replace("{hash}", tx_hash)
 
     @property
     def nodes(self) -> tuple[str, ...]:
@@ -78,6 +91,7 @@ class Network:
         """JSON-safe description for API clients (no RPC URL)."""
         return {
             "name": self.name,
+            "display_name": self.label,
             "kind": self.kind,
             "chain_id": self.chain_id,
             "required_confirmations": self.required_confirmations,
@@ -206,6 +220,8 @@ def _network(raw: Mapping[str, Any], env: Mapping[str, str]) -> Network:
         rpc_urls=urls,
         rpc_quorum=_quorum(env, name, len(urls)),
         bitcoin_chain=bitcoin_chain,
+        display_name=str(raw.get("display_name") or ""),
+        explorer_tx_url=raw.get("explorer_tx_url"),
     )
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 import sqlalchemy as sa
-from pydantic import BaseModel, Field, StrictBool, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import DomainError
@@ -119,10 +119,16 @@ class WebhookFields(Strict):
 
 
 class CreateWebhook(WebhookFields):
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [{"url": "https://shop.example.com/hooks/kassa", "events": ["payment.completed"]}]
+        }
+    )
     url: HttpUrl
 
 
 class UpdateWebhook(WebhookFields):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"description": "order fulfilment", "active": True}]})
     # Fields every endpoint has: absent leaves them as they are; null is not a value (400).
     url: HttpUrl = None  # type: ignore[assignment]
     events: list[EventName] = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))  # type: ignore[arg-type]

@@ -1,11 +1,12 @@
-"""Unauthenticated routes: networks, the OpenAPI document and its docs page, health."""
+"""Unauthenticated routes: `/` (to the dashboard), networks, the OpenAPI document and its docs
+page, health."""
 
 from __future__ import annotations
 
 import hmac
 import time
 
-from flask import Blueprint, current_app, make_response, request, send_from_directory, url_for
+from flask import Blueprint, current_app, make_response, redirect, request, send_from_directory, url_for
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
@@ -66,6 +67,12 @@ def docs_assets(name: str):
     """Swagger UI 5 (reads OpenAPI 3.1), vendored from npm by ``python -m kassa_dev.docs_assets``."""
     assert current_app.static_folder is not None  # the app's static/ folder
     return send_from_directory(current_app.static_folder + "/docs/swagger-ui", name, max_age=86400)
+
+
+@bp.get("/")
+def root():
+    """The front door of a Kassa server is the merchant dashboard (it asks for a login)."""
+    return redirect(url_for("dashboard.accounts.home"), 302)
 
 
 @bp.get("/healthz")

@@ -113,7 +113,7 @@ def _product_or_error(product_id: str):
 
 def _product_page(product: Product, merchant: Merchant, status: int = 200, error: str | None = None):
     s = deps().settings
-    pairs = [(n, t) for n in h.networks_for(s.networks, product.test_mode) for t in n.tokens]
+    pairs = [(n, t) for n in h.networks_for(s.networks, product.test_mode, s.development) for t in n.tokens]
     return page(
         "pages/product.html",
         status,
@@ -123,7 +123,7 @@ def _product_page(product: Product, merchant: Merchant, status: int = 200, error
         pairs=pairs,
         error=error,
         price_text=format(product.price.normalize(), "f"),
-        chosen=request.form.get("pair"),
+        chosen=request.form.get("pair") or h.default_pair(pairs),
         email=request.form.get("email", ""),
     )
 

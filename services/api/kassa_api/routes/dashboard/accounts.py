@@ -22,6 +22,7 @@ from kassa_common import accounts, twofactor
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Merchant
 from kassa_api.deps import db, deps, transaction
+from kassa_api.ratelimit import wait_text
 from kassa_api.routes.dashboard.common import login_required, render
 
 bp = Blueprint("accounts", __name__)
@@ -64,7 +65,8 @@ def login():
     key, address_key = f"login:{request.remote_addr}|{email}", f"login-address:{request.remote_addr}"
     failures, by_address = deps().login_failures, deps().login_failures_by_address
     if failures.exceeded(key) or by_address.exceeded(address_key):
-        return render("login.html", 429, error="Too many failed attempts. Wait a few minutes and try again.")
+        wait = wait_text(failures if failures.exceeded(key) else by_address)
+        return render("login.html", 429, error=f"Too many failed attempts. Try again in {wait}.", email=email)
     merchant = authenticated(email, request.form.get("password", ""))
     if merchant is None:
         failures.hit(key)
@@ -94,7 +96,8 @@ def login_code():
     key, address_key = f"2fa:{pending}", f"login-address:{request.remote_addr}"
     failures, by_address = deps().login_failures, deps().login_failures_by_address
     if failures.exceeded(key) or by_address.exceeded(address_key):
-        return render("login_code.html", 429, error="Too many wrong codes. Wait a few minutes and try again.")
+        wait = wait_text(failures if failures.exceeded(key) else by_address)
+        return render("login_code.html", 429, error=f"Too many wrong codes. Try again in {wait}.")
     code, recovery = request.form.get("code", "")[:20], request.form.get("recovery_code", "")[:40]
     with transaction() as s:
         merchant = s.get(Merchant, uuid.UUID(pending))

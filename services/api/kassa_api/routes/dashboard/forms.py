@@ -11,6 +11,8 @@ from decimal import Decimal, InvalidOperation
 from flask import request
 from pydantic import BaseModel, ValidationError
 
+from kassa_api import words
+
 
 class FormError(Exception):
     """A form the API's model refuses; ``message`` is what the page shows (as DomainError's)."""
@@ -24,9 +26,7 @@ def validated(model: type[BaseModel], data: dict) -> BaseModel:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        raise FormError(
-            "; ".join(f"{'.'.join(map(str, e['loc'])) or 'form'}: {e['msg']}" for e in exc.errors())
-        ) from None
+        raise FormError(" ".join(words.summary(exc))) from None
 
 
 def form_decimal(name: str) -> Decimal | str:
