@@ -25,7 +25,7 @@ probe answers at once, the failure counts as the message's own.
 
 ``on_committed(result)`` runs after the commit for each message whose handler returned
 something (the webhook sender hands new deliveries to its dispatcher); ``after_commit()``
-runs once per committed batch (the settler wakes its outbox relay: the events it just
+runs once per committed batch (the settler wakes the outbox relay: the events it just
 wrote leave at once instead of at the relay's next poll). ``prepare(session, messages)``
 runs first in each batch's transaction, with the messages not handled before (the settler
 locks all the payments they pay in one round trip).
