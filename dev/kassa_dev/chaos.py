@@ -45,7 +45,7 @@ import requests
 import sqlalchemy as sa
 from web3 import Web3
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import ensure_database, make_engine, make_session_factory, unit_of_work
 from kassa_common.messaging import admin, topology
@@ -479,10 +479,10 @@ def set_up_merchant(stack: Stack, receiver: Receiver) -> tuple[str, str]:
     engine = make_engine(stack.database_url, pool_size=1)
     try:
         with unit_of_work(make_session_factory(engine)) as s:
-            merchant = accounts.create_merchant(s, f"chaos-{secrets.token_hex(4)}@example.com", None, "Chaos", True)
-            test_key = accounts.create_key(s, merchant.id, "test", list(accounts.SCOPES)).key
-            live_key = accounts.create_key(s, merchant.id, "live", list(accounts.SCOPES)).key
-            accounts.set_wallet(s, merchant.id, "live", "evm", TEST_XPUBS["evm"], allow_test_keys=True)
+            merchant = merchants.create_merchant(s, f"chaos-{secrets.token_hex(4)}@example.com", None, "Chaos", True)
+            test_key = keys.create_key(s, merchant.id, "test", list(keys.SCOPES)).key
+            live_key = keys.create_key(s, merchant.id, "live", list(keys.SCOPES)).key
+            merchants.set_wallet(s, merchant.id, "live", "evm", TEST_XPUBS["evm"], allow_test_keys=True)
     finally:
         engine.dispose()
     for test_mode, key in ((True, test_key), (False, live_key)):
@@ -732,8 +732,8 @@ def check(stack: Stack, sessions, traffic: Traffic, receiver: Receiver, chaos: C
         violations.append(("queues", f"messages left in queues: {left}"))
 
     # transfers: none recorded twice, none counted twice
-    keys = collections.Counter((t.network, t.tx_hash, t.payment_id, t.log_index) for t in transfers)
-    recorded_twice = [k for k, n in keys.items() if n > 1]
+    seen = collections.Counter((t.network, t.tx_hash, t.payment_id, t.log_index) for t in transfers)
+    recorded_twice = [k for k, n in seen.items() if n > 1]
     if recorded_twice:
         violations.append(("transfers", f"{len(recorded_twice)} transfers recorded twice: {recorded_twice[:3]}"))
     over = [

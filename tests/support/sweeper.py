@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.messages import TransferReport
@@ -56,7 +56,7 @@ def settling_merchant(make_merchant, sessions):
     merchant = make_merchant()
     merchant.settlement = fresh_address()
     with unit_of_work(sessions) as s:
-        accounts.set_settlement_address(s, merchant.id, "live", merchant.settlement)
+        merchants.set_settlement_address(s, merchant.id, "live", merchant.settlement)
     return merchant
 
 

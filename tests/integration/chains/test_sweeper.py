@@ -283,7 +283,7 @@ def test_an_xpub_payment_is_never_due(env, chain, sessions, client, make_merchan
 
 
 def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, merchant, app):
-    from kassa_common import accounts
+    from kassa_common import merchants
     from kassa_common.models import Merchant
     from tests.integration.web.test_dashboard import csrf_of
 
@@ -292,7 +292,7 @@ def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, 
     paid(chain, sessions, p, 5 * USDC // 2, "USDT")
     done = run_until(sweeper_for(env, sessions), Outcome.CONFIRMED, chain)
     with unit_of_work(sessions) as s:
-        s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
+        s.get(Merchant, merchant.id).password_hash = merchants.hash_password("s3cret-pass")
     dash = app.test_client()
     assert (
         dash.post(

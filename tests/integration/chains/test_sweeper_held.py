@@ -11,7 +11,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts, cli
+from kassa_common import cli, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, SweepHold
 from kassa_common.payments import sweep_holds
@@ -65,7 +65,7 @@ def held(settings, chain, sessions, make_merchant, client):
     refuser = settlements.deploy(chain.w3, "Refuser")
     merchant = make_merchant()
     with unit_of_work(sessions) as s:
-        accounts.set_settlement_address(s, merchant.id, "live", refuser)
+        merchants.set_settlement_address(s, merchant.id, "live", refuser)
     p = client.post(
         f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK}, headers=merchant.headers("live")
     ).get_json()["data"]
@@ -144,7 +144,7 @@ def test_the_dashboard_shows_the_held_deposit_and_why(held, app, sessions):
 
     merchant, p, _ = held
     with unit_of_work(sessions) as s:
-        s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
+        s.get(Merchant, merchant.id).password_hash = merchants.hash_password("s3cret-pass")
     dash = app.test_client()
     assert (
         dash.post(

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains import forwarder
 from kassa_common.db import unit_of_work
 from kassa_common.models import SweepHold, Transfer
@@ -53,7 +53,7 @@ def settling_to(make_merchant, sessions, client):
     def merchant(settlement: str):
         m = make_merchant()
         with unit_of_work(sessions) as s:
-            accounts.set_settlement_address(s, m.id, "live", settlement)
+            merchants.set_settlement_address(s, m.id, "live", settlement)
 
         def create(amount=30, token="ETH") -> dict:
             r = client.post(

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 from eth_utils import keccak
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains import forwarder
 from kassa_common.chains.evm import create2_address
 from kassa_common.db import unit_of_work
@@ -119,7 +119,7 @@ def test_a_gas_burning_settlement_behind_a_first_version_deposit_is_held_at_the_
     burner = settlements.deploy(chain.w3, "GasBurner")
     hostile = make_merchant()
     with unit_of_work(sessions) as s:
-        accounts.set_settlement_address(s, hostile.id, "live", burner)
+        merchants.set_settlement_address(s, hostile.id, "live", burner)
     friendly = settling_merchant(make_merchant, sessions)
 
     def legacy_payment(merchant, settlement):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.db import unit_of_work
 
 
@@ -16,7 +16,7 @@ def csrf_of(response) -> str:
 def merchant_with_password(sessions, password: str = "s3cret-pass") -> str:
     email = f"d-{secrets.token_hex(5)}@example.com"
     with unit_of_work(sessions) as s:
-        accounts.create_merchant(s, email, password, "Dash Ltd", activate=True)
+        merchants.create_merchant(s, email, password, "Dash Ltd", activate=True)
     return email
 
 
@@ -95,7 +95,7 @@ def test_head_of_the_signup_and_login_forms_answers_like_get_and_submits_nothing
 def test_a_login_for_an_unknown_email_does_the_same_password_work_as_a_wrong_password(client, sessions, monkeypatch):
     """No account enumeration by timing: both failures run one password hash check."""
     calls = []
-    real = accounts._hasher
+    real = merchants._hasher
 
     class Counting:
         def __getattr__(self, name):
@@ -105,7 +105,7 @@ def test_a_login_for_an_unknown_email_does_the_same_password_work_as_a_wrong_pas
             calls.append(stored)
             return real.verify(stored, password)
 
-    monkeypatch.setattr(accounts, "_hasher", Counting())
+    monkeypatch.setattr(merchants, "_hasher", Counting())
     email = merchant_with_password(sessions)
     token = csrf_of(client.get("/dashboard/login"))
     wrong = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "wrong-one"})
