@@ -21,13 +21,19 @@ def private_topology(rabbitmq_url: str, *, retry_delay_ms: int = topology.RETRY_
     try:
         yield prefix, topo
     finally:
-        conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
-        ch = conn.channel()
-        for q in topo.queues:
-            for name in (q.name, q.retry, q.dlq):
-                ch.queue_delete(name)
-        ch.exchange_delete(topo.exchange)
-        conn.close()
+        delete_queues(rabbitmq_url, topo.queues, exchange=topo.exchange)
+
+
+def delete_queues(rabbitmq_url: str, queues, *, exchange: str | None = None) -> None:
+    """Delete each of ``queues`` (QueueSpecs) with its retry queue and DLQ, then ``exchange``."""
+    conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+    ch = conn.channel()
+    for q in queues:
+        for name in (q.name, q.retry, q.dlq):
+            ch.queue_delete(name)
+    if exchange is not None:
+        ch.exchange_delete(exchange)
+    conn.close()
 
 
 def queue_depth(rabbitmq_url: str, queue: str) -> int:
