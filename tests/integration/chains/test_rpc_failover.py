@@ -17,13 +17,13 @@ from decimal import Decimal
 import pytest
 from prometheus_client import REGISTRY
 
-from kassa_common import cli
 from kassa_common.chains.networks import load_registry
 from kassa_common.pricing.amounts import to_base_units
 from kassa_dev import chain as devchain
 from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated, start_chain  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet
+from tests.support.cli import cli_runner
 from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
 from tests.support.watcher import harness
@@ -190,14 +190,13 @@ def test_a_node_on_another_chain_id_is_refused_and_never_read(
 
 @pytest.fixture
 def kassa(database_url, monkeypatch, capsys):
-    monkeypatch.setenv("DATABASE_URL", database_url)
-    monkeypatch.setenv("SWEEPER_PRIVATE_KEY", devchain.SWEEPER_PRIVATE_KEY)
+    kassa = cli_runner(
+        monkeypatch, capsys, {"DATABASE_URL": database_url, "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY}
+    )
 
     def run(urls: list[str], *args: str) -> tuple[int, str, str]:
         monkeypatch.setenv("LOCAL_EVM_RPC_URLS", ",".join(urls))
-        code = cli.main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
+        return kassa(*args)
 
     return run
 
