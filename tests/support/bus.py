@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import secrets
 import threading
+import uuid
 from contextlib import ExitStack, contextmanager
 
 import pika
 
 from kassa_common.messaging import topology
+from kassa_common.messaging.publisher import Message, Publisher
 
 
 @contextmanager
@@ -34,6 +36,15 @@ def delete_queues(rabbitmq_url: str, queues, *, exchange: str | None = None) -> 
     if exchange is not None:
         ch.exchange_delete(exchange)
     conn.close()
+
+
+def publish_numbered(rabbitmq_url: str, topo, n: int, key: str = "chain.transfer.confirmed") -> list[str]:
+    """Publish ``n`` messages ``{"n": 0…n-1}`` with routing key ``key``; their message ids."""
+    ids = [f"test_{uuid.uuid4().hex}" for _ in range(n)]
+    publisher = Publisher(rabbitmq_url, topo.exchange)
+    publisher.publish_batch(Message(i, key, {"n": k}) for k, i in enumerate(ids))
+    publisher.close()
+    return ids
 
 
 def queue_depth(rabbitmq_url: str, queue: str) -> int:

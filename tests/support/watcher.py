@@ -8,6 +8,7 @@ import threading
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import sqlalchemy as sa
 
@@ -16,8 +17,10 @@ from kassa_common.messaging.consumer import Consumer
 from kassa_common.messaging.publisher import Publisher
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import ChainBlock, ChainCursor, ChainReport, Event, Payment, SettledWatermark, Transfer
+from kassa_common.pricing.amounts import to_base_units
 from kassa_chain_watcher.main import NetworkWatcher, Options, make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist
+from kassa_dev.chain import pay
 from kassa_settler.main import transfer_handler
 from tests.support.bus import delete_queues, private_topology
 from tests.support.wait import until
@@ -183,3 +186,15 @@ def at_tip(watcher: NetworkWatcher, chain, confirmations: int, timeout: float = 
         return st is not None and st.head == tip and st.confirmed_through == tip - confirmations + 1
 
     until(there, timeout, message="watcher at the tip with its confirmed line moved")
+
+
+def units_due(p: dict) -> int:
+    """What payment ``p`` (the API's dict) is due, in base units (ETH 18 decimals, tokens 6)."""
+    return to_base_units(Decimal(p["crypto_amount"]), 18 if p["token"] == "ETH" else 6)
+
+
+def pay_usdc(chain, p: dict, amount_units: int | None = None, sender: str | None = None) -> str:
+    """Send ``amount_units`` of USDC (by default what ``p`` is due) to its address on anvil,
+    from ``sender`` (by default anvil's first account); the transaction's hash."""
+    amount = units_due(p) if amount_units is None else amount_units
+    return pay(chain.w3, to=p["address"], amount_base_units=amount, token_contract=chain.tokens["USDC"], sender=sender)
