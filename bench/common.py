@@ -19,7 +19,7 @@ from pathlib import Path
 import requests
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work
@@ -101,8 +101,8 @@ class Bench:
     def new_merchant(self) -> tuple[object, str]:
         """Another merchant with a test key: (id, key), for a scenario that counts its own events."""
         with self.engine(1) as (_, sessions), unit_of_work(sessions) as s:
-            m = accounts.create_merchant(s, f"bench-{secrets.token_hex(4)}@example.com", None, "Bench", True)
-            return m.id, accounts.create_key(s, m.id, "test", list(accounts.SCOPES)).key
+            m = merchants.create_merchant(s, f"bench-{secrets.token_hex(4)}@example.com", None, "Bench", True)
+            return m.id, keys.create_key(s, m.id, "test", list(keys.SCOPES)).key
 
     @contextmanager
     def engine(self, pool_size: int = 4):
@@ -122,12 +122,12 @@ def bench_database(admin_url: str, smoke: bool):
     try:
         with b.engine(1) as (_, sessions), unit_of_work(sessions) as s:
             b.email = f"bench-{secrets.token_hex(4)}@example.com"
-            m = accounts.create_merchant(s, b.email, None, "Bench", True)
+            m = merchants.create_merchant(s, b.email, None, "Bench", True)
             b.merchant_id = m.id
-            b.test_key = accounts.create_key(s, m.id, "test", list(accounts.SCOPES)).key
-            b.live_key = accounts.create_key(s, m.id, "live", list(accounts.SCOPES)).key
+            b.test_key = keys.create_key(s, m.id, "test", list(keys.SCOPES)).key
+            b.live_key = keys.create_key(s, m.id, "live", list(keys.SCOPES)).key
             # live USDC payments on the local chain, to the published test key (development only)
-            accounts.set_wallet(s, m.id, "live", "evm", TEST_XPUBS["evm"], allow_test_keys=True)
+            merchants.set_wallet(s, m.id, "live", "evm", TEST_XPUBS["evm"], allow_test_keys=True)
         yield b
     finally:
         admin = sa.create_engine(sqlalchemy_url(admin_url), isolation_level="AUTOCOMMIT")

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work
 from kassa_common.migrate import upgrade
 
 ADMIN_URL = os.environ.get("TEST_DATABASE_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-ALL_SCOPES = list(accounts.SCOPES)
+ALL_SCOPES = list(keys.SCOPES)
 # The kassa command reads .env from its working directory (make run writes one in the
 # checkout): the tests give it their settings in the environment alone, whatever a
 # developer's make run left there. Tests of the .env file itself unset this.
@@ -120,11 +120,11 @@ def make_merchant(sessions):
     ) -> MerchantKeys:
         email = f"m-{secrets.token_hex(6)}@example.com"
         with unit_of_work(sessions) as s:
-            m = accounts.create_merchant(s, email, None, business_name, activated)
+            m = merchants.create_merchant(s, email, None, business_name, activated)
             m.banned = banned
             mk = MerchantKeys(m.id, email)
             for mode in ("test", "live"):
-                mk.keys[mode] = accounts.create_key(s, m.id, mode, scopes or ALL_SCOPES).key
+                mk.keys[mode] = keys.create_key(s, m.id, mode, scopes or ALL_SCOPES).key
         return mk
 
     return make
@@ -137,7 +137,7 @@ def merchant(make_merchant) -> MerchantKeys:
 
 def make_key(sessions, merchant_id, mode: str, scopes: list[str]) -> str:
     with unit_of_work(sessions) as s:
-        return accounts.create_key(s, merchant_id, mode, scopes).key
+        return keys.create_key(s, merchant_id, mode, scopes).key
 
 
 def pytest_collection_modifyitems(items):

@@ -8,7 +8,7 @@ import secrets
 
 from playwright.sync_api import expect
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import unit_of_work
 from kassa_common.payments.addresses import first_address
@@ -21,7 +21,7 @@ PASSWORD = "correct horse battery"
 def dashboard_merchant(sessions) -> str:
     email = f"dash-{secrets.token_hex(4)}@example.com"
     with unit_of_work(sessions) as s:
-        accounts.create_merchant(s, email, PASSWORD, "Corner Shop", activate=True)
+        merchants.create_merchant(s, email, PASSWORD, "Corner Shop", activate=True)
     return email
 
 

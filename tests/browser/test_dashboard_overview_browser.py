@@ -10,7 +10,7 @@ import requests
 import sqlalchemy as sa
 from playwright.sync_api import expect
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment
 from kassa_common.timefmt import utcnow
@@ -24,7 +24,7 @@ AMOUNTS = ["1250.00", "80.00", "432.10", "15.99", "999.00", "260.00", "49.50"]
 def completed_across_the_month(stack, sessions, email: str) -> None:
     """Test payments that the stack completes by itself, then moved to days spread over the 30."""
     with unit_of_work(sessions) as s:
-        key = accounts.create_key(s, accounts.merchant_by_email(s, email).id, "test", ["payments:create"]).key
+        key = keys.create_key(s, merchants.merchant_by_email(s, email).id, "test", ["payments:create"]).key
     ids = []
     for amount in AMOUNTS:
         r = requests.post(

@@ -10,7 +10,7 @@ import requests
 import sqlalchemy as sa
 from playwright.sync_api import expect
 
-from kassa_common import accounts
+from kassa_common import keys
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant
 from tests.browser.test_checkout_browser import no_horizontal_scroll
@@ -47,7 +47,7 @@ def test_export_csv_downloads_the_filtered_list(stack, sessions, page):
     email = dashboard_merchant(sessions)
     with unit_of_work(sessions) as s:
         merchant_id = s.scalars(sa.select(Merchant.id).where(Merchant.email == email)).one()
-        key = accounts.create_key(s, merchant_id, "test", ["payments:create"]).key
+        key = keys.create_key(s, merchant_id, "test", ["payments:create"]).key
     for name in ('=HYPERLINK("http://evil.example","x")', "Ann Example", "Bob Nobody"):
         r = requests.post(
             f"{stack.api}/payments",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import unit_of_work
 
@@ -37,10 +37,10 @@ def detail_fields(error: dict) -> set:
 
 def new_key(sessions, merchant_id: uuid.UUID, mode: str, scopes: list[str]) -> str:
     with unit_of_work(sessions) as s:
-        return accounts.create_key(s, merchant_id, mode, scopes).key
+        return keys.create_key(s, merchant_id, mode, scopes).key
 
 
 def set_live_wallet(sessions, merchant_id: uuid.UUID, chain: str = "evm", xpub: str | None = None) -> str:
     """As ``kassa wallet set`` on a development stack (published test keys allowed)."""
     with unit_of_work(sessions) as s:
-        return accounts.set_wallet(s, merchant_id, "live", chain, xpub or TEST_XPUBS[chain], allow_test_keys=True).xpub
+        return merchants.set_wallet(s, merchant_id, "live", chain, xpub or TEST_XPUBS[chain], allow_test_keys=True).xpub

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import secrets
 import threading
+import uuid
 from contextlib import ExitStack, contextmanager
 
 import pika
 
 from kassa_common.messaging import topology
+from kassa_common.messaging.publisher import Message, Publisher
 
 
 @contextmanager
@@ -21,13 +23,28 @@ def private_topology(rabbitmq_url: str, *, retry_delay_ms: int = topology.RETRY_
     try:
         yield prefix, topo
     finally:
-        conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
-        ch = conn.channel()
-        for q in topo.queues:
-            for name in (q.name, q.retry, q.dlq):
-                ch.queue_delete(name)
-        ch.exchange_delete(topo.exchange)
-        conn.close()
+        delete_queues(rabbitmq_url, topo.queues, exchange=topo.exchange)
+
+
+def delete_queues(rabbitmq_url: str, queues, *, exchange: str | None = None) -> None:
+    """Delete each of ``queues`` (QueueSpecs) with its retry queue and DLQ, then ``exchange``."""
+    conn = pika.BlockingConnection(pika.URLParameters(rabbitmq_url))
+    ch = conn.channel()
+    for q in queues:
+        for name in (q.name, q.retry, q.dlq):
+            ch.queue_delete(name)
+    if exchange is not None:
+        ch.exchange_delete(exchange)
+    conn.close()
+
+
+def publish_numbered(rabbitmq_url: str, topo, n: int, key: str = "chain.transfer.confirmed") -> list[str]:
+    """Publish ``n`` messages ``{"n": 0…n-1}`` with routing key ``key``; their message ids."""
+    ids = [f"test_{uuid.uuid4().hex}" for _ in range(n)]
+    publisher = Publisher(rabbitmq_url, topo.exchange)
+    publisher.publish_batch(Message(i, key, {"n": k}) for k, i in enumerate(ids))
+    publisher.close()
+    return ids
 
 
 def queue_depth(rabbitmq_url: str, queue: str) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.db import unit_of_work
 
 PASSWORD = "s3cret-pass"
@@ -24,7 +24,7 @@ def merchant_with_password(sessions, password: str = PASSWORD) -> str:
     """A new active merchant; its email."""
     email = f"d-{secrets.token_hex(5)}@example.com"
     with unit_of_work(sessions) as s:
-        accounts.create_merchant(s, email, password, "Dash Ltd", activate=True)
+        merchants.create_merchant(s, email, password, "Dash Ltd", activate=True)
     return email
 
 

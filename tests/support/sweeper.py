@@ -1,6 +1,10 @@
-"""Sweeping in tests: merchants that settle to one address, transfers paid on anvil and
-settled straight through ``payments.settle`` (the settler's own code, without a watcher),
-sweepers on the test chain, and a clean slate of sweeps for each test."""
+"""Sweeping in tests: merchants that settle to one address and their live payments,
+transfers paid on anvil and settled straight through ``payments.settle`` (the settler's own
+code, without a watcher), sweepers on the test chain, and a clean slate of sweeps for each
+test.
+
+The fixtures ``factory``, ``chain`` and ``env`` are imported by the sweeper's test modules
+(beside ``tests.support.anvil``'s ``anvil`` and ``anvil_isolated``, which they use)."""
 
 from __future__ import annotations
 
@@ -10,9 +14,10 @@ from contextlib import contextmanager
 from datetime import timedelta
 from decimal import Decimal
 
+import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.messages import TransferReport
@@ -27,11 +32,33 @@ from kassa_dev import chain as devchain
 from kassa_sweeper.chain import DepositChain, web3_for
 from kassa_sweeper.engine import NetworkSweeper
 from kassa_webhook_sender.webhooks.main import build as build_sender
-from tests.support.forwarder import SWEEPER, fresh_address
+from tests.support.api import API
+from tests.support.forwarder import SWEEPER, ensure_factory, fresh_address
 from tests.support.wait import until
 from tests.support.watcher import harness
 
 NETWORK = "LOCAL_EVM"
+
+
+@pytest.fixture(scope="module")
+def factory(anvil):
+    """The forwarder factory, deployed once per module's anvil (before any snapshot)."""
+    return ensure_factory(anvil.w3)
+
+
+@pytest.fixture
+def chain(anvil_isolated, factory, sessions):
+    """anvil with the factory, reverted after the test, and a clean slate of sweeps; blocks
+    mined on every transaction again afterwards (a test may mine by hand)."""
+    reset_sweeps(sessions)
+    yield anvil_isolated
+    anvil_isolated.rpc("evm_setAutomine", True)
+
+
+@pytest.fixture
+def env(settings, chain):
+    """The settings with LOCAL_EVM on the test chain (2 confirmations)."""
+    return chain_settings(settings, chain)
 
 
 def chain_settings(settings, chain, confirmations: int = 2):
@@ -56,8 +83,19 @@ def settling_merchant(make_merchant, sessions):
     merchant = make_merchant()
     merchant.settlement = fresh_address()
     with unit_of_work(sessions) as s:
-        accounts.set_settlement_address(s, merchant.id, "live", merchant.settlement)
+        merchants.set_settlement_address(s, merchant.id, "live", merchant.settlement)
     return merchant
+
+
+def live_payment(client, merchant, amount=10, token="USDC") -> dict:
+    """A live LOCAL_EVM payment of ``merchant``'s, created through the API."""
+    r = client.post(
+        f"{API}/payments",
+        json={"amount": amount, "token": token, "network": NETWORK},
+        headers=merchant.headers("live"),
+    )
+    assert r.status_code == 201, r.get_data(as_text=True)
+    return r.get_json()["data"]
 
 
 # The tests of one run share a database and the sweeper key: without a cap of their own

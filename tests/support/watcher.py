@@ -3,10 +3,12 @@ API client for a merchant with wallets, and a watcher per network in threads."""
 
 from __future__ import annotations
 
+import secrets
 import threading
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from decimal import Decimal
 
 import sqlalchemy as sa
 
@@ -15,10 +17,12 @@ from kassa_common.messaging.consumer import Consumer
 from kassa_common.messaging.publisher import Publisher
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import ChainBlock, ChainCursor, ChainReport, Event, Payment, SettledWatermark, Transfer
+from kassa_common.pricing.amounts import to_base_units
 from kassa_chain_watcher.main import NetworkWatcher, Options, make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist
+from kassa_dev.chain import pay
 from kassa_settler.main import transfer_handler
-from tests.support.bus import private_topology
+from tests.support.bus import delete_queues, private_topology
 from tests.support.wait import until
 
 FAST = Options(poll_seconds=0.05, reload_seconds=60.0, standby_seconds=0.2)
@@ -43,7 +47,8 @@ class Harness:
     network: str
     watchers: list = field(default_factory=list)
     _threads: list = field(default_factory=list)
-    feed: PaymentFeed | None = None
+    feed: Consumer | None = None  # the watchers' payment feed (one per process: one here)
+    _feed_thread: threading.Thread | None = None
     watchlist: Watchlist | None = None  # the harness network's
     watchlists: dict = field(default_factory=dict)  # network name -> its watchers' watchlist
     settler: Consumer | None = None
@@ -89,14 +94,13 @@ class Harness:
         if net.name == self.network:
             self.watchlist = self.watchlists[net.name]
         if self.feed is None:
-            self.feed = PaymentFeed(
-                self.settings.rabbitmq_url,
-                self.topo.exchange,
-                self.watchlists,
-                name="test-feed",
-                evm_networks=[n.name for n in self.settings.networks if n.kind == "evm"],
-            ).start()
-            until(self.feed.ready.is_set, message="payment feed ready")
+            feed = PaymentFeed(
+                self.watchlists, evm_networks=[n.name for n in self.settings.networks if n.kind == "evm"]
+            )
+            self.feed = feed.consumer(self._consumer, self.topo, f"test-{secrets.token_hex(4)}")
+            self._feed_thread = threading.Thread(target=self.feed.run, daemon=True)
+            self._feed_thread.start()
+            until(self.feed.consuming.is_set, message="payment feed consuming")
         watcher = NetworkWatcher(self.settings, net, self.sessions, self.watchlists[net.name], options)
         thread = threading.Thread(target=watcher.run, daemon=True)
         thread.start()
@@ -104,16 +108,12 @@ class Harness:
         self._threads.append(thread)
         return watcher
 
+    def _consumer(self, queue, handler, **options) -> Consumer:
+        return Consumer(self.settings.rabbitmq_url, self.topo, queue, handler, self.sessions, name="test", **options)
+
     # -- the settler --------------------------------------------------------------------
     def start_settler(self) -> None:
-        self.settler = Consumer(
-            self.settings.rabbitmq_url,
-            self.topo,
-            self.topo.settler,
-            transfer_handler(self.topo.settler.name),
-            self.sessions,
-            name="test-settler",
-        )
+        self.settler = self._consumer(self.topo.settler, transfer_handler(self.topo.settler.name))
         self._settler_thread = threading.Thread(target=self.settler.run, daemon=True)
         self._settler_thread.start()
 
@@ -137,6 +137,8 @@ class Harness:
             t.join(10)
         if self.feed is not None:
             self.feed.stop()
+            self._feed_thread.join(10)
+            delete_queues(self.settings.rabbitmq_url, [self.feed.queue])
 
 
 @contextmanager
@@ -184,3 +186,15 @@ def at_tip(watcher: NetworkWatcher, chain, confirmations: int, timeout: float = 
         return st is not None and st.head == tip and st.confirmed_through == tip - confirmations + 1
 
     until(there, timeout, message="watcher at the tip with its confirmed line moved")
+
+
+def units_due(p: dict) -> int:
+    """What payment ``p`` (the API's dict) is due, in base units (ETH 18 decimals, tokens 6)."""
+    return to_base_units(Decimal(p["crypto_amount"]), 18 if p["token"] == "ETH" else 6)
+
+
+def pay_usdc(chain, p: dict, amount_units: int | None = None, sender: str | None = None) -> str:
+    """Send ``amount_units`` of USDC (by default what ``p`` is due) to its address on anvil,
+    from ``sender`` (by default anvil's first account); the transaction's hash."""
+    amount = units_due(p) if amount_units is None else amount_units
+    return pay(chain.w3, to=p["address"], amount_base_units=amount, token_contract=chain.tokens["USDC"], sender=sender)

@@ -7,7 +7,13 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.accounts import AccountError, MerchantSettings, parse_lifetime, parse_tolerance, set_merchant_settings
+from kassa_common.merchants import (
+    AccountError,
+    MerchantSettings,
+    parse_lifetime,
+    parse_tolerance,
+    set_merchant_settings,
+)
 from kassa_common.models import Merchant
 from kassa_common.payments.export import COLUMNS, csv_row, safe_cell
 from kassa_common.payments.shape import PaymentOut

@@ -263,8 +263,8 @@ def check(stack: Stack, sessions, traffic: Traffic, webhooks: Deliveries, chaos:
         violations.append(("queues", f"messages left in queues: {left}"))
 
     # transfers: none recorded twice, none counted twice
-    keys = collections.Counter((t.network, t.tx_hash, t.payment_id, t.log_index) for t in transfers)
-    recorded_twice = [k for k, n in keys.items() if n > 1]
+    seen = collections.Counter((t.network, t.tx_hash, t.payment_id, t.log_index) for t in transfers)
+    recorded_twice = [k for k, n in seen.items() if n > 1]
     if recorded_twice:
         violations.append(("transfers", f"{len(recorded_twice)} transfers recorded twice: {recorded_twice[:3]}"))
     over = [
@@ -329,7 +329,7 @@ def check(stack: Stack, sessions, traffic: Traffic, webhooks: Deliveries, chaos:
         (
             "transfers",
             (
-                f"{len(transfers)} recorded, {sum(keys.values()) - len(keys)} recorded twice, "
+                f"{len(transfers)} recorded, {sum(seen.values()) - len(seen)} recorded twice, "
                 f"{len(over)} payments over- or under-counted"
             ),
         ),

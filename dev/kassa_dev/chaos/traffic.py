@@ -14,7 +14,7 @@ from decimal import Decimal
 import requests
 from web3 import Web3
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_dev import chain
@@ -35,10 +35,10 @@ def set_up_merchant(stack: Stack, receiver: Receiver) -> Merchant:
     engine = make_engine(stack.database_url, pool_size=1)
     try:
         with unit_of_work(make_session_factory(engine)) as s:
-            merchant = accounts.create_merchant(s, f"chaos-{secrets.token_hex(4)}@example.com", None, "Chaos", True)
-            test_key = accounts.create_key(s, merchant.id, "test", list(accounts.SCOPES)).key
-            live_key = accounts.create_key(s, merchant.id, "live", list(accounts.SCOPES)).key
-            accounts.set_wallet(s, merchant.id, "live", "evm", TEST_XPUBS["evm"], allow_test_keys=True)
+            merchant = merchants.create_merchant(s, f"chaos-{secrets.token_hex(4)}@example.com", None, "Chaos", True)
+            test_key = keys.create_key(s, merchant.id, "test", list(keys.SCOPES)).key
+            live_key = keys.create_key(s, merchant.id, "live", list(keys.SCOPES)).key
+            merchants.set_wallet(s, merchant.id, "live", "evm", TEST_XPUBS["evm"], allow_test_keys=True)
     finally:
         engine.dispose()
     signing_secrets = {}

@@ -21,7 +21,7 @@ from pika.exceptions import AMQPError
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kassa_common import accounts, envfile, twofactor
+from kassa_common import envfile, keys, merchants, twofactor
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
@@ -43,7 +43,7 @@ def cmd_db_upgrade(args, settings: Settings) -> None:
 
 def cmd_merchant_create(args, settings: Settings) -> None:
     with unit_of_work_for(settings) as s:
-        m = accounts.create_merchant(s, args.email, args.password, args.business_name, args.activate)
+        m = merchants.create_merchant(s, args.email, args.password, args.business_name, args.activate)
         data = {"id": str(m.id), "email": m.email, "activated": m.activated}
     _out(
         args,
@@ -55,7 +55,7 @@ def cmd_merchant_create(args, settings: Settings) -> None:
 def _set_flag(flag: str, value: bool) -> Callable:
     def run(args, settings: Settings) -> None:
         with unit_of_work_for(settings) as s:
-            m = accounts.merchant_by_email(s, args.email)
+            m = merchants.merchant_by_email(s, args.email)
             setattr(m, flag, value)
             data = {"id": str(m.id), "email": m.email, "activated": m.activated, "banned": m.banned}
         _out(args, data, f"merchant {data['email']}: {flag} = {value}")
@@ -66,7 +66,7 @@ def _set_flag(flag: str, value: bool) -> Callable:
 def cmd_merchant_2fa(args, settings: Settings) -> None:
     """Show whether two-factor sign-in is on; ``--disable`` turns it off (a merchant who lost the device)."""
     with unit_of_work_for(settings) as s:
-        m = accounts.merchant_by_email(s, args.email)
+        m = merchants.merchant_by_email(s, args.email)
         if args.disable:
             twofactor.disable(m)
         data = {"email": m.email, "two_factor": m.totp_enabled_at is not None}
@@ -76,12 +76,12 @@ def cmd_merchant_2fa(args, settings: Settings) -> None:
 def cmd_merchant_settings(args, settings: Settings) -> None:
     """Print the merchant's settings, after changing those given."""
     with unit_of_work_for(settings) as s:
-        m = accounts.merchant_by_email(s, args.email)
-        accounts.set_merchant_settings(
+        m = merchants.merchant_by_email(s, args.email)
+        merchants.set_merchant_settings(
             m, payment_lifetime=args.payment_lifetime, underpayment_tolerance=args.underpayment_tolerance
         )
         terms.set_terms(m, spread=args.rate_spread, lock=args.rate_lock)
-        now, address = accounts.merchant_settings(m, settings.payment_lifetime_minutes), m.email
+        now, address = merchants.merchant_settings(m, settings.payment_lifetime_minutes), m.email
         pricing = terms.terms_of(m)
     data = {
         "email": address,
@@ -104,10 +104,8 @@ def cmd_merchant_settings(args, settings: Settings) -> None:
 
 def cmd_key_create(args, settings: Settings) -> None:
     with unit_of_work_for(settings) as s:
-        m = accounts.merchant_by_email(s, args.email)
-        new = accounts.create_key(
-            s, m.id, args.mode, [x.strip() for x in args.scopes.split(",") if x.strip()], args.name
-        )
+        m = merchants.merchant_by_email(s, args.email)
+        new = keys.create_key(s, m.id, args.mode, [x.strip() for x in args.scopes.split(",") if x.strip()], args.name)
         data = {"key": new.key, "id": str(new.row.id), "mode": args.mode, "scopes": new.row.scopes}
     _out(args, data, f"{data['key']}\n(shown once: store it now; id {data['id']})")
 
@@ -119,8 +117,8 @@ def cmd_wallet_set(args, settings: Settings) -> None:
     from kassa_common.payments.addresses import first_address
 
     with unit_of_work_for(settings) as s:
-        m = accounts.merchant_by_email(s, args.email)
-        saved = accounts.set_wallet(s, m.id, args.mode, args.chain, args.xpub, allow_test_keys=settings.development)
+        m = merchants.merchant_by_email(s, args.email)
+        saved = merchants.set_wallet(s, m.id, args.mode, args.chain, args.xpub, allow_test_keys=settings.development)
     first = first_address(args.chain, saved.xpub, args.mode == "test")
     data = {
         "email": args.email,
@@ -141,7 +139,7 @@ def cmd_wallet_descriptor(args, settings: Settings) -> None:
     if args.chain != "bitcoin":
         raise ValueError("descriptors are for --chain bitcoin: an EVM wallet watches an account, not a script")
     with unit_of_work_for(settings) as s:
-        m = accounts.merchant_by_email(s, args.email)
+        m = merchants.merchant_by_email(s, args.email)
         watch = bitcoin_watch_only(s, m.id, args.mode, settings.networks, fingerprint=args.fingerprint)
     if watch is None:
         raise ValueError(
@@ -186,8 +184,8 @@ def _set_settlement_address(args, settings: Settings) -> None:
             "give Bitcoin an extended public key with --xpub"
         )
     with unit_of_work_for(settings) as s:
-        m = accounts.merchant_by_email(s, args.email)
-        address = accounts.set_settlement_address(s, m.id, args.mode, args.address)
+        m = merchants.merchant_by_email(s, args.email)
+        address = merchants.set_settlement_address(s, m.id, args.mode, args.address)
     data = {"email": args.email, "mode": args.mode, "chain": "evm", "settlement_address": address}
     _out(
         args,
@@ -283,13 +281,13 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument(
         "--payment-lifetime",
         metavar="MIN",
-        help=f"minutes new payments stay open, {accounts.MIN_LIFETIME}-{accounts.MAX_LIFETIME} "
+        help=f"minutes new payments stay open, {merchants.MIN_LIFETIME}-{merchants.MAX_LIFETIME} "
         '("default": PAYMENT_LIFETIME_MINUTES)',
     )
     st.add_argument(
         "--underpayment-tolerance",
         metavar="PCT",
-        help=f"percent a confirmed total may fall short and still complete, 0-{accounts.MAX_TOLERANCE_PERCENT}",
+        help=f"percent a confirmed total may fall short and still complete, 0-{merchants.MAX_TOLERANCE_PERCENT}",
     )
     st.add_argument("--rate-spread", metavar="PCT", help=f"percent added to what customers pay, 0-{terms.MAX_SPREAD}")
     st.add_argument(
@@ -303,16 +301,16 @@ def build_parser() -> argparse.ArgumentParser:
     key = group("key", "API keys")
     k = leaf(key, "create", "create an API key for a merchant (the secret is shown once)")
     k.add_argument("--email", required=True)
-    k.add_argument("--mode", required=True, choices=accounts.MODES)
-    k.add_argument("--scopes", required=True, help="comma-separated: " + ",".join(accounts.SCOPES))
+    k.add_argument("--mode", required=True, choices=merchants.MODES)
+    k.add_argument("--scopes", required=True, help="comma-separated: " + ",".join(keys.SCOPES))
     k.add_argument("--name")
     k.set_defaults(run=cmd_key_create)
 
     wallet = group("wallet", "where a merchant's payments are paid: extended public keys or settlement addresses")
     w = leaf(wallet, "set", "set the wallet of a merchant's mode and chain")
     w.add_argument("--email", required=True)
-    w.add_argument("--mode", required=True, choices=accounts.MODES)
-    w.add_argument("--chain", required=True, choices=accounts.CHAINS)
+    w.add_argument("--mode", required=True, choices=merchants.MODES)
+    w.add_argument("--chain", required=True, choices=merchants.CHAINS)
     where = w.add_mutually_exclusive_group(required=True)
     where.add_argument("--xpub", help="account-level extended public key: each payment gets its next address")
     where.add_argument(
@@ -323,8 +321,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.set_defaults(run=cmd_wallet_set)
     wd = leaf(wallet, "descriptor", "the watch-only output descriptors and the gap limit the wallet needs")
     wd.add_argument("--email", required=True)
-    wd.add_argument("--mode", required=True, choices=accounts.MODES)
-    wd.add_argument("--chain", required=True, choices=accounts.CHAINS, help="bitcoin (descriptors are Bitcoin's)")
+    wd.add_argument("--mode", required=True, choices=merchants.MODES)
+    wd.add_argument("--chain", required=True, choices=merchants.CHAINS, help="bitcoin (descriptors are Bitcoin's)")
     wd.add_argument(
         "--fingerprint",
         help="your wallet's master key fingerprint (8 hex characters), to include the key origin [F/84h/0h/0h]",

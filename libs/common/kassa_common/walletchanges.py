@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common import accounts, notices
+from kassa_common import merchants, notices
 from kassa_common.models import Merchant, WalletChange
 from kassa_common.timefmt import utcnow
 
@@ -163,7 +163,7 @@ def apply_due(session: Session, limit: int = 100) -> int:
         )
     )
     for change in due:
-        accounts.upsert_wallet(
+        merchants.upsert_wallet(
             session,
             change.merchant_id,
             change.mode,

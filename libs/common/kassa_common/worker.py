@@ -5,7 +5,7 @@ A worker's ``main`` is a few lines over it::
     def main() -> None:
         worker = bootstrap(Settings.from_env(), "relay")
         publisher = worker.publisher()
-        worker.until_stopped(lambda stop: run_relay(worker.sessions, publisher, stop))
+        worker.until_stopped(lambda stop: relay_process(worker.engine, worker.sessions, publisher, stop))
 
 ``bootstrap`` sets up JSON logs carrying the process name and Prometheus metrics on
 METRICS_PORT, then ``wire`` builds the dependencies: the engine (``application_name``

@@ -20,6 +20,8 @@ their API key); a node that is merely unavailable gets no stack trace.
 from __future__ import annotations
 
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -44,6 +46,7 @@ from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, address_networ
 
 log = logging.getLogger("kassa.chain_watcher")
 RESTART_SLACK = timedelta(seconds=60)  # beyond the reload period: a feed or a scan running late
+FEED_WAIT_SECONDS = 10.0
 
 
 def default_poll(block_time: float) -> float:
@@ -236,19 +239,19 @@ class WatcherProcess:
             )
             for n in networks
         ]
-        self.feed = PaymentFeed(
-            worker.settings.rabbitmq_url,
-            worker.topology.exchange,
-            self.watchlists,
-            name=f"{worker.connection_name}-feed",
-            evm_networks=[n.name for n in worker.settings.networks if n.kind == "evm"],
-        )
+        feed = PaymentFeed(self.watchlists, evm_networks=[n.name for n in worker.settings.networks if n.kind == "evm"])
+        self.feed = feed.consumer(worker.consumer, worker.topology, f"{socket.gethostname()}-{os.getpid()}")
         self._stopped = threading.Event()
 
     def run(self) -> None:
         if not self.watchers:
             log.warning("no network has an RPC URL configured; nothing to watch")
-        self.feed.start()
+        feed = threading.Thread(target=self.feed.run, name="payment-feed", daemon=True)
+        feed.start()
+        # Subscribed before a watcher first reads the addresses: no payment falls in between
+        # (with the broker away, the watchers start all the same and the reloads cover).
+        if not self.feed.consuming.wait(FEED_WAIT_SECONDS):
+            log.warning("the payment feed is not consuming yet; new addresses wait for the next reload")
         threads = [threading.Thread(target=w.run, name=f"watch-{w.network.name}", daemon=True) for w in self.watchers]
         for t in threads:
             t.start()
@@ -256,6 +259,7 @@ class WatcherProcess:
         for t in threads:
             t.join(10)
         self.feed.stop()
+        feed.join(10)
 
     def stop(self) -> None:
         for w in self.watchers:
@@ -267,7 +271,7 @@ def main() -> None:
     settings = Settings.from_env()
     options = Options.from_settings(settings)
     networks = options.watched(settings)
-    worker = bootstrap(settings, "chain-watcher", pool_size=max(2, len(networks)))
+    worker = bootstrap(settings, "chain-watcher", pool_size=len(networks) + 2)  # the scanners', the feed's, a spare
     process = WatcherProcess(worker, networks, options)
     worker.run(process.run, process.stop)
 

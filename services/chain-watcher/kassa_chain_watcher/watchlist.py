@@ -1,8 +1,12 @@
 """The addresses a watcher matches transfers against, held in memory as a set.
 
 Loaded from the payments table at start and reloaded now and then (the source of truth),
-and fed at once by ``payment.created`` events from the bus (``PaymentFeed``): each
-watcher process declares its own exclusive, auto-delete queue bound to that routing key.
+and fed at once by ``payment.created`` events from the bus (``PaymentFeed``, the handler
+of a common consumer): each watcher process takes them from a queue of its own
+(``Topology.watcher_feed``), which expires once the process is gone. A message the feed
+missed (the process was starting, the broker away) costs no payment: the watcher reads the
+addresses from the database when it becomes active and every ``reload_seconds``, and
+backfills the recent ones from the chain.
 Addresses stay watched for ``LATE_DAYS`` after a payment's expiry, for late payments.
 
 Native coin from contracts: of the addresses, those of open payments in the network's
@@ -17,19 +21,18 @@ payment without counting it.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable, Collection, Iterable
 from datetime import timedelta
 
-import pika
 import sqlalchemy as sa
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.chains.networks import Network
+from kassa_common.messaging.consumer import Consumer, Delivered, Reject
 from kassa_common.messaging.messages import AddressFeed
-from kassa_common.messaging.publisher import connection_parameters
+from kassa_common.messaging.topology import Topology
 from kassa_common.models import Payment
 from kassa_common.statuses import PaymentStatus
 from kassa_common.timefmt import utcnow
@@ -151,63 +154,22 @@ def reload(
 
 
 class PaymentFeed:
-    """Consume ``payment.created`` from the exchange into watchlists, in a thread.
+    """Puts the address of each new live payment (``payment.created``) into the watchlists:
+    the handler of this process's feed consumer (``consumer``)."""
 
-    The queue is exclusive and auto-deleted: missed events while disconnected are
-    covered by the periodic reload from the database.
-    """
-
-    def __init__(
-        self,
-        url: str,
-        exchange: str,
-        watchlists: dict[str, Watchlist],
-        *,
-        name: str,
-        evm_networks: Collection[str] = (),
-    ) -> None:
-        self.url, self.exchange, self.watchlists, self.name = url, exchange, watchlists, name
+    def __init__(self, watchlists: dict[str, Watchlist], *, evm_networks: Collection[str] = ()) -> None:
+        self.watchlists = watchlists
         # a payment on one of these is watched by the watchlists of all of them (wrong network)
         self.evm_networks = frozenset(n.upper() for n in evm_networks)
-        self.ready = threading.Event()
-        self._stop = threading.Event()
-        self._conn: pika.BlockingConnection | None = None
-        self._thread: threading.Thread | None = None
 
-    def start(self) -> PaymentFeed:
-        self._thread = threading.Thread(target=self._run, name=f"{self.name}-feed", daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn = self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
-                channel = conn.channel()
-                channel.exchange_declare(
-                    exchange=self.exchange,
-                    exchange_type="topic",  # type: ignore[arg-type]
-                    durable=True,
-                )  # pika takes a str (its stubs: an enum)
-                queue = channel.queue_declare("", exclusive=True, auto_delete=True).method.queue or ""
-                channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=AddressFeed.ROUTING_KEY)
-                channel.basic_consume(queue, self._on_message, auto_ack=True)  # a hint; the DB is the truth
-                self.ready.set()
-                while not self._stop.is_set():
-                    conn.process_data_events(time_limit=0.2)  # type: ignore[arg-type]  # a float: stubs say int
-            except Exception as exc:  # noqa: BLE001 - broker gone: retry; the reload covers the gap
-                log.warning("payment feed lost the broker (%r); retrying", exc)
-                self._stop.wait(1.0)
-            finally:
-                self.ready.clear()
-                self._close()
-
-    def _on_message(self, _channel, method, _props, body: bytes) -> None:
+    def handle(self, _session: Session, msg: Delivered) -> None:
         try:
-            feed = AddressFeed.from_message(method.routing_key, json.loads(body))
+            feed = AddressFeed.from_message(msg.routing_key, msg.body)
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
-            log.warning("ignoring malformed payment.created: %r", exc)
-            return
+            raise Reject(f"malformed payment.created: {exc!r}") from None
+        self.add(feed)
+
+    def add(self, feed: AddressFeed) -> None:
         if feed.test_mode:
             return
         names = self.evm_networks if feed.network in self.evm_networks else {feed.network}
@@ -216,15 +178,6 @@ class PaymentFeed:
             if watchlist is not None:
                 watchlist.add(feed.address, native=watchlist.coin == (feed.network, feed.token))
 
-    def _close(self) -> None:
-        conn, self._conn = self._conn, None
-        try:
-            if conn is not None and conn.is_open:
-                conn.close()
-        except Exception:  # noqa: BLE001, S110
-            pass
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+    def consumer(self, make: Callable[..., Consumer], topo: Topology, process: str) -> Consumer:
+        """The consumer of process ``process``'s feed; ``make`` builds it (``Worker.consumer``)."""
+        return make(topo.watcher_feed(process), self.handle)

@@ -1,16 +1,17 @@
-"""The outbox relay process: publishes committed events to RabbitMQ."""
+"""The outbox relay process: publishes committed events to RabbitMQ, the only process that
+does; woken at once by the settler's NOTIFY (``kassa_common.messaging.relay``)."""
 
 from __future__ import annotations
 
 from kassa_common.config import Settings
-from kassa_common.messaging.relay import run_relay
+from kassa_common.messaging.relay import relay_process
 from kassa_common.worker import bootstrap
 
 
 def main() -> None:
-    worker = bootstrap(Settings.from_env(), "relay")
+    worker = bootstrap(Settings.from_env(), "relay", pool_size=3)  # the relay's, the listener's, a spare
     publisher = worker.publisher()
-    worker.until_stopped(lambda stop: run_relay(worker.sessions, publisher, stop))
+    worker.until_stopped(lambda stop: relay_process(worker.engine, worker.sessions, publisher, stop))
 
 
 if __name__ == "__main__":

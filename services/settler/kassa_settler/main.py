@@ -1,8 +1,9 @@
 """The settler: consumes ``chain.transfer.*`` (and test mode's ``test.transfer.*``) and
 applies them to payments.
 
-The events a batch of reports writes (payment.completed …) are published by the settler's
-own relay as soon as the batch commits: a webhook never waits for the relay process's poll.
+The events a batch of reports writes (payment.completed …) are published by the relay
+process, which the settler wakes (``wake_relay``: a NOTIFY) as soon as the batch commits:
+a webhook never waits for the relay's poll.
 Batches are small (``BATCH``): a payment settled first in a batch waits for the rest of it
 before its event can leave, and a block confirms many payments at once. ``SETTLER_CONSUMERS``
 consumers (default 2) take turns at the queue in threads of one process: a report spends
@@ -24,7 +25,7 @@ from kassa_common.config import Settings
 from kassa_common.messaging import topology as bus_topology
 from kassa_common.messaging.consumer import Consumer, Delivered, Reject
 from kassa_common.messaging.messages import ChainWatermark, RoutingKey, TransferReport
-from kassa_common.messaging.relay import Relay
+from kassa_common.messaging.relay import wake_relay
 from kassa_common.messaging.topology import Topology
 from kassa_common.payments import settle
 from kassa_common.payments.settle import lock_for_reports
@@ -88,14 +89,15 @@ def main() -> None:
     settings = Settings.from_env()
     n = settings.settler_consumers
     worker = bootstrap(settings, "settler", pool_size=n + 2)
-    relay = Relay(worker.sessions, worker.publisher("relay")).start()
-    consumers = settler_consumers(worker.consumer, worker.topology, n, make_rates(settings), after_commit=relay.wake)
+    consumers = settler_consumers(
+        worker.consumer, worker.topology, n, make_rates(settings), after_commit=partial(wake_relay, worker.engine)
+    )
 
     def stop() -> None:
         for c in consumers:
             c.stop()
 
-    worker.run(lambda: run_together(c.run for c in consumers), stop, drain=relay.stop)
+    worker.run(lambda: run_together(c.run for c in consumers), stop)
 
 
 if __name__ == "__main__":

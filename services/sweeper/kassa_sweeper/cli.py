@@ -27,7 +27,7 @@ import time
 import uuid
 from typing import Any, cast
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains.networks import Network, Token
 from kassa_common.chains.rpc import RpcUnavailable
 from kassa_common.config import Settings
@@ -102,7 +102,7 @@ def _merchant_id(email: str | None, sessions):
     if email is None:
         return None
     with unit_of_work(sessions) as s:
-        return accounts.merchant_by_email(s, email).id
+        return merchants.merchant_by_email(s, email).id
 
 
 def cmd_sweep(args: argparse.Namespace, settings: Settings) -> None:

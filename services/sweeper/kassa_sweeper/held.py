@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
@@ -64,7 +64,7 @@ def show(args, settings: Settings, options: SweepOptions, emit: Callable[..., No
     try:
         sessions = make_session_factory(engine)
         with sessions() as s:
-            merchant_id = accounts.merchant_by_email(s, args.email).id if args.email else None
+            merchant_id = merchants.merchant_by_email(s, args.email).id if args.email else None
             holds = sweep_holds.listing(s, network=network.name if network else None, merchant_id=merchant_id)
             spending = _spending(s, settings, options, [network] if network else options.sweepable(settings))
     finally:

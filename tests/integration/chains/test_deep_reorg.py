@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
 from prometheus_client import REGISTRY
 
 from kassa_common.models import Event
-from kassa_common.pricing.amounts import to_base_units
-from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
-from tests.support.watcher import live_evm
+from tests.support.watcher import live_evm, pay_usdc, units_due
 
 CONFIRMATIONS = 2
 
@@ -34,14 +31,6 @@ CONFIRMATIONS = 2
 @pytest.fixture
 def chain(anvil_isolated):
     return anvil_isolated
-
-
-def units(p: dict) -> int:
-    return to_base_units(Decimal(p["crypto_amount"]), 6)
-
-
-def pay_usdc(chain, p) -> str:
-    return pay(chain.w3, to=p["address"], amount_base_units=units(p), token_contract=chain.tokens["USDC"])
 
 
 def reorged() -> tuple[float, float]:
@@ -117,7 +106,7 @@ def test_a_transfer_lost_in_a_deep_reorg_and_mined_again_counts_again(h, chain):
     chain.mine(CONFIRMATIONS)
     until(lambda: [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"], 30, message="confirmed again")
     paid = h.payment(p["id"])
-    assert paid.status == "COMPLETED" and int(paid.amount_received_units) == units(p)
+    assert paid.status == "COMPLETED" and int(paid.amount_received_units) == units_due(p)
     assert h.events(p["id"]).count("payment.completed") == 1
 
 

@@ -6,17 +6,14 @@ counts nothing twice, and never logs the key in its RPC URL."""
 from __future__ import annotations
 
 import logging
-from decimal import Decimal
 
 import pytest
 
-from kassa_common.pricing.amounts import to_base_units
-from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
 from tests.support.watcher import at_tip as tip_reached
-from tests.support.watcher import live_evm
+from tests.support.watcher import live_evm, pay_usdc, units_due
 
 CONFIRMATIONS = 3
 KEY = "SECRETKEY123"  # a fake API key in the URL's path, as Infura and Alchemy have it
@@ -38,14 +35,6 @@ def proxy(chain):
 def h(settings, proxy, engine, sessions, make_merchant):
     with live_evm(settings, engine, sessions, make_merchant, proxy.url(f"/v3/{KEY}"), CONFIRMATIONS) as h:
         yield h
-
-
-def units(p: dict) -> int:
-    return to_base_units(Decimal(p["crypto_amount"]), 6)
-
-
-def pay_usdc(chain, p):
-    return pay(chain.w3, to=p["address"], amount_base_units=units(p), token_contract=chain.tokens["USDC"])
 
 
 def at_tip(watcher, chain):
@@ -77,7 +66,7 @@ def test_the_watcher_rides_out_rate_limits_an_outage_and_log_range_limits_missin
 
     for p in payments:
         h.wait_status(p["id"], "COMPLETED", timeout=60)
-        assert int(h.payment(p["id"]).amount_received_units) == units(p)
+        assert int(h.payment(p["id"]).amount_received_units) == units_due(p)
         assert [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"]  # exactly once
     at_tip(watcher, chain)
 

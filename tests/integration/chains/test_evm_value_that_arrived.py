@@ -23,7 +23,7 @@ import uuid
 import pytest
 from web3 import Web3
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains import forwarder
 from kassa_common.db import unit_of_work
 from kassa_dev import chain as devchain
@@ -75,7 +75,7 @@ def deposits(h, chain, sessions):
     """Forwarder mode for the harness's merchant: its payments' addresses are deposits."""
     settlement = fresh_address()
     with unit_of_work(sessions) as s:
-        accounts.set_settlement_address(s, h.merchant.id, "live", settlement)
+        merchants.set_settlement_address(s, h.merchant.id, "live", settlement)
     return ensure_factory(chain.w3), settlement
 
 

@@ -13,13 +13,12 @@ from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment
-from kassa_common.pricing.amounts import to_base_units
 from kassa_dev.chain import pay
 from kassa_expirer.jobs import Jobs
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet
 from tests.support.wait import until
-from tests.support.watcher import at_tip, harness
+from tests.support.watcher import at_tip, harness, units_due
 
 CONFIRMATIONS = 3
 
@@ -52,10 +51,6 @@ def watching(h, chain):
     return watcher
 
 
-def units(p: dict) -> int:
-    return to_base_units(Decimal(p["crypto_amount"]), 6 if p["token"] != "ETH" else 18)
-
-
 def pay_token(chain, p, amount_units, symbol="USDC"):
     return pay(chain.w3, to=p["address"], amount_base_units=amount_units, token_contract=chain.tokens[symbol])
 
@@ -66,7 +61,7 @@ def wait_confirmations(h, pid, n):
 
 def test_full_usdc_payment_completes_after_exactly_the_required_confirmations(h, chain, watching):
     p = h.create()
-    tx = pay_token(chain, p, units(p))
+    tx = pay_token(chain, p, units_due(p))
     wait_confirmations(h, p["id"], 1)
     assert h.events(p["id"]) == ["payment.created", "payment.detected"]
     chain.mine(CONFIRMATIONS - 2)
@@ -76,7 +71,7 @@ def test_full_usdc_payment_completes_after_exactly_the_required_confirmations(h,
     h.wait_status(p["id"], "COMPLETED")
     paid = h.payment(p["id"])
     assert paid.transaction_hash == tx
-    assert int(paid.amount_received_units) == units(p) and paid.confirmations == CONFIRMATIONS
+    assert int(paid.amount_received_units) == units_due(p) and paid.confirmations == CONFIRMATIONS
     assert h.events(p["id"]) == ["payment.created", "payment.detected", "payment.completed"]
 
 
@@ -136,7 +131,7 @@ def test_transfer_after_expiry_is_a_late_payment(h, chain, sessions, watching):
 def test_native_eth_at_the_locked_rate_completes(h, chain, watching):
     p = h.create(amount=30, token="ETH")
     assert Decimal(p["crypto_amount"]) == Decimal("0.01")  # the fixed rate ETH=3000, locked at creation
-    tx = pay(chain.w3, to=p["address"], amount_base_units=units(p), token_contract=None)
+    tx = pay(chain.w3, to=p["address"], amount_base_units=units_due(p), token_contract=None)
     chain.mine(CONFIRMATIONS - 1)
     h.wait_status(p["id"], "COMPLETED")
     (transfer,) = h.transfers(p["id"])
@@ -226,14 +221,14 @@ def test_a_watcher_killed_mid_scan_resumes_without_gap_or_double_count(h, chain,
         until(lambda: cursor(sessions) is not None, message="watcher process active")
         payments = [h.create(amount=1 + i) for i in range(6)]
         for p in payments[:3]:
-            pay_token(chain, p, units(p))
+            pay_token(chain, p, units_due(p))
         chain.mine(CONFIRMATIONS - 1)
         h.wait_status(payments[0]["id"], "COMPLETED")
         for p in payments[3:5]:
-            pay_token(chain, p, units(p))
+            pay_token(chain, p, units_due(p))
         proc.send_signal(signal.SIGKILL)  # somewhere between scanning and confirming
         proc.wait(10)
-        pay_token(chain, payments[5], units(payments[5]))  # while no watcher runs
+        pay_token(chain, payments[5], units_due(payments[5]))  # while no watcher runs
         chain.mine(CONFIRMATIONS)
         proc = start_process(h, chain)
         for p in payments:
@@ -242,6 +237,6 @@ def test_a_watcher_killed_mid_scan_resumes_without_gap_or_double_count(h, chain,
         proc.kill()
         proc.wait(10)
     for p in payments:
-        assert int(h.payment(p["id"]).amount_received_units) == units(p)
+        assert int(h.payment(p["id"]).amount_received_units) == units_due(p)
         assert [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"]
         assert h.events(p["id"]).count("payment.completed") == 1

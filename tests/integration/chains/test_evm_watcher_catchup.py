@@ -3,16 +3,12 @@ the real dev ERC-20s → watcher → RabbitMQ → settler, LOCAL_EVM needing 3 c
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 
-from kassa_common.pricing.amounts import to_base_units
-from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.wait import until
 from tests.support.watcher import at_tip as tip_reached
-from tests.support.watcher import live_evm
+from tests.support.watcher import live_evm, pay_usdc, units_due
 
 CONFIRMATIONS = 3
 KEPT = CONFIRMATIONS + 24  # the blocks the watcher keeps for reorg tracking (main.keep_blocks)
@@ -29,16 +25,6 @@ def h(settings, chain, engine, sessions, make_merchant):
         yield h
 
 
-def units(p: dict) -> int:
-    return to_base_units(Decimal(p["crypto_amount"]), 6)
-
-
-def pay_usdc(chain, p, amount_units, sender=None):
-    return pay(
-        chain.w3, to=p["address"], amount_base_units=amount_units, token_contract=chain.tokens["USDC"], sender=sender
-    )
-
-
 def at_tip(watcher, chain):
     tip_reached(watcher, chain, CONFIRMATIONS)
 
@@ -50,16 +36,16 @@ def test_a_watcher_stopped_while_300_blocks_pass_reports_every_transfer_on_resta
     at_tip(first, chain)
     first.stop()
     until(lambda: not first.active.is_set(), message="watcher stopped")
-    pay_usdc(chain, payments[0], units(payments[0]))
+    pay_usdc(chain, payments[0], units_due(payments[0]))
     chain.mine(150)
-    pay_usdc(chain, payments[1], units(payments[1]))
+    pay_usdc(chain, payments[1], units_due(payments[1]))
     chain.mine(150)
-    pay_usdc(chain, payments[2], units(payments[2]))  # near the tip: seen, then confirmed
+    pay_usdc(chain, payments[2], units_due(payments[2]))  # near the tip: seen, then confirmed
     chain.mine(CONFIRMATIONS - 1)
     second = h.start_watcher()
     for p in payments:
         h.wait_status(p["id"], "COMPLETED", timeout=30)
-        assert int(h.payment(p["id"]).amount_received_units) == units(p)
+        assert int(h.payment(p["id"]).amount_received_units) == units_due(p)
         assert [t.status for t in h.transfers(p["id"])] == ["CONFIRMED"]
     at_tip(second, chain)
     assert second.scanner.state.confirmed_through == chain.block_number - CONFIRMATIONS + 1

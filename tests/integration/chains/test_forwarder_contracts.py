@@ -14,14 +14,10 @@ from kassa_common.chains import forwarder
 from kassa_dev import chain as devchain
 from kassa_dev import contracts as build
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.forwarder import ensure_factory, forwarder_at, fresh_address, fresh_salt
+from tests.support.forwarder import forwarder_at, fresh_address, fresh_salt
+from tests.support.sweeper import factory  # noqa: F401  (a fixture)
 
 USDC_1, ETH_1 = 10**6, 10**18
-
-
-@pytest.fixture(scope="module")
-def factory(anvil):
-    return ensure_factory(anvil.w3)
 
 
 @pytest.fixture

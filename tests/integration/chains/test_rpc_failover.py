@@ -12,21 +12,18 @@ from __future__ import annotations
 
 import logging
 from contextlib import contextmanager
-from decimal import Decimal
 
 import pytest
 from prometheus_client import REGISTRY
 
-from kassa_common import cli
 from kassa_common.chains.networks import load_registry
-from kassa_common.pricing.amounts import to_base_units
 from kassa_dev import chain as devchain
-from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated, start_chain  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet
+from tests.support.cli import cli_runner
 from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
-from tests.support.watcher import harness
+from tests.support.watcher import harness, pay_usdc
 
 CONFIRMATIONS = 2
 
@@ -72,11 +69,6 @@ def nodes(settings, engine, sessions, make_merchant, urls: list[str], quorum: in
 def metric(name: str, url: str | None = None, node: int | None = None) -> float:
     labels = {"network": "LOCAL_EVM"} | ({"node": str(node), "url": url} if url else {})
     return REGISTRY.get_sample_value(name, labels) or 0
-
-
-def pay_usdc(chain, p) -> dict:
-    units = to_base_units(Decimal(p["crypto_amount"]), 6)
-    return pay(chain.w3, to=p["address"], amount_base_units=units, token_contract=chain.tokens["USDC"])
 
 
 def transfer_statuses(h, pid) -> list[str]:
@@ -190,14 +182,13 @@ def test_a_node_on_another_chain_id_is_refused_and_never_read(
 
 @pytest.fixture
 def kassa(database_url, monkeypatch, capsys):
-    monkeypatch.setenv("DATABASE_URL", database_url)
-    monkeypatch.setenv("SWEEPER_PRIVATE_KEY", devchain.SWEEPER_PRIVATE_KEY)
+    kassa = cli_runner(
+        monkeypatch, capsys, {"DATABASE_URL": database_url, "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY}
+    )
 
     def run(urls: list[str], *args: str) -> tuple[int, str, str]:
         monkeypatch.setenv("LOCAL_EVM_RPC_URLS", ",".join(urls))
-        code = cli.main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
+        return kassa(*args)
 
     return run
 

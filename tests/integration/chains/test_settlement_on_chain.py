@@ -4,19 +4,15 @@ confirmations, and a reorg that takes a seen transfer away. LOCAL_EVM needs 3 co
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 import pytest
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import load_registry
-from kassa_common.pricing.amounts import to_base_units
-from kassa_dev.chain import pay
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.api import API, assert_error, set_live_wallet
 from tests.support.dashboard import csrf_of
 from tests.support.wait import until
-from tests.support.watcher import harness
+from tests.support.watcher import harness, pay_usdc, units_due
 
 CONFIRMATIONS = 3
 
@@ -35,16 +31,6 @@ def h(settings, chain, engine, sessions, make_merchant):
         watcher = h.start_watcher()
         until(watcher.active.is_set, message="watcher active")
         yield h
-
-
-def pay_usdc(chain, p: dict, amount_units: int, sender: str | None = None) -> str:
-    return pay(
-        chain.w3, to=p["address"], amount_base_units=amount_units, token_contract=chain.tokens["USDC"], sender=sender
-    )
-
-
-def units(p: dict) -> int:
-    return to_base_units(Decimal(p["crypto_amount"]), 6)
 
 
 def cancel(h, p: dict):
@@ -72,7 +58,7 @@ def test_cancel_while_the_transfer_is_seen_is_refused_then_the_payment_completes
     p = h.create(amount=5)
     page = h.client.get(f"/pay/{p['short_id']}").get_data(as_text=True)  # the customer's tab, opened before paying
     assert 'id="cancel-form"' in page
-    tx = pay_usdc(chain, p, units(p))
+    tx = pay_usdc(chain, p, units_due(p))
     until(lambda: h.payment(p["id"]).confirmations == 1, message="transfer seen")
     error = assert_error(cancel(h, p), 409, "CONFLICT")
     assert "seen" in error["message"]
@@ -89,7 +75,7 @@ def test_cancel_while_the_transfer_is_seen_is_refused_then_the_payment_completes
 def test_a_seen_transfer_a_reorg_removes_clears_the_seen_state(h, chain):
     chain.mine(2)
     p = h.create(amount=5)
-    pay_usdc(chain, p, units(p))
+    pay_usdc(chain, p, units_due(p))
     until(lambda: h.payment(p["id"]).confirmations == 1, message="transfer seen")
     assert checkout_status(h, p)["seen"] is True
     chain.reorg(1)  # the block holding the transfer is replaced by one without it

@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import uuid
 from datetime import timedelta
+from functools import partial
 
 import pytest
 import sqlalchemy as sa
@@ -18,38 +19,22 @@ from kassa_common.timefmt import utcnow
 from kassa_dev import chain as devchain
 from kassa_sweeper.engine import Outcome
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.api import API
-from tests.support.forwarder import SWEEPER, ensure_factory, fresh_address
-from tests.support.sweeper import (
+from tests.support.forwarder import SWEEPER, fresh_address
+from tests.support.sweeper import (  # noqa: F401  (chain, env, factory: fixtures)
     NETWORK,
-    chain_settings,
+    chain,
+    env,
     events_of,
+    factory,
+    live_payment,
     paid,
     payment_row,
-    reset_sweeps,
     settling_merchant,
     sweeper_for,
     sweeps_since,
 )
 
 USDC = 10**6
-
-
-@pytest.fixture(scope="module")
-def factory(anvil):
-    return ensure_factory(anvil.w3)
-
-
-@pytest.fixture
-def chain(anvil_isolated, factory, sessions):
-    reset_sweeps(sessions)
-    yield anvil_isolated
-    anvil_isolated.rpc("evm_setAutomine", True)
-
-
-@pytest.fixture
-def env(settings, chain):
-    return chain_settings(settings, chain)
 
 
 @pytest.fixture
@@ -59,16 +44,7 @@ def merchant(make_merchant, sessions):
 
 @pytest.fixture
 def create(client, merchant):
-    def make(amount=10, token="USDC") -> dict:
-        r = client.post(
-            f"{API}/payments",
-            json={"amount": amount, "token": token, "network": NETWORK},
-            headers=merchant.headers("live"),
-        )
-        assert r.status_code == 201, r.get_data(as_text=True)
-        return r.get_json()["data"]
-
-    return make
+    return partial(live_payment, client, merchant)
 
 
 def balance(chain, address, symbol) -> int:
@@ -275,15 +251,13 @@ def test_an_xpub_payment_is_never_due(env, chain, sessions, client, make_merchan
 
     m = make_merchant()
     set_live_wallet(sessions, m.id)
-    p = client.post(
-        f"{API}/payments", json={"amount": 10, "token": "USDC", "network": NETWORK}, headers=m.headers("live")
-    ).get_json()["data"]
+    p = live_payment(client, m)
     paid(chain, sessions, p, 10 * USDC)
     assert sweeper_for(env, sessions, max_age=timedelta(0)).tick().outcome == Outcome.IDLE
 
 
 def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, merchant, app):
-    from kassa_common import accounts
+    from kassa_common import merchants
     from kassa_common.models import Merchant
     from tests.support.dashboard import csrf_of, log_in
 
@@ -292,7 +266,7 @@ def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, 
     paid(chain, sessions, p, 5 * USDC // 2, "USDT")
     done = run_until(sweeper_for(env, sessions), Outcome.CONFIRMED, chain)
     with unit_of_work(sessions) as s:
-        s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
+        s.get(Merchant, merchant.id).password_hash = merchants.hash_password("s3cret-pass")
     dash = app.test_client()
     log_in(dash, merchant.email)
     token = csrf_of(dash.get("/dashboard/keys"))

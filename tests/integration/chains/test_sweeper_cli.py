@@ -7,12 +7,12 @@ import json
 
 import pytest
 
-from kassa_common import cli
 from kassa_common.chains import forwarder
 from kassa_common.timefmt import utcnow
 from kassa_dev import chain as devchain
 from tests.support.anvil import start_chain
-from tests.support.sweeper import paid, reset_sweeps, settling_merchant, sweeps_since
+from tests.support.cli import cli_runner
+from tests.support.sweeper import live_payment, paid, reset_sweeps, settling_merchant, sweeps_since
 
 USDC = 10**6
 
@@ -27,20 +27,13 @@ def bare_chain():
 
 @pytest.fixture
 def kassa(database_url, monkeypatch, capsys, bare_chain):
-    for name, value in {
+    env = {
         "DATABASE_URL": database_url,
         "LOCAL_EVM_RPC_URL": bare_chain.url,
         "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
         "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000",
-    }.items():
-        monkeypatch.setenv(name, value)
-
-    def run(*args: str) -> tuple[int, str, str]:
-        code = cli.main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
+    }
+    return cli_runner(monkeypatch, capsys, env)
 
 
 def test_contracts_deploy_puts_the_factory_where_networks_json_says_once(kassa, bare_chain):
@@ -80,11 +73,7 @@ def test_a_dry_run_shows_what_would_move_and_moves_nothing(kassa, bare_chain, cl
     kassa("contracts", "deploy", "--network", "LOCAL_EVM")
     reset_sweeps(sessions)
     merchant = settling_merchant(make_merchant, sessions)
-    p = client.post(
-        "/v1/api/payments",
-        json={"amount": 4, "token": "USDC", "network": "LOCAL_EVM"},
-        headers=merchant.headers("live"),
-    ).get_json()["data"]
+    p = live_payment(client, merchant, 4)
     paid(bare_chain, sessions, p, 4 * USDC)
     started = utcnow()
 

@@ -11,7 +11,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts, cli
+from kassa_common import merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, SweepHold
 from kassa_common.payments import sweep_holds
@@ -20,42 +20,33 @@ from kassa_dev import chain as devchain
 from kassa_sweeper.engine import Outcome
 from tests.support import settlements
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.api import API
-from tests.support.forwarder import SWEEPER, ensure_factory
-from tests.support.sweeper import NETWORK, chain_settings, events_of, paid, reset_sweeps, sweeper_for
+from tests.support.cli import cli_runner
+from tests.support.forwarder import SWEEPER
+from tests.support.sweeper import (  # noqa: F401  (chain, factory: fixtures)
+    NETWORK,
+    chain,
+    chain_settings,
+    events_of,
+    factory,
+    live_payment,
+    paid,
+    sweeper_for,
+)
 
 ETH = 10**16
 
 
-@pytest.fixture(scope="module")
-def factory(anvil):
-    return ensure_factory(anvil.w3)
-
-
-@pytest.fixture
-def chain(anvil_isolated, factory, sessions):
-    reset_sweeps(sessions)
-    return anvil_isolated
-
-
 @pytest.fixture
 def kassa(database_url, monkeypatch, capsys, chain):
-    for name, value in {
+    env = {
         "DATABASE_URL": database_url,
         "LOCAL_EVM_RPC_URL": chain.url,
         "SWEEPER_PRIVATE_KEY": devchain.SWEEPER_PRIVATE_KEY,
         "SWEEP_MAX_SPEND_USD_PER_HOUR": "1000000000",
         "RATES_PROVIDERS": "none",  # no market source: the fixed rates value the gas
-        "LOCAL_EVM_CONFIRMATIONS": "1",
-    }.items():  # automine: no other block comes
-        monkeypatch.setenv(name, value)
-
-    def run(*args: str) -> tuple[int, str, str]:
-        code = cli.main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
+        "LOCAL_EVM_CONFIRMATIONS": "1",  # automine: no other block comes
+    }
+    return cli_runner(monkeypatch, capsys, env)
 
 
 @pytest.fixture
@@ -65,10 +56,8 @@ def held(settings, chain, sessions, make_merchant, client):
     refuser = settlements.deploy(chain.w3, "Refuser")
     merchant = make_merchant()
     with unit_of_work(sessions) as s:
-        accounts.set_settlement_address(s, merchant.id, "live", refuser)
-    p = client.post(
-        f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK}, headers=merchant.headers("live")
-    ).get_json()["data"]
+        merchants.set_settlement_address(s, merchant.id, "live", refuser)
+    p = live_payment(client, merchant, 30, "ETH")
     paid(chain, sessions, p, ETH)
     sweeper = sweeper_for(chain_settings(settings, chain), sessions)
     for _ in range(4):
@@ -144,7 +133,7 @@ def test_the_dashboard_shows_the_held_deposit_and_why(held, app, sessions):
 
     merchant, p, _ = held
     with unit_of_work(sessions) as s:
-        s.get(Merchant, merchant.id).password_hash = accounts.hash_password("s3cret-pass")
+        s.get(Merchant, merchant.id).password_hash = merchants.hash_password("s3cret-pass")
     dash = app.test_client()
     log_in(dash, merchant.email)
     assert dash.post(

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
+from functools import partial
 
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains import forwarder
 from kassa_common.db import unit_of_work
 from kassa_common.models import SweepHold, Transfer
@@ -21,29 +22,21 @@ from kassa_common.timefmt import utcnow
 from kassa_sweeper.engine import Outcome
 from tests.support import settlements
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.api import API
-from tests.support.forwarder import SWEEPER, ensure_factory, fresh_address
-from tests.support.sweeper import NETWORK, chain_settings, events_of, paid, reset_sweeps, sweeper_for, sweeps_since
+from tests.support.forwarder import SWEEPER, fresh_address
+from tests.support.sweeper import (  # noqa: F401  (chain, env, factory: fixtures)
+    NETWORK,
+    chain,
+    env,
+    events_of,
+    factory,
+    live_payment,
+    paid,
+    sweeper_for,
+    sweeps_since,
+)
 
 ETH = 10**16  # 0.01 ETH: $30 at the fixed rate
 USDC = 10**6
-
-
-@pytest.fixture(scope="module")
-def factory(anvil):
-    return ensure_factory(anvil.w3)
-
-
-@pytest.fixture
-def chain(anvil_isolated, factory, sessions):
-    reset_sweeps(sessions)
-    yield anvil_isolated
-    anvil_isolated.rpc("evm_setAutomine", True)
-
-
-@pytest.fixture
-def env(settings, chain):
-    return chain_settings(settings, chain)
 
 
 @pytest.fixture
@@ -53,18 +46,9 @@ def settling_to(make_merchant, sessions, client):
     def merchant(settlement: str):
         m = make_merchant()
         with unit_of_work(sessions) as s:
-            accounts.set_settlement_address(s, m.id, "live", settlement)
+            merchants.set_settlement_address(s, m.id, "live", settlement)
 
-        def create(amount=30, token="ETH") -> dict:
-            r = client.post(
-                f"{API}/payments",
-                json={"amount": amount, "token": token, "network": NETWORK},
-                headers=m.headers("live"),
-            )
-            assert r.status_code == 201, r.get_data(as_text=True)
-            return r.get_json()["data"]
-
-        return create
+        return partial(live_payment, client, m, amount=30, token="ETH")
 
     return merchant
 

@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 from eth_utils import keccak
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains import forwarder
 from kassa_common.chains.evm import create2_address
 from kassa_common.db import unit_of_work
@@ -24,12 +24,13 @@ from kassa_common.timefmt import utcnow
 from kassa_sweeper.engine import Outcome
 from tests.support import settlements
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.api import API
-from tests.support.forwarder import SWEEPER, ensure_factory
-from tests.support.sweeper import (
+from tests.support.forwarder import SWEEPER
+from tests.support.sweeper import (  # noqa: F401  (factory: a fixture)
     NETWORK,
     chain_settings,
     events_of,
+    factory,
+    live_payment,
     paid,
     reset_sweeps,
     settling_merchant,
@@ -43,11 +44,6 @@ ETH = 10**16
 
 def v1_init_code() -> bytes:
     return bytes.fromhex(V1["bytecode"][2:])
-
-
-@pytest.fixture(scope="module")
-def factory(anvil):
-    return ensure_factory(anvil.w3)
 
 
 @pytest.fixture
@@ -78,12 +74,7 @@ def test_a_deposit_of_the_previous_factory_is_swept_through_it_beside_todays(
     settings, chain, sessions, client, make_merchant
 ):
     merchant = settling_merchant(make_merchant, sessions)
-    old, new = [
-        client.post(
-            f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK}, headers=merchant.headers("live")
-        ).get_json()["data"]
-        for _ in range(2)
-    ]
+    old, new = [live_payment(client, merchant, 30, "ETH") for _ in range(2)]
     (legacy,) = forwarder.PREVIOUS_FACTORIES
     with unit_of_work(sessions) as s:  # as it was created before the upgrade
         row = s.get(Payment, uuid.UUID(old["id"]))
@@ -119,13 +110,11 @@ def test_a_gas_burning_settlement_behind_a_first_version_deposit_is_held_at_the_
     burner = settlements.deploy(chain.w3, "GasBurner")
     hostile = make_merchant()
     with unit_of_work(sessions) as s:
-        accounts.set_settlement_address(s, hostile.id, "live", burner)
+        merchants.set_settlement_address(s, hostile.id, "live", burner)
     friendly = settling_merchant(make_merchant, sessions)
 
     def legacy_payment(merchant, settlement):
-        p = client.post(
-            f"{API}/payments", json={"amount": 30, "token": "ETH", "network": NETWORK}, headers=merchant.headers("live")
-        ).get_json()["data"]
+        p = live_payment(client, merchant, 30, "ETH")
         with unit_of_work(sessions) as s:
             row = s.get(Payment, uuid.UUID(p["id"]))
             row.address = p["address"] = forwarder.deposit_address(

@@ -20,13 +20,13 @@ from kassa_dev import chain as devchain
 from kassa_sweeper.engine import Outcome
 from kassa_sweeper.txs import Signer, market_fees
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.api import API
-from tests.support.forwarder import ensure_factory
-from tests.support.sweeper import (
+from tests.support.sweeper import (  # noqa: F401  (chain, env, factory: fixtures)
     NETWORK,
-    chain_settings,
+    chain,
+    env,
+    factory,
+    live_payment,
     paid,
-    reset_sweeps,
     settling_merchant,
     sweeper_for,
     sweeps_since,
@@ -34,22 +34,6 @@ from tests.support.sweeper import (
 
 USDC = 10**6
 ETH_USD = Decimal(3000)  # the fixed rate of the tests' settings
-
-
-@pytest.fixture(scope="module")
-def factory(anvil):
-    return ensure_factory(anvil.w3)
-
-
-@pytest.fixture
-def chain(anvil_isolated, factory, sessions):
-    reset_sweeps(sessions)
-    return anvil_isolated
-
-
-@pytest.fixture
-def env(settings, chain):
-    return chain_settings(settings, chain)
 
 
 @pytest.fixture
@@ -67,12 +51,7 @@ def deposits(client, make_merchant, sessions, chain):
         merchant = settling_merchant(make_merchant, sessions)
         out = []
         for _ in range(n):
-            r = client.post(
-                f"{API}/payments",
-                json={"amount": 10, "token": "USDC", "network": NETWORK},
-                headers=merchant.headers("live"),
-            )
-            p = r.get_json()["data"]
+            p = live_payment(client, merchant)
             paid(chain, sessions, p, 10 * USDC)
             out.append(p)
         return out

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts, cli
+from kassa_common import cli, merchants
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
@@ -218,12 +218,12 @@ def test_the_same_key_entered_in_another_encoding_continues_its_index_sequence(r
 def test_a_test_key_entered_as_tpub_then_xpub_continues_its_index_sequence(client, merchant, sessions):
     key = fresh_key("tpub")
     with unit_of_work(sessions) as s:
-        accounts.set_wallet(s, merchant.id, "test", "evm", key)
+        merchants.set_wallet(s, merchant.id, "test", "evm", key)
     first = client.post(
         f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"}, headers=merchant.headers()
     ).get_json()["data"]["address"]
     with unit_of_work(sessions) as s:
-        accounts.set_wallet(s, merchant.id, "test", "evm", encoded(key, "xpub"))
+        merchants.set_wallet(s, merchant.id, "test", "evm", encoded(key, "xpub"))
     second = client.post(
         f"{API}/payments", json={"amount": 1, "token": "USDC", "network": "BASE"}, headers=merchant.headers()
     ).get_json()["data"]["address"]
@@ -236,7 +236,7 @@ def test_a_key_whose_sequence_is_gone_never_hands_out_an_address_a_payment_holds
     after the addresses its payments hold, instead of at index 0."""
     key = fresh_key()
     with unit_of_work(sessions) as s:
-        accounts.set_wallet(s, merchant.id, "test", "evm", key)
+        merchants.set_wallet(s, merchant.id, "test", "evm", key)
 
     def address() -> str:
         r = client.post(

@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
 from kassa_common.statuses import TransferStatus
@@ -38,7 +38,7 @@ def stored(sessions, email: str) -> tuple[int | None, Decimal]:
 def new_payment(app, sessions, merchant_id: uuid.UUID, amount: float = 2) -> dict:
     """A test payment of ``amount`` USDC on BASE, made with the merchant's own API key."""
     with unit_of_work(sessions) as s:
-        key = accounts.create_key(s, merchant_id, "test", ["payments:create"]).key
+        key = keys.create_key(s, merchant_id, "test", ["payments:create"]).key
     r = app.test_client().post(
         "/v1/api/payments", json={"amount": amount, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key}
     )
@@ -222,7 +222,7 @@ def test_cli_sets_the_rate_spread_and_lock(kassa_main, merchant, sessions):
     code, out, _ = kassa_main("merchant", "settings", merchant.email, "--rate-spread", "1.5", "--rate-lock", "20")
     assert code == 0 and out.strip().endswith("rate spread 1.5%, rate lock 20 minutes")
     with sessions() as s:
-        m = accounts.merchant_by_email(s, merchant.email)
+        m = merchants.merchant_by_email(s, merchant.email)
         assert (m.rate_spread_pct, m.rate_lock_minutes) == (Decimal("1.50"), 20)
     code, _, err = kassa_main("merchant", "settings", merchant.email, "--rate-spread", "11", "--rate-lock", "5")
     assert code == 1 and "rate spread must be a percentage from 0 to 10" in err
@@ -252,5 +252,5 @@ def test_the_dashboard_sets_the_rate_spread_and_lock(dash, sessions):
     )
     assert bad.status_code == 400 and "rate spread must be a percentage from 0 to 10" in bad.get_data(as_text=True)
     with sessions() as s:
-        m = accounts.merchant_by_email(s, dash.email)
+        m = merchants.merchant_by_email(s, dash.email)
         assert (m.rate_spread_pct, m.rate_lock_minutes) == (Decimal("2.50"), 10)

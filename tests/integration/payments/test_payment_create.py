@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains.hd import derive_address
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, IdempotencyKey, Payment
@@ -37,7 +37,7 @@ def test_the_created_event_carries_the_payment_object_the_create_answered(client
 
 def test_a_replayed_request_takes_no_address_index(client, merchant, sessions):
     with unit_of_work(sessions) as s:
-        accounts.set_wallet(s, merchant.id, "test", "evm", fresh_key())
+        merchants.set_wallet(s, merchant.id, "test", "evm", fresh_key())
     first = create(client, merchant, **{"Idempotency-Key": "order-1"}).json["data"]
     for _ in range(3):
         assert create(client, merchant, **{"Idempotency-Key": "order-1"}).json["data"]["id"] == first["id"]
@@ -63,13 +63,13 @@ def test_an_expired_idempotency_key_starts_afresh(client, merchant, sessions, se
 def test_a_payment_after_the_merchant_changes_its_key_derives_from_the_new_key(client, merchant, sessions):
     old, new = fresh_key(), fresh_key()
     with unit_of_work(sessions) as s:
-        accounts.set_wallet(s, merchant.id, "test", "evm", old)
+        merchants.set_wallet(s, merchant.id, "test", "evm", old)
     before = [create(client, merchant).json["data"]["address"] for _ in range(2)]
     with unit_of_work(sessions) as s:
-        accounts.set_wallet(s, merchant.id, "test", "evm", new)
+        merchants.set_wallet(s, merchant.id, "test", "evm", new)
     after = [create(client, merchant).json["data"]["address"] for _ in range(2)]
     with unit_of_work(sessions) as s:  # and back: the old key lost no index meanwhile
-        accounts.set_wallet(s, merchant.id, "test", "evm", old)
+        merchants.set_wallet(s, merchant.id, "test", "evm", old)
     back = create(client, merchant).json["data"]["address"]
     assert before == [derive_address("evm", old, TEST_INDEX_BASE + i) for i in range(2)]  # test mode's range
     assert after == [derive_address("evm", new, TEST_INDEX_BASE + i) for i in range(2)]

@@ -102,13 +102,13 @@ def test_the_webhook_data_carries_the_transfers_at_that_moment(sessions, live_me
 
 
 def test_the_dashboard_detail_shows_a_transfer_that_does_not_count_and_why(dash, sessions, app):
-    from kassa_common import accounts
+    from kassa_common import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
 
     with unit_of_work(sessions) as s:
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
-        key = accounts.create_key(s, mid, "test", ["payments:create"]).key
+        key = keys.create_key(s, mid, "test", ["payments:create"]).key
     p = (
         app.test_client()
         .post(f"{API}/payments", json={"amount": 2, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key})

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.chains.hd import derive_address
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Wallet, WalletChange
@@ -52,7 +52,7 @@ def shop(make_merchant, sessions):
     """A live merchant with a password and a mainnet EVM key in force."""
     m = make_merchant()
     with unit_of_work(sessions) as s:
-        s.get(Merchant, m.id).password_hash = accounts.hash_password("s3cret-pass")
+        s.get(Merchant, m.id).password_hash = merchants.hash_password("s3cret-pass")
     m.old_key = set_live_wallet(sessions, m.id, "evm", fresh_key())
     return m
 

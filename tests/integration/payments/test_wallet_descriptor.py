@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts, cli
+from kassa_common import cli, keys, merchants
 from kassa_common.chains.descriptor import checksum_valid, wallet_descriptors
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment, Transfer
@@ -30,7 +30,7 @@ BTC_PAYMENT = {"amount": 10, "token": "BTC", "network": "BITCOIN"}
 
 def set_bitcoin_key(sessions, merchant_id: uuid.UUID, xpub: str, mode: str = "test") -> None:
     with unit_of_work(sessions) as s:
-        accounts.set_wallet(s, merchant_id, mode, "bitcoin", xpub)
+        merchants.set_wallet(s, merchant_id, mode, "bitcoin", xpub)
 
 
 def create_btc_payments(client, api_key: str, count: int) -> list[dict]:
@@ -223,7 +223,7 @@ def test_wallets_page_shows_descriptors_and_the_gap_warning(dash, sessions, make
     assert "No address handed out yet" in page
 
     with unit_of_work(sessions) as s:
-        api_key = accounts.create_key(s, dash.merchant_id, "test", ["payments:create"]).key
+        api_key = keys.create_key(s, dash.merchant_id, "test", ["payments:create"]).key
     create_btc_payments(client, api_key, 23)  # index 0 paid, 1..22 not: a run of 22
     fund(sessions, dash.merchant_id, [0])
     _other, other_key = btc_merchant(make_merchant, sessions, client, payments=2)

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.chains.hd import derive_address
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
@@ -42,16 +42,16 @@ def merchant(client, sessions):
     """A merchant with a dashboard login and a test and a live API key."""
     email = merchant_with_password(sessions)
     with unit_of_work(sessions) as s:
-        m = accounts.merchant_by_email(s, email)
-        keys = {mode: accounts.create_key(s, m.id, mode, list(accounts.SCOPES)).key for mode in ("test", "live")}
+        m = merchants.merchant_by_email(s, email)
+        mode_keys = {mode: keys.create_key(s, m.id, mode, list(keys.SCOPES)).key for mode in ("test", "live")}
         merchant_id = m.id
-    return type("Merchant", (), {"id": merchant_id, "email": email, "keys": keys})
+    return type("Merchant", (), {"id": merchant_id, "email": email, "keys": mode_keys})
 
 
 def same_key_in_both_modes(sessions, merchant, chain: str, key: str) -> None:
     with unit_of_work(sessions) as s:
         for mode in ("test", "live"):
-            accounts.set_wallet(s, merchant.id, mode, chain, key)
+            merchants.set_wallet(s, merchant.id, mode, chain, key)
 
 
 def create(client, merchant, mode: str, body: dict) -> dict:
@@ -95,7 +95,7 @@ def test_a_test_mode_bitcoin_payment_shows_the_test_networks_address_in_the_api_
 ):
     key = fresh_key("zpub")
     with unit_of_work(sessions) as s:
-        accounts.set_wallet(s, merchant.id, "test", "bitcoin", key)
+        merchants.set_wallet(s, merchant.id, "test", "bitcoin", key)
     sign_in(client, merchant, "test")
     shown_first = first_shown(client, "bitcoin")
 

@@ -10,7 +10,7 @@ import uuid
 
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Merchant
 from kassa_common.statuses import TransferStatus
@@ -112,7 +112,7 @@ def test_the_dashboard_says_a_forwarder_deposit_is_swept_on_that_network(client,
     mid = live_dashboard(client, sessions)
     settlement = fresh_address()
     with unit_of_work(sessions) as s:
-        accounts.set_settlement_address(s, mid, "live", settlement)
+        merchants.set_settlement_address(s, mid, "live", settlement)
     p = live_payment(client, sessions, mid)
     settle(sessions, on_second(p, CONFIRMED, 2))
 

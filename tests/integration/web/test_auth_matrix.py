@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, WebhookDelivery
 from kassa_common.timefmt import utcnow
@@ -87,31 +87,31 @@ def world(app, sessions):
     """The caller (merchant A, keys of every kind) and what its requests must never reach."""
     client = app.test_client()
     with unit_of_work(sessions) as s:
-        a = accounts.create_merchant(s, f"a-{secrets.token_hex(5)}@example.com", None, "Caller", True)
-        b = accounts.create_merchant(s, f"b-{secrets.token_hex(5)}@example.com", None, "Other", True)
-        banned = accounts.create_merchant(s, f"x-{secrets.token_hex(5)}@example.com", None, "Banned", True)
+        a = merchants.create_merchant(s, f"a-{secrets.token_hex(5)}@example.com", None, "Caller", True)
+        b = merchants.create_merchant(s, f"b-{secrets.token_hex(5)}@example.com", None, "Other", True)
+        banned = merchants.create_merchant(s, f"x-{secrets.token_hex(5)}@example.com", None, "Banned", True)
         banned.banned = True
-        idle = accounts.create_merchant(s, f"i-{secrets.token_hex(5)}@example.com", None, "Idle", False)
-        keys = {mode: accounts.create_key(s, a.id, mode, list(accounts.SCOPES)).key for mode in ("test", "live")}
-        b_key = accounts.create_key(s, b.id, "test", list(accounts.SCOPES)).key
-        revoked = accounts.create_key(s, a.id, "test", list(accounts.SCOPES))
-        accounts.revoke_key(s, a.id, revoked.row.id)
-        single = {scope: accounts.create_key(s, a.id, "test", [scope]).key for scope in accounts.SCOPES}
+        idle = merchants.create_merchant(s, f"i-{secrets.token_hex(5)}@example.com", None, "Idle", False)
+        mode_keys = {mode: keys.create_key(s, a.id, mode, list(keys.SCOPES)).key for mode in ("test", "live")}
+        b_key = keys.create_key(s, b.id, "test", list(keys.SCOPES)).key
+        revoked = keys.create_key(s, a.id, "test", list(keys.SCOPES))
+        keys.revoke_key(s, a.id, revoked.row.id)
+        single = {scope: keys.create_key(s, a.id, "test", [scope]).key for scope in keys.SCOPES}
         others = {
-            "banned": accounts.create_key(s, banned.id, "test", list(accounts.SCOPES)).key,
-            "unactivated": accounts.create_key(s, idle.id, "test", list(accounts.SCOPES)).key,
+            "banned": keys.create_key(s, banned.id, "test", list(keys.SCOPES)).key,
+            "unactivated": keys.create_key(s, idle.id, "test", list(keys.SCOPES)).key,
             "revoked": revoked.key,
         }
         ids = (a.id, b.id, b.email)
     set_live_wallet(sessions, ids[0])
     return {
         "client": client,
-        "keys": keys,
+        "keys": mode_keys,
         "single": single,
         "others": others,
         "b_email": ids[2],
         "b": objects_of(client, sessions, b_key, "test"),  # another merchant's, same mode
-        "a_live": objects_of(client, sessions, keys["live"], "live"),
+        "a_live": objects_of(client, sessions, mode_keys["live"], "live"),
     }  # the caller's, other mode
 
 
@@ -154,7 +154,7 @@ def test_every_operation_answers_each_wrong_caller_with_the_documented_status(ap
         elif caller in world["others"]:
             headers = {"X-Api-Key": world["others"][caller]}
         elif caller == "wrong scope":
-            headers = {"X-Api-Key": world["single"][next(s for s in accounts.SCOPES if s != scope)]}
+            headers = {"X-Api-Key": world["single"][next(s for s in keys.SCOPES if s != scope)]}
         else:
             headers = {"X-Api-Key": key}
         url = API + (fill(path, objs) if "{" in path else path)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from kassa_common import accounts
+from kassa_common import merchants
 from tests.support.dashboard import csrf_of, log_in, merchant_with_password
 
 
@@ -87,7 +87,7 @@ def test_head_of_the_signup_and_login_forms_answers_like_get_and_submits_nothing
 def test_a_login_for_an_unknown_email_does_the_same_password_work_as_a_wrong_password(client, sessions, monkeypatch):
     """No account enumeration by timing: both failures run one password hash check."""
     calls = []
-    real = accounts._hasher
+    real = merchants._hasher
 
     class Counting:
         def __getattr__(self, name):
@@ -97,7 +97,7 @@ def test_a_login_for_an_unknown_email_does_the_same_password_work_as_a_wrong_pas
             calls.append(stored)
             return real.verify(stored, password)
 
-    monkeypatch.setattr(accounts, "_hasher", Counting())
+    monkeypatch.setattr(merchants, "_hasher", Counting())
     email = merchant_with_password(sessions)
     token = csrf_of(client.get("/dashboard/login"))
     wrong = client.post("/dashboard/login", data={"csrf_token": token, "email": email, "password": "wrong-one"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import keys
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Merchant, WebhookDelivery
 from kassa_common.statuses import DeliveryStatus
@@ -17,7 +17,7 @@ from tests.support.dashboard import post
 def api_key(sessions, email: str) -> str:
     with unit_of_work(sessions) as s:
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == email)).one()
-        return accounts.create_key(s, mid, "test", ["payments:create", "payments:read", "webhooks:manage"]).key
+        return keys.create_key(s, mid, "test", ["payments:create", "payments:read", "webhooks:manage"]).key
 
 
 def made(app, key: str, path: str, body: dict) -> dict:

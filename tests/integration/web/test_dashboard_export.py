@@ -12,7 +12,7 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts, payments
+from kassa_common import keys, payments
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
 from kassa_common.owner import Owner
@@ -37,7 +37,7 @@ def shop(dash, sessions, app):
     name (the plain one with a formula in its metadata); ``shop.made`` maps name to payment."""
     with unit_of_work(sessions) as s:
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
-        key = accounts.create_key(s, mid, "test", list(accounts.SCOPES)).key
+        key = keys.create_key(s, mid, "test", list(keys.SCOPES)).key
     api = app.test_client()
     dash.made = {}
     for name in HOSTILE:

@@ -110,13 +110,13 @@ def test_other_merchants_objects_are_not_found(dash, make_merchant, client):
 
 
 def test_payment_detail_cancels_a_pending_payment(dash, sessions, app):
-    from kassa_common import accounts
+    from kassa_common import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
 
     with unit_of_work(sessions) as s:  # the dashboard's merchant, through its own API key
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
-        key = accounts.create_key(s, mid, "test", ["payments:create"]).key
+        key = keys.create_key(s, mid, "test", ["payments:create"]).key
     api = app.test_client()
     short_id = api.post(
         "/v1/api/payments", json={"amount": 3, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key}
@@ -172,13 +172,13 @@ def test_an_object_of_the_other_mode_is_not_found(dash, sessions):
 
 
 def test_canceling_a_canceled_payment_shows_why_on_a_conflict_page(dash, sessions, app):
-    from kassa_common import accounts
+    from kassa_common import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
 
     with unit_of_work(sessions) as s:
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
-        key = accounts.create_key(s, mid, "test", ["payments:create"]).key
+        key = keys.create_key(s, mid, "test", ["payments:create"]).key
     short_id = (
         app.test_client()
         .post("/v1/api/payments", json={"amount": 2, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key})
@@ -192,13 +192,13 @@ def test_canceling_a_canceled_payment_shows_why_on_a_conflict_page(dash, session
 
 
 def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash, sessions, app):
-    from kassa_common import accounts
+    from kassa_common import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
 
     with unit_of_work(sessions) as s:
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
-        key = accounts.create_key(s, mid, "test", ["payments:create"]).key
+        key = keys.create_key(s, mid, "test", ["payments:create"]).key
     api = app.test_client()
     made = [
         api.post(
@@ -215,7 +215,7 @@ def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash,
 
 
 def test_a_payment_whose_transfer_is_seen_offers_no_cancel_and_refuses_one_with_the_reason(dash, sessions, app):
-    from kassa_common import accounts
+    from kassa_common import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
     from kassa_common.statuses import TransferStatus
@@ -223,7 +223,7 @@ def test_a_payment_whose_transfer_is_seen_offers_no_cancel_and_refuses_one_with_
 
     with unit_of_work(sessions) as s:
         mid = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
-        key = accounts.create_key(s, mid, "test", ["payments:create"]).key
+        key = keys.create_key(s, mid, "test", ["payments:create"]).key
     p = (
         app.test_client()
         .post("/v1/api/payments", json={"amount": 2, "token": "USDC", "network": "BASE"}, headers={"X-Api-Key": key})

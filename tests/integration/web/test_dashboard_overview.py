@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.models import Payment
 from kassa_common.payments import reports
 from kassa_common.timefmt import utcnow
@@ -33,10 +33,10 @@ def shop(client, sessions, monkeypatch):
     monkeypatch.setattr(overview, "utcnow", lambda: at(TODAY, 12))
     email = merchant_with_password(sessions)
     with sessions() as s:
-        merchant_id = accounts.merchant_by_email(s, email).id
+        merchant_id = merchants.merchant_by_email(s, email).id
     set_live_wallet(sessions, merchant_id)
     client.merchant_id = merchant_id
-    client.keys = {mode: new_key(sessions, merchant_id, mode, list(accounts.SCOPES)) for mode in ("test", "live")}
+    client.keys = {mode: new_key(sessions, merchant_id, mode, list(keys.SCOPES)) for mode in ("test", "live")}
     client.landing = client.post(
         "/dashboard/login",
         data={"csrf_token": csrf_of(client.get("/dashboard/login")), "email": email, "password": "s3cret-pass"},

@@ -10,13 +10,13 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
 from kassa_api.app import create_app
 from tests.support.api import API, LIVE_PAYMENT, PAYMENT, assert_error, detail_fields, new_key
 
-SCOPES = list(accounts.SCOPES)
+SCOPES = list(keys.SCOPES)
 ENDPOINTS = [  # SPEC.md section 4, plus rotate-secret (DESIGN.md section 3)
     ("POST", "/payments", "payments:create"),
     ("GET", "/payments/{id}", "payments:read"),
@@ -226,10 +226,10 @@ def test_missing_malformed_or_unknown_key_is_unauthorized(client, key):
 
 def test_revoked_key_is_unauthorized(client, merchant, sessions):
     with unit_of_work(sessions) as s:
-        row = accounts.create_key(s, merchant.id, "test", SCOPES)
+        row = keys.create_key(s, merchant.id, "test", SCOPES)
     assert call(client, "GET", "/payments", row.key).status_code == 200
     with unit_of_work(sessions) as s:
-        accounts.revoke_key(s, merchant.id, row.row.id)
+        keys.revoke_key(s, merchant.id, row.row.id)
     assert_error(call(client, "GET", "/payments", row.key), 401, "UNAUTHORIZED")
 
 
@@ -262,15 +262,15 @@ def test_banning_takes_effect_on_the_next_request(client, merchant, sessions):
 def scoped_keys(sessions):
     """One merchant; per scope, a key with every other scope and a key with only that one."""
     with unit_of_work(sessions) as s:
-        m = accounts.create_merchant(s, f"scopes-{secrets.token_hex(6)}@example.com", None, "Scoped", True)
-        keys = {
+        m = merchants.create_merchant(s, f"scopes-{secrets.token_hex(6)}@example.com", None, "Scoped", True)
+        pairs = {
             scope: (
-                accounts.create_key(s, m.id, "test", [o for o in SCOPES if o != scope]).key,
-                accounts.create_key(s, m.id, "test", [scope]).key,
+                keys.create_key(s, m.id, "test", [o for o in SCOPES if o != scope]).key,
+                keys.create_key(s, m.id, "test", [scope]).key,
             )
             for scope in SCOPES
         }
-    return keys
+    return pairs
 
 
 @pytest.mark.parametrize("method, path, scope", ENDPOINTS, ids=[f"{m} {p} [{s}]" for m, p, s in ENDPOINTS])

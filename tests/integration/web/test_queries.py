@@ -6,7 +6,7 @@ import uuid
 
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment, WebhookDelivery, WebhookEndpoint
@@ -19,22 +19,22 @@ def test_api_keys_are_the_merchants_own_of_both_modes_newest_first(make_merchant
     mine = make_merchant()
     make_merchant()  # another merchant's keys exist and are left out
     with unit_of_work(sessions) as s:
-        newest = accounts.create_key(s, mine.id, "test", ["payments:read"], "newest").row
+        newest = keys.create_key(s, mine.id, "test", ["payments:read"], "newest").row
     with sessions() as s:
-        keys = accounts.api_keys(s, mine.id)
-    assert keys[0].id == newest.id and len(keys) == 3
-    assert {k.mode for k in keys} == {"test", "live"}
-    assert {k.merchant_id for k in keys} == {mine.id}
-    assert [k.created_at for k in keys] == sorted((k.created_at for k in keys), reverse=True)
+        listed = keys.api_keys(s, mine.id)
+    assert listed[0].id == newest.id and len(listed) == 3
+    assert {k.mode for k in listed} == {"test", "live"}
+    assert {k.merchant_id for k in listed} == {mine.id}
+    assert [k.created_at for k in listed] == sorted((k.created_at for k in listed), reverse=True)
 
 
 def test_wallets_are_those_of_the_mode_asked_for(make_merchant, sessions):
     m = make_merchant()
     with unit_of_work(sessions) as s:
-        accounts.set_wallet(s, m.id, "test", "evm", TEST_XPUBS["evm"])
+        merchants.set_wallet(s, m.id, "test", "evm", TEST_XPUBS["evm"])
     with sessions() as s:
-        assert {c: w.xpub for c, w in accounts.wallets(s, m.id, "test").items()} == {"evm": TEST_XPUBS["evm"]}
-        assert accounts.wallets(s, m.id, "live") == {}
+        assert {c: w.xpub for c, w in merchants.wallets(s, m.id, "test").items()} == {"evm": TEST_XPUBS["evm"]}
+        assert merchants.wallets(s, m.id, "live") == {}
 
 
 def test_payment_history_has_its_events_in_order_and_their_deliveries(client, merchant, sessions):

@@ -19,7 +19,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.config import Settings
 from kassa_common.db import unit_of_work
@@ -61,9 +61,9 @@ CHECKS = [
 def fuzz_merchant(sessions):
     """An activated merchant with a live EVM wallet and, per mode, a key with every scope."""
     with unit_of_work(sessions) as s:
-        m = accounts.create_merchant(s, f"fuzz-{secrets.token_hex(6)}@example.com", None, "Fuzz Ltd", True)
-        accounts.set_wallet(s, m.id, "live", "evm", TEST_XPUBS["evm"], allow_test_keys=True)
-        return {mode: accounts.create_key(s, m.id, mode, list(accounts.SCOPES)).key for mode in ("test", "live")}
+        m = merchants.create_merchant(s, f"fuzz-{secrets.token_hex(6)}@example.com", None, "Fuzz Ltd", True)
+        merchants.set_wallet(s, m.id, "live", "evm", TEST_XPUBS["evm"], allow_test_keys=True)
+        return {mode: keys.create_key(s, m.id, mode, list(keys.SCOPES)).key for mode in ("test", "live")}
 
 
 @pytest.fixture(scope="module")

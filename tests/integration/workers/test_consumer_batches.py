@@ -11,10 +11,9 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common.messaging.consumer import Consumer, Reject
-from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.messaging.topology import MAX_ATTEMPTS
 from kassa_common.models import ProcessedMessage
-from tests.support.bus import private_topology, queue_depth
+from tests.support.bus import private_topology, publish_numbered, queue_depth
 from tests.support.wait import until
 
 pytestmark = pytest.mark.integration
@@ -70,14 +69,6 @@ def run_consumer(bus, base_env, sessions):
         thread.join(30)
 
 
-def publish(base_env, topo, n: int) -> list[str]:
-    ids = [f"test_{uuid.uuid4().hex}" for _ in range(n)]
-    publisher = Publisher(base_env["RABBITMQ_URL"], topo.exchange)
-    publisher.publish_batch(Message(i, "chain.transfer.confirmed", {"n": k}) for k, i in enumerate(ids))
-    publisher.close()
-    return ids
-
-
 def transactions_of(sessions, queue: str, ids: list[str]) -> int:
     """How many transactions recorded these message ids (xmin of their processed rows)."""
     with sessions() as s:
@@ -89,7 +80,7 @@ def transactions_of(sessions, queue: str, ids: list[str]) -> int:
 
 
 def test_messages_waiting_together_are_handled_in_far_fewer_transactions(bus, base_env, sessions, run_consumer):
-    ids = publish(base_env, bus, 60)  # all waiting before the consumer starts
+    ids = publish_numbered(base_env["RABBITMQ_URL"], bus, 60)  # all waiting before the consumer starts
     handler = Recorder()
     _consumer, committed = run_consumer(handler)
     until(lambda: len(committed) == 60, timeout=20, message="60 messages committed")
@@ -100,14 +91,14 @@ def test_messages_waiting_together_are_handled_in_far_fewer_transactions(bus, ba
 
 
 def test_a_batch_never_exceeds_its_size(bus, base_env, sessions, run_consumer):
-    ids = publish(base_env, bus, 30)
+    ids = publish_numbered(base_env["RABBITMQ_URL"], bus, 30)
     _consumer, committed = run_consumer(Recorder(), batch=4)
     until(lambda: len(committed) == 30, timeout=20, message="30 messages committed")
     assert transactions_of(sessions, bus.settler.name, ids) >= 8  # ceil(30 / 4)
 
 
 def test_a_message_failing_in_a_batch_is_retried_alone_and_the_others_commit_once(bus, base_env, run_consumer):
-    ids = publish(base_env, bus, 20)
+    ids = publish_numbered(base_env["RABBITMQ_URL"], bus, 20)
     bad = ids[7]
     handler = Recorder(fail={bad: RuntimeError("fails by itself")}, fail_times=1)
     _consumer, committed = run_consumer(handler)
@@ -120,7 +111,7 @@ def test_a_message_failing_in_a_batch_is_retried_alone_and_the_others_commit_onc
 def test_a_message_failing_every_attempt_in_batches_reaches_the_dlq_after_exactly_its_attempts(
     bus, base_env, run_consumer
 ):
-    ids = publish(base_env, bus, 10)
+    ids = publish_numbered(base_env["RABBITMQ_URL"], bus, 10)
     bad = ids[0]
     handler = Recorder(fail={bad: RuntimeError("always")})
     _consumer, committed = run_consumer(handler)
@@ -135,7 +126,7 @@ def test_a_message_failing_every_attempt_in_batches_reaches_the_dlq_after_exactl
 
 
 def test_a_rejected_message_in_a_batch_is_dead_lettered_at_once_and_the_rest_commit(bus, base_env, run_consumer):
-    ids = publish(base_env, bus, 12)
+    ids = publish_numbered(base_env["RABBITMQ_URL"], bus, 12)
     poison = ids[5]
     handler = Recorder(fail={poison: Reject("cannot ever be handled")})
     _consumer, committed = run_consumer(handler)
@@ -160,7 +151,7 @@ def test_undecodable_messages_are_dead_lettered_and_do_not_stop_the_batch(bus, b
         pika.BasicProperties(message_id="junk-" + uuid.uuid4().hex, delivery_mode=2),
     )
     conn.close()
-    ids = publish(base_env, bus, 5)
+    ids = publish_numbered(base_env["RABBITMQ_URL"], bus, 5)
     _consumer, committed = run_consumer(Recorder())
     until(lambda: len(committed) == 5, timeout=20, message="the 5 good messages committed")
     until(

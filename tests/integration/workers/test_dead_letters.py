@@ -8,14 +8,13 @@ import json
 import os
 import subprocess
 import threading
-import uuid
 
 import pytest
 
 from kassa_common.messaging.consumer import Consumer
-from kassa_common.messaging.publisher import Message, Publisher
+from kassa_common.messaging.publisher import Publisher
 from kassa_common.messaging.topology import MAX_ATTEMPTS
-from tests.support.bus import private_topology, queue_depth
+from tests.support.bus import private_topology, publish_numbered, queue_depth
 from tests.support.wait import until
 
 RETRY_DELAY_MS = 100
@@ -57,14 +56,6 @@ def consume(bus, base_env, sessions):
         thread.join(30)
 
 
-def publish(base_env, topo, n: int, key: str = "chain.transfer.confirmed") -> list[str]:
-    ids = [f"test_{uuid.uuid4().hex}" for _ in range(n)]
-    publisher = Publisher(base_env["RABBITMQ_URL"], topo.exchange)
-    publisher.publish_batch(Message(i, key, {"n": k}) for k, i in enumerate(ids))
-    publisher.close()
-    return ids
-
-
 def kassa(env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [os.path.join(os.path.dirname(os.sys.executable), "kassa"), *args],
@@ -80,7 +71,7 @@ def test_a_message_that_failed_once_is_retried_with_its_routing_key(bus, base_en
     _prefix, topo = bus
     handler = Flaky(failures=1)
     consume(handler)
-    ids = publish(base_env, topo, 3)
+    ids = publish_numbered(base_env["RABBITMQ_URL"], topo, 3)
     until(lambda: len(handler.handled) == 3, timeout=20, message="the retried messages to be handled")
     assert sorted(handler.handled) == sorted((i, "chain.transfer.confirmed") for i in ids)
     assert queue_depth(base_env["RABBITMQ_URL"], topo.settler.dlq) == 0
@@ -91,7 +82,7 @@ def test_a_message_failing_every_attempt_is_dead_lettered_shown_and_redriven_onc
     rabbit = base_env["RABBITMQ_URL"]
     failing = Flaky(failures=MAX_ATTEMPTS)  # every attempt of its budget fails
     consumer = consume(failing)
-    ids = publish(base_env, topo, 4)
+    ids = publish_numbered(base_env["RABBITMQ_URL"], topo, 4)
     until(lambda: queue_depth(rabbit, topo.settler.dlq) == 4, timeout=30, message="4 messages in the DLQ")
     assert failing.handled == []
 

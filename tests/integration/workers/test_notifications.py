@@ -9,7 +9,6 @@ from __future__ import annotations
 import email
 import email.policy
 import secrets
-import socket
 import threading
 import uuid
 from contextlib import contextmanager
@@ -35,15 +34,10 @@ from kassa_webhook_sender.email.smtp import SmtpServer
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
 from tests.support.bus import private_topology, running_settler
 from tests.support.dashboard import csrf_of, merchant_with_password
+from tests.support.stack import free_port
 from tests.support.wait import until
 
 DASHBOARD = "https://kassa.example/dashboard"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Inbox:

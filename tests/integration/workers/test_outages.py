@@ -17,7 +17,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import accounts
+from kassa_common import keys, merchants
 from kassa_common.config import Settings
 from kassa_common.db import ensure_database, make_engine, make_session_factory, unit_of_work
 from kassa_common.messaging import topology
@@ -76,8 +76,8 @@ def start(consumer: Consumer) -> threading.Thread:
 def live_payments(private, n: int) -> list[dict]:
     _settings, sessions, client = private
     with unit_of_work(sessions) as s:
-        merchant = accounts.create_merchant(s, f"m-{uuid.uuid4().hex[:8]}@example.com", None, "Acme", True)
-        key = accounts.create_key(s, merchant.id, "live", list(accounts.SCOPES)).key
+        merchant = merchants.create_merchant(s, f"m-{uuid.uuid4().hex[:8]}@example.com", None, "Acme", True)
+        key = keys.create_key(s, merchant.id, "live", list(keys.SCOPES)).key
     set_live_wallet(sessions, merchant.id)
     out = []
     for _ in range(n):
@@ -144,8 +144,8 @@ def test_payment_events_arriving_during_a_database_outage_all_become_deliveries(
     _settings, sessions, client = private
     rabbit = base_env["RABBITMQ_URL"]
     with unit_of_work(sessions) as s:
-        merchant = accounts.create_merchant(s, f"m-{uuid.uuid4().hex[:8]}@example.com", None, "Acme", True)
-        key = accounts.create_key(s, merchant.id, "test", list(accounts.SCOPES)).key
+        merchant = merchants.create_merchant(s, f"m-{uuid.uuid4().hex[:8]}@example.com", None, "Acme", True)
+        key = keys.create_key(s, merchant.id, "test", list(keys.SCOPES)).key
     r = client.post(f"{API}/webhooks", json={"url": "http://127.0.0.1:9/hook"}, headers={"X-Api-Key": key})
     assert r.status_code == 201
     created = [
@@ -195,8 +195,8 @@ def web(private):
     settings, sessions, _client = private
     app = create_app(settings)
     with unit_of_work(sessions) as s:
-        merchant = accounts.create_merchant(s, f"m-{uuid.uuid4().hex[:8]}@example.com", None, "Acme", True)
-        key = accounts.create_key(s, merchant.id, "test", list(accounts.SCOPES)).key
+        merchant = merchants.create_merchant(s, f"m-{uuid.uuid4().hex[:8]}@example.com", None, "Acme", True)
+        key = keys.create_key(s, merchant.id, "test", list(keys.SCOPES)).key
     yield app.test_client(), {"X-Api-Key": key}
     app.extensions["kassa"].engine.dispose()
 

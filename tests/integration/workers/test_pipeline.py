@@ -3,15 +3,17 @@ PostgreSQL and RabbitMQ (each test run on its own exchange and queues)."""
 
 from __future__ import annotations
 
+import threading
 import uuid
 from datetime import timedelta
+from functools import partial
 
 import pytest
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.publisher import Publisher
-from kassa_common.messaging.relay import Relay, relay_pending
+from kassa_common.messaging.relay import relay_pending, relay_process, wake_relay
 from kassa_common.models import Event, Payment, Transfer
 from kassa_common.statuses import TransferStatus
 from kassa_expirer.jobs import Jobs
@@ -149,18 +151,21 @@ def test_a_seen_transfer_holds_an_overdue_payment_open(client, merchant, session
     assert events_of(sessions, p["id"]) == ["payment.created", "payment.detected", "payment.completed"]
 
 
-def test_the_settlers_own_relay_publishes_what_a_batch_committed_at_once(client, merchant, sessions, bus, settings):
-    """The settler wakes its relay after each commit: payment.completed leaves without waiting
-    for any poll (this relay's poll is a minute, and no relay process runs)."""
+def test_the_settler_wakes_the_relay_process_which_publishes_at_once(client, merchant, sessions, engine, bus, settings):
+    """The settler publishes nothing itself: after each commit it wakes the relay process
+    (NOTIFY), whose relay publishes payment.completed at once (its poll here is a minute)."""
     topo, publisher = bus
     p = new_payment(client, merchant)
-    relay = Relay(sessions, Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare), poll=60).start()
+    stop = threading.Event()
+    relay_publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
+    relay = threading.Thread(target=relay_process, args=(engine, sessions, relay_publisher, stop), kwargs={"poll": 60})
+    relay.start()
     try:
-        with running_settler(settings, topo, sessions, after_commit=relay.wake):
+        with running_settler(settings, topo, sessions, after_commit=partial(wake_relay, engine)):
             until(lambda: relay_pending(sessions, publisher) == 0)  # drained the relay's first round
             jobs = Jobs(sessions, test_complete_after=timedelta(0))
             assert jobs.complete_test_payments() >= 1
-            relay_pending(sessions, publisher)  # the simulated transfer reaches the settler
+            wake_relay(engine)  # the simulated transfer reaches the settler through the relay too
 
             def completed_published():
                 with sessions() as s:
@@ -170,9 +175,28 @@ def test_the_settlers_own_relay_publishes_what_a_batch_committed_at_once(client,
                         )
                     )
 
-            until(completed_published, timeout=10, message="payment.completed published by the settler's relay")
+            until(completed_published, timeout=10, message="payment.completed published by the woken relay")
     finally:
-        relay.stop()
+        stop.set()
+        relay.join(10)
+    assert not relay.is_alive()
+
+
+def test_a_relay_woken_by_nobody_still_publishes_at_its_poll(client, merchant, sessions, engine, bus, settings):
+    """The web wakes nobody: the relay process's poll publishes its events."""
+    topo, _ = bus
+    stop = threading.Event()
+    relay_publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
+    relay = threading.Thread(target=relay_process, args=(engine, sessions, relay_publisher, stop), kwargs={"poll": 0.2})
+    relay.start()
+    try:
+        p = new_payment(client, merchant)
+        with sessions() as s:
+            query = sa.select(Event.published_at).where(Event.payment_id == uuid.UUID(p["id"]))
+            until(lambda: s.scalar(query) is not None, timeout=10, message="payment.created published")
+    finally:
+        stop.set()
+        relay.join(10)
 
 
 def test_a_burst_of_test_payments_does_not_hold_up_a_live_one(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 from pathlib import Path
 
@@ -18,17 +17,12 @@ from kassa_dev import procfile
 from tests.conftest import fresh_database
 from tests.support.anvil import anvil  # noqa: F401  (fixture)
 from tests.support.bus import private_topology
+from tests.support.stack import free_port
 from tests.support.wait import until
 
 ROOT = Path(__file__).resolve().parents[3]
 WORKERS = {p.name: p.argv for p in procfile.read(ROOT / "Procfile") if p.name != "web"}
 SIGTERM_CAUGHT = 1 << (signal.SIGTERM - 1)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def catches_sigterm(pid: int) -> bool:

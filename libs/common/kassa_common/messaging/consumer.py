@@ -25,10 +25,14 @@ probe answers at once, the failure counts as the message's own.
 
 ``on_committed(result)`` runs after the commit for each message whose handler returned
 something (the webhook sender hands new deliveries to its dispatcher); ``after_commit()``
-runs once per committed batch (the settler wakes its outbox relay: the events it just
+runs once per committed batch (the settler wakes the outbox relay: the events it just
 wrote leave at once instead of at the relay's next poll). ``prepare(session, messages)``
 runs first in each batch's transaction, with the messages not handled before (the settler
 locks all the payments they pay in one round trip).
+
+The queue is declared on each connect: the topology's, and ``queue`` itself when it is not
+one of them (a chain watcher's feed, its process's own). ``consuming`` is set while the
+consumer takes messages.
 """
 
 from __future__ import annotations
@@ -128,6 +132,7 @@ class Consumer:
         self.on_committed, self.after_commit, self.prepare = on_committed, after_commit, prepare
         self.probe = probe or database_probe(sessions)  # raises while the infrastructure is down
         self.paused = threading.Event()  # set while waiting out an outage
+        self.consuming = threading.Event()  # set while subscribed to the queue
         self._stopping = threading.Event()
         self._conn: pika.BlockingConnection | None = None
         self._channel: BlockingChannel | None = None
@@ -149,6 +154,7 @@ class Consumer:
                 log.warning("consumer %s lost the broker (%r); reconnecting in %.1fs", self.name, exc, delay)
                 self._stopping.wait(delay)
             finally:
+                self.consuming.clear()
                 self._buffer = []  # unacked: the broker redelivers them
                 self._close()
 
@@ -172,9 +178,12 @@ class Consumer:
         conn = self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
         channel = self._channel = conn.channel()
         self.topo.declare(channel)
+        if self.queue not in self.topo.queues:
+            topology.declare_queue(channel, self.topo.exchange, self.queue)
         channel.confirm_delivery()  # re-publishes to retry/dlq are confirmed before the ack
         channel.basic_qos(prefetch_count=max(self.prefetch, self.batch))
         channel.basic_consume(self.queue.name, self._on_message, auto_ack=False)
+        self.consuming.set()
         log.info("consumer %s consuming %s", self.name, self.queue.name)
         while not self._stopping.is_set():
             # Dispatches every delivery that has arrived (``_on_message`` only collects them),
@@ -263,6 +272,8 @@ class Consumer:
             target = self.queue.retry if incoming.attempt < topology.MAX_ATTEMPTS else self.queue.dlq
             attempt = incoming.attempt + 1
             log.warning("message %s failed (attempt %d), to %s: %r", props.message_id, incoming.attempt, target, exc)
+        if self.queue.expires_ms is not None:  # its companions may have expired, unused
+            topology.declare_queue(self._live, self.topo.exchange, self.queue)
         self._republish(
             self._live, target, props, incoming.body, attempt, str(exc) if isinstance(exc, Reject) else repr(exc)
         )

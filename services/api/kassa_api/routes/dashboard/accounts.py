@@ -18,7 +18,7 @@ import uuid
 
 from flask import Blueprint, g, redirect, request, session, url_for
 
-from kassa_common import accounts, twofactor
+from kassa_common import merchants, twofactor
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Merchant
 from kassa_api.deps import db, deps, transaction
@@ -34,11 +34,11 @@ THROTTLED = "Too many attempts from your address. Wait a while and try again."
 def authenticated(email: str, password: str) -> Merchant | None:
     """The merchant with this email and password, or None: a wrong email and a wrong password look alike."""
     try:
-        merchant = accounts.merchant_by_email(db(), email)
+        merchant = merchants.merchant_by_email(db(), email)
     except NotFound:
-        accounts.check_password(None, password)  # as slow as a wrong password: no account enumeration by timing
+        merchants.check_password(None, password)  # as slow as a wrong password: no account enumeration by timing
         return None
-    return merchant if accounts.check_password(merchant.password_hash, password) else None
+    return merchant if merchants.check_password(merchant.password_hash, password) else None
 
 
 @bp.route("/signup", methods=["GET", "POST"])
@@ -50,7 +50,7 @@ def signup():
         return render("signup.html", 429, error=THROTTLED, email=form.get("email", "")[:320])
     try:
         with transaction() as s:
-            accounts.create_merchant(s, form.get("email", ""), form.get("password", ""), form.get("business_name"))
+            merchants.create_merchant(s, form.get("email", ""), form.get("password", ""), form.get("business_name"))
     except DomainError as exc:
         return render("signup.html", 422, error=exc.message, email=form.get("email", ""))
     return render("login.html", notice="Account created. You can log in once an operator has activated it.")

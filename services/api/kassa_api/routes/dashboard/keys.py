@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, redirect, request, url_for
 
-from kassa_common import accounts
+from kassa_common import keys
 from kassa_common.errors import DomainError
 from kassa_common.ids import parse_uuid
 from kassa_api.deps import db, transaction
@@ -17,8 +17,8 @@ bp = Blueprint("keys", __name__)
 
 
 def _page(status: int = 200, /, **context):
-    keys = accounts.api_keys(db(), current_owner().merchant_id)
-    return render("keys.html", status, keys=keys, scopes=accounts.SCOPES, **context)
+    listed = keys.api_keys(db(), current_owner().merchant_id)
+    return render("keys.html", status, keys=listed, scopes=keys.SCOPES, **context)
 
 
 @bp.route("/keys", methods=["GET", "POST"])
@@ -29,7 +29,7 @@ def index():
     form = request.form
     try:
         with transaction() as s:
-            new_key = accounts.create_key(
+            new_key = keys.create_key(
                 s,
                 current_owner().merchant_id,
                 form.get("mode", "test"),
@@ -48,5 +48,5 @@ def revoke(key_id: str):
     if key is None:
         abort(404)
     with not_found_as_404(), transaction() as s:
-        accounts.revoke_key(s, current_owner().merchant_id, key)
+        keys.revoke_key(s, current_owner().merchant_id, key)
     return redirect(url_for("dashboard.keys.index"), 303)

@@ -6,7 +6,7 @@ The page also lists the merchant's active logins (browser, address, last seen) w
 button to revoke each, and changes the password: that revokes every other login.
 
 They belong to the merchant, not to a mode, so the page looks the same switched to test
-or live. The rules and the writing live in ``kassa_common.accounts``, which
+or live. The rules and the writing live in ``kassa_common.merchants``, which
 ``kassa merchant settings`` uses too; a refused value re-renders the form with the reason
 (400) and writes nothing.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from flask import Blueprint, g, redirect, request, session, url_for
 
-from kassa_common import accounts, twofactor
+from kassa_common import merchants, twofactor
 from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
 from kassa_api.deps import deps, transaction
@@ -28,7 +28,7 @@ FIELDS = ("payment_lifetime", "underpayment_tolerance", "rate_spread_pct", "rate
 def _page(status: int = 200, /, *, typed: dict[str, str] | None = None, **context):
     """The form with the settings in force, or with what was ``typed`` when it was refused."""
     default = deps().settings.payment_lifetime_minutes
-    current = accounts.merchant_settings(g.merchant, default)
+    current = merchants.merchant_settings(g.merchant, default)
     pricing = terms.terms_of(g.merchant)
     values = typed or {
         "payment_lifetime": "" if current.lifetime_is_default else str(current.payment_lifetime_minutes),
@@ -47,10 +47,10 @@ def _page(status: int = 200, /, *, typed: dict[str, str] | None = None, **contex
         pricing=pricing,
         max_spread=terms.MAX_SPREAD,
         max_lock=terms.MAX_LOCK,
-        min_lifetime=accounts.MIN_LIFETIME,
-        max_lifetime=accounts.MAX_LIFETIME,
-        max_tolerance=accounts.MAX_TOLERANCE_PERCENT,
-        tolerance_step=accounts.TOLERANCE_STEP,
+        min_lifetime=merchants.MIN_LIFETIME,
+        max_lifetime=merchants.MAX_LIFETIME,
+        max_tolerance=merchants.MAX_TOLERANCE_PERCENT,
+        tolerance_step=merchants.TOLERANCE_STEP,
         **context,
     )
 
@@ -63,7 +63,7 @@ def index():
     typed = {name: request.form.get(name, "")[:100] for name in FIELDS}
     try:
         with transaction():
-            accounts.set_merchant_settings(
+            merchants.set_merchant_settings(
                 g.merchant,
                 payment_lifetime=typed["payment_lifetime"],
                 underpayment_tolerance=typed["underpayment_tolerance"],
@@ -86,7 +86,7 @@ def change_password():
         return _page(400, password_error="The new passwords do not match.")
     try:
         with transaction():
-            accounts.change_password(g.merchant, form.get("current_password", ""), form.get("new_password", ""))
+            merchants.change_password(g.merchant, form.get("current_password", ""), form.get("new_password", ""))
     except DomainError as exc:
         return _page(400, password_error=exc.message)
     deps().logins.revoke_all(g.merchant.id, keep=session.get("sid"))
@@ -156,7 +156,7 @@ def disable_two_factor():
     if deps().settings.require_2fa:
         return _two_factor_page(403, error="Two-factor sign-in is required on this server.")
     with transaction() as s:
-        ok = accounts.check_password(g.merchant.password_hash, form.get("password", "")) and twofactor.check_code(
+        ok = merchants.check_password(g.merchant.password_hash, form.get("password", "")) and twofactor.check_code(
             s, g.merchant, form.get("code", "")[:20]
         )
         if ok:

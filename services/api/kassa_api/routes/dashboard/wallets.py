@@ -18,7 +18,7 @@ import uuid
 
 from flask import Blueprint, g, redirect, request, url_for
 
-from kassa_common import accounts, twofactor, walletchanges
+from kassa_common import merchants, twofactor, walletchanges
 from kassa_common.chains.forwarder import factory_address
 from kassa_common.errors import DomainError
 from kassa_common.payments.addresses import first_address, first_index
@@ -31,10 +31,10 @@ bp = Blueprint("wallets", __name__)
 
 def _page(status: int = 200, /, **context):
     owner = current_owner()
-    wallets = accounts.wallets(db(), owner.merchant_id, owner.mode)
+    wallets = merchants.wallets(db(), owner.merchant_id, owner.mode)
     pending = walletchanges.pending(db(), owner.merchant_id, owner.mode)
     chains = []
-    for chain in accounts.CHAINS:
+    for chain in merchants.CHAINS:
         wallet = wallets.get(chain)
         xpub = wallet.xpub if wallet else None
         watch = (
@@ -66,7 +66,7 @@ def _confirmed(password: str, code: str) -> bool:
     """The merchant's password (and, with two-factor sign-in on, a current code), asked again
     before a live wallet changes: a stolen session alone cannot redirect the money."""
     merchant = g.merchant
-    if not accounts.check_password(merchant.password_hash, password[:1000]):
+    if not merchants.check_password(merchant.password_hash, password[:1000]):
         return False
     if merchant.totp_enabled_at is None:
         return True
@@ -90,11 +90,11 @@ def index():
             if hold_hours > 0:  # live: held, emailed, cancelable (DESIGN §10)
                 if "settlement_address" in form and chain == "evm":
                     target = {
-                        "settlement_address": accounts.check_settlement_address(owner.mode, form["settlement_address"])
+                        "settlement_address": merchants.check_settlement_address(owner.mode, form["settlement_address"])
                     }
                     saved = None
                 else:
-                    saved = accounts.check_wallet(
+                    saved = merchants.check_wallet(
                         owner.mode, chain, form.get("xpub", ""), allow_test_keys=settings.development
                     )
                     target = {"xpub": saved.xpub}
@@ -108,10 +108,10 @@ def index():
                     **target,
                 )
             elif "settlement_address" in form and chain == "evm":
-                accounts.set_settlement_address(s, owner.merchant_id, owner.mode, form["settlement_address"])
+                merchants.set_settlement_address(s, owner.merchant_id, owner.mode, form["settlement_address"])
                 saved = None
             else:
-                saved = accounts.set_wallet(
+                saved = merchants.set_wallet(
                     s,
                     owner.merchant_id,
                     owner.mode,

@@ -1,11 +1,10 @@
-"""Merchant accounts, API keys, wallets and settings (their commands and reads): used by the
-operator CLI and the dashboard."""
+"""Merchant accounts: sign-up, passwords, wallets and settings (their commands and reads),
+used by the operator CLI and the dashboard. API keys are ``kassa_common.keys``."""
 
 from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import NamedTuple
 
@@ -20,11 +19,9 @@ from kassa_common.chains.hd import validate_xpub
 from kassa_common.chains.live_keys import live_key_warning
 from kassa_common.emails import InvalidEmail, valid_email
 from kassa_common.errors import DomainError, NotFound
-from kassa_common.ids import hash_api_key, new_api_key
-from kassa_common.models import ApiKey, Merchant, Wallet
+from kassa_common.models import Merchant, Wallet
 from kassa_common.timefmt import utcnow
 
-SCOPES = ("payments:create", "payments:read", "products:manage", "webhooks:manage")
 MODES = ("test", "live")
 CHAINS = ("evm", "bitcoin")
 _hasher = PasswordHasher()  # argon2id, memory-hard
@@ -98,43 +95,6 @@ def create_merchant(
     session.add(merchant)
     session.flush()
     return merchant
-
-
-@dataclass(frozen=True)
-class NewKey:
-    key: str  # shown once
-    row: ApiKey
-
-
-def create_key(
-    session: Session, merchant_id: uuid.UUID, mode: str, scopes: list[str], name: str | None = None
-) -> NewKey:
-    if mode not in MODES:
-        raise AccountError(f"mode must be one of {', '.join(MODES)}")
-    unknown = [s for s in scopes if s not in SCOPES]
-    if unknown or not scopes:
-        raise AccountError(f"unknown scopes {unknown}; choose from {', '.join(SCOPES)}")
-    key = new_api_key(mode)
-    row = ApiKey(
-        id=uuid.uuid4(),
-        merchant_id=merchant_id,
-        mode=mode,
-        name=name,
-        prefix=key[:18] + "…",
-        key_hash=hash_api_key(key),
-        scopes=sorted(set(scopes)),
-    )
-    session.add(row)
-    session.flush()
-    return NewKey(key, row)
-
-
-def revoke_key(session: Session, merchant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey:
-    row = session.get(ApiKey, key_id)
-    if row is None or row.merchant_id != merchant_id:
-        raise NotFound("API key not found")
-    row.revoked_at = row.revoked_at or utcnow()
-    return row
 
 
 class SavedWallet(NamedTuple):
@@ -284,13 +244,6 @@ def _shown(text: str) -> str:
 
 
 # ---- reads -----------------------------------------------------------------------------
-
-
-def api_keys(session: Session, merchant_id: uuid.UUID) -> list[ApiKey]:
-    """Every key of the merchant, of both modes and revoked ones too, newest first."""
-    return list(
-        session.scalars(sa.select(ApiKey).where(ApiKey.merchant_id == merchant_id).order_by(ApiKey.created_at.desc()))
-    )
 
 
 def wallets(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, Wallet]:
