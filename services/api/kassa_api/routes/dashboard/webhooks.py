@@ -51,7 +51,8 @@ def _list_page(status: int = 200, /, **context):
 def _page(ref: str, status: int = 200, /, **context):
     owner, hook = current_owner(), get_webhook_or_404(ref)
     log, total = dh.list_deliveries(db(), owner, ref, 1, LIST_SIZE)
-    return render("webhook.html", status, hook=hook, deliveries=log, total=total, **context)
+    health = dh.endpoint_health(db(), hook.id)
+    return render("webhook.html", status, hook=hook, deliveries=log, total=total, health=health, **context)
 
 
 @bp.route("/webhooks", methods=["GET", "POST"])
