@@ -59,9 +59,9 @@ def test_merchant_manages_a_product_a_webhook_and_a_wallet(stack, sessions, page
     page.get_by_role("link", name=receiver.url).click()
     page.get_by_role("button", name="Send test event").click()
     hit = until(lambda: receiver.events("webhook.test"), 30, message="the test event")[0]
-    until(lambda: "SUCCEEDED" in reloaded_text(page, "#deliveries"), 30, message="the sender to record the delivery")
+    until(lambda: "succeeded" in reloaded_text(page, "#deliveries"), 30, message="the sender to record the delivery")
     expect(page.locator("#deliveries")).to_contain_text(hit.json["id"])
-    expect(page.locator("#deliveries")).to_contain_text("SUCCEEDED")
+    expect(page.locator("#deliveries")).to_contain_text("succeeded")
 
     page.goto(f"{stack.base}/dashboard/wallets")
     page.locator("#xpub-evm").fill(TEST_XPUBS["evm"])

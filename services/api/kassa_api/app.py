@@ -17,7 +17,7 @@ from kassa_common.pricing.amounts import plain
 from kassa_common.pricing.service import make_rates
 from kassa_common.urls import without_password
 from kassa_api import deps as deps_module
-from kassa_api import errors
+from kassa_api import errors, words
 from kassa_api.ratelimit import make_limiter
 from kassa_api.routes.dashboard.accounts import LOGIN_FAILURES, LOGIN_WINDOW_SECONDS
 
@@ -86,6 +86,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         return network.explorer_url(tx_hash) if network else None
 
     app.jinja_env.filters["network_label"] = network_label
+    app.jinja_env.globals["delivery_error"] = words.delivery_error
     app.jinja_env.globals["explorer_url"] = explorer_url
     _register_blueprints(app)
 

@@ -152,3 +152,31 @@ def summary(exc: ValidationError) -> list[str]:
         if line + "." not in out:
             out.append(line + ".")
     return out
+
+
+DELIVERY_ERRORS = (  # what the sender records → what it means for the merchant
+    ("Errno 111", "your server refused the connection: nothing listens at that address and port"),
+    ("Connection refused", "your server refused the connection: nothing listens at that address and port"),
+    ("Errno -2", "the host name does not resolve (DNS)"),
+    ("Errno -3", "the host name could not be resolved just now (DNS)"),
+    ("cannot resolve", "the host name does not resolve (DNS)"),
+    ("Errno 113", "no route to your server"),
+    ("Errno 101", "the network to your server is unreachable"),
+    ("Errno 104", "your server closed the connection mid-request"),
+    ("TLS handshake failed", "the TLS handshake failed: check the server's certificate"),
+    ("timed out", "your server did not answer within the delivery deadline"),
+    ("destination refused", "Kassa does not send to that address (private or reserved)"),
+)
+
+
+def delivery_error(error: str | None, status_code: int | None = None) -> str:
+    """A delivery attempt's outcome in words: "your server answered 503", "your server refused
+    the connection: ..."; the recorded text when nothing better is known."""
+    if status_code:
+        return f"your server answered {status_code}" + ("" if 200 <= status_code < 300 else " (not 2xx)")
+    if not error:
+        return "no answer recorded"
+    for marker, words in DELIVERY_ERRORS:
+        if marker in error:
+            return words
+    return error

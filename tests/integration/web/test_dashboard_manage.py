@@ -10,7 +10,7 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
-from kassa_common.models import Product, Wallet, WebhookDelivery, WebhookEndpoint
+from kassa_common.models import ApiKey, Product, Wallet, WebhookDelivery, WebhookEndpoint
 from kassa_common.payments.addresses import TEST_INDEX_BASE
 from tests.support.dashboard import post
 
@@ -49,7 +49,10 @@ def test_edit_deactivate_and_delete_a_product(dash, sessions):
     with sessions() as s:
         p = s.get(Product, pid)
         assert (p.name, p.price, p.active, p.token) == ("Tee v2", 25, False, "USDC")
-    assert post(dash, f"/dashboard/products/{pid}/delete").status_code == 303
+    asked = post(dash, f"/dashboard/products/{pid}/delete")  # a destructive action asks first
+    assert asked.status_code == 200 and "Delete the product Tee v2?" in asked.get_data(as_text=True)
+    assert "Tee v2" in dash.get("/dashboard/products").get_data(as_text=True)
+    assert post(dash, f"/dashboard/products/{pid}/delete", confirm="yes").status_code == 303
     assert "Tee v2" not in dash.get("/dashboard/products").get_data(as_text=True)
     assert dash.get(f"/dashboard/products/{pid}").status_code == 404
 
@@ -76,7 +79,11 @@ def test_rotate_disable_and_delete_a_webhook(dash, sessions):
     post(dash, "/dashboard/webhooks", url="http://127.0.0.1:9/other")
     with sessions() as s:
         hook = s.scalars(sa.select(WebhookEndpoint).where(WebhookEndpoint.url == "http://127.0.0.1:9/other")).one()
-    r = post(dash, f"/dashboard/webhooks/{hook.id}/rotate-secret")
+    asked = post(dash, f"/dashboard/webhooks/{hook.id}/rotate-secret")
+    assert "Rotate the signing secret of http://127.0.0.1:9/other?" in asked.get_data(as_text=True)
+    with sessions() as s:
+        assert s.get(WebhookEndpoint, hook.id).secret == hook.secret  # asking changed nothing
+    r = post(dash, f"/dashboard/webhooks/{hook.id}/rotate-secret", confirm="yes")
     assert r.status_code == 200
     with sessions() as s:
         new_secret = s.get(WebhookEndpoint, hook.id).secret
@@ -84,8 +91,32 @@ def test_rotate_disable_and_delete_a_webhook(dash, sessions):
     assert post(dash, f"/dashboard/webhooks/{hook.id}/active").status_code == 303
     refused = post(dash, f"/dashboard/webhooks/{hook.id}/test")
     assert refused.status_code == 422 and "disabled" in refused.get_data(as_text=True)
-    assert post(dash, f"/dashboard/webhooks/{hook.id}/delete").status_code == 303
+    asked = post(dash, f"/dashboard/webhooks/{hook.id}/delete")
+    assert (
+        'id="confirm-button"' in asked.get_data(as_text=True)
+        and dash.get(f"/dashboard/webhooks/{hook.id}").status_code == 200
+    )
+    assert post(dash, f"/dashboard/webhooks/{hook.id}/delete", confirm="yes").status_code == 303
     assert dash.get(f"/dashboard/webhooks/{hook.id}").status_code == 404
+
+
+def test_revoking_a_key_asks_first_then_revokes_it(dash, sessions):
+    made = dash.post(
+        "/dashboard/keys",
+        data={"csrf_token": dash.token, "name": "shop server", "mode": "test", "scopes": ["payments:read"]},
+    )
+    assert made.status_code == 200
+    with sessions() as s:
+        key = s.scalars(
+            sa.select(ApiKey).where(ApiKey.name == "shop server").order_by(ApiKey.created_at.desc())
+        ).first()
+    asked = post(dash, f"/dashboard/keys/{key.id}/revoke")
+    assert asked.status_code == 200 and f"Revoke the key shop server ({key.prefix})?" in asked.get_data(as_text=True)
+    with sessions() as s:
+        assert s.get(ApiKey, key.id).revoked_at is None
+    assert post(dash, f"/dashboard/keys/{key.id}/revoke", confirm="yes").status_code == 303
+    with sessions() as s:
+        assert s.get(ApiKey, key.id).revoked_at is not None
 
 
 def test_wallet_shows_the_first_derived_address_and_refuses_bad_keys(dash, sessions):

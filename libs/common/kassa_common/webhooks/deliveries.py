@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, Literal
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import sqlalchemy as sa
 from pydantic import BaseModel, Field
@@ -40,6 +41,37 @@ def _endpoint(session: Session, owner: Owner, ref: str, *, lock=False):
 def require_active(hook: WebhookEndpoint) -> None:
     if not hook.active:
         raise EndpointDisabled("this webhook endpoint is disabled; set active to true first")
+
+
+class Health(NamedTuple):
+    """How an endpoint is doing: its latest success, the failed attempts since, and since when
+    every attempt has failed (None: the latest answered 2xx, or nothing was sent yet)."""
+
+    last_success_at: datetime | None
+    failures_since_success: int
+    failing_since: datetime | None
+
+    @property
+    def failing(self) -> bool:
+        return self.failures_since_success > 0
+
+
+def endpoint_health(session: Session, endpoint_id: uuid.UUID) -> Health:
+    attempts = (
+        sa.select(DeliveryAttempt.created_at, DeliveryAttempt.status_code)
+        .join(WebhookDelivery, WebhookDelivery.id == DeliveryAttempt.delivery_id)
+        .where(WebhookDelivery.endpoint_id == endpoint_id)
+        .subquery()
+    )
+    ok = attempts.c.status_code.between(200, 299)
+    last_success = session.scalar(sa.select(sa.func.max(attempts.c.created_at)).where(ok))
+    since = attempts.c.created_at > last_success if last_success is not None else sa.true()
+    failures, first_failure = session.execute(
+        sa.select(sa.func.count(), sa.func.min(attempts.c.created_at)).where(
+            since, sa.not_(ok) | attempts.c.status_code.is_(None)
+        )
+    ).one()
+    return Health(last_success, failures, first_failure if failures else None)
 
 
 def list_deliveries(

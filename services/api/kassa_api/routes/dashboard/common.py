@@ -70,6 +70,17 @@ def render(template: str, status: int = 200, /, **context):
     )
 
 
+def unconfirmed(question: str, consequence: str, button: str, back: str):
+    """A destructive action asks first: None once its form says ``confirm=yes``, otherwise
+    the page asking, whose button posts the same form again with ``confirm=yes`` (no
+    JavaScript needed)."""
+    if request.form.get("confirm") == "yes":
+        return None
+    return render(
+        "confirm.html", question=question, consequence=consequence, button=button, action=request.path, back=back
+    )
+
+
 @contextmanager
 def not_found_as_404(description: str | None = None) -> Iterator[None]:
     """Turn a handler's NotFound into the 404 page saying ``description`` (else just "Not found")."""

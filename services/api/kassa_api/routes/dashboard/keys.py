@@ -10,8 +10,9 @@ from flask import Blueprint, abort, redirect, request, url_for
 from kassa_common import keys
 from kassa_common.errors import DomainError
 from kassa_common.ids import parse_uuid
+from kassa_common.models import ApiKey
 from kassa_api.deps import db, transaction
-from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render
+from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render, unconfirmed
 
 bp = Blueprint("keys", __name__)
 
@@ -47,6 +48,17 @@ def revoke(key_id: str):
     key = parse_uuid(key_id)
     if key is None:
         abort(404)
+    row = db().get(ApiKey, key)
+    if row is None or row.merchant_id != current_owner().merchant_id:
+        abort(404)
+    asking = unconfirmed(
+        f"Revoke the key {row.name or 'unnamed'} ({row.prefix})?",
+        "Requests made with it are refused at once. This cannot be undone.",
+        "Revoke key",
+        url_for("dashboard.keys.index"),
+    )
+    if asking is not None:
+        return asking
     with not_found_as_404(), transaction() as s:
         keys.revoke_key(s, current_owner().merchant_id, key)
     return redirect(url_for("dashboard.keys.index"), 303)

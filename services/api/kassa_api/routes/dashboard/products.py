@@ -21,6 +21,7 @@ from kassa_api.routes.dashboard.common import (
     login_required,
     not_found_as_404,
     render,
+    unconfirmed,
 )
 from kassa_api.routes.dashboard.forms import FormError, form_decimal, form_text, validated
 
@@ -95,6 +96,15 @@ def edit(ref: str):
 @login_required
 def delete(ref: str):
     owner = current_owner()
+    product = get_product_or_404(ref)
+    asking = unconfirmed(
+        f"Delete the product {product.name}?",
+        "Its share link stops working; payments already made for it keep their record. This cannot be undone.",
+        "Delete product",
+        url_for("dashboard.products.edit", ref=ref),
+    )
+    if asking is not None:
+        return asking
     with not_found_as_404(NO_PRODUCT), transaction() as s:
         soft_delete(s, Product, ref, owner, what="product")
     return redirect(url_for("dashboard.products.index"), 303)

@@ -13,6 +13,7 @@ from kassa_common.errors import DomainError
 from kassa_common.messaging.messages import PAYMENT_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_common.owner import Owner, list_owned, soft_delete
+from kassa_common.urls import without_password
 from kassa_common.webhooks import deliveries as dh
 from kassa_common.webhooks import endpoints as wh
 from kassa_common.webhooks.endpoints import CreateWebhook
@@ -26,6 +27,7 @@ from kassa_api.routes.dashboard.common import (
     login_required,
     not_found_as_404,
     render,
+    unconfirmed,
 )
 from kassa_api.routes.dashboard.forms import FormError, form_text, validated
 
@@ -49,7 +51,8 @@ def _list_page(status: int = 200, /, **context):
 def _page(ref: str, status: int = 200, /, **context):
     owner, hook = current_owner(), get_webhook_or_404(ref)
     log, total = dh.list_deliveries(db(), owner, ref, 1, LIST_SIZE)
-    return render("webhook.html", status, hook=hook, deliveries=log, total=total, **context)
+    health = dh.endpoint_health(db(), hook.id)
+    return render("webhook.html", status, hook=hook, deliveries=log, total=total, health=health, **context)
 
 
 @bp.route("/webhooks", methods=["GET", "POST"])
@@ -97,6 +100,18 @@ def _delete(s: Session, owner: Owner, ref: str) -> None:
 
 
 ACTIONS = {"active": _toggle_active, "test": _send_test, "rotate-secret": _rotate_secret, "delete": _delete}
+CONFIRM = {  # the actions that ask first: question, what follows, the button
+    "rotate-secret": (
+        "Rotate the signing secret of {url}?",
+        "Deliveries are signed with the new secret at once: your server must verify with it from now on.",
+        "Rotate secret",
+    ),
+    "delete": (
+        "Delete the endpoint {url}?",
+        "It receives no more deliveries; its delivery log goes with it. This cannot be undone.",
+        "Delete endpoint",
+    ),
+}
 
 
 @bp.post("/webhooks/<ref>/<action>")
@@ -105,6 +120,17 @@ def act(ref: str, action: str):
     """One of ACTIONS; a refused one (say, a test to a disabled endpoint) shows why on the page."""
     if action not in ACTIONS:
         abort(404)
+    if action in CONFIRM:
+        hook = get_webhook_or_404(ref)
+        question, consequence, button = CONFIRM[action]
+        asking = unconfirmed(
+            question.format(url=without_password(hook.url)),
+            consequence,
+            button,
+            url_for("dashboard.webhooks.detail", ref=ref),
+        )
+        if asking is not None:
+            return asking
     try:
         with not_found_as_404(NO_WEBHOOK), transaction() as s:
             secret = ACTIONS[action](s, current_owner(), ref)
