@@ -112,3 +112,12 @@ def test_settings_page_names_every_setting_the_code_reads():
     page = (ROOT / "docs" / "settings.md").read_text()
     missing = sorted(n for n in settings_the_code_reads() if f"`{n}`" not in page)
     assert not missing, f"docs/settings.md does not name: {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("doc", [ROOT / "README.md", *PAGES], ids=lambda p: p.name)
+def test_every_path_a_page_names_exists(doc):
+    """Moving a file must move its mention: `libs/common/kassa_common/...` in a page is a
+    promise that the file is there."""
+    named = re.findall(r"`((?:libs|services|dev|tests|clients|bench|contracts)/[\w./*-]+)`", doc.read_text())
+    missing = [path for path in named if not list(ROOT.glob(path.rstrip("/")))]
+    assert missing == []
