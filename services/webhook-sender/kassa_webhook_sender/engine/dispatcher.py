@@ -7,8 +7,10 @@ raising, no database), ``record`` writes a batch of outcomes. Three kinds of thr
 
 - the claimer leases rows: first the ids intake handed over after its commit (``submit``),
   then whatever else is due (retries, rows whose lease ran out with their sender). It polls
-  every ``poll_interval`` and wakes at once on a hand-off (``submit``, ``wake``) or when
-  capacity frees up. At most ``max_in_flight`` claims are open, each sent well within its lease.
+  every ``poll_interval``, on a hand-off (``submit``, ``wake``), and whenever recorded
+  outcomes free places: a channel's own limit (so many per destination) may have left due
+  rows, handed over or not, unclaimed, and they go out as soon as there is room, not at the
+  next poll. At most ``max_in_flight`` claims are open, each sent well within its lease.
 - pool threads send one claimed row each. A failure is retried on ``retry``'s schedule
   (counted from the row's creation), or given up when it has run out or the channel says
   no retry can help. While the channel's one server is unreachable (``pause``) nothing more
@@ -137,6 +139,7 @@ class Dispatcher(Generic[J]):
         self._outcomes: queue.Queue[Outcome[J]] = queue.Queue()
         self._in_flight = 0
         self._backlog = False  # poll at the next wake, not only at the next poll interval
+        self._handed_off = False  # ids arrived since the last claim: let their company gather
         self._paused_until = 0.0
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -177,6 +180,7 @@ class Dispatcher(Generic[J]):
         ids = list(ids)
         if ids:
             self._handoff.extend(ids)
+            self._handed_off = True
             self._wake.set()
 
     def wake(self, _ids: object = None) -> None:
@@ -197,12 +201,14 @@ class Dispatcher(Generic[J]):
         next_poll = 0.0
         backoff = transient.Backoff(initial=self.poll_interval)
         while not self._stopping.is_set():
-            if self._wake.wait(self.poll_interval):
-                self._stopping.wait(GATHER_SECONDS)  # let hand-offs arriving together share a claim
-            elif self._in_flight == 0:
+            if not self._wake.wait(self.poll_interval) and self._in_flight == 0:
                 self.channel.idle()
+            elif self._handed_off:
+                self._stopping.wait(GATHER_SECONDS)  # let hand-offs arriving together share a claim
             self._wake.clear()
+            self._handed_off = False
             poll = self._backlog or time.monotonic() >= next_poll
+            self._backlog = False  # taken: set again by what shows more is due (a freed place, a short claim)
             if poll:
                 next_poll = time.monotonic() + self.poll_interval
             try:
@@ -214,6 +220,7 @@ class Dispatcher(Generic[J]):
                     self.channel.log.exception("claiming failed")
                 delay = backoff.next()
                 self.channel.log.warning("claiming failed (%s); next try in %.1fs", type(exc).__name__, delay)
+                self._backlog = True
                 self._stopping.wait(delay)
 
     def claim_and_dispatch(self, poll: bool = True) -> bool:
@@ -224,10 +231,13 @@ class Dispatcher(Generic[J]):
         free = self.max_in_flight - self._in_flight
         ids = [self._handoff.popleft() for _ in range(min(free, len(self._handoff)))]
         jobs = self.claim(len(ids), ids) if ids else []
+        left = len(jobs) < len(ids)  # the channel's limit (or another sender) left some: poll for them next
         if poll and free > len(jobs):
             due = self.claim(free - len(jobs))
-            self._backlog = len(due) == free - len(jobs)  # a full batch: more is probably due
+            left = len(due) == free - len(jobs)  # a full batch: more is probably due
             jobs += due
+        if left:
+            self._backlog = True
         with self._lock:
             self._in_flight += len(jobs)
         for job in jobs:
@@ -280,11 +290,13 @@ class Dispatcher(Generic[J]):
                 batch = [self._outcomes.get(timeout=0.05)]
             except queue.Empty:
                 continue
-            if not self._sends_done.is_set():
-                time.sleep(GATHER_SECONDS)  # fewer, larger transactions when outcomes trickle in
+            # Fewer, larger transactions when outcomes trickle in: wait a little for the rest of
+            # the sends under way, but not once they are all back (their places are waited for).
+            until = time.monotonic() + (0 if self._sends_done.is_set() else GATHER_SECONDS)
             while len(batch) < RECORD_BATCH:
+                wait = 0.0 if len(batch) >= self._in_flight else max(0.0, until - time.monotonic())
                 try:
-                    batch.append(self._outcomes.get_nowait())
+                    batch.append(self._outcomes.get(timeout=wait) if wait else self._outcomes.get_nowait())
                 except queue.Empty:
                     break
             self._record(batch)
@@ -300,6 +312,7 @@ class Dispatcher(Generic[J]):
                 self.channel.log.exception("recording %d outcomes failed", len(batch))
         with self._lock:
             self._in_flight -= len(batch)
+            self._backlog = True  # places freed: what the channel's limit held back may go now
         for o in batch:
             if o.status is not None:
                 outcome = "retry" if o.status == PENDING else "failed" if o.status == FAILED else "done"
