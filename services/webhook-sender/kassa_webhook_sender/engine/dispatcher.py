@@ -7,10 +7,12 @@ raising, no database), ``record`` writes a batch of outcomes. Three kinds of thr
 
 - the claimer leases rows: first the ids intake handed over after its commit (``submit``),
   then whatever else is due (retries, rows whose lease ran out with their sender). It polls
-  every ``poll_interval``, on a hand-off (``submit``, ``wake``), and whenever recorded
-  outcomes free places: a channel's own limit (so many per destination) may have left due
-  rows, handed over or not, unclaimed, and they go out as soon as there is room, not at the
-  next poll. At most ``max_in_flight`` claims are open, each sent well within its lease.
+  every ``poll_interval`` and wakes at once on a hand-off (``submit``, ``wake``) or when
+  recorded outcomes free places. A channel's own limit (so many under way per destination)
+  may leave handed-over ids unclaimed: they wait, oldest first, and are claimed again as
+  soon as places free, not at the next poll (a poll finds them too; after a lease's time
+  they are left to it). A freed place that no waiting id takes polls. At most
+  ``max_in_flight`` claims are open, each sent well within its lease.
 - pool threads send one claimed row each. A failure is retried on ``retry``'s schedule
   (counted from the row's creation), or given up when it has run out or the channel says
   no retry can help. While the channel's one server is unreachable (``pause``) nothing more
@@ -28,7 +30,7 @@ import queue
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -116,6 +118,7 @@ class Channel(Protocol[J]):
     def send(self, job: J) -> Result: ...
     def record(self, session: Session, outcomes: list[Outcome[J]]) -> None: ...
     def describe(self, job: J) -> str: ...  # for logs: which row, where to
+    def key(self, job: J) -> uuid.UUID: ...  # the row's id (as handed over to ``submit``)
     def idle(self) -> None: ...  # nothing in flight for a poll interval: let idle connections go
     def close(self) -> None: ...
 
@@ -136,9 +139,11 @@ class Dispatcher(Generic[J]):
         self.threads, self.poll_interval, self.lease_seconds = threads, poll_interval, lease_seconds
         self.max_in_flight = max_in_flight or 2 * threads
         self._handoff: deque[uuid.UUID] = deque()
+        self._waiting: OrderedDict[uuid.UUID, float] = OrderedDict()  # handed over, left unclaimed: since
         self._outcomes: queue.Queue[Outcome[J]] = queue.Queue()
         self._in_flight = 0
         self._backlog = False  # poll at the next wake, not only at the next poll interval
+        self._freed = False  # outcomes recorded: places free for what the channel's limit left
         self._handed_off = False  # ids arrived since the last claim: let their company gather
         self._paused_until = 0.0
         self._lock = threading.Lock()
@@ -208,11 +213,12 @@ class Dispatcher(Generic[J]):
             self._wake.clear()
             self._handed_off = False
             poll = self._backlog or time.monotonic() >= next_poll
-            self._backlog = False  # taken: set again by what shows more is due (a freed place, a short claim)
+            freed = self._freed
+            self._backlog = self._freed = False  # taken: set again by what shows more is due
             if poll:
                 next_poll = time.monotonic() + self.poll_interval
             try:
-                while not self._stopping.is_set() and self.claim_and_dispatch(poll):
+                while not self._stopping.is_set() and self.claim_and_dispatch(poll, freed):
                     pass
                 backoff.reset()
             except Exception as exc:
@@ -223,26 +229,45 @@ class Dispatcher(Generic[J]):
                 self._backlog = True
                 self._stopping.wait(delay)
 
-    def claim_and_dispatch(self, poll: bool = True) -> bool:
-        """Claim the handed-over ids (and, when ``poll``, whatever else is due) that capacity
-        allows, and queue them for sending; True if it claimed something and has room for more."""
+    def claim_and_dispatch(self, poll: bool = True, freed: bool = False) -> bool:
+        """Claim the handed-over ids (and, when ``poll``, or ``freed`` places that no handed-over
+        id took, whatever else is due) that capacity allows, and queue them for sending; True
+        if it claimed all it asked for and has room for more."""
         if time.monotonic() < self._paused_until:
             return False
         free = self.max_in_flight - self._in_flight
-        ids = [self._handoff.popleft() for _ in range(min(free, len(self._handoff)))]
-        jobs = self.claim(len(ids), ids) if ids else []
-        left = len(jobs) < len(ids)  # the channel's limit (or another sender) left some: poll for them next
-        if poll and free > len(jobs):
+        ids = self._handed_over(free)
+        jobs = self.claim(len(ids), list(ids)) if ids else []
+        for job in jobs:
+            del ids[self.channel.key(job)]
+        self._waiting.update(ids)  # left by the channel's limit (or taken by another sender): wait
+        short = bool(ids)
+        if (poll or freed and not jobs) and free > len(jobs):
             due = self.claim(free - len(jobs))
-            left = len(due) == free - len(jobs)  # a full batch: more is probably due
+            short = len(due) < free - len(jobs)
+            if not short:
+                self._backlog = True  # a full batch: more is probably due
+            for job in due:
+                self._waiting.pop(self.channel.key(job), None)
             jobs += due
-        if left:
-            self._backlog = True
         with self._lock:
             self._in_flight += len(jobs)
         for job in jobs:
             self._pool.submit(self._attempt, job)  # type: ignore[union-attr]
-        return bool(jobs) and self._in_flight < self.max_in_flight
+        return bool(jobs) and not short and self._in_flight < self.max_in_flight
+
+    def _handed_over(self, n: int) -> OrderedDict[uuid.UUID, float]:
+        """Up to ``n`` handed-over ids to claim, with when they were handed over: those waiting
+        for a place first (but not past a lease's time: the polls have them), then new ones."""
+        ids: OrderedDict[uuid.UUID, float] = OrderedDict()
+        now = time.monotonic()
+        while self._waiting and len(ids) < n:
+            key, since = self._waiting.popitem(last=False)
+            if now - since < self.lease_seconds:
+                ids[key] = since
+        while self._handoff and len(ids) < n:
+            ids[self._handoff.popleft()] = now
+        return ids
 
     # -- sending ------------------------------------------------------------------------
     def _attempt(self, job: J) -> None:
@@ -312,7 +337,7 @@ class Dispatcher(Generic[J]):
                 self.channel.log.exception("recording %d outcomes failed", len(batch))
         with self._lock:
             self._in_flight -= len(batch)
-            self._backlog = True  # places freed: what the channel's limit held back may go now
+        self._freed = True  # places free: what the channel's limit left may go now
         for o in batch:
             if o.status is not None:
                 outcome = "retry" if o.status == PENDING else "failed" if o.status == FAILED else "done"
