@@ -9,10 +9,10 @@ raising, no database), ``record`` writes a batch of outcomes. Three kinds of thr
   then whatever else is due (retries, rows whose lease ran out with their sender). It polls
   every ``poll_interval`` and wakes at once on a hand-off (``submit``, ``wake``) or when
   recorded outcomes free places. A channel's own limit (so many under way per destination)
-  may leave handed-over ids unclaimed: they wait, oldest first, and are claimed again as
-  soon as places free, not at the next poll (a poll finds them too; after a lease's time
-  they are left to it). A freed place that no waiting id takes polls. At most
-  ``max_in_flight`` claims are open, each sent well within its lease.
+  may leave handed-over ids unclaimed: they wait (after new hand-offs, oldest first) and
+  are claimed again as soon as places free, not at the next poll (a poll finds them too;
+  after a lease's time they are left to it). A freed place that no waiting id takes polls.
+  At most ``max_in_flight`` claims are open, each sent well within its lease.
 - pool threads send one claimed row each. A failure is retried on ``retry``'s schedule
   (counted from the row's creation), or given up when it has run out or the channel says
   no retry can help. While the channel's one server is unreachable (``pause``) nothing more
@@ -257,16 +257,17 @@ class Dispatcher(Generic[J]):
         return bool(jobs) and not short and self._in_flight < self.max_in_flight
 
     def _handed_over(self, n: int) -> OrderedDict[uuid.UUID, float]:
-        """Up to ``n`` handed-over ids to claim, with when they were handed over: those waiting
-        for a place first (but not past a lease's time: the polls have them), then new ones."""
+        """Up to ``n`` handed-over ids to claim, with when they were handed over: new ones first
+        (one destination's backlog never holds up another's first row), then those waiting for
+        a place, oldest first (but not past a lease's time: the polls have them then)."""
         ids: OrderedDict[uuid.UUID, float] = OrderedDict()
         now = time.monotonic()
+        while self._handoff and len(ids) < n:
+            ids[self._handoff.popleft()] = now
         while self._waiting and len(ids) < n:
             key, since = self._waiting.popitem(last=False)
             if now - since < self.lease_seconds:
                 ids[key] = since
-        while self._handoff and len(ids) < n:
-            ids[self._handoff.popleft()] = now
         return ids
 
     # -- sending ------------------------------------------------------------------------
