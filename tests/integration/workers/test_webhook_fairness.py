@@ -126,3 +126,35 @@ def test_the_per_endpoint_limit_bounds_deliveries_under_way_not_deliveries_per_p
     assert sorted(h.headers["X-Kassa-Event-Id"] for h in receiver.all()) == sorted(e.id for e in events)
     print(f"\n{BURST} deliveries, {channel.claims} claims")
     assert channel.claims <= 2 * BURST, channel.claims
+
+
+def test_deliveries_waiting_for_a_place_do_not_hold_up_another_merchants_webhook(sessions, make_merchant):
+    """Deliveries to a receiver that never answers fill its four places and the rest wait
+    for one; another merchant's webhook handed over after them is claimed at once, not
+    behind them: it arrives while the stuck attempts are all still under way (and the
+    claimer's poll timer, an hour here, never fires)."""
+    attacker, shop = make_merchant(), make_merchant()
+    never, receiver = RawServer(silent), Receiver()
+    stuck_endpoint = add_endpoint(sessions, attacker.id, never.url)
+    add_endpoint(sessions, shop.id, receiver.url)
+    dispatcher = Dispatcher(sessions, Webhooks(Transport(allow_private=True)), threads=32, poll_interval=3600).start()
+
+    def stuck_rows(*where):
+        with unit_of_work(sessions) as s:
+            return s.scalar(
+                sa.select(sa.func.count())
+                .select_from(WebhookDelivery)
+                .where(WebhookDelivery.endpoint_id == stuck_endpoint.id, *where)
+            )
+
+    try:
+        dispatcher.submit(i for _ in range(BURST) for i in intake(sessions, add_event(sessions, attacker.id)))
+        until(lambda: stuck_rows(WebhookDelivery.lease_until.is_not(None)) == 4, message="four stuck attempts")
+        dispatcher.submit(intake(sessions, add_event(sessions, shop.id)))
+        until(lambda: receiver.count() == 1, timeout=30, message="the other merchant's webhook")
+        recorded = stuck_rows(WebhookDelivery.attempts > 0)
+    finally:
+        dispatcher.stop(timeout=15)
+        never.close()
+        receiver.close()
+    assert recorded == 0  # it did not wait for a stuck attempt to be cut

@@ -232,7 +232,7 @@ class Dispatcher(Generic[J]):
     def claim_and_dispatch(self, poll: bool = True, freed: bool = False) -> bool:
         """Claim the handed-over ids (and, when ``poll``, or ``freed`` places that no handed-over
         id took, whatever else is due) that capacity allows, and queue them for sending; True
-        if it claimed all it asked for and has room for more."""
+        if it has room for more and hand-offs not yet tried or claimed all it asked for."""
         if time.monotonic() < self._paused_until:
             return False
         free = self.max_in_flight - self._in_flight
@@ -254,7 +254,8 @@ class Dispatcher(Generic[J]):
             self._in_flight += len(jobs)
         for job in jobs:
             self._pool.submit(self._attempt, job)  # type: ignore[union-attr]
-        return bool(jobs) and not short and self._in_flight < self.max_in_flight
+        room = self._in_flight < self.max_in_flight
+        return room and (bool(self._handoff) or bool(jobs) and not short)  # hand-offs are all tried at once
 
     def _handed_over(self, n: int) -> OrderedDict[uuid.UUID, float]:
         """Up to ``n`` handed-over ids to claim, with when they were handed over: new ones first
