@@ -21,10 +21,12 @@ from kassa_webhook_sender.engine.dispatcher import Dispatcher
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.integration.workers.test_webhook_deadline import RawServer, drip, silent
-from tests.support.webhooks import add_endpoint, add_event, intake
+from tests.support.wait import until
+from tests.support.webhooks import Receiver, add_endpoint, add_event, count_settled, intake
 
 STUCK_EACH = 40  # deliveries due to each bad endpoint: more than the sender's threads together
 HEALTHY = 8
+BURST = 200  # deliveries handed over at once to one quick endpoint: fifty times its places
 
 
 class Arrivals:
@@ -90,3 +92,69 @@ def test_a_dripping_and_a_silent_receiver_do_not_delay_another_merchants_webhook
     assert max(latencies) < 2.0, latencies  # the claimer polls every 0.25 s: not the 10 s of a stuck thread
     assert cut and all(9_500 <= d <= 11_500 and "timed out" in (e or "") for d, e in cut), cut
     assert len(cut) <= 2 * 4  # at most four under way at once: the first four, maybe their successors
+
+
+class CountingWebhooks(Webhooks):
+    """The webhook channel, counting the claims the dispatcher makes."""
+
+    def __init__(self, transport: Transport) -> None:
+        super().__init__(transport)
+        self.claims = 0
+
+    def claim(self, session, n, lease_seconds, ids):
+        self.claims += 1
+        return super().claim(session, n, lease_seconds, ids)
+
+
+def test_the_per_endpoint_limit_bounds_deliveries_under_way_not_deliveries_per_poll(sessions, make_merchant):
+    """A burst for one quick receiver, handed over by intake, goes out as fast as its four
+    places free up: every delivery arrives although the claimer's poll timer (an hour here)
+    never fires, and the claimer claims about once per place freed, not in a busy loop."""
+    shop = make_merchant()
+    receiver = Receiver()
+    add_endpoint(sessions, shop.id, receiver.url)
+    events = [add_event(sessions, shop.id) for _ in range(BURST)]
+    channel = CountingWebhooks(Transport(allow_private=True))
+    dispatcher = Dispatcher(sessions, channel, threads=32, poll_interval=3600).start()
+    try:
+        ids = [i for e in events for i in intake(sessions, e)]
+        dispatcher.submit(ids)
+        until(lambda: count_settled(sessions, ids) == BURST, timeout=60, message="every delivery, without a poll")
+    finally:
+        dispatcher.stop()
+        receiver.close()
+    assert sorted(h.headers["X-Kassa-Event-Id"] for h in receiver.all()) == sorted(e.id for e in events)
+    print(f"\n{BURST} deliveries, {channel.claims} claims")
+    assert channel.claims <= 2 * BURST, channel.claims
+
+
+def test_deliveries_waiting_for_a_place_do_not_hold_up_another_merchants_webhook(sessions, make_merchant):
+    """Deliveries to a receiver that never answers fill its four places and the rest wait
+    for one; another merchant's webhook handed over after them is claimed at once, not
+    behind them: it arrives while the stuck attempts are all still under way (and the
+    claimer's poll timer, an hour here, never fires)."""
+    attacker, shop = make_merchant(), make_merchant()
+    never, receiver = RawServer(silent), Receiver()
+    stuck_endpoint = add_endpoint(sessions, attacker.id, never.url)
+    add_endpoint(sessions, shop.id, receiver.url)
+    dispatcher = Dispatcher(sessions, Webhooks(Transport(allow_private=True)), threads=32, poll_interval=3600).start()
+
+    def stuck_rows(*where):
+        with unit_of_work(sessions) as s:
+            return s.scalar(
+                sa.select(sa.func.count())
+                .select_from(WebhookDelivery)
+                .where(WebhookDelivery.endpoint_id == stuck_endpoint.id, *where)
+            )
+
+    try:
+        dispatcher.submit(i for _ in range(BURST) for i in intake(sessions, add_event(sessions, attacker.id)))
+        until(lambda: stuck_rows(WebhookDelivery.lease_until.is_not(None)) == 4, message="four stuck attempts")
+        dispatcher.submit(intake(sessions, add_event(sessions, shop.id)))
+        until(lambda: receiver.count() == 1, timeout=30, message="the other merchant's webhook")
+        recorded = stuck_rows(WebhookDelivery.attempts > 0)
+    finally:
+        dispatcher.stop(timeout=15)
+        never.close()
+        receiver.close()
+    assert recorded == 0  # it did not wait for a stuck attempt to be cut

@@ -138,6 +138,9 @@ class Email:
         log.info("notification %s sent (%s of %s)", job.id, job.kind, job.event_id)
         return Result()
 
+    def key(self, job: Job) -> uuid.UUID:
+        return job.id
+
     def describe(self, job: Job) -> str:
         return f"notification {job.id} ({job.kind} of {job.event_id}) via {self.server}"
 

@@ -8,7 +8,11 @@ raising, no database), ``record`` writes a batch of outcomes. Three kinds of thr
 - the claimer leases rows: first the ids intake handed over after its commit (``submit``),
   then whatever else is due (retries, rows whose lease ran out with their sender). It polls
   every ``poll_interval`` and wakes at once on a hand-off (``submit``, ``wake``) or when
-  capacity frees up. At most ``max_in_flight`` claims are open, each sent well within its lease.
+  recorded outcomes free places. A channel's own limit (so many under way per destination)
+  may leave handed-over ids unclaimed: they wait (after new hand-offs, oldest first) and
+  are claimed again as soon as places free, not at the next poll (a poll finds them too;
+  after a lease's time they are left to it). A freed place that no waiting id takes polls.
+  At most ``max_in_flight`` claims are open, each sent well within its lease.
 - pool threads send one claimed row each. A failure is retried on ``retry``'s schedule
   (counted from the row's creation), or given up when it has run out or the channel says
   no retry can help. While the channel's one server is unreachable (``pause``) nothing more
@@ -26,7 +30,7 @@ import queue
 import threading
 import time
 import uuid
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -114,6 +118,7 @@ class Channel(Protocol[J]):
     def send(self, job: J) -> Result: ...
     def record(self, session: Session, outcomes: list[Outcome[J]]) -> None: ...
     def describe(self, job: J) -> str: ...  # for logs: which row, where to
+    def key(self, job: J) -> uuid.UUID: ...  # the row's id (as handed over to ``submit``)
     def idle(self) -> None: ...  # nothing in flight for a poll interval: let idle connections go
     def close(self) -> None: ...
 
@@ -134,9 +139,12 @@ class Dispatcher(Generic[J]):
         self.threads, self.poll_interval, self.lease_seconds = threads, poll_interval, lease_seconds
         self.max_in_flight = max_in_flight or 2 * threads
         self._handoff: deque[uuid.UUID] = deque()
+        self._waiting: OrderedDict[uuid.UUID, float] = OrderedDict()  # handed over, left unclaimed: since
         self._outcomes: queue.Queue[Outcome[J]] = queue.Queue()
         self._in_flight = 0
         self._backlog = False  # poll at the next wake, not only at the next poll interval
+        self._freed = False  # outcomes recorded: places free for what the channel's limit left
+        self._handed_off = False  # ids arrived since the last claim: let their company gather
         self._paused_until = 0.0
         self._lock = threading.Lock()
         self._wake = threading.Event()
@@ -177,6 +185,7 @@ class Dispatcher(Generic[J]):
         ids = list(ids)
         if ids:
             self._handoff.extend(ids)
+            self._handed_off = True
             self._wake.set()
 
     def wake(self, _ids: object = None) -> None:
@@ -197,16 +206,19 @@ class Dispatcher(Generic[J]):
         next_poll = 0.0
         backoff = transient.Backoff(initial=self.poll_interval)
         while not self._stopping.is_set():
-            if self._wake.wait(self.poll_interval):
-                self._stopping.wait(GATHER_SECONDS)  # let hand-offs arriving together share a claim
-            elif self._in_flight == 0:
+            if not self._wake.wait(self.poll_interval) and self._in_flight == 0:
                 self.channel.idle()
+            elif self._handed_off:
+                self._stopping.wait(GATHER_SECONDS)  # let hand-offs arriving together share a claim
             self._wake.clear()
+            self._handed_off = False
             poll = self._backlog or time.monotonic() >= next_poll
+            freed = self._freed
+            self._backlog = self._freed = False  # taken: set again by what shows more is due
             if poll:
                 next_poll = time.monotonic() + self.poll_interval
             try:
-                while not self._stopping.is_set() and self.claim_and_dispatch(poll):
+                while not self._stopping.is_set() and self.claim_and_dispatch(poll, freed):
                     pass
                 backoff.reset()
             except Exception as exc:
@@ -214,25 +226,50 @@ class Dispatcher(Generic[J]):
                     self.channel.log.exception("claiming failed")
                 delay = backoff.next()
                 self.channel.log.warning("claiming failed (%s); next try in %.1fs", type(exc).__name__, delay)
+                self._backlog = True
                 self._stopping.wait(delay)
 
-    def claim_and_dispatch(self, poll: bool = True) -> bool:
-        """Claim the handed-over ids (and, when ``poll``, whatever else is due) that capacity
-        allows, and queue them for sending; True if it claimed something and has room for more."""
+    def claim_and_dispatch(self, poll: bool = True, freed: bool = False) -> bool:
+        """Claim the handed-over ids (and, when ``poll``, or ``freed`` places that no handed-over
+        id took, whatever else is due) that capacity allows, and queue them for sending; True
+        if it has room for more and hand-offs not yet tried or claimed all it asked for."""
         if time.monotonic() < self._paused_until:
             return False
         free = self.max_in_flight - self._in_flight
-        ids = [self._handoff.popleft() for _ in range(min(free, len(self._handoff)))]
-        jobs = self.claim(len(ids), ids) if ids else []
-        if poll and free > len(jobs):
+        ids = self._handed_over(free)
+        jobs = self.claim(len(ids), list(ids)) if ids else []
+        for job in jobs:
+            del ids[self.channel.key(job)]
+        self._waiting.update(ids)  # left by the channel's limit (or taken by another sender): wait
+        short = bool(ids)
+        if (poll or freed and not jobs) and free > len(jobs):
             due = self.claim(free - len(jobs))
-            self._backlog = len(due) == free - len(jobs)  # a full batch: more is probably due
+            short = len(due) < free - len(jobs)
+            if not short:
+                self._backlog = True  # a full batch: more is probably due
+            for job in due:
+                self._waiting.pop(self.channel.key(job), None)
             jobs += due
         with self._lock:
             self._in_flight += len(jobs)
         for job in jobs:
             self._pool.submit(self._attempt, job)  # type: ignore[union-attr]
-        return bool(jobs) and self._in_flight < self.max_in_flight
+        room = self._in_flight < self.max_in_flight
+        return room and (bool(self._handoff) or bool(jobs) and not short)  # hand-offs are all tried at once
+
+    def _handed_over(self, n: int) -> OrderedDict[uuid.UUID, float]:
+        """Up to ``n`` handed-over ids to claim, with when they were handed over: new ones first
+        (one destination's backlog never holds up another's first row), then those waiting for
+        a place, oldest first (but not past a lease's time: the polls have them then)."""
+        ids: OrderedDict[uuid.UUID, float] = OrderedDict()
+        now = time.monotonic()
+        while self._handoff and len(ids) < n:
+            ids[self._handoff.popleft()] = now
+        while self._waiting and len(ids) < n:
+            key, since = self._waiting.popitem(last=False)
+            if now - since < self.lease_seconds:
+                ids[key] = since
+        return ids
 
     # -- sending ------------------------------------------------------------------------
     def _attempt(self, job: J) -> None:
@@ -280,11 +317,13 @@ class Dispatcher(Generic[J]):
                 batch = [self._outcomes.get(timeout=0.05)]
             except queue.Empty:
                 continue
-            if not self._sends_done.is_set():
-                time.sleep(GATHER_SECONDS)  # fewer, larger transactions when outcomes trickle in
+            # Fewer, larger transactions when outcomes trickle in: wait a little for the rest of
+            # the sends under way, but not once they are all back (their places are waited for).
+            until = time.monotonic() + (0 if self._sends_done.is_set() else GATHER_SECONDS)
             while len(batch) < RECORD_BATCH:
+                wait = 0.0 if len(batch) >= self._in_flight else max(0.0, until - time.monotonic())
                 try:
-                    batch.append(self._outcomes.get_nowait())
+                    batch.append(self._outcomes.get(timeout=wait) if wait else self._outcomes.get_nowait())
                 except queue.Empty:
                     break
             self._record(batch)
@@ -300,6 +339,7 @@ class Dispatcher(Generic[J]):
                 self.channel.log.exception("recording %d outcomes failed", len(batch))
         with self._lock:
             self._in_flight -= len(batch)
+        self._freed = True  # places free: what the channel's limit left may go now
         for o in batch:
             if o.status is not None:
                 outcome = "retry" if o.status == PENDING else "failed" if o.status == FAILED else "done"

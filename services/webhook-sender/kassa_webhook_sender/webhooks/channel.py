@@ -197,6 +197,9 @@ class Webhooks:
             Request(job.url, body, signature, job.event_type, job.event_id, str(job.delivery_id))
         )
 
+    def key(self, job: Job) -> uuid.UUID:
+        return job.delivery_id
+
     def describe(self, job: Job) -> str:
         return f"delivery {job.delivery_id} to {sanitize_url(job.url)}"
 
