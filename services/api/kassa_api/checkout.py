@@ -5,24 +5,17 @@ from __future__ import annotations
 
 import segno
 
+from kassa_common.chains import uris
 from kassa_common.chains.networks import Network, Registry, Token
 from kassa_common.models import Payment
 from kassa_common.payments import remaining_units
-from kassa_common.pricing.amounts import units_text
 from kassa_common.statuses import PaymentStatus
 
 
 def payment_uri(payment: Payment, network: Network | None) -> str:
     """EIP-681 for EVM networks, BIP21 for Bitcoin: what a wallet app scans, asking for what
     is still due (the remainder after a partial payment)."""
-    units = remaining_units(payment)
-    if network is None or network.kind == "bitcoin":
-        return f"bitcoin:{payment.address}?amount={units_text(units, payment.decimals)}"
-    token = network.token(payment.token)
-    chain = f"@{network.chain_id}" if network.chain_id else ""
-    if token is None or token.native:
-        return f"ethereum:{payment.address}{chain}?value={units}"
-    return f"ethereum:{token.contract}{chain}/transfer?address={payment.address}&uint256={units}"
+    return uris.payment_request(network, payment.token, payment.address, remaining_units(payment), payment.decimals)
 
 
 def qr_svg(uri: str) -> str:
