@@ -280,3 +280,91 @@ def test_payments_started_from_one_address_are_rate_limited_with_a_page_saying_w
     assert refused.status_code == 429 and 0 < int(refused.headers["Retry-After"]) <= 61
     assert "Too many payments were started from your address" in refused.get_data(as_text=True)
     assert buy("203.0.113.8").status_code == 303  # another customer is not affected
+
+
+def settled_payment(client, merchant, create_payment, sessions, units: int, body=None, mode: str = "test") -> dict:
+    p = create_payment(merchant, body or {"amount": 10, "token": "USDC", "network": "BASE"}, mode=mode)
+    hold(sessions, p["id"])
+    if units:
+        settle(sessions, report(p, TransferStatus.CONFIRMED, units, 12, tx="test_tx_" + "ab" * 16))
+    return p
+
+
+def test_a_completed_payment_is_rendered_complete_with_what_arrived_and_where_to_go_next(
+    client, merchant, create_payment, sessions
+):
+    body = {"amount": 10, "token": "USDC", "network": "BASE", "redirect_url": "https://shop.example/thanks"}
+    p = settled_payment(client, merchant, create_payment, sessions, 10_000_000, body)
+    html = client.get(f"/pay/{p['short_id']}").get_data(as_text=True)
+    assert "Loading status" not in html
+    assert 'data-state="completed"' in html and "Payment complete. Thank you!" in html
+    assert (
+        '<span id="crypto-amount">10</span> USDC' in html and ">0</span>" not in html
+    )  # what was paid, not what is due
+    assert "10 USDC arrived on Base" in html and "test_tx_abab" in html  # a simulated transfer: no explorer link
+    assert 'id="back-to-merchant" class="btn btn-primary" href="https://shop.example/thanks"' in html
+    assert f'href="/pay/{p["short_id"]}/receipt"' in html
+    assert "data-test-action" not in html and "nothing left to simulate" in html
+    assert 'id="address"' not in html and 'id="cancel-form"' not in html  # nothing more to send
+
+
+def test_partial_expired_and_canceled_payments_each_say_what_arrived_and_what_next(
+    client, merchant, create_payment, sessions
+):
+    part = settled_payment(client, merchant, create_payment, sessions, 4_000_000)
+    html = client.get(f"/pay/{part['short_id']}").get_data(as_text=True)
+    assert "Partially paid" in html and "Received 4 USDC. Send the remaining 6 USDC" in html
+    assert "test_tx_abab" in html and 'id="open-wallet"' in html and "data-test-action" in html
+
+    expired = settled_payment(client, merchant, create_payment, sessions, 4_000_000)
+    with sessions.begin() as s:
+        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(expired["id"])).values(status="EXPIRED"))
+    html = client.get(f"/pay/{expired['short_id']}").get_data(as_text=True)
+    assert "This payment has expired" in html and "4 of 10 USDC arrived before it expired" in html
+    assert f"payment reference {expired['short_id']}" in html and 'id="address"' not in html
+
+    canceled = create_payment(
+        merchant, {"amount": 10, "token": "USDC", "network": "BASE", "cancel_url": "https://shop.example/cart"}
+    )
+    hold(sessions, canceled["id"])
+    opened = client.get(f"/pay/{canceled['short_id']}")
+    client.post(f"/pay/{canceled['short_id']}/cancel", data={"csrf_token": csrf_of(opened)})
+    html = client.get(f"/pay/{canceled['short_id']}").get_data(as_text=True)
+    assert "This payment was canceled" in html and "Nothing was paid" in html
+    assert 'id="back-to-merchant" class="btn btn-primary" href="https://shop.example/cart"' in html
+    assert "/receipt" not in html
+
+
+def test_a_live_transfer_links_to_the_networks_explorer(client, live_merchant, create_payment, sessions):
+    p = create_payment(live_merchant, LIVE_PAYMENT, mode="live")
+    hold(sessions, p["id"])
+    with sessions.begin() as s:  # as if paid on BASE, which has a public explorer (the local chain has none)
+        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"])).values(network="BASE"))
+    tx = "0x" + "cd" * 32
+    settle(sessions, report({**p, "network": "BASE"}, TransferStatus.CONFIRMED, 12_340_000, 12, tx=tx))
+    html = client.get(f"/pay/{p['short_id']}").get_data(as_text=True)
+    assert f'href="https://basescan.org/tx/{tx}"' in html and "Payment complete" in html
+    receipt = client.get(f"/pay/{p['short_id']}/receipt").get_data(as_text=True)
+    assert f'href="https://basescan.org/tx/{tx}"' in receipt
+
+
+def test_the_receipt_of_a_completed_payment_and_none_for_the_others(client, merchant, create_payment, sessions):
+    p = settled_payment(client, merchant, create_payment, sessions, 10_000_000)
+    r = client.get(f"/pay/{p['short_id']}/receipt")
+    html = r.get_data(as_text=True)
+    assert r.status_code == 200 and r.mimetype == "text/html"
+    assert "Receipt from" in html and "$10.00 USD" in html and "10 USDC" in html
+    assert "1 USDC = $1.00 USD" in html and "Base" in html and "test_tx_abab" in html
+    assert p["short_id"] in html and "@media print" not in html  # the print rules live in the stylesheet
+    open_one = create_payment(merchant)
+    r = client.get(f"/pay/{open_one['short_id']}/receipt")
+    assert r.status_code == 404 and "A receipt exists once a payment is complete" in r.get_data(as_text=True)
+    assert client.get("/pay/NOSUCHID/receipt").status_code == 404
+
+
+def test_the_open_in_wallet_button_carries_the_same_uri_as_the_qr_code(client, merchant, create_payment):
+    btc = create_payment(merchant, {"amount": 60, "token": "BTC", "network": "BITCOIN"})
+    html = client.get(f"/pay/{btc['short_id']}").get_data(as_text=True)
+    uri = f"bitcoin:{btc['address']}?amount=0.001"
+    assert f'<a id="open-wallet" class="btn btn-primary" href="{uri}">Open in wallet</a>' in html
+    assert f'<a href="{uri}" aria-label="Open in a wallet app">' in html

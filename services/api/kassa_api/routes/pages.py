@@ -10,6 +10,8 @@ from kassa_common.emails import is_valid_email
 from kassa_common.errors import DomainError, InvalidTransition, RateNotAvailable
 from kassa_common.ids import parse_uuid
 from kassa_common.models import Merchant, Product
+from kassa_common.statuses import PaymentStatus
+from kassa_common.timefmt import utcnow
 from kassa_api import checkout as h
 from kassa_api import csrf, query
 from kassa_api.deps import db, deps, make_owner, transaction
@@ -32,7 +34,8 @@ def _payment_or_404(short_id: str):
 
 
 def _checkout_page(payment, http_status: int = 200, notice: str | None = None):
-    network = deps().settings.networks.get(payment.network)
+    s = deps().settings
+    network = s.networks.get(payment.network)
     uri = h.payment_uri(payment, network)
     merchant = db().get(Merchant, payment.merchant_id)
     assert merchant is not None  # a payment's merchant (the foreign key cascades)
@@ -50,6 +53,11 @@ def _checkout_page(payment, http_status: int = 200, notice: str | None = None):
         open=payment.status in payments.OPEN,
         cancelable=cancelable,
         notice=notice,
+        arrivals=h.arrivals(db(), payment, network),
+        back_url=h.back_url(payment),
+        time_left=h.time_left(payment.expires_at, utcnow()),
+        auto_complete_seconds=int(s.test_mode_complete_seconds),
+        short_hash=h.short_hash,
     )
 
 
@@ -57,6 +65,31 @@ def _checkout_page(payment, http_status: int = 200, notice: str | None = None):
 def checkout(short_id: str):
     payment, missing = _payment_or_404(short_id)
     return missing or _checkout_page(payment)
+
+
+@bp.get("/pay/<short_id>/receipt")
+def receipt(short_id: str):
+    payment, missing = _payment_or_404(short_id)
+    if missing:
+        return missing
+    if payment.status != PaymentStatus.COMPLETED:
+        return error_page(
+            404,
+            f"There is no receipt for this payment: it is {h.status_words(payment.status)}. "
+            "A receipt exists once a payment is complete.",
+        )
+    network = deps().settings.networks.get(payment.network)
+    merchant = db().get(Merchant, payment.merchant_id)
+    assert merchant is not None
+    return page(
+        "pages/receipt.html",
+        payment=payment,
+        network=network,
+        status=payments.public_view(payment, cancelable=False),
+        business_name=merchant.business_name,
+        arrivals=h.arrivals(db(), payment, network),
+        short_hash=h.short_hash,
+    )
 
 
 @bp.get("/pay/<short_id>/status")

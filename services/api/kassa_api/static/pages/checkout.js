@@ -1,44 +1,35 @@
 /* Hosted checkout: live status and countdown (copy buttons: copy.js). No inline script, no eval.
-   The QR code, the amount and its copy button are rendered by the server for what is still due:
-   when that changes while the payment is open (a partial payment), the page reloads to show the new one;
-   so it does when funds arrive on the wrong network (the server renders that notice). */
+   The server renders the page for the payment's current state (it is right without JavaScript).
+   This script polls the status and, when what the page shows is out of date (another state, a
+   transfer seen, a new amount due after a partial payment, funds on the wrong network), reloads
+   it; only the confirmation count is updated in place. A tab that watched the payment while it
+   was open takes the customer back to the shop (redirect_url) once it completes. */
 (function () {
   "use strict";
   var root = document.getElementById("checkout");
   if (!root) { return; }
   var statusUrl = root.getAttribute("data-status-url");
-  var token = root.getAttribute("data-token");
   var expiresAt = Date.parse(root.getAttribute("data-expires-at"));
   var renderedState = root.getAttribute("data-state");
+  var renderedSeen = root.getAttribute("data-seen") === "true";
   var renderedRemaining = root.getAttribute("data-remaining");
   var renderedWrongNetwork = Number(root.getAttribute("data-wrong-network") || 0);
+  var backUrl = root.getAttribute("data-back-url");
+  var watchKey = "kassa:watching:" + root.getAttribute("data-short-id");
   var OPEN = { pending: true, partially_paid: true };
   var cancelForm = document.getElementById("cancel-form");
-  var FINAL = { completed: true, expired: true, canceled: true };
-  var text = document.getElementById("status-text");
-  var detail = document.getElementById("status-detail");
+  var confirmations = document.getElementById("confirmations");
   var countdown = document.getElementById("countdown");
-  var redirecting = false;
-  var pollTimer = null;
+  var reloading = false;
 
-  function describe(s) {
-    switch (s.status) {
-      case "COMPLETED":
-        return ["Payment complete. Thank you!", s.redirect_url ? "Taking you back to the shop…" : ""];
-      case "PARTIALLY_PAID":
-        return ["Partially paid", "Received " + s.amount_received + " " + token + ". Send the remaining " +
-                s.amount_remaining + " " + token + " to the same address."];
-      case "EXPIRED":
-        return ["This payment has expired", "Do not send funds to this address any more."];
-      case "CANCELED":
-        return ["This payment was canceled", "Do not send funds to this address."];
-      default:
-        if (s.seen) {
-          return ["Payment seen, waiting for confirmations",
-                  s.confirmations + "/" + s.required_confirmations + " confirmations"];
-        }
-        return ["Waiting for payment…", "This page updates by itself once your transfer is seen."];
-    }
+  function remember(watching) {
+    try {
+      if (watching) { window.sessionStorage.setItem(watchKey, "1"); } else { window.sessionStorage.removeItem(watchKey); }
+    } catch (e) { /* storage disabled: no automatic return to the shop */ }
+  }
+
+  function watched() {
+    try { return window.sessionStorage.getItem(watchKey) === "1"; } catch (e) { return false; }
   }
 
   function safeRedirect(url) {
@@ -50,25 +41,15 @@
 
   function render(s) {
     var state = s.status.toLowerCase();
-    if ((OPEN[renderedState] && OPEN[state] && s.amount_remaining !== renderedRemaining) ||
+    if (state !== renderedState || Boolean(s.seen) !== renderedSeen ||
+        (OPEN[state] && s.amount_remaining !== renderedRemaining) ||
         (s.wrong_network && s.wrong_network.length !== renderedWrongNetwork)) {
-      window.location.reload();  /* a new amount due (a new QR code), or funds on the wrong network to explain */
+      if (!reloading) { reloading = true; window.location.reload(); }
       return;
     }
-    root.setAttribute("data-state", state);
-    var words = describe(s);
-    text.textContent = words[0];
-    detail.textContent = words[1];
+    if (confirmations) { confirmations.textContent = s.confirmations + "/" + s.required_confirmations; }
     if (cancelForm) { cancelForm.hidden = !s.cancelable; }
     if (s.expires_at) { expiresAt = Date.parse(s.expires_at); }
-    if (state === "completed" && s.redirect_url && !redirecting) {
-      var target = safeRedirect(s.redirect_url);
-      if (target) {
-        redirecting = true;
-        window.setTimeout(function () { window.location.assign(target); }, 2000);
-      }
-    }
-    if (FINAL[state] && pollTimer) { window.clearInterval(pollTimer); pollTimer = null; }
   }
 
   function poll() {
@@ -84,8 +65,22 @@
     countdown.textContent = (m < 10 ? "0" : "") + m + ":" + (sec < 10 ? "0" : "") + sec;
   }
 
-  tick();
-  window.setInterval(tick, 1000);
-  poll();
-  pollTimer = window.setInterval(poll, 2500);
+  if (OPEN[renderedState]) {
+    remember(true);
+    if (countdown) { tick(); window.setInterval(tick, 1000); }
+    poll();
+    window.setInterval(poll, 2500);
+    return;
+  }
+  /* a final state: nothing changes any more, except that a completed payment this tab saw open
+     goes back to the shop */
+  if (renderedState === "completed" && backUrl && watched()) {
+    var target = safeRedirect(backUrl);
+    var note = document.getElementById("redirect-note");
+    if (target) {
+      if (note) { note.textContent = "Taking you back to the shop…"; note.hidden = false; }
+      window.setTimeout(function () { window.location.assign(target); }, 2500);
+    }
+  }
+  remember(false);
 }());
