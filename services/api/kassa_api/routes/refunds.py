@@ -20,7 +20,7 @@ from kassa_common.owner import Owner
 from kassa_common.payments.queries import find_payment
 from kassa_common.refunds.queries import find_refund, refunds_of
 from kassa_common.refunds.shape import CreateRefund, RefundOut, refund_out
-from kassa_common.refunds.transitions import cancel_refund, create_refund
+from kassa_common.refunds import transitions
 from kassa_common.timefmt import utcnow
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, release_connection, transaction
@@ -91,7 +91,7 @@ def _claim_key(session, who: Owner, key: str, digest: str, refund_id: uuid.UUID)
     status=201,
     errors=(404, 409),
 )
-def create(ref: str, body: CreateRefund):
+def create_refund(ref: str, body: CreateRefund):
     key, s, who = idempotency_key(), deps().settings, owner()
     refund_id = uuid.uuid4()
     release_connection()  # the payment's row lock may keep this request waiting
@@ -100,7 +100,7 @@ def create(ref: str, body: CreateRefund):
             earlier = _claim_key(session, who, key, _request_hash(ref, body), refund_id)
             if earlier is not None:
                 return refund_out(earlier, s), 201, {"Idempotent-Replayed": "true"}
-        refund = create_refund(
+        refund = transitions.create_refund(
             session,
             who,
             ref,
@@ -123,7 +123,7 @@ def create(ref: str, body: CreateRefund):
     response=list[RefundOut],
     errors=(404,),
 )
-def list_of_payment(ref: str):
+def list_refunds(ref: str):
     session = db()
     payment = find_payment(session, owner(), ref)
     return [refund_out(r, deps().settings) for r in refunds_of(session, payment.id)]
@@ -131,7 +131,7 @@ def list_of_payment(ref: str):
 
 @bp.get("/refunds/<ref>")
 @endpoint("Get a refund", scope=SCOPE, tag="refunds", response=RefundOut, errors=(404,))
-def get(ref: str):
+def get_refund(ref: str):
     return refund_out(find_refund(db(), owner(), ref), deps().settings)
 
 
@@ -143,9 +143,9 @@ def get(ref: str):
     response=RefundOut,
     errors=(404, 409),
 )
-def cancel(ref: str):
+def cancel_refund(ref: str):
     release_connection()
     with transaction() as session:
-        refund = cancel_refund(session, owner(), ref)
+        refund = transitions.cancel_refund(session, owner(), ref)
         shown = refund_out(refund, deps().settings)
     return shown
