@@ -1,11 +1,10 @@
 """A customer claims a refund in real Chromium on a phone (390×844) against the running
 stack: the claim page, a refused address with its reason, the waiting state, and the
-refunded state with the transaction. Screenshots go to pytest's temporary directory (or
-REFUND_SCREENSHOTS when set), never into the repository."""
+refunded state with the transaction. Screenshots go to pytest's temporary directory (choose
+it with ``--basetemp``), never into the repository."""
 
 from __future__ import annotations
 
-import os
 import uuid
 from pathlib import Path
 
@@ -22,10 +21,6 @@ GOOD = "0x52908400098527886E0F7030069857D2E4169EE7"
 
 @pytest.fixture
 def shots(tmp_path_factory) -> Path:
-    given = os.environ.get("REFUND_SCREENSHOTS")
-    if given:
-        Path(given).mkdir(parents=True, exist_ok=True)
-        return Path(given)
     return tmp_path_factory.mktemp("refund-claim")
 
 
