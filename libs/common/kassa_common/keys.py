@@ -15,7 +15,7 @@ from kassa_common.merchants import MODES, AccountError
 from kassa_common.models import ApiKey
 from kassa_common.timefmt import utcnow
 
-SCOPES = ("payments:create", "payments:read", "products:manage", "webhooks:manage")
+SCOPES = ("payments:create", "payments:read", "products:manage", "webhooks:manage", "refunds:manage")
 
 
 @dataclass(frozen=True)

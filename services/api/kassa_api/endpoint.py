@@ -31,6 +31,7 @@ class EndpointSpec:
     envelope: str  # "object" | "page" | "list" | "bare" | "raw"
     tag: str
     errors: tuple[int, ...]
+    body_required: bool = True  # False: an empty body is the empty object
 
 
 def _reject_constant(name: str) -> Any:
@@ -91,7 +92,9 @@ def parse_json_body() -> Any:
         raise ApiError(400, "malformed JSON: nested too deeply", code="BAD_REQUEST") from None
 
 
-def validate_body(model: type[BaseModel]) -> BaseModel:
+def validate_body(model: type[BaseModel], *, required: bool = True) -> BaseModel:
+    if not required and not request.get_data(cache=True).strip():
+        return model.model_validate({})
     data = parse_json_body()
     if not isinstance(data, dict):
         raise ApiError(400, "request body must be a JSON object", code="BAD_REQUEST")
@@ -139,8 +142,9 @@ def endpoint(
     status: int = 200,
     envelope_kind: str = "object",
     errors: tuple[int, ...] = (),
+    body_required: bool = True,
 ) -> Callable:
-    spec = EndpointSpec(summary, scope, body, query, response, status, envelope_kind, tag, errors)
+    spec = EndpointSpec(summary, scope, body, query, response, status, envelope_kind, tag, errors, body_required)
 
     def decorate(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -148,7 +152,7 @@ def endpoint(
             if scope is not None:
                 authenticate(scope)
             if body is not None:
-                path_args["body"] = validate_body(body)
+                path_args["body"] = validate_body(body, required=body_required)
             if query is not None:
                 path_args["query"] = validate_query(query)
             result = view(**path_args)

@@ -15,11 +15,13 @@ import uuid
 
 import pytest
 
-from kassa_common import keys, merchants
+from kassa_common import keys, merchants, payments
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, WebhookDelivery
+from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
 from tests.support.api import API, PAYMENT, set_live_wallet
+from tests.support.transfers import report
 
 BODIES = {
     ("post", "/payments"): PAYMENT,
@@ -52,13 +54,19 @@ def operations(app) -> list[tuple[str, str, str]]:
 
 
 def objects_of(client, sessions, key: str, mode: str) -> dict[str, str]:
-    """A payment, product, webhook, webhook delivery and event of the key's merchant and mode."""
+    """A payment, product, webhook, webhook delivery, event and refund of the key's merchant and mode."""
     h = {"X-Api-Key": key}
     payment = client.post(
         f"{API}/payments", json={**PAYMENT, "network": "LOCAL_EVM"} if mode == "live" else PAYMENT, headers=h
     ).get_json()["data"]
     product = client.post(f"{API}/products", json={"name": "Secret mug", "price": 7}, headers=h).get_json()["data"]
     hook = client.post(f"{API}/webhooks", json={"url": "https://secret.example.com/k"}, headers=h).get_json()["data"]
+    paid = client.post(
+        f"{API}/payments", json={**PAYMENT, "network": "LOCAL_EVM"} if mode == "live" else PAYMENT, headers=h
+    ).get_json()["data"]
+    with unit_of_work(sessions) as s:  # confirmed funds, so that it can be refunded
+        payments.settle(s, report(paid, TransferStatus.CONFIRMED, 1_000_000, 10))
+    refund = client.post(f"{API}/payments/{paid['id']}/refunds", json={}, headers=h).get_json()["data"]
     with unit_of_work(sessions) as s:
         event_id = s.query(Event.id).filter(Event.payment_id == uuid.UUID(payment["id"])).scalar()
         delivery = WebhookDelivery(
@@ -79,6 +87,7 @@ def objects_of(client, sessions, key: str, mode: str) -> dict[str, str]:
         "delivery": str(delivery.id),
         "event": event_id,
         "short_id": payment["short_id"],
+        "refund": refund["id"],
     }
 
 

@@ -19,11 +19,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from kassa_common import keys, merchants
+from kassa_common import keys, merchants, payments
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.config import Settings
 from kassa_common.db import unit_of_work
+from kassa_common.statuses import TransferStatus
 from kassa_api.app import create_app
+from tests.support.transfers import report
 
 # The document is read from /v1/api/openapi.json of an app built like the real one; serving
 # it needs no database, so it can be loaded when the module is collected. Requests go to the
@@ -67,8 +69,8 @@ def fuzz_merchant(sessions):
 
 
 @pytest.fixture(scope="module")
-def real_ids(app, fuzz_merchant):
-    """Per mode, one payment, product and webhook of the merchant: half of the generated ids
+def real_ids(app, fuzz_merchant, sessions):
+    """Per mode, one payment, product, webhook and refund of the merchant: half of the generated ids
     are swapped for these so the operations also run on objects that exist."""
     client, ids = app.test_client(), {}
     for mode, network in (("test", "BASE"), ("live", "LOCAL_EVM")):
@@ -82,6 +84,14 @@ def real_ids(app, fuzz_merchant):
         }
         assert all(r.status_code == 201 for r in made.values()), [r.json for r in made.values()]
         ids[mode] = {kind: r.json["data"]["id"] for kind, r in made.items()}
+        paid = client.post(
+            "/v1/api/payments", json={"amount": 5, "token": "USDC", "network": network}, headers=headers
+        ).json["data"]
+        with unit_of_work(sessions) as s:  # confirmed funds: refunds of it can be made
+            payments.settle(s, report(paid, TransferStatus.CONFIRMED, 1_000_000, 10))
+        refund = client.post(f"/v1/api/payments/{paid['id']}/refunds", json={"amount": "0.5"}, headers=headers)
+        assert refund.status_code == 201, refund.json
+        ids[mode]["refunds"] = refund.json["data"]["id"]
     return ids
 
 

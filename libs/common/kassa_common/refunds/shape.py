@@ -1,0 +1,153 @@
+"""The refund object as the API, its webhooks and the claim page show it (DESIGN §8)."""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
+
+from kassa_common.fields import NetworkCode, Strict
+from kassa_common.models import Refund
+from kassa_common.pricing.amounts import units_text
+from kassa_common.timefmt import iso
+
+
+def checkout_base(checkout_url: Any) -> str:
+    """The checkout pages' base URL: ``CHECKOUT_URL`` itself, or anything carrying it as
+    ``checkout_url`` (the settings)."""
+    base = checkout_url if isinstance(checkout_url, str) else checkout_url.checkout_url
+    return str(base).rstrip("/")
+
+
+def claim_url(refund: Refund, checkout_url: Any) -> str:
+    return f"{checkout_base(checkout_url)}/refunds/{refund.claim_token}"
+
+
+def refund_out(refund: Refund, checkout_url: Any) -> dict[str, Any]:
+    """The refund object. ``checkout_url``: ``CHECKOUT_URL`` or the settings."""
+    return {
+        "id": str(refund.id),
+        "payment_id": str(refund.payment_id),
+        "status": refund.status,
+        "amount": units_text(refund.amount_units, refund.decimals),
+        "token": refund.token,
+        "network": refund.network,
+        "reason": refund.reason,
+        "claim_url": claim_url(refund, checkout_url),
+        "address": refund.address,
+        "transaction_hash": refund.transaction_hash,
+        "confirmations": refund.confirmations,
+        "test_mode": refund.test_mode,
+        "created_at": iso(refund.created_at),
+        "updated_at": iso(refund.updated_at),
+        "claimed_at": iso(refund.claimed_at),
+        "completed_at": iso(refund.completed_at),
+        "canceled_at": iso(refund.canceled_at),
+        "expires_at": iso(refund.expires_at),
+    }
+
+
+EXAMPLE: dict[str, Any] = {
+    "id": "3f1c2a7e-9b4d-4c41-8e0a-5d2f6b7c8a90",
+    "payment_id": "8d3b5e1f-2c4a-4f6e-9a7b-1c2d3e4f5a6b",
+    "status": "AWAITING_PAYMENT",
+    "amount": "2.66",
+    "token": "USDC",
+    "network": "BASE",
+    "reason": "over-paid",
+    "claim_url": "https://pay.example.com/refunds/Q2xhaW0tbGluay1zZWNyZXQtb2YtNDMtY2hhcmFjdGVycw",
+    "address": "0x52908400098527886E0F7030069857D2E4169EE7",
+    "transaction_hash": None,
+    "confirmations": 0,
+    "test_mode": False,
+    "created_at": "2026-01-01T10:00:00.000Z",
+    "updated_at": "2026-01-01T10:05:00.000Z",
+    "claimed_at": "2026-01-01T10:05:00.000Z",
+    "completed_at": None,
+    "canceled_at": None,
+    "expires_at": "2026-01-31T10:00:00.000Z",
+}
+
+
+class RefundOut(BaseModel):
+    """A refund: a claim the merchant pays from their own wallet, proven on chain."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE]})
+
+    id: str = Field(description="the refund's UUID")
+    payment_id: str = Field(description="the UUID of the payment it refunds")
+    status: str = Field(description="AWAITING_ADDRESS, AWAITING_PAYMENT, COMPLETED, CANCELED or EXPIRED")
+    amount: str = Field(description="decimal string in the payment's token")
+    token: str
+    network: str
+    reason: str | None
+    claim_url: str = Field(description="the customer's claim page: {CHECKOUT_URL}/refunds/{token}")
+    address: str | None = Field(description="where the customer wants it; null until claimed")
+    transaction_hash: str | None = Field(description="the payout, once seen on chain")
+    confirmations: int = Field(description="of the payout")
+    test_mode: bool
+    created_at: str
+    updated_at: str
+    claimed_at: str | None
+    completed_at: str | None
+    canceled_at: str | None
+    expires_at: str = Field(description="an unclaimed refund expires then (REFUND_CLAIM_DAYS)")
+
+
+_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
+
+
+def _token_amount(value: Any) -> Decimal:
+    """A decimal string or a JSON number, exactly (no float rounding, no exponent)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
+        raise ValueError("must be a decimal string or a number")  # noqa: TRY004 - pydantic reports a ValueError
+    if not isinstance(value, str):
+        number = Decimal(str(value))  # a JSON number arrives as a Decimal, exactly as written
+        if not number.is_finite():
+            raise ValueError("must be a finite number")
+        return number
+    text = value.strip()
+    if len(text) > 100 or not _DECIMAL.match(text):
+        raise ValueError('must be a plain decimal number, such as "2.5"')
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        raise ValueError('must be a plain decimal number, such as "2.5"') from None
+
+
+TokenAmount = Annotated[
+    Decimal,
+    BeforeValidator(_token_amount),
+    Field(gt=Decimal(0)),
+    WithJsonSchema(
+        {
+            "oneOf": [
+                # a positive plain decimal ("2.5", "0.001"; not "0" nor "0.00")
+                {"type": "string", "maxLength": 100, "pattern": r"^(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)$"},
+                {"type": "number", "exclusiveMinimum": 0},
+            ],
+            "description": "in the payment's token, at most the token's decimals (a decimal string keeps it exact)",
+            "examples": ["2.5", 2.5],
+        }
+    ),
+]
+
+
+class CreateRefund(Strict):
+    model_config = ConfigDict(
+        extra="forbid",
+        str_max_length=10_000,
+        json_schema_extra={"examples": [{"amount": "2.66", "reason": "over-paid"}, {}]},
+    )
+
+    amount: TokenAmount | None = Field(None, description="default: everything refundable")
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)] | None = Field(
+        None, description="shown to the merchant, not to the customer"
+    )
+    network: NetworkCode | None = Field(
+        None,
+        description="refund funds that arrived on another network (wrong network) there; default: the payment's "
+        "network, or the only other network holding refundable funds",
+    )
