@@ -54,7 +54,7 @@ def test_a_customer_claims_a_refund_on_a_phone(stack, make_merchant, sessions, p
     phone.goto(refund["claim_url"])
     expect(phone.locator(".merchant")).to_have_text("Refund from Corner Coffee Roasters")
     expect(phone.locator(".amount")).to_contain_text("2.66 USDC")
-    expect(phone.locator("#refund-network")).to_have_text("BASE")
+    expect(phone.locator("#refund-network")).to_have_text("Base")
     expect(phone.locator("#address")).to_be_visible()
     assert no_horizontal_scroll(phone)
     phone.screenshot(path=str(shots / "1-claim.png"), full_page=True)

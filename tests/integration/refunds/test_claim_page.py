@@ -41,7 +41,7 @@ def test_the_page_shows_the_refund_and_its_form(client, make_merchant, paid_paym
     page = client.get(path_of(refund))
     assert page.status_code == 200 and page.mimetype == "text/html"
     shown = text(page)
-    for words in ("Refund from Corner Shop", "2.66 USDC", "BASE", "Claim the refund", "TEST MODE"):
+    for words in ("Refund from Corner Shop", "2.66 USDC", "on network Base", "Claim the refund", "TEST MODE"):
         assert words in shown, words
     assert 'name="address"' in page.get_data(as_text=True)
     assert "default-src 'self'" in page.headers["Content-Security-Policy"]

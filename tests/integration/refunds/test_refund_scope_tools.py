@@ -8,8 +8,8 @@ import re
 
 from tests.integration.refunds.conftest import settle_confirmed
 from tests.integration.web.test_cli import kassa  # noqa: F401 (fixture)
-from tests.integration.web.test_dashboard_manage import dash, post  # noqa: F401 (fixture)
 from tests.support.api import API, PAYMENT
+from tests.support.dashboard import post
 
 
 def test_the_cli_makes_a_key_that_can_refund(kassa, make_merchant, client, sessions):
