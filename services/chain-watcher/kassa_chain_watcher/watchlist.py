@@ -13,6 +13,12 @@ Wrong network: an EVM address is the same on every EVM chain, so an EVM network'
 also watches the payments of the other EVM networks (``address_networks``); what it finds
 there it reports as a transfer on its own network, and the settler records it on the
 payment without counting it.
+
+Refund payouts: the addresses of claimed refunds waiting for their payout
+(``AWAITING_PAYMENT``) on the watcher's own network are watched too, the same way; the
+settler hands what reaches them to ``kassa_common.refunds.payouts``. Those waiting for the
+network's native coin are followed by balance too (a payout from a Safe or an exchange's
+batch is a call inside a contract).
 """
 
 from __future__ import annotations
@@ -30,12 +36,13 @@ from sqlalchemy.orm import Session, sessionmaker
 from kassa_common.chains.networks import Network
 from kassa_common.messaging.messages import AddressFeed
 from kassa_common.messaging.publisher import connection_parameters
-from kassa_common.models import Payment
-from kassa_common.statuses import PaymentStatus
+from kassa_common.models import Payment, Refund
+from kassa_common.statuses import PaymentStatus, RefundStatus
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.chain_watcher")
 LATE_DAYS = 7
+REFUND_CLAIMED = "refund.claimed"  # its address is watched for the payout at once (the reload would in time)
 
 
 class Watchlist:
@@ -125,11 +132,26 @@ def watched_addresses(session: Session, network: str | Collection[str]) -> list[
                 Payment.network.in_(names), Payment.test_mode.is_(False), Payment.expires_at > horizon
             )
         )
+    ) + refund_addresses(session, names[0])
+
+
+def refund_addresses(session: Session, network: str, token: str | None = None) -> list[str]:
+    """The addresses of live refunds on ``network`` claimed and waiting for their payout (in
+    ``token`` only, if given)."""
+    query = sa.select(Refund.address).where(
+        Refund.network == network,
+        Refund.status == RefundStatus.AWAITING_PAYMENT,
+        Refund.test_mode.is_(False),
+        Refund.address.is_not(None),
     )
+    if token is not None:
+        query = query.where(Refund.token == token)
+    return [a for a in session.scalars(query) if a]
 
 
 def open_native_addresses(session: Session, network: str, symbol: str) -> list[str]:
-    """Open live payments on ``network`` in its native coin (``symbol``)."""
+    """Open live payments on ``network`` in its native coin (``symbol``), and claimed refunds
+    waiting for a payout in it."""
     return list(
         session.scalars(
             sa.select(Payment.address).where(
@@ -139,7 +161,7 @@ def open_native_addresses(session: Session, network: str, symbol: str) -> list[s
                 Payment.status.in_([PaymentStatus.PENDING, PaymentStatus.PARTIALLY_PAID]),
             )
         )
-    )
+    ) + refund_addresses(session, network, symbol)
 
 
 def reload(
@@ -151,7 +173,7 @@ def reload(
 
 
 class PaymentFeed:
-    """Consume ``payment.created`` from the exchange into watchlists, in a thread.
+    """Consume ``payment.created`` (and ``refund.claimed``) from the exchange into watchlists, in a thread.
 
     The queue is exclusive and auto-deleted: missed events while disconnected are
     covered by the periodic reload from the database.
@@ -191,6 +213,7 @@ class PaymentFeed:
                 )  # pika takes a str (its stubs: an enum)
                 queue = channel.queue_declare("", exclusive=True, auto_delete=True).method.queue or ""
                 channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=AddressFeed.ROUTING_KEY)
+                channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=REFUND_CLAIMED)
                 channel.basic_consume(queue, self._on_message, auto_ack=True)  # a hint; the DB is the truth
                 self.ready.set()
                 while not self._stop.is_set():
@@ -203,6 +226,9 @@ class PaymentFeed:
                 self._close()
 
     def _on_message(self, _channel, method, _props, body: bytes) -> None:
+        if method.routing_key == REFUND_CLAIMED:
+            self._on_refund_claimed(body)
+            return
         try:
             feed = AddressFeed.from_message(method.routing_key, json.loads(body))
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
@@ -215,6 +241,21 @@ class PaymentFeed:
             watchlist = self.watchlists.get(name)
             if watchlist is not None:
                 watchlist.add(feed.address, native=watchlist.coin == (feed.network, feed.token))
+
+    def _on_refund_claimed(self, body: bytes) -> None:
+        """A claimed refund's address: watched on the refund's own network only, from now on."""
+        try:
+            event = json.loads(body)
+            data, test_mode = event["data"], bool(event.get("test_mode"))
+            network, address = str(data["network"]).upper(), str(data["address"])
+            token = str(data.get("token", "")).upper()
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            log.warning("ignoring malformed refund.claimed: %r", exc)
+            return
+        watchlist = self.watchlists.get(network)
+        if test_mode or not address or watchlist is None:
+            return
+        watchlist.add(address, native=watchlist.coin == (network, token))
 
     def _close(self) -> None:
         conn, self._conn = self._conn, None
