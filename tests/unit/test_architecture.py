@@ -1,7 +1,8 @@
 """The layout's rules, checked on the source itself (read with ``ast``, nothing imported):
 no import cycles; nothing below imports above (libs/common, the domain, imports no service,
 no web framework and no development tooling; a service imports no other service and no
-development tooling); only the payment package writes payment rows; the production image
+development tooling); only the payment package writes payment rows and only the refund
+package refund rows; the production image
 holds no dev code; one pyproject builds the product."""
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYMENTS = "kassa_common.payments"
+REFUNDS = "kassa_common.refunds"
 DEV = "kassa_dev"
 # Columns only a payment has: an assignment to one of them is a payment row being written.
 PAYMENT_ONLY = {
@@ -27,6 +29,18 @@ PAYMENT_ONLY = {
     "exchange_rate",
     "checkout_url",
 }
+# Columns only a refund has.
+REFUND_ONLY = {
+    "claim_token",
+    "claimed_at",
+    "claim_block",
+    "transfer_ref",
+    "payout_units",
+    "payout_block_number",
+    "payout_block_hash",
+}
+# A refund has a transaction hash too: the refund package may set it.
+SHARED_WITH_REFUNDS = {"transaction_hash"}
 
 
 @dataclass(frozen=True)
@@ -149,34 +163,57 @@ def test_there_are_no_import_cycles():
     assert cycles({name: imports(m) for name, m in MODULES.items()}) == []
 
 
-def payment_writes(module: Module) -> list[str]:
+def row_writes(module: Module, model: str, table: str, columns: set[str]) -> list[str]:
+    """Where ``module`` writes a row of ``model`` (table ``table``): constructs one, updates,
+    inserts or deletes it, assigns one of its own ``columns`` or to a variable named like it,
+    or holds SQL writing the table."""
     found = []
+    variable = model.lower()
     for node in ast.walk(module.tree):
         where = f"{module.path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             args = [a.id for a in node.args if isinstance(a, ast.Name)]
-            if name == "Payment" or (name in {"update", "insert", "delete"} and "Payment" in args):
+            if name == model or (name in {"update", "insert", "delete"} and model in args):
                 found.append(f"{where}: {ast.unparse(node)[:80]}")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             for t in targets:
                 for leaf in ast.walk(t):
                     if isinstance(leaf, ast.Attribute) and (
-                        leaf.attr in PAYMENT_ONLY or (isinstance(leaf.value, ast.Name) and leaf.value.id == "payment")
+                        leaf.attr in columns or (isinstance(leaf.value, ast.Name) and leaf.value.id == variable)
                     ):
                         found.append(f"{where}: {ast.unparse(t)}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             sql = " ".join(node.value.upper().split())
-            if "UPDATE PAYMENTS" in sql or "INSERT INTO PAYMENTS" in sql:
-                found.append(f"{where}: SQL writes payments")
+            if f"UPDATE {table.upper()}" in sql or f"INSERT INTO {table.upper()}" in sql:
+                found.append(f"{where}: SQL writes {table}")
     return found
 
 
+def payment_writes(module: Module) -> list[str]:
+    columns = PAYMENT_ONLY - SHARED_WITH_REFUNDS if in_package(module.name, REFUNDS) else PAYMENT_ONLY
+    return row_writes(module, "Payment", "payments", columns)
+
+
+def refund_writes(module: Module) -> list[str]:
+    return row_writes(module, "Refund", "refunds", REFUND_ONLY)
+
+
+def in_package(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
 def test_only_the_payment_package_writes_payment_rows():
-    outside = [m for name, m in MODULES.items() if name != PAYMENTS and not name.startswith(PAYMENTS + ".")]
+    outside = [m for name, m in MODULES.items() if not in_package(name, PAYMENTS)]
     assert [w for m in outside for w in payment_writes(m)] == []
+
+
+def test_only_the_refund_package_writes_refund_rows():
+    assert REFUNDS in MODULES
+    outside = [m for name, m in MODULES.items() if not in_package(name, REFUNDS)]
+    assert [w for m in outside for w in refund_writes(m)] == []
 
 
 def test_the_write_check_would_see_a_write():
@@ -189,6 +226,15 @@ def test_the_write_check_would_see_a_write():
         ),
     )
     assert len(payment_writes(probe)) == 5
+    probe = Module(
+        "probe",
+        ROOT / "probe.py",
+        ast.parse(
+            "refund.status = 'X'\nrow.claimed_at = 1\ns.execute(sa.update(Refund).values(a=1))\n"
+            "Refund(id=1)\nq = 'insert into refunds (id) values (1)'\n"
+        ),
+    )
+    assert len(refund_writes(probe)) == 5
 
 
 def test_no_product_code_imports_the_development_tooling():

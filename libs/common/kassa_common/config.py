@@ -35,6 +35,13 @@ def _hours(text: str) -> float:
     return value
 
 
+def _claim_days(text: str) -> float:
+    value = float(text)
+    if not 0 < value <= 365:
+        raise ValueError("must be more than 0 and at most 365 days")
+    return value
+
+
 def _bool(value: str) -> bool:
     v = value.strip().lower()
     if v in {"1", "true", "yes", "on"}:
@@ -173,6 +180,7 @@ class Settings:
     webhook_timeout_seconds: float = 10.0
     webhook_max_in_flight_per_endpoint: int = 4  # deliveries one endpoint may have under way at once
     wallet_change_hold_hours: float = 24.0  # a live wallet change waits this long (0: at once)
+    refund_claim_days: float = 30.0  # an unclaimed refund expires this long after its creation
     webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
     fixed_rates: str = DEFAULT_FIXED_RATES
     fixed_rates_allow_live: bool = False  # fixed rates price live coin payments too (development only)
@@ -246,6 +254,7 @@ class Settings:
             ),
             webhook_retry_schedule=_maybe(env, "WEBHOOK_RETRY_SCHEDULE", _seconds_list, None),
             wallet_change_hold_hours=_maybe(env, "WALLET_CHANGE_HOLD_HOURS", _hours, d.wallet_change_hold_hours),
+            refund_claim_days=_maybe(env, "REFUND_CLAIM_DAYS", _claim_days, d.refund_claim_days),
             fixed_rates=_maybe(env, "FIXED_RATES", _fixed_rates, d.fixed_rates),
             fixed_rates_allow_live=_maybe(env, "FIXED_RATES_ALLOW_LIVE", _bool, d.fixed_rates_allow_live),
             rates_url=_maybe(env, "RATES_URL", str, None),

@@ -39,11 +39,11 @@ def _utc(moment: datetime) -> datetime:
 
 
 def _visible(owner: Owner) -> list:
-    """The owner's payment events still readable (internal bus messages are not events)."""
+    """The owner's payment and refund events still readable (internal bus messages are not events)."""
     return [
         Event.merchant_id == owner.merchant_id,
         Event.test_mode == owner.test_mode,
-        Event.type.like("payment.%"),
+        sa.or_(Event.type.like("payment.%"), Event.type.like("refund.%")),
         Event.created_at >= utcnow() - RETENTION,
     ]
 

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from kassa_common.emails import valid_email
-from kassa_common.messaging.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.pricing import currencies
 
 
@@ -150,8 +150,8 @@ MetaValue = Annotated[
 ]
 if TYPE_CHECKING:
     EventName = str
-else:  # the payment events, as a Literal for the OpenAPI document
-    EventName = Literal[tuple(e.value for e in PAYMENT_EVENTS)]
+else:  # the payment and refund events, as a Literal for the OpenAPI document
+    EventName = Literal[tuple(e.value for e in WEBHOOK_EVENTS)]
 
 
 class Strict(BaseModel):

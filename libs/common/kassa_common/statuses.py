@@ -1,4 +1,4 @@
-"""Every status Kassa stores: payments, transfers, sweeps, webhook deliveries and emails.
+"""Every status Kassa stores: payments, refunds, transfers, sweeps, webhook deliveries and emails.
 
 Statuses are ``StrEnum``s whose values are exactly what the database stores and the API
 shows, so they compare equal to the plain strings read back from either.
@@ -15,6 +15,17 @@ class PaymentStatus(StrEnum):
     PARTIALLY_PAID = "PARTIALLY_PAID"
     EXPIRED = "EXPIRED"
     CANCELED = "CANCELED"
+
+
+class RefundStatus(StrEnum):
+    """A refund (DESIGN §8): waiting for the customer's address, then for the merchant's
+    payout, paid (proven on chain); or canceled by the merchant, or expired unclaimed."""
+
+    AWAITING_ADDRESS = "AWAITING_ADDRESS"
+    AWAITING_PAYMENT = "AWAITING_PAYMENT"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    EXPIRED = "EXPIRED"
 
 
 class TransferStatus(StrEnum):

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from kassa_common.messaging.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_api.app import create_app
 from tests.support.api import API, assert_error, detail_fields
@@ -63,7 +63,7 @@ def test_create_returns_the_webhook_with_its_secret_once(client, merchant, sessi
 
 def test_events_default_to_all(client, merchant):
     hook = post(client, merchant, {"url": url()}).json["data"]
-    assert sorted(hook["events"]) == sorted(PAYMENT_EVENTS)
+    assert sorted(hook["events"]) == sorted(WEBHOOK_EVENTS)
 
 
 def test_events_can_be_chosen_and_duplicates_collapse(client, merchant):

@@ -11,6 +11,7 @@ routing key                 message                 producers → consumers
 ``chain.transfer.orphaned``
 ``chain.transfer.reorged``
 ``payment.<event>``         ``PaymentEvent``        the payment package (outbox) → webhook-sender
+``refund.<event>``          ``PaymentEvent``        the refund package (outbox) → webhook-sender
 ``payment.created``         ``AddressFeed``         (the same event) → chain-watcher's watchlist
 ``chain.watermark``         ``ChainWatermark``      chain-watcher → settler (``payments.watermark``)
 ==========================  ======================  ======================================
@@ -47,10 +48,20 @@ class EventType(StrEnum):
     PAYMENT_SWEPT = "payment.swept"  # a forwarder deposit's funds reached the settlement address
     # a confirmed transfer of the payment was lost in a reorg deeper than the confirmations
     PAYMENT_REORGED = "payment.reorged"
+    # refunds (DESIGN §8): ``data`` is the refund object, with ``refund_id`` and ``payment_id``
+    REFUND_CREATED = "refund.created"
+    REFUND_CLAIMED = "refund.claimed"  # the customer gave an address: the merchant pays it
+    REFUND_COMPLETED = "refund.completed"  # its payout confirmed on chain
+    REFUND_CANCELED = "refund.canceled"
+    REFUND_EXPIRED = "refund.expired"  # unclaimed after REFUND_CLAIM_DAYS
+    REFUND_REORGED = "refund.reorged"  # its payout left the chain: awaiting payment again
     WEBHOOK_TEST = "webhook.test"  # sent on demand to one endpoint, never subscribed to
 
 
 PAYMENT_EVENTS: tuple[EventType, ...] = tuple(e for e in EventType if e.startswith("payment."))
+REFUND_EVENTS: tuple[EventType, ...] = tuple(e for e in EventType if e.startswith("refund."))
+# what a webhook endpoint may subscribe to (its ``events``; all of them by default)
+WEBHOOK_EVENTS: tuple[EventType, ...] = PAYMENT_EVENTS + REFUND_EVENTS
 
 
 class RoutingKey(StrEnum):
@@ -66,6 +77,7 @@ class RoutingKey(StrEnum):
     ALL_TRANSFERS = "chain.transfer.*"
     ALL_TEST_TRANSFERS = "test.transfer.*"
     ALL_PAYMENT_EVENTS = "payment.*"
+    ALL_REFUND_EVENTS = "refund.*"
 
 
 _TRANSFER_KEYS = {

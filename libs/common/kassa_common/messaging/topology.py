@@ -36,7 +36,7 @@ class QueueSpec:
 SETTLER = QueueSpec("settler.transfers", (RoutingKey.ALL_TRANSFERS, RoutingKey.CHAIN_WATERMARK))
 # test mode's simulated transfers: a tester's burst never queues ahead of the chain's reports
 SETTLER_TEST = QueueSpec("settler.test-transfers", (RoutingKey.ALL_TEST_TRANSFERS,))
-WEBHOOK_INTAKE = QueueSpec("webhook-sender.events", (RoutingKey.ALL_PAYMENT_EVENTS,))
+WEBHOOK_INTAKE = QueueSpec("webhook-sender.events", (RoutingKey.ALL_PAYMENT_EVENTS, RoutingKey.ALL_REFUND_EVENTS))
 # the notifier: only the events it emails about
 NOTIFIER = QueueSpec(
     "notifier.events", (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID, EventType.PAYMENT_LATE_PAYMENT)

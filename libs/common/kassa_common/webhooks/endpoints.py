@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from kassa_common.errors import DomainError
 from kassa_common.fields import EventName, HttpUrl, Strict
 from kassa_common.ids import new_webhook_secret
-from kassa_common.messaging.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_common.netguard import host_is_private_literal
 from kassa_common.owner import Owner, owned
@@ -45,7 +45,7 @@ def create_webhook(session: Session, owner: Owner, fields: dict[str, Any], allow
         merchant_id=owner.merchant_id,
         test_mode=owner.test_mode,
         url=fields["url"],
-        events=sorted(set(fields.get("events") or PAYMENT_EVENTS)),
+        events=sorted(set(fields.get("events") or WEBHOOK_EVENTS)),
         active=fields.get("active", True) is not False,
         description=fields.get("description"),
         secret=new_webhook_secret(),
@@ -113,7 +113,7 @@ def active_endpoints(session: Session, merchant_id: uuid.UUID, test_mode: bool) 
 
 class WebhookFields(Strict):
     url: HttpUrl | None = None
-    events: list[EventName] | None = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))
+    events: list[EventName] | None = Field(None, min_length=1, max_length=len(WEBHOOK_EVENTS))
     active: StrictBool | None = None
     description: Annotated[str, StringConstraints(max_length=500)] | None = None
 
@@ -125,7 +125,7 @@ class CreateWebhook(WebhookFields):
 class UpdateWebhook(WebhookFields):
     # Fields every endpoint has: absent leaves them as they are; null is not a value (400).
     url: HttpUrl = None  # type: ignore[assignment]
-    events: list[EventName] = Field(None, min_length=1, max_length=len(PAYMENT_EVENTS))  # type: ignore[arg-type]
+    events: list[EventName] = Field(None, min_length=1, max_length=len(WEBHOOK_EVENTS))  # type: ignore[arg-type]
     active: StrictBool = None  # type: ignore[assignment]
 
 

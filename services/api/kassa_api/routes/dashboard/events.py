@@ -8,7 +8,7 @@ from flask import Blueprint, redirect, request, url_for
 
 from kassa_common import events as h
 from kassa_common.errors import DomainError
-from kassa_common.messaging.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.paging import page_meta
 from kassa_common.webhooks.deliveries import event_deliveries
 from kassa_common.webhooks.endpoints import active_endpoints
@@ -24,7 +24,7 @@ NO_EVENT = "No such event in this mode (events are kept 30 days)."
 @bp.get("/events")
 @login_required
 def index():
-    kind = query.choice("type", PAYMENT_EVENTS)
+    kind = query.choice("type", WEBHOOK_EVENTS)
     page_no = query.page_number()
     rows, total = h.list_events(db(), current_owner(), page_no, PAGE_SIZE, type=kind)
     return render(
@@ -33,7 +33,7 @@ def index():
         total=total,
         page=page_no,
         type=kind,
-        types=PAYMENT_EVENTS,
+        types=WEBHOOK_EVENTS,
         pages=page_meta(page_no, PAGE_SIZE, total)["pages"],
     )
 

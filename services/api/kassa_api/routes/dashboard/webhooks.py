@@ -10,7 +10,7 @@ from flask import Blueprint, abort, redirect, request, url_for
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import DomainError
-from kassa_common.messaging.messages import PAYMENT_EVENTS
+from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_common.owner import Owner, list_owned, soft_delete
 from kassa_common.webhooks import deliveries as dh
@@ -43,7 +43,7 @@ def new_webhook_form() -> dict:
 def _list_page(status: int = 200, /, **context):
     owner = current_owner()
     rows, _ = list_owned(db(), WebhookEndpoint, owner, 1, LIST_SIZE)
-    return render("webhooks.html", status, rows=rows, all_events=PAYMENT_EVENTS, **context)
+    return render("webhooks.html", status, rows=rows, all_events=WEBHOOK_EVENTS, **context)
 
 
 def _page(ref: str, status: int = 200, /, **context):

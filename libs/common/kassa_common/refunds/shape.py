@@ -1,0 +1,69 @@
+"""The refund object as the API, its webhooks and the claim page show it (DESIGN §8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from kassa_common.models import Refund
+from kassa_common.pricing.amounts import units_text
+from kassa_common.timefmt import iso
+
+
+def checkout_base(checkout_url: Any) -> str:
+    """The checkout pages' base URL: ``CHECKOUT_URL`` itself, or anything carrying it as
+    ``checkout_url`` (the settings)."""
+    base = checkout_url if isinstance(checkout_url, str) else checkout_url.checkout_url
+    return str(base).rstrip("/")
+
+
+def claim_url(refund: Refund, checkout_url: Any) -> str:
+    return f"{checkout_base(checkout_url)}/refunds/{refund.claim_token}"
+
+
+def refund_out(refund: Refund, checkout_url: Any) -> dict[str, Any]:
+    """The refund object. ``checkout_url``: ``CHECKOUT_URL`` or the settings."""
+    return {
+        "id": str(refund.id),
+        "payment_id": str(refund.payment_id),
+        "status": refund.status,
+        "amount": units_text(refund.amount_units, refund.decimals),
+        "token": refund.token,
+        "network": refund.network,
+        "reason": refund.reason,
+        "claim_url": claim_url(refund, checkout_url),
+        "address": refund.address,
+        "transaction_hash": refund.transaction_hash,
+        "confirmations": refund.confirmations,
+        "test_mode": refund.test_mode,
+        "created_at": iso(refund.created_at),
+        "updated_at": iso(refund.updated_at),
+        "claimed_at": iso(refund.claimed_at),
+        "completed_at": iso(refund.completed_at),
+        "canceled_at": iso(refund.canceled_at),
+        "expires_at": iso(refund.expires_at),
+    }
+
+
+class RefundOut(BaseModel):
+    """A refund: a claim the merchant pays from their own wallet, proven on chain."""
+
+    id: str = Field(description="the refund's UUID")
+    payment_id: str = Field(description="the UUID of the payment it refunds")
+    status: str = Field(description="AWAITING_ADDRESS, AWAITING_PAYMENT, COMPLETED, CANCELED or EXPIRED")
+    amount: str = Field(description="decimal string in the payment's token")
+    token: str
+    network: str
+    reason: str | None
+    claim_url: str = Field(description="the customer's claim page: {CHECKOUT_URL}/refunds/{token}")
+    address: str | None = Field(description="where the customer wants it; null until claimed")
+    transaction_hash: str | None = Field(description="the payout, once seen on chain")
+    confirmations: int = Field(description="of the payout")
+    test_mode: bool
+    created_at: str
+    updated_at: str
+    claimed_at: str | None
+    completed_at: str | None
+    canceled_at: str | None
+    expires_at: str = Field(description="an unclaimed refund expires then (REFUND_CLAIM_DAYS)")
