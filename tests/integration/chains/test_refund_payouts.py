@@ -136,9 +136,12 @@ def settled_up_to_here(h, chain) -> None:
 
 def test_an_over_paid_usdc_payment_is_refunded_in_part_and_completed_by_its_payout(h, chain):
     p = paid(h, chain, amount=5, pay_units=7 * USDC)  # 2 USDC too much
-    assert h.client.get(f"{API}/payments/{p['id']}", headers=h.merchant.headers("live")).get_json()["data"][
-        "refundable_amount"
-    ] == "7"
+    assert (
+        h.client.get(f"{API}/payments/{p['id']}", headers=h.merchant.headers("live")).get_json()["data"][
+            "refundable_amount"
+        ]
+        == "7"
+    )
     refund = create_refund(h, p, amount="2", reason="paid too much")
     assert refund["status"] == "AWAITING_ADDRESS"
     claimed = claim(h, refund, customer(chain))
@@ -212,7 +215,11 @@ def test_a_canceled_refund_is_not_completed_by_a_later_payout(h, chain):
     r = h.client.post(f"{API}/refunds/{refund['id']}/cancel", headers=h.merchant.headers("live"))
     assert r.status_code == 200, r.get_data(as_text=True)
     devchain.pay(
-        chain.w3, to=customer(chain), amount_base_units=USDC, token_contract=chain.tokens["USDC"], sender=merchant_wallet(chain)
+        chain.w3,
+        to=customer(chain),
+        amount_base_units=USDC,
+        token_contract=chain.tokens["USDC"],
+        sender=merchant_wallet(chain),
     )
     chain.mine(CONFIRMATIONS)
     settled_up_to_here(h, chain)
@@ -226,7 +233,11 @@ def test_two_refunds_claimed_to_one_address_need_two_payouts(h, chain):
     claim(h, second, customer(chain))  # claimed first: the older claim
     claim(h, first, customer(chain))
     one = devchain.pay(
-        chain.w3, to=customer(chain), amount_base_units=USDC, token_contract=chain.tokens["USDC"], sender=merchant_wallet(chain)
+        chain.w3,
+        to=customer(chain),
+        amount_base_units=USDC,
+        token_contract=chain.tokens["USDC"],
+        sender=merchant_wallet(chain),
     )
     chain.mine(CONFIRMATIONS)
     wait_refund(h, second, "COMPLETED")

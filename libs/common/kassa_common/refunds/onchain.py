@@ -20,12 +20,48 @@ from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import Network
 from kassa_common.chains.nodes import NodePool
 from kassa_common.chains.rpc import RpcError, RpcUnavailable
+from kassa_common.errors import DomainError, InvalidTransition
 
 if TYPE_CHECKING:
     from kassa_common.models import Refund
-    from kassa_common.refunds.payouts import Payout
 
 SATS = Decimal(100_000_000)
+
+
+class PayoutRefused(DomainError):
+    """The submitted transaction does not pay this refund (400)."""
+
+    code = "VALIDATION_ERROR"
+
+
+class PayoutConflict(InvalidTransition):
+    """It may pay it, but not now or not this one: unconfirmed, or paying another refund (409)."""
+
+
+@dataclass(frozen=True)
+class Payout:
+    """A transfer that may pay a refund, as the watcher reports it or as read from a hash."""
+
+    network: str
+    tx_hash: str
+    place: int  # its place inside its transaction (log rank, -1 native, vout): ``Found.place``
+    token: str
+    to: str
+    amount_units: int
+    block_number: int | None
+    block_hash: str | None
+    confirmations: int
+
+    @property
+    def ref(self) -> str:
+        return transfer_ref(self.tx_hash, self.place, self.to)
+
+
+def transfer_ref(tx_hash: str, place: int, to: str) -> str:
+    """What a transfer is, wherever a reorg puts it: ``<tx>:<place>``, and on EVM ``:<recipient>``
+    too (one transaction may pay several addresses, each at place 0 of its own logs)."""
+    ref = f"{tx_hash.lower()}:{place}"
+    return f"{ref}:{to.lower()}" if to.lower().startswith("0x") else ref
 
 
 class ChainUnavailable(Exception):
@@ -64,24 +100,18 @@ def transfers_in(reader: Reader, tx_hash: str, refund: Refund) -> list[Payout]:
         raise ChainUnavailable(f"the {reader.network.name} node is unavailable: {exc}") from None
 
 
-def _missing(reader: Reader, tx_hash: str):
-    from kassa_common.refunds.payouts import PayoutRefused
-
+def _missing(reader: Reader, tx_hash: str) -> Exception:
     return PayoutRefused(
         f"no transaction {tx_hash} on {reader.network.name}",
         [{"field": "transaction_hash", "issue": "not_found"}],
     )
 
 
-def _unmined(tx_hash: str):
-    from kassa_common.refunds.payouts import PayoutConflict
-
+def _unmined(tx_hash: str) -> Exception:
     return PayoutConflict(f"transaction {tx_hash} is not yet confirmed: it is not mined yet")
 
 
 def _evm(reader: Reader, tx_hash: str) -> list[Payout]:
-    from kassa_common.refunds.payouts import Payout, PayoutRefused
-
     net = reader.network
     tx = reader.rpc.call("eth_getTransactionByHash", tx_hash)
     if not tx:
@@ -102,9 +132,7 @@ def _evm(reader: Reader, tx_hash: str) -> list[Payout]:
     native = next((t.symbol for t in net.tokens if t.native), None)
     value = int(tx.get("value") or "0x0", 16)
     if native and tx.get("to") and value > 0:
-        found.append(
-            Payout(net.name.upper(), tx_hash, -1, native, tx["to"].lower(), value, number, block_hash, confs)
-        )
+        found.append(Payout(net.name.upper(), tx_hash, -1, native, tx["to"].lower(), value, number, block_hash, confs))
     tokens = {t.contract.lower(): t.symbol for t in net.tokens if t.contract}
     ranks: dict[str, int] = {}
     for log in sorted(receipt.get("logs") or [], key=lambda g: int(g["logIndex"], 16)):
@@ -116,14 +144,14 @@ def _evm(reader: Reader, tx_hash: str) -> list[Payout]:
         data = log.get("data") or "0x"
         units = int(data, 16) if data not in ("0x", "") else 0
         found.append(
-            Payout(net.name.upper(), tx_hash, rank, tokens[log["address"].lower()], to, units, number, block_hash, confs)
+            Payout(
+                net.name.upper(), tx_hash, rank, tokens[log["address"].lower()], to, units, number, block_hash, confs
+            )
         )
     return found
 
 
 def _bitcoin(reader: Reader, txid: str) -> list[Payout]:
-    from kassa_common.refunds.payouts import Payout
-
     net = reader.network
     try:
         tx = reader.rpc.call("getrawtransaction", txid, True)

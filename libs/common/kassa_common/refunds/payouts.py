@@ -29,59 +29,35 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.errors import DomainError, InvalidTransition, NotFound
+from kassa_common.errors import NotFound
 from kassa_common.messaging.messages import EventType, TransferReport
 from kassa_common.models import Refund, Sweep
-from kassa_common.refunds import transitions
+from kassa_common.refunds import onchain, transitions
+from kassa_common.refunds.onchain import Payout, PayoutConflict, PayoutRefused, Reader
 from kassa_common.statuses import RefundStatus, TransferStatus
 from kassa_common.timefmt import utcnow
 
+__all__ = [
+    "Payout",
+    "PayoutConflict",
+    "PayoutRefused",
+    "apply_report",
+    "complete",
+    "complete_with_hash",
+    "confirm_payout",
+    "record_payout",
+    "revert_payout",
+]
 log = logging.getLogger("kassa.refunds")
 SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 AWAITING_PAYMENT, COMPLETED = RefundStatus.AWAITING_PAYMENT, RefundStatus.COMPLETED
-
-
-class PayoutRefused(DomainError):
-    """The submitted transaction does not pay this refund (400)."""
-
-    code = "VALIDATION_ERROR"
-
-
-class PayoutConflict(InvalidTransition):
-    """It may pay it, but not now or not this one: unconfirmed, or paying another refund (409)."""
-
-
-@dataclass(frozen=True)
-class Payout:
-    """A transfer that may pay a refund, as the watcher reports it or as read from a hash."""
-
-    network: str
-    tx_hash: str
-    place: int  # its place inside its transaction (log rank, -1 native, vout): ``Found.place``
-    token: str
-    to: str
-    amount_units: int
-    block_number: int | None
-    block_hash: str | None
-    confirmations: int
-
-    @property
-    def ref(self) -> str:
-        return transfer_ref(self.tx_hash, self.place, self.to)
-
-
-def transfer_ref(tx_hash: str, place: int, to: str) -> str:
-    """What a transfer is, wherever a reorg puts it: ``<tx>:<place>``, and on EVM ``:<recipient>``
-    too (one transaction may pay several addresses, each at place 0 of its own logs)."""
-    ref = f"{tx_hash.lower()}:{place}"
-    return f"{ref}:{to.lower()}" if to.lower().startswith("0x") else ref
 
 
 def from_report(r: TransferReport) -> Payout:
@@ -152,7 +128,11 @@ def _is_sweep(session: Session, payout: Payout) -> bool:
     """A sweep of a forwarder deposit moves a payment's own funds: never a payout."""
     return bool(
         session.scalar(
-            sa.select(sa.exists().where(Sweep.network == payout.network, sa.func.lower(Sweep.tx_hash) == payout.tx_hash.lower()))
+            sa.select(
+                sa.exists().where(
+                    Sweep.network == payout.network, sa.func.lower(Sweep.tx_hash) == payout.tx_hash.lower()
+                )
+            )
         )
     )
 
@@ -171,7 +151,7 @@ def _choose(session: Session, payout: Payout) -> tuple[Refund | None, Refund | N
 
 def _hold(refund: Refund, payout: Payout, now: datetime) -> None:
     refund.transfer_ref = payout.ref
-    refund.payout_units = payout.amount_units
+    refund.payout_units = Decimal(payout.amount_units)
     refund.payout_block_number = payout.block_number
     refund.payout_block_hash = payout.block_hash
     refund.confirmations = payout.confirmations
@@ -293,10 +273,12 @@ def check_hash_format(kind: str, tx_hash: Any) -> str:
             f"transaction_hash is not a transaction hash on this network ({form})",
             [{"field": "transaction_hash", "issue": "invalid"}],
         )
-    return tx_hash.lower() if kind == "evm" else tx_hash
+    return str(tx_hash.lower() if kind == "evm" else tx_hash)
 
 
-def complete_with_hash(session: Session, merchant_id: uuid.UUID, refund_id: uuid.UUID | str, tx_hash: Any, reader) -> Refund:
+def complete_with_hash(
+    session: Session, merchant_id: uuid.UUID, refund_id: uuid.UUID | str, tx_hash: Any, reader: Reader | None
+) -> Refund:
     """Complete a claimed refund by the transaction the merchant says paid it, once it is
     checked on chain: a transfer of the refund's token to its address of at least its amount,
     in a block after the claim, at the network's required confirmations, paying no other
@@ -305,8 +287,6 @@ def complete_with_hash(session: Session, merchant_id: uuid.UUID, refund_id: uuid
 
     The chain is read before the refund is locked (a node may be slow), then everything is
     checked again under the lock."""
-    from kassa_common.refunds import onchain
-
     refund = session.get(Refund, _uuid(refund_id))
     if refund is None or refund.merchant_id != merchant_id:
         raise NotFound("no such refund")
@@ -315,18 +295,33 @@ def complete_with_hash(session: Session, merchant_id: uuid.UUID, refund_id: uuid
         if not isinstance(tx_hash, str) or not tx_hash.strip() or len(tx_hash.strip()) > 100:
             raise PayoutRefused("transaction_hash is required", [{"field": "transaction_hash", "issue": "required"}])
         tx_hash = tx_hash.strip()
-        payouts = [Payout(refund.network.upper(), tx_hash, 0, refund.token, refund.address or "", int(refund.amount_units), None, None, 0)]
+        payouts = [
+            Payout(
+                refund.network.upper(),
+                tx_hash,
+                0,
+                refund.token,
+                refund.address or "",
+                int(refund.amount_units),
+                None,
+                None,
+                0,
+            )
+        ]
     else:
         tx_hash = check_hash_format(kind, tx_hash)
         _must_await(refund)
         if reader is None:
             raise PayoutConflict(f"no {refund.network} node is configured: the transaction cannot be checked")
         payouts = onchain.transfers_in(reader, tx_hash, refund)
+        required = reader.required
     refund = lock_refund(session, merchant_id, refund.id)
     _must_await(refund)
     if refund.test_mode:
         return complete(session, refund, payouts[0])
-    to_it = [p for p in payouts if p.to.lower() == (refund.address or "").lower() and p.token.upper() == refund.token.upper()]
+    to_it = [
+        p for p in payouts if p.to.lower() == (refund.address or "").lower() and p.token.upper() == refund.token.upper()
+    ]
     if not to_it:
         raise PayoutRefused(
             f"transaction {tx_hash} pays someone else: it transfers no {refund.token} to the refund's address "
@@ -356,9 +351,9 @@ def complete_with_hash(session: Session, merchant_id: uuid.UUID, refund_id: uuid
         other = used[after[0].ref]
         raise PayoutConflict(f"transaction {tx_hash} is already used for another refund ({other})")
     payout = free[0]
-    if payout.confirmations < reader.required:
+    if payout.confirmations < required:
         raise PayoutConflict(
-            f"transaction {tx_hash} is not yet confirmed: {payout.confirmations} of {reader.required} "
+            f"transaction {tx_hash} is not yet confirmed: {payout.confirmations} of {required} "
             "confirmation(s); submit it again once it has them"
         )
     return complete(session, refund, payout)
@@ -391,11 +386,11 @@ def _used_by_others(session: Session, refund: Refund, refs: list[str]) -> dict[s
         .with_for_update()
         .execution_options(populate_existing=True)
     ).all()
-    used = {}
+    used: dict[str, str] = {}
     for other in rows:
         if other.status == AWAITING_PAYMENT:
             _forget(other, utcnow())
             session.flush()
         else:
-            used[other.transfer_ref] = str(other.id)
+            used[str(other.transfer_ref)] = str(other.id)
     return used

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import uuid
 from decimal import Decimal
+from typing import Any
 
 import sqlalchemy as sa
 from flask import Blueprint, abort, redirect, request, url_for
 
-from kassa_common import refunds
 from kassa_common.chains.networks import Network
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Payment, Refund
 from kassa_common.paging import page_meta
 from kassa_common.pricing.amounts import units_text
 from kassa_common.refunds import onchain, payouts
+from kassa_common.refunds import transitions as refunds
 from kassa_common.refunds.shape import refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_api import query
@@ -64,14 +65,18 @@ def index():
     if status:
         where.append(Refund.status == status)
     total = db().scalar(sa.select(sa.func.count()).select_from(Refund).where(*where)) or 0
-    rows = db().execute(
-        sa.select(Refund, Payment.short_id)
-        .join(Payment, Payment.id == Refund.payment_id)
-        .where(*where)
-        .order_by(Refund.created_at.desc(), Refund.id)
-        .limit(PAGE_SIZE)
-        .offset((page_no - 1) * PAGE_SIZE)
-    ).all()
+    rows = (
+        db()
+        .execute(
+            sa.select(Refund, Payment.short_id)
+            .join(Payment, Payment.id == Refund.payment_id)
+            .where(*where)
+            .order_by(Refund.created_at.desc(), Refund.id)
+            .limit(PAGE_SIZE)
+            .offset((page_no - 1) * PAGE_SIZE)
+        )
+        .all()
+    )
     return render(
         "refunds.html",
         rows=[(r, short_id, units_text(int(r.amount_units), r.decimals)) for r, short_id in rows],
@@ -88,7 +93,7 @@ def _page(refund: Refund, status: int = 200, **extra):
     network = settings.networks.get(refund.network)
     payment = db().get(Payment, refund.payment_id)
     out = refund_out(refund, settings)
-    context = {"uri": None, "qr": None, "wallet": None, "seen": None}
+    context: dict[str, Any] = {"uri": None, "qr": None, "wallet": None, "seen": None}
     if refund.status == RefundStatus.AWAITING_PAYMENT and refund.address:
         uri = refund_uri(refund, network)
         context.update(uri=uri, qr=qr_svg(uri))
@@ -106,9 +111,7 @@ def _page(refund: Refund, status: int = 200, **extra):
                 "required": network.required_confirmations if network else "?",
             }
     hint = "txid (64 hex digits)" if network is not None and network.kind == "bitcoin" else "0x… (66 characters)"
-    return render(
-        "refund.html", status, refund=out, row=refund, payment=payment, hash_hint=hint, **context, **extra
-    )
+    return render("refund.html", status, refund=out, row=refund, payment=payment, hash_hint=hint, **context, **extra)
 
 
 @bp.get("/refunds/<refund_id>")
@@ -129,7 +132,7 @@ def complete(refund_id: str):
             payouts.complete_with_hash(s, refund.merchant_id, refund.id, tx_hash, reader)
     except onchain.ChainUnavailable as exc:
         return _page(get_refund_or_404(refund_id), 503, error=f"{exc}. Try again in a moment.")
-    except payouts.PayoutRefused as exc:
+    except onchain.PayoutRefused as exc:
         return _page(get_refund_or_404(refund_id), 400, error=exc.message)
     except DomainError as exc:
         return _page(get_refund_or_404(refund_id), 409, error=exc.message)
