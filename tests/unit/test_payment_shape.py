@@ -24,6 +24,16 @@ T0 = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
 TransferRow = namedtuple("TransferRow", [c.key for c in shape.TRANSFER_COLUMNS])
 
 
+def refundable(p, transfers) -> str:
+    """Confirmed funds of the payment's token on any network it is a token of (no refunds)."""
+    total = Decimal(0)
+    for t in transfers:
+        decimals = shape._decimals(p, t.network, t.token)
+        if t.status == "CONFIRMED" and t.token == p.token and decimals is not None:
+            total += Decimal(int(t.amount_units)).scaleb(-decimals)
+    return shape.plain(total)
+
+
 def validated(p, transfers) -> dict:
     """The payment object through ``PaymentOut``'s validation (the oracle)."""
 
@@ -55,6 +65,8 @@ def validated(p, transfers) -> dict:
         address=p.address,
         crypto_amount=shape.units_text(p.crypto_amount_units, p.decimals),
         amount_received=shape.units_text(p.amount_received_units, p.decimals),
+        refunded_amount="0",
+        refundable_amount=refundable(p, transfers),
         exchange_rate=shape.plain(p.exchange_rate),
         rate_source=p.rate_source,
         rate_locked_until=iso(p.rate_locked_until or p.expires_at),

@@ -57,3 +57,16 @@ class RateNotAvailable(DomainError):
 
 class InvalidCurrency(DomainError):
     code = "VALIDATION_ERROR"
+
+
+class InvalidRefund(DomainError):
+    """A refund request the payment cannot take (an amount above what is refundable, more
+    decimals than the token has): 400 naming the field."""
+
+    code = "VALIDATION_ERROR"
+
+
+class InvalidClaim(DomainError):
+    """A claim page's address that cannot receive the refund: 400 with the reason."""
+
+    code = "VALIDATION_ERROR"

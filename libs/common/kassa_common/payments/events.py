@@ -13,6 +13,8 @@ from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Event, Payment
 from kassa_common.payments.shape import payment_to_dict, transfers_of
+from kassa_common.refunds.amounts import NONE, RefundTotals, may_have_refunds
+from kassa_common.refunds.queries import refund_totals
 from kassa_common.timefmt import iso, utcnow
 
 
@@ -23,9 +25,10 @@ def payment_event(
     transfers: list[Any] | None = None,
     *,
     timestamp: str | None = None,
+    refunds: RefundTotals | None = None,
 ) -> PaymentEvent:
     """``timestamp``: ``iso(now)``, when the caller has it already."""
-    shown = payment_to_dict(payment, transfers)
+    shown = payment_to_dict(payment, transfers, refunds)
     data = {"payment_id": shown["id"], **shown}
     return PaymentEvent(new_event_id(), event_type, timestamp or iso(now), payment.test_mode, data)
 
@@ -37,8 +40,9 @@ def _row(
     transfers: list[Any] | None = None,
     *,
     timestamp: str | None = None,
+    refunds: RefundTotals | None = None,
 ) -> dict[str, Any]:
-    event = payment_event(payment, event_type, now, transfers, timestamp=timestamp)
+    event = payment_event(payment, event_type, now, transfers, timestamp=timestamp, refunds=refunds)
     return outbox.outbox_row(
         event.to_message(), merchant_id=payment.merchant_id, test_mode=payment.test_mode, payment_id=payment.id, now=now
     )
@@ -71,7 +75,13 @@ def record_payment_events(
     has them (a payment missing from it has none); otherwise they are read in one query."""
     if transfers is None:
         transfers = transfers_of(session, [p.id for p in payments])
+    # the refunds of those that may have some, in one query
+    totals = refund_totals(session, [p.id for p in payments if may_have_refunds(transfers.get(p.id, []))])
     timestamp = iso(now)
     return outbox.record_many(
-        session, (_row(p, event_type, now, transfers.get(p.id, []), timestamp=timestamp) for p in payments)
+        session,
+        (
+            _row(p, event_type, now, transfers.get(p.id, []), timestamp=timestamp, refunds=totals.get(p.id, NONE))
+            for p in payments
+        ),
     )

@@ -23,10 +23,15 @@ import sqlalchemy as sa
 from pydantic import BaseModel, Field
 from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.orm import Session, object_session
+from sqlalchemy.orm.exc import UnmappedInstanceError
 
 from kassa_common.chains.networks import shipped
 from kassa_common.models import Payment, Transfer
 from kassa_common.pricing.amounts import plain, units_text
+from kassa_common.refunds import amounts as refund_amounts
+from kassa_common.refunds.amounts import NONE as NO_REFUNDS
+from kassa_common.refunds.amounts import RefundTotals
+from kassa_common.refunds.queries import refund_totals
 from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.timefmt import iso
 
@@ -79,6 +84,11 @@ class PaymentOut(BaseModel):
     address: str
     crypto_amount: str
     amount_received: str
+    refunded_amount: str = Field(description="decimal string in the token: the refunds completed (every network)")
+    refundable_amount: str = Field(
+        description="decimal string in the token: confirmed funds received (late and wrong-network ones included) "
+        "less the refunds not canceled or expired"
+    )
     exchange_rate: str = Field(description="price of one token in ``currency`` (the merchant's spread included)")
     rate_source: str | None = Field(description="where the rate came from and how the sources were combined")
     rate_locked_until: str = Field(
@@ -314,14 +324,28 @@ def _json_copy(value: Any) -> Any:
 _WRONG_NETWORK_FIELDS = tuple(WrongNetworkFunds.model_fields)
 
 
-def payment_to_dict(p: Any, transfers: list[Any] | None = None) -> dict[str, Any]:
+def _session_of(p: Any) -> Session | None:
+    """The session of a ``Payment`` (None for a ``PaymentRow`` or a detached payment)."""
+    try:
+        return object_session(p)
+    except UnmappedInstanceError:
+        return None
+
+
+def payment_to_dict(p: Any, transfers: list[Any] | None = None, refunds: RefundTotals | None = None) -> dict[str, Any]:
     """The payment object: ``PaymentOut``'s fields in its order, built directly (the tests hold
     it to what validating through the model gives, byte for byte). ``p``: a ``Payment`` or a
     ``PaymentRow``. ``transfers``: its rows from ``transfers_of`` when the caller has
-    them (a list, a new payment's ``[]``); otherwise they are read from the payment's session."""
+    them (a list, a new payment's ``[]``); otherwise they are read from the payment's session.
+    ``refunds``: its ``refund_totals`` when the caller has them; otherwise they are read from
+    the payment's session if it may have any (none without one)."""
     if transfers is None:
-        session = object_session(p)
+        session = _session_of(p)
         transfers = transfers_of(session, [p.id])[p.id] if session is not None else []
+    if refunds is None:
+        session = _session_of(p) if refund_amounts.may_have_refunds(transfers) else None
+        refunds = refund_totals(session, [p.id]).get(p.id, NO_REFUNDS) if session is not None else NO_REFUNDS
+    refunded, refundable = refund_amounts.shown(p, transfers, refunds)
     decimals = p.decimals
     return {
         "id": str(p.id),
@@ -334,6 +358,8 @@ def payment_to_dict(p: Any, transfers: list[Any] | None = None) -> dict[str, Any
         "address": p.address,
         "crypto_amount": _units_text(int(p.crypto_amount_units), decimals),
         "amount_received": _units_text(int(p.amount_received_units), decimals),
+        "refunded_amount": refunded,
+        "refundable_amount": refundable,
         "exchange_rate": plain(p.exchange_rate),
         "rate_source": p.rate_source,
         "rate_locked_until": iso(p.rate_locked_until or p.expires_at),

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Annotated, Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field, StringConstraints, WithJsonSchema
 
+from kassa_common.fields import NetworkCode, Strict
 from kassa_common.models import Refund
 from kassa_common.pricing.amounts import units_text
 from kassa_common.timefmt import iso
@@ -67,3 +70,50 @@ class RefundOut(BaseModel):
     completed_at: str | None
     canceled_at: str | None
     expires_at: str = Field(description="an unclaimed refund expires then (REFUND_CLAIM_DAYS)")
+
+
+_DECIMAL = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
+
+
+def _token_amount(value: Any) -> Decimal:
+    """A decimal string or a JSON number, exactly (no float rounding, no exponent)."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
+        raise ValueError("must be a decimal string or a number")  # noqa: TRY004 - pydantic reports a ValueError
+    if not isinstance(value, str):
+        number = Decimal(str(value))  # a JSON number arrives as a Decimal, exactly as written
+        if not number.is_finite() or abs(number.adjusted()) > 80:
+            raise ValueError("must be a finite number")
+        return number
+    text = value.strip()
+    if len(text) > 100 or not _DECIMAL.match(text):
+        raise ValueError('must be a plain decimal number, such as "2.5"')
+    try:
+        return Decimal(text)
+    except InvalidOperation:
+        raise ValueError('must be a plain decimal number, such as "2.5"') from None
+
+
+TokenAmount = Annotated[
+    Decimal,
+    BeforeValidator(_token_amount),
+    Field(gt=Decimal(0)),
+    WithJsonSchema(
+        {
+            "oneOf": [{"type": "string", "pattern": r"^\d+(\.\d+)?$"}, {"type": "number", "exclusiveMinimum": 0}],
+            "description": "in the payment's token, at most the token's decimals (a decimal string keeps it exact)",
+            "example": "2.5",
+        }
+    ),
+]
+
+
+class CreateRefund(Strict):
+    amount: TokenAmount | None = Field(None, description="default: everything refundable")
+    reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)] | None = Field(
+        None, description="shown to the merchant, not to the customer"
+    )
+    network: NetworkCode | None = Field(
+        None,
+        description="refund funds that arrived on another network (wrong network) there; default: the payment's "
+        "network, or the only other network holding refundable funds",
+    )

@@ -7,23 +7,33 @@ writes the event (the refund object) to the outbox, all in the caller's transact
 
 from __future__ import annotations
 
+import secrets
 import uuid
-from datetime import datetime
+from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.errors import InvalidTransition
+from kassa_common.errors import InvalidRefund, InvalidTransition, NotFound
 from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Payment, Refund
+from kassa_common.owner import Owner
+from kassa_common.payments.queries import find_payment
+from kassa_common.payments.shape import transfers_of
+from kassa_common.pricing.amounts import to_base_units, units_text
+from kassa_common.refunds.addresses import check_address, watcher_height
+from kassa_common.refunds.amounts import NONE, decimals_on, refundable
+from kassa_common.refunds.queries import find_by_claim_token, find_refund, refund_totals
 from kassa_common.refunds.shape import refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_common.timefmt import iso, utcnow
 
 AWAITING_ADDRESS, AWAITING_PAYMENT, COMPLETED, CANCELED, EXPIRED = RefundStatus
+CLAIM_TOKEN_BYTES = 32  # the claim link's secret: 43 URL-safe characters
 # the refunds whose amount is no longer refundable (all but the canceled and expired)
 ACTIVE = frozenset({AWAITING_ADDRESS, AWAITING_PAYMENT, COMPLETED})
 
@@ -103,17 +113,149 @@ def _transition(
     return refund
 
 
-def create_refund(*args: Any, **kwargs: Any) -> Refund:
-    raise NotImplementedError
+def _units(amount: Decimal, decimals: int) -> int:
+    try:
+        return to_base_units(amount, decimals)
+    except ValueError:
+        raise InvalidRefund(
+            f"the amount has more decimal places than the token has ({decimals})",
+            [{"field": "amount", "message": f"at most {decimals} decimal places"}],
+        ) from None
 
 
-def claim_refund(*args: Any, **kwargs: Any) -> Refund:
-    raise NotImplementedError
+def _network_of(payment: Payment, left: dict[str, int], network: str | None) -> str:
+    """The network to refund on: the one asked for, or the payment's own, or else the only
+    other network holding refundable funds (wrong-network funds)."""
+    if network is not None:
+        return network.upper()
+    if payment.network in left or len(left) != 1:
+        return payment.network
+    return next(iter(left))
 
 
-def cancel_refund(*args: Any, **kwargs: Any) -> Refund:
-    raise NotImplementedError
+def claim_token() -> str:
+    return secrets.token_urlsafe(CLAIM_TOKEN_BYTES)
 
 
-def expire_refunds(*args: Any, **kwargs: Any) -> int:
-    raise NotImplementedError
+def create_refund(
+    session: Session,
+    owner: Owner,
+    payment_ref: str,
+    amount: Decimal | None,
+    reason: str | None = None,
+    *,
+    network: str | None = None,
+    claim_days: float = 30.0,
+    checkout_url: Any = None,
+    now: datetime | None = None,
+) -> Refund:
+    """A refund of the merchant's payment (``payment_ref``: its id or short id): ``amount``
+    in the payment's token (None: everything refundable), on ``network`` (default: the
+    payment's). The payment's row is locked first, so concurrent requests for the same
+    payment take turns and together never refund more than was received. NotFound for
+    another merchant's or mode's payment; InvalidTransition (409) when nothing is
+    refundable; InvalidRefund (400) for an amount above what is or with too many decimals."""
+    now = now or utcnow()
+    payment = find_payment(session, owner, payment_ref, lock=True)
+    transfers = transfers_of(session, [payment.id])[payment.id]
+    totals = refund_totals(session, [payment.id]).get(payment.id, NONE)
+    left = refundable(payment, transfers, totals)
+    chosen = _network_of(payment, left, network)
+    decimals = decimals_on(payment, chosen)
+    if decimals is None:
+        raise InvalidRefund(
+            f"{payment.token} does not exist on {chosen}",
+            [{"field": "network", "message": "not a network of the payment's token"}],
+        )
+    available = left.get(chosen, 0)
+    if available <= 0:
+        where = "" if chosen == payment.network else f" on {chosen}"
+        raise InvalidTransition(f"nothing of this payment is refundable{where}: no confirmed funds are left to refund")
+    units = available if amount is None else _units(amount, decimals)
+    if units <= 0:
+        raise InvalidRefund("the amount must be more than 0", [{"field": "amount", "message": "must be more than 0"}])
+    if units > available:
+        most = units_text(available, decimals)
+        raise InvalidRefund(
+            f"the amount is more than is refundable ({most} {payment.token})",
+            [{"field": "amount", "message": f"at most {most}"}],
+        )
+    refund = Refund(
+        id=uuid.uuid4(),
+        merchant_id=payment.merchant_id,
+        payment_id=payment.id,
+        test_mode=payment.test_mode,
+        status=AWAITING_ADDRESS,
+        amount_units=units,
+        token=payment.token,
+        network=chosen,
+        decimals=decimals,
+        reason=reason,
+        claim_token=claim_token(),
+        confirmations=0,
+        created_at=now,
+        updated_at=now,
+        expires_at=now + timedelta(days=claim_days),
+    )
+    session.add(refund)
+    session.flush()
+    base = checkout_url if checkout_url is not None else payment.checkout_url.rsplit("/pay/", 1)[0]
+    record_refund_event(session, refund, EventType.REFUND_CREATED, now=now, checkout_url=base)
+    return refund
+
+
+def claim_refund(
+    session: Session, claim_token: str, address: str, *, registry: Any = None, now: datetime | None = None
+) -> Refund:
+    """The customer's claim: ``address`` (checked for the refund's network: InvalidClaim with
+    the reason) becomes the refund's destination, and the merchant is asked to pay it.
+    NotFound for an unknown token; InvalidTransition (409) once it is no longer awaiting an
+    address (claimed, canceled, expired)."""
+    now = now or utcnow()
+    found = find_by_claim_token(session, claim_token)
+    if found is None:
+        raise NotFound("refund not found")
+    refund = lock(session, found.id)
+    reason = refusal(refund.status, EventType.REFUND_CLAIMED)
+    if reason:
+        raise InvalidTransition(reason)
+    if refund.expires_at <= now:
+        raise InvalidTransition("this refund's claim has expired")
+    destination = check_address(session, refund, address, registry=registry)
+    return _transition(
+        session,
+        refund,
+        AWAITING_PAYMENT,
+        EventType.REFUND_CLAIMED,
+        now=now,
+        address=destination,
+        claimed_at=now,
+        claim_block=watcher_height(session, refund),
+    )
+
+
+def cancel_refund(session: Session, owner: Owner, refund_ref: str, *, now: datetime | None = None) -> Refund:
+    """The merchant's cancel, any time before the refund is COMPLETED (409 from then on, and
+    once CANCELED or EXPIRED). NotFound for another merchant's or mode's refund."""
+    now = now or utcnow()
+    found = find_refund(session, owner, refund_ref)
+    refund = lock(session, found.id)
+    return _transition(session, refund, CANCELED, EventType.REFUND_CANCELED, now=now, canceled_at=now)
+
+
+def expire_refunds(session: Session, now: datetime | None = None, *, limit: int = 500) -> int:
+    """Expire up to ``limit`` refunds still unclaimed at their ``expires_at`` (the expirer's
+    batch); each with ``refund.expired``. Rows another transaction holds are left for the
+    next round. Returns how many expired."""
+    now = now or utcnow()
+    due = session.scalars(
+        sa.select(Refund)
+        .where(Refund.status == AWAITING_ADDRESS, Refund.expires_at <= now)
+        .order_by(Refund.expires_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+        .execution_options(populate_existing=True)
+    ).all()
+    for refund in due:
+        _transition(session, refund, EXPIRED, EventType.REFUND_EXPIRED, now=now)
+    return len(due)

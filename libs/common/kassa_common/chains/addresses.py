@@ -1,0 +1,111 @@
+"""Is this text an address that can receive funds on this network? (A refund's destination.)
+
+EVM: ``0x`` and 40 hex digits, with a right EIP-55 checksum when mixed-case, and not the
+zero address (``forwarder.settlement_address``'s rules). Bitcoin: the network's segwit
+addresses (BIP173 bech32 for version 0, BIP350 bech32m for versions 1 to 16, with the
+network's prefix) and its base58check P2PKH and P2SH addresses. ``InvalidAddress`` says why
+not, in words a customer understands.
+"""
+
+from __future__ import annotations
+
+import base58
+
+from kassa_common.chains.forwarder import settlement_address
+from kassa_common.chains.hd import _BECH32_CHARSET, _bech32_polymod, _hrp_state
+from kassa_common.chains.networks import Network
+
+BECH32_CONST = 1
+BECH32M_CONST = 0x2BC830A3
+# base58check version bytes: (P2PKH, P2SH), mainnet and every test chain
+KNOWN_PREFIXES = ("bc", "tb", "bcrt")
+BASE58_VERSIONS = {"main": (0x00, 0x05), "test": (0x6F, 0xC4)}
+
+
+class InvalidAddress(ValueError):
+    """The reason, as a sentence."""
+
+
+def evm_address(text: str) -> str:
+    """The EIP-55 form of an EVM address, or InvalidAddress."""
+    try:
+        return settlement_address(text)
+    except ValueError as exc:
+        message = str(exc)
+        if "checksum" in message:
+            raise InvalidAddress("the address has a wrong EIP-55 checksum (mixed case): check it for a typo") from None
+        if "zero address" in message:
+            raise InvalidAddress("the zero address cannot receive funds") from None
+        raise InvalidAddress("not an address of this network: 0x followed by 40 hexadecimal digits") from None
+
+
+def _convert_bits(data: list[int]) -> bytes | None:
+    """5-bit groups to bytes; None when the padding is not zeros of less than a group."""
+    acc, bits, out = 0, 0, bytearray()
+    for value in data:
+        acc = (acc << 5) | value
+        bits += 5
+        if bits >= 8:
+            bits -= 8
+            out.append((acc >> bits) & 0xFF)
+    if bits >= 5 or (acc << (8 - bits)) & 0xFF:
+        return None
+    return bytes(out)
+
+
+def _segwit(text: str, hrp: str) -> str | None:
+    """The address in lower case if it is a valid segwit address with this prefix; None when
+    it is not bech32 at all; InvalidAddress when it is, but wrong."""
+    lower = text.lower()
+    prefix, sep, data_part = lower.rpartition("1")
+    if not sep or prefix not in {hrp, *KNOWN_PREFIXES}:
+        return None  # not bech32 (base58, say)
+    if text.lower() != text and text.upper() != text:
+        raise InvalidAddress("a bech32 address is all lower case or all upper case, never mixed")
+    if prefix != hrp:
+        raise InvalidAddress(f"this address is for another Bitcoin network (it starts {prefix}1, not {hrp}1)")
+    if len(lower) > 90 or len(data_part) < 7 or any(c not in _BECH32_CHARSET for c in data_part):
+        raise InvalidAddress("not a valid bech32 address (wrong length or characters)")
+    data = [_BECH32_CHARSET.index(c) for c in data_part]
+    const = _bech32_polymod(data, _hrp_state(hrp))
+    version, program = data[0], _convert_bits(data[1:-6])
+    if const not in (BECH32_CONST, BECH32M_CONST):
+        raise InvalidAddress("the address's checksum is wrong: check it for a typo")
+    if version > 16 or program is None or not 2 <= len(program) <= 40:
+        raise InvalidAddress("not a valid segwit address")
+    if (version == 0) != (const == BECH32_CONST):
+        raise InvalidAddress("the address's checksum is wrong: check it for a typo")
+    if version == 0 and len(program) not in (20, 32):
+        raise InvalidAddress("not a valid segwit version 0 address")
+    return lower
+
+
+def bitcoin_address(text: str, hrp: str) -> str:
+    """A Bitcoin address of the network with bech32 prefix ``hrp``, or InvalidAddress."""
+    found = _segwit(text, hrp)
+    if found is not None:
+        return found
+    try:
+        raw = base58.b58decode_check(text)
+    except ValueError:
+        raise InvalidAddress("not a Bitcoin address of this network") from None
+    versions = BASE58_VERSIONS["main" if hrp == "bc" else "test"]
+    if len(raw) != 21:
+        raise InvalidAddress("not a Bitcoin address of this network")
+    if raw[0] not in versions:
+        raise InvalidAddress("this address is for another Bitcoin network")
+    return text
+
+
+def receiving_address(network: Network, text: str) -> str:
+    """``text`` as the address to pay on ``network`` (normalised), or InvalidAddress."""
+    text = (text or "").strip()
+    if not text:
+        raise InvalidAddress("an address is required")
+    if len(text) > 100:
+        raise InvalidAddress("not an address of this network (too long)")
+    if network.kind == "evm":
+        return evm_address(text)
+    if network.kind == "bitcoin" and network.bech32_hrp:
+        return bitcoin_address(text, network.bech32_hrp)
+    raise InvalidAddress(f"addresses on {network.name} are not supported")

@@ -1,0 +1,66 @@
+"""Reading refunds: by id for the merchant, by claim token for the customer, a payment's
+list, and ``refund_totals`` (what the payment objects show)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from kassa_common.errors import NotFound
+from kassa_common.ids import parse_uuid
+from kassa_common.models import Refund
+from kassa_common.owner import Owner
+from kassa_common.refunds.amounts import RefundTotals
+from kassa_common.statuses import RefundStatus
+
+HELD = (RefundStatus.AWAITING_ADDRESS, RefundStatus.AWAITING_PAYMENT, RefundStatus.COMPLETED)
+CLAIM_TOKEN_MAX = 64
+
+
+def find_refund(session: Session, owner: Owner, ref: str) -> Refund:
+    """The merchant's refund of this mode by id, or NotFound (never confirm others exist)."""
+    rid = parse_uuid(ref)
+    refund = session.get(Refund, rid) if rid else None
+    if refund is None or refund.merchant_id != owner.merchant_id or refund.test_mode != owner.test_mode:
+        raise NotFound("refund not found")
+    return refund
+
+
+def find_by_claim_token(session: Session, token: str) -> Refund | None:
+    """The refund a claim link names (None for anything else)."""
+    if not token or len(token) > CLAIM_TOKEN_MAX:
+        return None
+    return session.scalars(sa.select(Refund).where(Refund.claim_token == token)).first()
+
+
+def refunds_of(session: Session, payment_id: uuid.UUID) -> list[Refund]:
+    """A payment's refunds, newest first."""
+    return list(
+        session.scalars(
+            sa.select(Refund).where(Refund.payment_id == payment_id).order_by(Refund.created_at.desc(), Refund.id)
+        )
+    )
+
+
+def refund_totals(session: Session, payment_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, RefundTotals]:
+    """The refunds of these payments summed per network (a payment without any is absent)."""
+    ids = list(payment_ids)
+    if not ids:
+        return {}
+    rows = session.execute(
+        sa.select(Refund.payment_id, Refund.network, Refund.status, sa.func.sum(Refund.amount_units))
+        .where(Refund.payment_id.in_(ids), Refund.status.in_(HELD))
+        .group_by(Refund.payment_id, Refund.network, Refund.status)
+    )
+    held: dict[uuid.UUID, dict[str, int]] = {}
+    refunded: dict[uuid.UUID, dict[str, int]] = {}
+    for payment_id, network, status, units in rows:
+        h = held.setdefault(payment_id, {})
+        h[network] = h.get(network, 0) + int(units)
+        if status == RefundStatus.COMPLETED:
+            r = refunded.setdefault(payment_id, {})
+            r[network] = r.get(network, 0) + int(units)
+    return {pid: RefundTotals(held[pid], refunded.get(pid, {})) for pid in held}
