@@ -64,8 +64,11 @@ def transfer_ref(tx_hash: str, place: int, to: str) -> str:
     return f"{ref}:{to.lower()}" if to.lower().startswith("0x") else ref
 
 
-class ChainUnavailable(Exception):
-    """The network's node did not answer: the check cannot be made now (503)."""
+class ChainUnavailable(DomainError):
+    """The network's node did not answer: the check cannot be made now (503, ``Retry-After``)."""
+
+    code = "SERVICE_UNAVAILABLE"
+    retry_after = 10
 
 
 @dataclass

@@ -5,19 +5,23 @@ transaction hash form), refunding from a payment's page, and cancel."""
 from __future__ import annotations
 
 import uuid
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import sqlalchemy as sa
 from flask import Blueprint, abort, redirect, request, url_for
+from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Network
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Payment, Refund
 from kassa_common.paging import page_meta
+from kassa_common.payments import transfers_of
 from kassa_common.pricing.amounts import units_text
 from kassa_common.refunds import onchain, payouts
 from kassa_common.refunds import transitions as refunds
+from kassa_common.refunds.amounts import NONE, decimals_on, received, refundable
+from kassa_common.refunds.queries import refund_totals, refunds_of
 from kassa_common.refunds.shape import refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_api import query
@@ -150,7 +154,7 @@ def cancel(refund_id: str):
         return _page(refund, 400, error="Tick the box to confirm the cancel.")
     try:
         with transaction() as s:
-            refunds.cancel_refund(s, refund.merchant_id, refund.id)
+            refunds.cancel_refund(s, current_owner(), str(refund.id))
     except NotFound:
         abort(404, description=NO_REFUND)
     except DomainError as exc:
@@ -158,33 +162,75 @@ def cancel(refund_id: str):
     return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
 
 
-def proposal(payment: Payment, refundable: Decimal) -> tuple[Decimal, str]:
-    """What the payment page offers to refund, and why: the excess of an over-paid payment,
-    everything refundable of late or wrong-network funds (and otherwise)."""
-    due = Decimal(int(payment.crypto_amount_units)) / Decimal(10) ** payment.decimals
-    received = Decimal(int(payment.amount_received_units)) / Decimal(10) ** payment.decimals
-    if payment.status == "COMPLETED" and received > due:
-        return min(refundable, received - due), "the excess over what was due"
-    if payment.wrong_network:
-        return refundable, "everything received, the funds sent on the wrong network included"
-    if payment.status in ("EXPIRED", "CANCELED") and received > 0:
-        return refundable, "everything received after the payment closed"
-    return refundable, "everything refundable"
+def refunds_listed(session: Session, payment: Payment) -> list[tuple[Refund, str]]:
+    """The payment's refunds, newest first, with their amounts as text."""
+    return [(r, units_text(int(r.amount_units), r.decimals)) for r in refunds_of(session, payment.id)]
+
+
+def refund_offers(session: Session, payment: Payment) -> list[dict[str, Any]]:
+    """What the payment's page offers to refund, per network with something refundable: the
+    excess of an over-paid payment, everything of late or wrong-network funds (else all)."""
+    transfers = transfers_of(session, [payment.id])[payment.id]
+    totals = refund_totals(session, [payment.id]).get(payment.id, NONE)
+    offers = []
+    for network, left in sorted(
+        refundable(payment, transfers, totals).items(), key=lambda kv: kv[0] != payment.network
+    ):
+        decimals = decimals_on(payment, network) or payment.decimals
+        units, why = left, "everything refundable"
+        if network != payment.network:
+            why = f"everything sent on the wrong network ({network})"
+        elif payment.status in ("EXPIRED", "CANCELED"):
+            why = "everything received: the payment was paid after it closed"
+        else:
+            got = received(payment, transfers).get(network, 0)
+            excess = got - int(payment.crypto_amount_units)
+            if payment.status == "COMPLETED" and excess > 0:
+                units, why = min(left, excess), "the excess over what was due"
+        offers.append(
+            {
+                "network": network,
+                "amount": units_text(units, decimals),
+                "most": units_text(left, decimals),
+                "why": why,
+            }
+        )
+    return offers
 
 
 @bp.post("/payments/<ref>/refunds")
 @login_required
 def create(ref: str):
     payment = get_payment_or_404(ref)
-    amount = request.form.get("amount", "").strip() or None
+    text = request.form.get("amount", "").strip()
     reason = request.form.get("reason", "").strip() or None
     network = request.form.get("network", "").strip() or None
+    settings = deps().settings
+    try:
+        amount = Decimal(text) if text else None
+        if amount is not None and not amount.is_finite():
+            raise InvalidOperation
+    except InvalidOperation:
+        return _back(payment, "The amount must be a decimal number, like 2.5.")
     try:
         with transaction() as s:
             refund = refunds.create_refund(
-                s, current_owner().merchant_id, payment, amount=amount, reason=reason, network=network
+                s,
+                current_owner(),
+                str(payment.id),
+                amount,
+                reason,
+                network=network,
+                claim_days=settings.refund_claim_days,
+                checkout_url=settings,
             )
             refund_id = refund.id
+    except NotFound:
+        abort(404, description=NO_REFUND)
     except DomainError as exc:
-        return redirect(url_for("dashboard.payments.detail", ref=payment.short_id, refund_error=exc.message), 303)
+        return _back(payment, exc.message)
     return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
+
+
+def _back(payment: Payment, error: str):
+    return redirect(url_for("dashboard.payments.detail", ref=payment.short_id, refund_error=error), 303)
