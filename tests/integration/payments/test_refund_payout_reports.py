@@ -82,8 +82,8 @@ def payout(
     confirmations: int,
     *,
     tx_: str,
-    block: int = 100,
-    block_hash: str = "0xb1",
+    block: int | None = 100,
+    block_hash: str | None = "0xb1",
     to: str | None = None,
     token: str = "USDC",
     log_index: int = 0,
@@ -208,3 +208,22 @@ def test_a_transfer_to_a_payment_address_is_never_a_payout(sessions, claimed, pa
     rid = claimed(address=payment["address"])  # cannot be claimed so; were it, the deposit is the payment's
     settle(sessions, payout(CONFIRMED, 12_340_000, REQUIRED, tx_=tx(), to=payment["address"]))
     assert refund(sessions, rid).status == "AWAITING_PAYMENT"
+
+
+def test_a_confirmed_payout_takes_a_claim_whose_payout_is_only_seen(sessions, claimed):
+    rid, slow, fast = claimed(), tx(), tx()
+    settle(sessions, payout(SEEN, 1_000_000, 1, tx_=slow, block=101, block_hash="0xb2"))
+    settle(sessions, payout(CONFIRMED, 1_000_000, REQUIRED, tx_=fast))
+    assert refund(sessions, rid).transaction_hash == fast
+    settle(sessions, payout(CONFIRMED, 1_000_000, REQUIRED, tx_=slow, block=101, block_hash="0xb2"))  # pays nothing
+    assert refund(sessions, rid).transaction_hash == fast and events(sessions, rid) == ["refund.completed"]
+
+
+def test_a_payout_seen_unmined_then_mined_before_the_claim_is_let_go(sessions, claimed):
+    rid, early, later = claimed(claim_block=100), tx(), tx()
+    settle(sessions, payout(SEEN, 1_000_000, 0, tx_=early, block=None, block_hash=None))  # in the mempool
+    assert refund(sessions, rid).transfer_ref is not None
+    settle(sessions, payout(CONFIRMED, 1_000_000, REQUIRED, tx_=early, block=99, block_hash="0xb0"))
+    assert (refund(sessions, rid).status, refund(sessions, rid).transfer_ref) == ("AWAITING_PAYMENT", None)
+    settle(sessions, payout(CONFIRMED, 1_000_000, REQUIRED, tx_=later, block=101, block_hash="0xb2"))
+    assert refund(sessions, rid).transaction_hash == later

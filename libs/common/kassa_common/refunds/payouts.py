@@ -137,15 +137,20 @@ def _is_sweep(session: Session, payout: Payout) -> bool:
     )
 
 
-def _choose(session: Session, payout: Payout) -> tuple[Refund | None, Refund | None]:
-    """(the refund this transfer pays already, or else the one it may pay now)."""
+def _choose(session: Session, payout: Payout, *, confirmed: bool) -> tuple[Refund | None, Refund | None]:
+    """(the refund this transfer pays already, or else the one it may pay now). A transfer
+    pays the oldest claim it covers that no other transfer pays; a confirmed one may also
+    take a claim whose payout is only seen so far (that one then pays another, or none)."""
     refunds = _lock(session, payout)
     holder = next((r for r in refunds if r.transfer_ref == payout.ref), None)
     if holder is not None:
         return holder, None
     if _is_sweep(session, payout):
         return None, None
-    fresh = next((r for r in refunds if r.transfer_ref is None and covers(r, payout)), None)
+    covered = [r for r in refunds if covers(r, payout)]
+    fresh = next((r for r in covered if r.transfer_ref is None), None)
+    if fresh is None and confirmed:
+        fresh = next((r for r in covered if r.status == AWAITING_PAYMENT), None)
     return None, fresh
 
 
@@ -168,7 +173,11 @@ def _forget(refund: Refund, now: datetime) -> None:
 def record_payout(session: Session, payout: Payout) -> Refund | None:
     """A transfer seen, not yet confirmed: held on the refund it pays (no event)."""
     now = utcnow()
-    holder, fresh = _choose(session, payout)
+    holder, fresh = _choose(session, payout, confirmed=False)
+    if holder is not None and holder.status == AWAITING_PAYMENT and not covers(holder, payout):
+        _forget(holder, now)  # mined where it cannot pay it (in the claim's block or before)
+        session.flush()
+        return holder
     if holder is not None:
         if holder.status == AWAITING_PAYMENT and (
             holder.payout_block_hash != payout.block_hash or payout.confirmations > holder.confirmations
@@ -187,7 +196,7 @@ def record_payout(session: Session, payout: Payout) -> Refund | None:
 def confirm_payout(session: Session, payout: Payout) -> Refund | None:
     """A transfer at the network's required confirmations: the refund it pays is COMPLETED."""
     now = utcnow()
-    holder, fresh = _choose(session, payout)
+    holder, fresh = _choose(session, payout, confirmed=True)
     refund = holder or fresh
     if refund is None:
         return None
@@ -197,8 +206,14 @@ def confirm_payout(session: Session, payout: Payout) -> Refund | None:
             refund.updated_at = now
             session.flush()
         return refund
-    if refund.status != AWAITING_PAYMENT or not covers(refund, payout):
-        return refund  # canceled or expired while its payout confirmed: it stays so
+    if refund.status != AWAITING_PAYMENT:
+        return refund  # canceled or expired while its payout was seen: it stays so
+    if not covers(refund, payout):
+        _forget(refund, now)  # seen in the mempool, mined where it cannot pay it
+        session.flush()
+        return refund
+    if fresh is not None and fresh.transfer_ref is not None:
+        log.info("refund %s: payout %s confirmed before the one it held (%s)", fresh.id, payout.ref, fresh.transfer_ref)
     complete(session, refund, payout, now)
     return refund
 
