@@ -25,7 +25,9 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import Event, Refund
+from kassa_common.owner import Owner
 from kassa_common.refunds import transitions
+from kassa_common.refunds.shape import refund_out
 from kassa_dev import chain as devchain
 from kassa_dev.cli import cmd_dev_pay_refund
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
@@ -73,10 +75,16 @@ def paid(h, chain, *, amount=5, pay_units: int | None = None, token="USDC") -> d
     return p
 
 
-def create_refund(h, p: dict, **body) -> dict:
-    r = h.client.post(f"{API}/payments/{p['id']}/refunds", json=body, headers=h.merchant.headers("live"))
-    assert r.status_code == 201, r.get_data(as_text=True)
-    return r.get_json()["data"]
+def owner(h) -> Owner:
+    return Owner(h.merchant.id, False, 60)
+
+
+def create_refund(h, p: dict, amount: str | None = None, reason: str | None = None) -> dict:
+    with unit_of_work(h.sessions) as s:
+        refund = transitions.create_refund(
+            s, owner(h), p["id"], Decimal(amount) if amount else None, reason, checkout_url=h.settings
+        )
+        return refund_out(refund, h.settings)
 
 
 def claim(h, refund: dict, address: str) -> dict:
@@ -89,9 +97,12 @@ def claim(h, refund: dict, address: str) -> dict:
 
 
 def get(h, refund: dict) -> dict:
-    r = h.client.get(f"{API}/refunds/{refund['id']}", headers=h.merchant.headers("live"))
-    assert r.status_code == 200, r.get_data(as_text=True)
-    return r.get_json()["data"]
+    return refund_out(row(h, refund), h.settings)
+
+
+def payment_amounts(h, p: dict) -> tuple[str, str]:
+    got = h.client.get(f"{API}/payments/{p['id']}", headers=h.merchant.headers("live")).get_json()["data"]
+    return got["refunded_amount"], got["refundable_amount"]
 
 
 def row(h, refund: dict) -> Refund:
@@ -153,8 +164,7 @@ def test_an_over_paid_usdc_payment_is_refunded_in_part_and_completed_by_its_payo
     wait_refund(h, refund, "COMPLETED")
     done = get(h, refund)
     assert done["transaction_hash"] == tx and done["completed_at"]
-    payment = h.client.get(f"{API}/payments/{p['id']}", headers=h.merchant.headers("live")).get_json()["data"]
-    assert (payment["refunded_amount"], payment["refundable_amount"]) == ("2", "5")
+    assert payment_amounts(h, p) == ("2", "5")
     assert refund_events(h, refund) == ["refund.created", "refund.claimed", "refund.completed"]
     assert row(h, refund).transfer_ref.startswith(tx.lower() + ":0:")
 
@@ -212,8 +222,8 @@ def test_a_canceled_refund_is_not_completed_by_a_later_payout(h, chain):
     p = paid(h, chain, amount=5)
     refund = create_refund(h, p, amount="1")
     claim(h, refund, customer(chain))
-    r = h.client.post(f"{API}/refunds/{refund['id']}/cancel", headers=h.merchant.headers("live"))
-    assert r.status_code == 200, r.get_data(as_text=True)
+    with unit_of_work(h.sessions) as s:
+        transitions.cancel_refund(s, owner(h), refund["id"])
     devchain.pay(
         chain.w3,
         to=customer(chain),
