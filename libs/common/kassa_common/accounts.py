@@ -24,7 +24,7 @@ from kassa_common.ids import hash_api_key, new_api_key
 from kassa_common.models import ApiKey, Merchant, Wallet
 from kassa_common.timefmt import utcnow
 
-SCOPES = ("payments:create", "payments:read", "products:manage", "webhooks:manage")
+SCOPES = ("payments:create", "payments:read", "products:manage", "webhooks:manage", "refunds:manage")
 MODES = ("test", "live")
 CHAINS = ("evm", "bitcoin")
 _hasher = PasswordHasher()  # argon2id, memory-hard

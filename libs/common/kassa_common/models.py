@@ -278,7 +278,8 @@ class Refund(Base):
 
 
 class IdempotencyKey(Base):
-    """One row per (merchant, mode, key): written in the same transaction as the payment."""
+    """One row per (merchant, mode, key): written in the same transaction as the payment
+    (or the refund) it made."""
 
     __tablename__ = "idempotency_keys"
     merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), primary_key=True)
@@ -287,6 +288,7 @@ class IdempotencyKey(Base):
     request_hash: Mapped[str] = mapped_column(sa.String(64), nullable=False)
     response_status: Mapped[int | None] = mapped_column(sa.SmallInteger)
     payment_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))
+    refund_id: Mapped[uuid.UUID | None] = mapped_column(UUID(as_uuid=True))  # POST /payments/:id/refunds
     created_at: Mapped[datetime] = _created()
     __table_args__ = (sa.Index("idempotency_keys_retention", "created_at"),)
 

@@ -51,6 +51,15 @@ def connection() -> Connection:
     return g.conn
 
 
+def release_connection() -> None:
+    """Give the request's autocommit connection back now (the API key lookup is done) before
+    a transaction that may wait for a row lock: a request then holds one connection at a
+    time, so requests queued behind one lock cannot take the whole pool between them."""
+    conn = g.pop("conn", None)
+    if conn is not None:
+        release_autocommit(conn)
+
+
 def db() -> Session:
     """The request's session (opened on first use, closed at teardown)."""
     if "db" not in g:

@@ -211,6 +211,9 @@ def _operation_ids(endpoints: list[str]) -> dict[str, str]:
     return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(endpoints, names, strict=True)}
 
 
+IDEMPOTENT = ("/payments", "/payments/{ref}/refunds")  # the creates that take an Idempotency-Key
+
+
 def build(app: Flask, server_url: str, registry: Registry | None = None, codes: list[str] | None = None) -> dict:
     specs: list[tuple[str, str, list[str], EndpointSpec, str]] = []
     for rule in app.url_map.iter_rules():
@@ -246,7 +249,7 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
             {"name": a, "in": "path", "required": True, "schema": {"type": "string", "minLength": 1}} for a in args
         ]
         params += _query_params(spec.query, schemas)
-        if spec.tag == "payments" and method == "post" and path == "/payments":
+        if method == "post" and path in IDEMPOTENT:
             params.append(
                 {
                     "name": "Idempotency-Key",

@@ -351,7 +351,8 @@ def create_payment(
         )[0]
     )
     if found.request_hash is not None:
-        assert found.payment_id is not None  # written with its request's hash
+        if found.payment_id is None:  # the key made a refund (POST /payments/:id/refunds)
+            raise IdempotencyConflict("this Idempotency-Key was already used with a different request")
         return _replay(conn, found.request_hash, found.payment_id, digest)
     pricing = price(cmd, product, token, market, currency, found.rate_spread_pct or Decimal(0))
     payment_id = uuid.uuid4()

@@ -6,7 +6,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field, StringConstraints, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 from kassa_common.fields import NetworkCode, Strict
 from kassa_common.models import Refund
@@ -49,8 +49,32 @@ def refund_out(refund: Refund, checkout_url: Any) -> dict[str, Any]:
     }
 
 
+EXAMPLE = {
+    "id": "3f1c2a7e-9b4d-4c41-8e0a-5d2f6b7c8a90",
+    "payment_id": "8d3b5e1f-2c4a-4f6e-9a7b-1c2d3e4f5a6b",
+    "status": "AWAITING_PAYMENT",
+    "amount": "2.66",
+    "token": "USDC",
+    "network": "BASE",
+    "reason": "over-paid",
+    "claim_url": "https://pay.example.com/refunds/Q2xhaW0tbGluay1zZWNyZXQtb2YtNDMtY2hhcmFjdGVycw",
+    "address": "0x52908400098527886E0F7030069857D2E4169EE7",
+    "transaction_hash": None,
+    "confirmations": 0,
+    "test_mode": False,
+    "created_at": "2026-01-01T10:00:00.000Z",
+    "updated_at": "2026-01-01T10:05:00.000Z",
+    "claimed_at": "2026-01-01T10:05:00.000Z",
+    "completed_at": None,
+    "canceled_at": None,
+    "expires_at": "2026-01-31T10:00:00.000Z",
+}
+
+
 class RefundOut(BaseModel):
     """A refund: a claim the merchant pays from their own wallet, proven on chain."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [EXAMPLE]})
 
     id: str = Field(description="the refund's UUID")
     payment_id: str = Field(description="the UUID of the payment it refunds")
@@ -101,13 +125,19 @@ TokenAmount = Annotated[
         {
             "oneOf": [{"type": "string", "pattern": r"^\d+(\.\d+)?$"}, {"type": "number", "exclusiveMinimum": 0}],
             "description": "in the payment's token, at most the token's decimals (a decimal string keeps it exact)",
-            "example": "2.5",
+            "examples": ["2.5", 2.5],
         }
     ),
 ]
 
 
 class CreateRefund(Strict):
+    model_config = ConfigDict(
+        extra="forbid",
+        str_max_length=10_000,
+        json_schema_extra={"examples": [{"amount": "2.66", "reason": "over-paid"}, {}]},
+    )
+
     amount: TokenAmount | None = Field(None, description="default: everything refundable")
     reason: Annotated[str, StringConstraints(strip_whitespace=True, max_length=500)] | None = Field(
         None, description="shown to the merchant, not to the customer"

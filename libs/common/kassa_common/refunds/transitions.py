@@ -148,6 +148,7 @@ def create_refund(
     claim_days: float = 30.0,
     checkout_url: Any = None,
     now: datetime | None = None,
+    refund_id: uuid.UUID | None = None,
 ) -> Refund:
     """A refund of the merchant's payment (``payment_ref``: its id or short id): ``amount``
     in the payment's token (None: everything refundable), on ``network`` (default: the
@@ -181,7 +182,7 @@ def create_refund(
             [{"field": "amount", "message": f"at most {most}"}],
         )
     refund = Refund(
-        id=uuid.uuid4(),
+        id=refund_id or uuid.uuid4(),
         merchant_id=payment.merchant_id,
         payment_id=payment.id,
         test_mode=payment.test_mode,

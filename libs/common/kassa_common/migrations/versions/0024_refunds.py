@@ -4,7 +4,7 @@ A refund belongs to a payment (same merchant and mode); its amount is in the pay
 (base units, with the token's ``decimals`` copied). The customer claims it through
 ``claim_token`` (the claim page) with an ``address``; the watchers then look for one transfer
 paying it (``transfer_ref``: "<tx hash>:<log index or vout>", unique per network, so one
-transfer pays at most one refund) in a block after ``claim_block``.
+transfer pays at most one refund) in a block after ``claim_block``. An Idempotency-Key of a refund's create names it (``idempotency_keys.refund_id``).
 
 Revision ID: 0024
 Revises: 0023
@@ -64,7 +64,12 @@ def upgrade() -> None:
     )
 
 
+    # an Idempotency-Key of POST /payments/:id/refunds names the refund it made
+    op.add_column("idempotency_keys", sa.Column("refund_id", postgresql.UUID(as_uuid=True), nullable=True))
+
+
 def downgrade() -> None:
+    op.drop_column("idempotency_keys", "refund_id")
     op.drop_index("refunds_unclaimed_expiry", table_name="refunds", postgresql_where=sa.text("status = 'AWAITING_ADDRESS'"))
     op.drop_index("refunds_payment", table_name="refunds")
     op.drop_index("refunds_address", table_name="refunds")
