@@ -25,9 +25,7 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import Event, Refund
-from kassa_common.owner import Owner
 from kassa_common.refunds import transitions
-from kassa_common.refunds.shape import refund_out
 from kassa_dev import chain as devchain
 from kassa_dev.cli import cmd_dev_pay_refund
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
@@ -75,16 +73,11 @@ def paid(h, chain, *, amount=5, pay_units: int | None = None, token="USDC") -> d
     return p
 
 
-def owner(h) -> Owner:
-    return Owner(h.merchant.id, False, 60)
-
-
 def create_refund(h, p: dict, amount: str | None = None, reason: str | None = None) -> dict:
-    with unit_of_work(h.sessions) as s:
-        refund = transitions.create_refund(
-            s, owner(h), p["id"], Decimal(amount) if amount else None, reason, checkout_url=h.settings
-        )
-        return refund_out(refund, h.settings)
+    body = {k: v for k, v in (("amount", amount), ("reason", reason)) if v is not None}
+    r = h.client.post(f"{API}/payments/{p['id']}/refunds", json=body, headers=h.merchant.headers("live"))
+    assert r.status_code == 201, r.get_data(as_text=True)
+    return r.get_json()["data"]
 
 
 def claim(h, refund: dict, address: str) -> dict:
@@ -97,7 +90,9 @@ def claim(h, refund: dict, address: str) -> dict:
 
 
 def get(h, refund: dict) -> dict:
-    return refund_out(row(h, refund), h.settings)
+    r = h.client.get(f"{API}/refunds/{refund['id']}", headers=h.merchant.headers("live"))
+    assert r.status_code == 200, r.get_data(as_text=True)
+    return r.get_json()["data"]
 
 
 def payment_amounts(h, p: dict) -> tuple[str, str]:
@@ -222,8 +217,8 @@ def test_a_canceled_refund_is_not_completed_by_a_later_payout(h, chain):
     p = paid(h, chain, amount=5)
     refund = create_refund(h, p, amount="1")
     claim(h, refund, customer(chain))
-    with unit_of_work(h.sessions) as s:
-        transitions.cancel_refund(s, owner(h), refund["id"])
+    r = h.client.post(f"{API}/refunds/{refund['id']}/cancel", headers=h.merchant.headers("live"))
+    assert r.status_code == 200, r.get_data(as_text=True)
     devchain.pay(
         chain.w3,
         to=customer(chain),
