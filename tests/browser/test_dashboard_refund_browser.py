@@ -2,12 +2,11 @@
 real Chromium: the excess proposed on the payment's page, the refund page with its claim
 link, then (claimed) the EIP-681 URI and its QR code, copy buttons, the browser wallet button
 (through an injected EIP-1193 provider) and the transaction hash form; cancel with a
-confirmation; the refunds list filtered by status. Screenshots go to ``SCREENSHOT_DIR`` (a
-temporary folder by default)."""
+confirmation; the refunds list filtered by status. Screenshots go to the test's temporary
+folder, to be looked at."""
 
 from __future__ import annotations
 
-import os
 import re
 import secrets
 import uuid
@@ -46,9 +45,8 @@ window.ethereum = {
 
 @pytest.fixture
 def shots(tmp_path) -> Path:
-    folder = Path(os.environ.get("SCREENSHOT_DIR") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
+    """Where the screenshots go: the test's temporary folder (``--basetemp`` to keep them)."""
+    return tmp_path
 
 
 def merchant_with_key(sessions) -> tuple[str, str]:

@@ -15,11 +15,13 @@ import uuid
 
 import pytest
 
-from kassa_common import accounts
+from kassa_common import accounts, payments
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, WebhookDelivery
+from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
 from tests.support.api import API, PAYMENT, set_live_wallet
+from tests.support.transfers import report
 
 BODIES = {
     ("post", "/payments"): PAYMENT,
@@ -27,6 +29,8 @@ BODIES = {
     ("patch", "/products/{ref}"): {"name": "Mug"},
     ("post", "/webhooks"): {"url": "https://h.example.com/k"},
     ("patch", "/webhooks/{ref}"): {"description": "x"},
+    ("post", "/payments/{ref}/refunds"): {},
+    ("post", "/refunds/{ref}/complete"): {"transaction_hash": "0x" + "ab" * 32},
 }
 CALLERS = [
     "no key",
@@ -52,7 +56,8 @@ def operations(app) -> list[tuple[str, str, str]]:
 
 
 def objects_of(client, sessions, key: str, mode: str) -> dict[str, str]:
-    """A payment, product, webhook, webhook delivery and event of the key's merchant and mode."""
+    """A payment (paid, with a refund), product, webhook, webhook delivery and event of the key's
+    merchant and mode."""
     h = {"X-Api-Key": key}
     payment = client.post(
         f"{API}/payments", json={**PAYMENT, "network": "LOCAL_EVM"} if mode == "live" else PAYMENT, headers=h
@@ -72,7 +77,11 @@ def objects_of(client, sessions, key: str, mode: str) -> dict[str, str]:
             updated_at=utcnow(),
         )
         s.add(delivery)
+    with unit_of_work(sessions) as s:
+        payments.settle(s, report(payment, TransferStatus.CONFIRMED, 12_340_000, 12))
+    refund = client.post(f"{API}/payments/{payment['id']}/refunds", json={}, headers=h).get_json()["data"]
     return {
+        "refund": refund["id"],
         "payment": payment["id"],
         "product": product["id"],
         "webhook": hook["id"],
