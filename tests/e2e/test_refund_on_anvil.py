@@ -72,7 +72,12 @@ def chain_stack(tmp_path, base_env):
 def kassa(terminal: Path, *args: str) -> str:
     """The ``kassa`` command in the second terminal (it reads the stack's ``.env`` there)."""
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "kassa"), *args], cwd=terminal, capture_output=True, text=True, timeout=120
+        [str(Path(sys.executable).parent / "kassa"), *args],
+        cwd=terminal,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout

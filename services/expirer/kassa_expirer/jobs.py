@@ -13,10 +13,12 @@ from sqlalchemy.orm import Session, sessionmaker
 from kassa_common import retention, walletchanges
 from kassa_common.db import unit_of_work
 from kassa_common.payments import complete_due_test_payments, expire_due
+from kassa_common.refunds.transitions import expire_refunds
 
 log = logging.getLogger("kassa.expirer")
 EXPIRED = Counter("kassa_expirer_expired_total", "Payments moved to EXPIRED")
 SIMULATED = Counter("kassa_expirer_test_completions_total", "Test-mode payments paid by simulation")
+REFUNDS_EXPIRED = Counter("kassa_expirer_refunds_expired_total", "Refunds unclaimed after REFUND_CLAIM_DAYS, EXPIRED")
 
 
 @dataclass
@@ -57,11 +59,18 @@ class Jobs:
             log.info("applied %d held wallet change(s)", n)
         return n
 
+    def expire_refunds(self) -> int:
+        """Refunds still unclaimed at their ``expires_at`` (``refund.expired``)."""
+        with unit_of_work(self.sessions) as session:
+            n = expire_refunds(session, limit=self.batch)
+        REFUNDS_EXPIRED.inc(n)
+        return n
+
     def purge(self) -> int:
         """Rows past their retention window (``kassa_common.retention``)."""
         return sum(retention.purge(self.sessions, self.idempotency_ttl).values())
 
     def tick(self) -> bool:
         """One round of every job; True if any had work (run again at once)."""
-        done = self.expire() + self.complete_test_payments() + self.apply_wallet_changes()
+        done = self.expire() + self.complete_test_payments() + self.apply_wallet_changes() + self.expire_refunds()
         return done > 0

@@ -18,6 +18,7 @@ from kassa_client import (
     Network,
     Payment,
     Product,
+    Refund,
     Token,
     Transfer,
     Webhook,
@@ -35,6 +36,7 @@ RESPONSES = {
     "AttemptOut": DeliveryAttempt,
     "EventOut": Event,
     "NetworkOut": Network,
+    "RefundOut": Refund,
     "TokenOut": Token,
 }
 KASSA = Kassa("kassa_test_unused")
@@ -60,6 +62,10 @@ OPERATIONS = {
     "GET /events": KASSA.events.list,
     "GET /events/{event_id}": KASSA.events.get,
     "GET /networks": KASSA.networks.list,
+    "POST /payments/{ref}/refunds": KASSA.refunds.create,
+    "GET /payments/{ref}/refunds": KASSA.refunds.list,
+    "GET /refunds/{ref}": KASSA.refunds.get,
+    "POST /refunds/{ref}/cancel": KASSA.refunds.cancel,
 }
 NOT_FIELDS = {"self", "idempotency_key", "extra", "page_size"}
 SERVED_LATER: set[str] = set()  # fields a client sends only when given, before the API documents them
@@ -103,7 +109,14 @@ def test_every_documented_field_is_typed(document, schema):
 
 @pytest.mark.parametrize(
     "operation",
-    ["POST /payments", "POST /products", "PATCH /products/{ref}", "POST /webhooks", "PATCH /webhooks/{ref}"],
+    [
+        "POST /payments",
+        "POST /products",
+        "PATCH /products/{ref}",
+        "POST /webhooks",
+        "PATCH /webhooks/{ref}",
+        "POST /payments/{ref}/refunds",
+    ],
 )
 def test_every_request_field_is_a_parameter_by_its_name(document, operation):
     ref = operations(document)[operation]["requestBody"]["content"]["application/json"]["schema"]["$ref"]

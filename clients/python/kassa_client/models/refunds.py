@@ -26,7 +26,11 @@ class Refund(KassaObject):
     claim_url: str | None = None
     address: str | None = None
     transaction_hash: str | None = None
+    confirmations: int = 0
+    test_mode: bool | None = None
     created_at: datetime
+    updated_at: datetime | None = None
     claimed_at: datetime | None = None
     completed_at: datetime | None = None
+    canceled_at: datetime | None = None
     expires_at: datetime | None = None

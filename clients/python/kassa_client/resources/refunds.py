@@ -9,7 +9,7 @@ from typing import Any
 
 from kassa_client.encoding import to_decimal
 from kassa_client.models.refunds import Refund
-from kassa_client.resources.base import Resource, segment
+from kassa_client.resources.base import Resource, new_idempotency_key, segment
 
 
 class Refunds(Resource):
@@ -20,27 +20,33 @@ class Refunds(Resource):
         amount: Decimal | int | float | str | None = None,
         reason: str | None = None,
         network: str | None = None,
+        idempotency_key: str | None = None,
         **extra: Any,
     ) -> Refund:
-        """Refund part of a payment (``amount`` in its token's units) or, by default,
-        everything refundable; the answer's ``claim_url`` goes to the customer."""
+        """Refund part of a payment (``amount`` in its token's units, at most its decimals) or,
+        by default, everything refundable; ``network``: refund funds that arrived on another
+        network there. The answer's ``claim_url`` goes to the customer (Kassa emails it when
+        the payment has a ``customer_email``). A retried create sends the same
+        Idempotency-Key (one is made when none is given), so it never refunds twice."""
         body = {"amount": None if amount is None else to_decimal(amount), "reason": reason, "network": network, **extra}
+        key = idempotency_key if idempotency_key is not None else new_idempotency_key()
         return self._object(
             Refund,
             "POST",
             f"/payments/{segment(payment_id)}/refunds",
             body={k: v for k, v in body.items() if v is not None},
+            idempotency_key=key,
         )
 
     def list(self, payment_id: str) -> list[Refund]:
-        """Every refund of a payment."""
+        """Every refund of a payment, newest first."""
         return self._objects(Refund, "GET", f"/payments/{segment(payment_id)}/refunds")
 
     def get(self, refund_id: str) -> Refund:
         return self._object(Refund, "GET", f"/refunds/{segment(refund_id)}")
 
     def cancel(self, refund_id: str) -> Refund:
-        """Cancel a refund not yet COMPLETED (``ConflictError`` afterwards)."""
+        """Cancel a refund not yet COMPLETED (``ConflictError`` once COMPLETED, CANCELED or EXPIRED)."""
         return self._object(Refund, "POST", f"/refunds/{segment(refund_id)}/cancel")
 
     def complete(self, refund_id: str, transaction_hash: str) -> Refund:

@@ -39,7 +39,14 @@ SETTLER_TEST = QueueSpec("settler.test-transfers", (RoutingKey.ALL_TEST_TRANSFER
 WEBHOOK_INTAKE = QueueSpec("webhook-sender.events", (RoutingKey.ALL_PAYMENT_EVENTS, RoutingKey.ALL_REFUND_EVENTS))
 # the notifier: only the events it emails about
 NOTIFIER = QueueSpec(
-    "notifier.events", (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID, EventType.PAYMENT_LATE_PAYMENT)
+    "notifier.events",
+    (
+        EventType.PAYMENT_COMPLETED,
+        EventType.PAYMENT_PARTIALLY_PAID,
+        EventType.PAYMENT_LATE_PAYMENT,
+        EventType.REFUND_CREATED,
+        EventType.REFUND_CLAIMED,
+    ),
 )
 QUEUES = (SETTLER, WEBHOOK_INTAKE, NOTIFIER, SETTLER_TEST)  # in Topology's field order
 

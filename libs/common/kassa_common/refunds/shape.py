@@ -49,7 +49,7 @@ def refund_out(refund: Refund, checkout_url: Any) -> dict[str, Any]:
     }
 
 
-EXAMPLE = {
+EXAMPLE: dict[str, Any] = {
     "id": "3f1c2a7e-9b4d-4c41-8e0a-5d2f6b7c8a90",
     "payment_id": "8d3b5e1f-2c4a-4f6e-9a7b-1c2d3e4f5a6b",
     "status": "AWAITING_PAYMENT",

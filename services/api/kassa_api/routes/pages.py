@@ -1,4 +1,5 @@
-"""Public pages: the hosted checkout (/pay/<short_id>) and the product page (/products/<id>)."""
+"""Public pages: the hosted checkout (/pay/<short_id>), the product page (/products/<id>) and a
+refund's claim page (/refunds/<claim token>)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,16 @@ from flask import Blueprint, jsonify, redirect, request, url_for
 from werkzeug.exceptions import HTTPException
 
 from kassa_common import payments
+from kassa_common.chains.explorers import transaction_url
 from kassa_common.emails import is_valid_email
-from kassa_common.errors import DomainError, InvalidTransition, RateNotAvailable
+from kassa_common.errors import DomainError, InvalidClaim, InvalidTransition, NotFound, RateNotAvailable
 from kassa_common.ids import parse_uuid
-from kassa_common.models import Merchant, Product
+from kassa_common.models import Merchant, Product, Refund
+from kassa_common.pricing.amounts import units_text
+from kassa_common.refunds.queries import find_by_claim_token
+from kassa_common.refunds.transitions import claim_refund
+from kassa_common.statuses import RefundStatus
+from kassa_common.timefmt import utcnow
 from kassa_api import checkout as h
 from kassa_api import csrf, query
 from kassa_api.deps import db, deps, make_owner, transaction
@@ -174,3 +181,65 @@ def buy(product_id: str):
     except DomainError as exc:
         return _product_page(product, merchant, 422, exc.message)
     return redirect(created.payment["checkout_url"], 303)
+
+
+# ---- a refund's claim page (DESIGN §8) ------------------------------------------------
+
+
+def _refund_or_404(token: str):
+    refund = find_by_claim_token(db(), token)
+    if refund is None:
+        return None, error_page(404, "There is no refund at this address. Check the link you were given.")
+    return refund, None
+
+
+def _refund_state(refund: Refund) -> str:
+    """What the page shows: the refund's status, or expired once an unclaimed refund is past
+    its time (the expirer marks it soon after)."""
+    if refund.status == RefundStatus.AWAITING_ADDRESS and refund.expires_at <= utcnow():
+        return RefundStatus.EXPIRED.lower()
+    return refund.status.lower()
+
+
+def _refund_page(refund: Refund, http_status: int = 200, error: str | None = None, address: str = ""):
+    merchant = db().get(Merchant, refund.merchant_id)
+    network = deps().settings.networks.get(refund.network)
+    return page(
+        "pages/refund.html",
+        http_status,
+        refund=refund,
+        state=_refund_state(refund),
+        amount=units_text(refund.amount_units, refund.decimals),
+        business_name=merchant.business_name if merchant else None,
+        network_kind=network.kind if network else "evm",
+        explorer_url=transaction_url(refund.network, refund.transaction_hash),
+        error=error,
+        address=address,
+    )
+
+
+@bp.get("/refunds/<token>")
+def refund(token: str):
+    found, missing = _refund_or_404(token)
+    return missing or _refund_page(found)
+
+
+@bp.post("/refunds/<token>")
+def claim(token: str):
+    """The customer's address (CSRF-checked by ``csrf.protect``): 400 with the reason when it
+    cannot receive the refund; 409 once the refund no longer waits for one."""
+    found, missing = _refund_or_404(token)
+    if missing:
+        return missing
+    address = request.form.get("address", "")[:200]
+    try:
+        with transaction() as session:
+            claim_refund(session, token, address, registry=deps().settings.networks)
+    except InvalidClaim as exc:
+        return _refund_page(found, 400, exc.message, address)
+    except InvalidTransition as exc:
+        db().refresh(found)
+        return _refund_page(found, 409, exc.message)
+    except NotFound:
+        return error_page(404, "There is no refund at this address. Check the link you were given.")
+    return redirect(url_for("pages.refund", token=token), 303)

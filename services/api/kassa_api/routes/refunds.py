@@ -18,9 +18,9 @@ from kassa_common.errors import IdempotencyConflict
 from kassa_common.models import IdempotencyKey, Refund
 from kassa_common.owner import Owner
 from kassa_common.payments.queries import find_payment
+from kassa_common.refunds import transitions
 from kassa_common.refunds.queries import find_refund, refunds_of
 from kassa_common.refunds.shape import CreateRefund, RefundOut, refund_out
-from kassa_common.refunds import transitions
 from kassa_common.timefmt import utcnow
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, release_connection, transaction

@@ -1,4 +1,4 @@
-"""Intake: turn a payment event from the bus into PENDING ``notifications`` rows.
+"""Intake: turn a payment or refund event from the bus into PENDING ``notifications`` rows.
 
 Runs inside the consumer's transaction (which also records the message id), so a
 redelivered message creates nothing; the unique (event_id, kind) makes a second intake of
@@ -27,6 +27,11 @@ from kassa_webhook_sender.email import render
 
 log = logging.getLogger("kassa.notifier")
 NOTIFIED = (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID, EventType.PAYMENT_LATE_PAYMENT)
+REFUND_NOTIFIED = (EventType.REFUND_CREATED, EventType.REFUND_CLAIMED)
+
+PAYMENT_OF_REFUND = sa.text("""
+    SELECT p.short_id, p.customer_email, p.customer_name FROM payments p WHERE p.id = :payment_id
+""")
 
 MERCHANT_OF_EVENT = sa.text("""
     SELECT m.email, coalesce(m.business_name, m.email) AS business_name, m.notify_email
@@ -38,6 +43,11 @@ MERCHANT_OF_EVENT = sa.text("""
 def merchant_of(session: Session, event_id: str) -> render.Merchant | None:
     row = session.execute(MERCHANT_OF_EVENT, {"event_id": event_id}).first()
     return render.Merchant(row.email, row.business_name, row.notify_email) if row else None
+
+
+def payment_of(session: Session, payment_id: str) -> render.RefundedPayment | None:
+    row = session.execute(PAYMENT_OF_REFUND, {"payment_id": payment_id}).first()
+    return render.RefundedPayment(row.short_id, row.customer_email, row.customer_name) if row else None
 
 
 def record(session: Session, event_id: str, emails: list[render.Email]) -> list[uuid.UUID]:
@@ -76,13 +86,20 @@ def handler(dashboard_url: str) -> Callable[[Session, Delivered], list[uuid.UUID
     def handle_event(session: Session, msg: Delivered) -> list[uuid.UUID] | None:
         try:
             event = PaymentEvent.from_message(msg.routing_key, msg.body)
-            if event.event not in NOTIFIED:
+            if event.event not in NOTIFIED + REFUND_NOTIFIED:
                 return None  # the queue is bound to these only; anything else is not for us
             merchant = merchant_of(session, event.id)
             if merchant is None:
                 log.warning("event %s: not in the events table (purged?); no email", event.id)
                 return None
-            emails = render.emails(event, merchant, dashboard_url)
+            if event.event in REFUND_NOTIFIED:
+                payment = payment_of(session, str(uuid.UUID(event.data["payment_id"])))
+                if payment is None:
+                    log.warning("event %s: its payment is gone; no email", event.id)
+                    return None
+                emails = render.refund_emails(event, merchant, payment, dashboard_url)
+            else:
+                emails = render.emails(event, merchant, dashboard_url)
         except (KeyError, ValueError, TypeError, ArithmeticError) as exc:
             raise Reject(f"not a payment event this can email about: {exc!r}") from None
         return record(session, event.id, emails) or None

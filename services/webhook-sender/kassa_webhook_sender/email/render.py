@@ -20,6 +20,7 @@ from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.pricing import currencies
 
 MERCHANT, RECEIPT = "merchant", "receipt"  # the kinds of notification, one of each per event at most
+CUSTOMER = "customer"  # a refund's claim link, to the payment's customer_email
 TEST_PREFIX = "[TEST] "
 _SPACE = re.compile(r"\s+")
 
@@ -195,6 +196,104 @@ def receipt(event: PaymentEvent, merchant: Merchant) -> Email | None:
         None,
         tuple(footer),
     )
+
+
+@dataclass(frozen=True)
+class RefundedPayment:
+    """What a refund's emails say of its payment (a refund event carries the refund only)."""
+
+    short_id: str
+    customer_email: str | None
+    customer_name: str | None
+
+
+def refund_claim_link(event: PaymentEvent, merchant: Merchant, payment: RefundedPayment) -> Email | None:
+    """On ``refund.created``, to the payment's ``customer_email`` (None without one): the
+    claim link, where the customer gives the address to refund to."""
+    d = event.data
+    if event.event != EventType.REFUND_CREATED or not payment.customer_email:
+        return None
+    business = one_line(merchant.business_name)
+    amount = f"{d['amount']} {d['token']}"
+    paragraphs = [
+        f"Hello {one_line(payment.customer_name)}," if payment.customer_name else "Hello,",
+        f"{business} is refunding {amount} of your payment {payment.short_id}.",
+        (
+            f"Open the link below and give the address of your own wallet that receives {d['token']} on "
+            f"{d['network']}; {business} then sends the refund there."
+        ),
+    ]
+    facts = [
+        ("Refund", amount),
+        ("Network", d["network"]),
+        ("Payment reference", payment.short_id),
+        ("Claim it by", d["expires_at"]),
+    ]
+    footer = [
+        "Keep this link to yourself: whoever opens it can say where the refund goes.",
+        f"Questions? Contact {business}; this address does not read replies.",
+    ]
+    if event.test_mode:
+        footer.insert(0, "This is a test refund: no funds move.")
+    return Email(
+        CUSTOMER,
+        payment.customer_email,
+        subject(f"Your refund from {business}: claim it", event.test_mode),
+        tuple(paragraphs),
+        tuple(facts),
+        ("Claim your refund", d["claim_url"]),
+        tuple(footer),
+    )
+
+
+def refund_claimed(event: PaymentEvent, merchant: Merchant, payment: RefundedPayment, dashboard_url: str) -> Email:
+    """On ``refund.claimed``, to the merchant: "refund claimed: pay it", with exactly what to
+    send where. Sent whatever the notification setting: it asks for an action."""
+    d = event.data
+    amount = f"{d['amount']} {d['token']}"
+    paragraphs = [
+        (
+            f"The customer of payment {payment.short_id} claimed a refund of {amount}. Pay it: send exactly "
+            f"{amount} on {d['network']} to the address below, from any wallet."
+        ),
+        (
+            "Kassa watches the address and completes the refund once the transfer is confirmed on chain; you can "
+            "also submit the transaction hash on the payment's page."
+        ),
+        (
+            "The address came from the claim link: whoever has the link could give it. If you did not send the link "
+            "to your customer yourself, check the address with them before you pay."
+        ),
+    ]
+    if event.test_mode:
+        paragraphs.append("This is a test-mode refund: no funds move.")
+    facts = [
+        ("Pay", amount),
+        ("Network", d["network"]),
+        ("To address", d["address"]),
+        ("Payment", payment.short_id),
+        ("Refund", d["id"]),
+    ]
+    if d.get("reason"):
+        facts.append(("Reason", one_line(d["reason"])))
+    footer = (f"Sent to {one_line(merchant.business_name)} for every claimed refund: it needs your payment.",)
+    return Email(
+        MERCHANT,
+        merchant.email,
+        subject(f"Refund claimed: pay {amount} on {d['network']}", event.test_mode),
+        tuple(paragraphs),
+        tuple(facts),
+        ("See the payment and its refunds in your dashboard", f"{dashboard_url}/payments/{payment.short_id}"),
+        footer,
+    )
+
+
+def refund_emails(event: PaymentEvent, merchant: Merchant, payment: RefundedPayment, dashboard_url: str) -> list[Email]:
+    """What a refund event sends: the claim link to the customer, or the merchant's "pay it"."""
+    if event.event == EventType.REFUND_CLAIMED:
+        return [refund_claimed(event, merchant, payment, dashboard_url)]
+    link = refund_claim_link(event, merchant, payment)
+    return [link] if link else []
 
 
 def emails(event: PaymentEvent, merchant: Merchant, dashboard_url: str) -> list[Email]:
