@@ -9,6 +9,7 @@ payment shows ``refunded_amount``."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -74,6 +75,7 @@ def kassa(terminal: Path, *args: str) -> str:
     done = subprocess.run(
         [str(Path(sys.executable).parent / "kassa"), *args],
         cwd=terminal,
+        env={k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG")},  # no Kassa setting
         capture_output=True,
         text=True,
         timeout=120,
