@@ -322,3 +322,36 @@ def test_a_refund_is_completed_by_a_submitted_hash_checked_on_chain(h, chain):
     assert r.status_code == 409 and "already used for another refund" in r.get_json()["error"]["message"]
     assert status(h, other) == "AWAITING_PAYMENT"
     assert refund_events(h, refund).count("refund.completed") == 1
+
+
+def test_a_native_eth_refund_is_completed_by_its_hash_and_a_reverted_transaction_is_refused(h, chain):
+    p = paid(h, chain, amount=30, token="ETH")
+    refund = create_refund(h, p, amount="0.002")
+    claim(h, refund, customer(chain))
+    h.stop_watchers()
+    token = chain.tokens["USDC"]
+    broke = chain.w3.eth.accounts[6]
+    usdc = devchain.erc20(chain.w3, token)
+    spent = usdc.functions.balanceOf(broke).call()
+    failed = usdc.functions.transfer(customer(chain), spent + 1).transact({"from": broke, "gas": 100_000})
+    assert chain.w3.eth.wait_for_transaction_receipt(failed).status == 0
+    r = complete(h, refund, failed.to_0x_hex())
+    assert r.status_code == 400 and "reverted" in r.get_json()["error"]["message"]
+    tx = devchain.pay(
+        chain.w3, to=customer(chain), amount_base_units=2 * 10**15, token_contract=None, sender=merchant_wallet(chain)
+    )
+    chain.mine(CONFIRMATIONS)
+    r = complete(h, refund, tx.upper().replace("0X", "0x"))  # any case
+    assert r.status_code == 200, r.get_data(as_text=True)
+    assert r.get_json()["data"]["transaction_hash"] == tx
+
+
+def test_kassa_dev_pay_refund_says_why_it_cannot_pay(h, chain):
+    p = paid(h, chain, amount=5)
+    refund = create_refund(h, p, amount="1")
+    with pytest.raises(ValueError, match="the customer has not claimed it yet"):
+        pay_refund(chain, refund, h.settings)
+    with pytest.raises(ValueError, match="not a refund id"):
+        pay_refund(chain, {"id": "nope"}, h.settings)
+    with pytest.raises(ValueError, match="no refund with id"):
+        pay_refund(chain, {"id": str(uuid.uuid4())}, h.settings)

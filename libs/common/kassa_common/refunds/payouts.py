@@ -145,12 +145,12 @@ def _choose(session: Session, payout: Payout, *, confirmed: bool) -> tuple[Refun
     holder = next((r for r in refunds if r.transfer_ref == payout.ref), None)
     if holder is not None:
         return holder, None
-    if _is_sweep(session, payout):
-        return None, None
     covered = [r for r in refunds if covers(r, payout)]
     fresh = next((r for r in covered if r.transfer_ref is None), None)
     if fresh is None and confirmed:
         fresh = next((r for r in covered if r.status == AWAITING_PAYMENT), None)
+    if fresh is not None and _is_sweep(session, payout):
+        return None, None
     return None, fresh
 
 
@@ -330,7 +330,7 @@ def complete_with_hash(
             raise PayoutConflict(f"no {refund.network} node is configured: the transaction cannot be checked")
         payouts = onchain.transfers_in(reader, tx_hash, refund)
         required = reader.required
-    refund = lock_refund(session, merchant_id, refund.id)
+    refund = _lock_with_neighbours(session, refund) if refund.address else lock_refund(session, merchant_id, refund.id)
     _must_await(refund)
     if refund.test_mode:
         return complete(session, refund, payouts[0])
@@ -388,6 +388,20 @@ def _must_await(refund: Refund) -> None:
             "COMPLETED": f"it is already completed by {refund.transaction_hash}",
         }.get(refund.status, f"it is {refund.status}")
         raise PayoutConflict(f"the refund cannot be completed: {why}")
+
+
+def _lock_with_neighbours(session: Session, refund: Refund) -> Refund:
+    """Lock the refund with every refund claimed to the same address on its network, in the
+    order the settler locks them (``_lock``), so the two never wait for each other in a
+    cycle; the refund, fresh."""
+    rows = session.scalars(
+        sa.select(Refund)
+        .where(Refund.network == refund.network, sa.func.lower(Refund.address) == (refund.address or "").lower())
+        .order_by(Refund.claimed_at, Refund.created_at, Refund.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).all()
+    return next(r for r in rows if r.id == refund.id)
 
 
 def _used_by_others(session: Session, refund: Refund, refs: list[str]) -> dict[str, str]:
