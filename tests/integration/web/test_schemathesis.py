@@ -19,11 +19,13 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from kassa_common import accounts
+from kassa_common import accounts, payments
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.config import Settings
 from kassa_common.db import unit_of_work
+from kassa_common.statuses import TransferStatus
 from kassa_api.app import create_app
+from tests.support.transfers import report
 
 # The document is read from /v1/api/openapi.json of an app built like the real one; serving
 # it needs no database, so it can be loaded when the module is collected. Requests go to the
@@ -67,8 +69,8 @@ def fuzz_merchant(sessions):
 
 
 @pytest.fixture(scope="module")
-def real_ids(app, fuzz_merchant):
-    """Per mode, one payment, product and webhook of the merchant: half of the generated ids
+def real_ids(app, sessions, fuzz_merchant):
+    """Per mode, one payment (paid), product, webhook and refund of the merchant: half of the generated ids
     are swapped for these so the operations also run on objects that exist."""
     client, ids = app.test_client(), {}
     for mode, network in (("test", "BASE"), ("live", "LOCAL_EVM")):
@@ -82,6 +84,11 @@ def real_ids(app, fuzz_merchant):
         }
         assert all(r.status_code == 201 for r in made.values()), [r.json for r in made.values()]
         ids[mode] = {kind: r.json["data"]["id"] for kind, r in made.items()}
+        with unit_of_work(sessions) as s:  # paid, so that it has a refund
+            payments.settle(s, report(made["payments"].json["data"], TransferStatus.CONFIRMED, 5_000_000, 12))
+        refund = client.post(f"/v1/api/payments/{ids[mode]['payments']}/refunds", json={"amount": "1"}, headers=headers)
+        assert refund.status_code == 201, refund.json
+        ids[mode]["refunds"] = refund.json["data"]["id"]
     return ids
 
 

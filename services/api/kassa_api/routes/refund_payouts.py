@@ -25,8 +25,9 @@ bp = Blueprint("refund_payouts", __name__)
 
 
 class CompleteRefund(Strict):
-    transaction_hash: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)] = Field(
-        description="the payout's transaction: 0x and 64 hex digits on EVM networks, the txid on Bitcoin"
+    transaction_hash: Annotated[str, StringConstraints(pattern=payouts.HASH_PATTERN)] = Field(
+        description="the payout's transaction: its hash (0x and 64 hex digits) on EVM networks, its txid on Bitcoin",
+        examples=["0x" + "5e" * 32],
     )
 
 
