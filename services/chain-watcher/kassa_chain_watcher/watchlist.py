@@ -42,7 +42,9 @@ from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.chain_watcher")
 LATE_DAYS = 7
-REFUND_CLAIMED = "refund.claimed"  # its address is watched for the payout at once (the reload would in time)
+# a refund waiting for its payout (claimed, or its payout lost in a reorg): its address is watched
+# at once (the reload would in time)
+REFUND_CLAIMED, REFUND_REORGED = "refund.claimed", "refund.reorged"
 
 
 class Watchlist:
@@ -173,7 +175,8 @@ def reload(
 
 
 class PaymentFeed:
-    """Consume ``payment.created`` (and ``refund.claimed``) from the exchange into watchlists, in a thread.
+    """Consume ``payment.created`` (and ``refund.claimed``, ``refund.reorged``) from the exchange into
+    watchlists, in a thread.
 
     The queue is exclusive and auto-deleted: missed events while disconnected are
     covered by the periodic reload from the database.
@@ -213,7 +216,8 @@ class PaymentFeed:
                 )  # pika takes a str (its stubs: an enum)
                 queue = channel.queue_declare("", exclusive=True, auto_delete=True).method.queue or ""
                 channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=AddressFeed.ROUTING_KEY)
-                channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=REFUND_CLAIMED)
+                for key in (REFUND_CLAIMED, REFUND_REORGED):
+                    channel.queue_bind(queue=queue, exchange=self.exchange, routing_key=key)
                 channel.basic_consume(queue, self._on_message, auto_ack=True)  # a hint; the DB is the truth
                 self.ready.set()
                 while not self._stop.is_set():
@@ -226,8 +230,8 @@ class PaymentFeed:
                 self._close()
 
     def _on_message(self, _channel, method, _props, body: bytes) -> None:
-        if method.routing_key == REFUND_CLAIMED:
-            self._on_refund_claimed(body)
+        if method.routing_key in (REFUND_CLAIMED, REFUND_REORGED):
+            self._on_refund_awaiting(body)
             return
         try:
             feed = AddressFeed.from_message(method.routing_key, json.loads(body))
@@ -242,15 +246,15 @@ class PaymentFeed:
             if watchlist is not None:
                 watchlist.add(feed.address, native=watchlist.coin == (feed.network, feed.token))
 
-    def _on_refund_claimed(self, body: bytes) -> None:
-        """A claimed refund's address: watched on the refund's own network only, from now on."""
+    def _on_refund_awaiting(self, body: bytes) -> None:
+        """A refund waiting for its payout: its address watched on the refund's own network only."""
         try:
             event = json.loads(body)
             data, test_mode = event["data"], bool(event.get("test_mode"))
             network, address = str(data["network"]).upper(), str(data["address"])
             token = str(data.get("token", "")).upper()
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
-            log.warning("ignoring malformed refund.claimed: %r", exc)
+            log.warning("ignoring a malformed refund event: %r", exc)
             return
         watchlist = self.watchlists.get(network)
         if test_mode or not address or watchlist is None:

@@ -26,6 +26,7 @@ from kassa_common.db import unit_of_work
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import Event, Refund
 from kassa_common.refunds import transitions
+from kassa_chain_watcher.watchlist import reload
 from kassa_dev import chain as devchain
 from kassa_dev.cli import cmd_dev_pay_refund
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
@@ -264,9 +265,13 @@ def test_a_payout_lost_in_a_deep_reorg_puts_the_refund_back_to_awaiting_payment(
     chain.mine(CONFIRMATIONS)
     wait_refund(h, refund, "COMPLETED")
     until(lambda: h.watcher.scanner.state.confirmed_through >= block, message="the payout's block confirmed")
+    reload(h.watchlist, h.sessions, h.watcher.address_networks)  # as the periodic reload does: completed, unwatched
+    assert customer(chain).lower() not in h.watchlist
 
     chain.reorg(chain.block_number - block + 2)  # deeper than the confirmations: the payout is gone
     wait_refund(h, refund, "AWAITING_PAYMENT")
+    relay_pending(h.sessions, h.publisher)  # refund.reorged: the address is watched again at once
+    until(lambda: customer(chain).lower() in h.watchlist, message="the refund's address watched again")
     back = get(h, refund)
     assert back["transaction_hash"] is None and back["completed_at"] is None
     assert refund_events(h, refund)[-2:] == ["refund.completed", "refund.reorged"]
