@@ -4,6 +4,7 @@ transaction hash form uses the API's checks."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 
 import pytest
@@ -103,3 +104,27 @@ def test_cancel_needs_the_confirmation_and_the_hash_form_gives_the_reasons(dash,
     assert "CANCELED" in dash.get(f"/dashboard/refunds/{rid}").get_data(as_text=True)
     r = post(dash, f"/dashboard/refunds/{rid}/cancel", confirm="yes")
     assert r.status_code == 409
+
+
+def test_late_and_wrong_network_funds_are_offered_in_full(dash, sessions):
+    r = dash.post(f"{API}/payments", json=PAYMENT, headers={"X-Api-Key": dash.keys["test"]})
+    late = r.get_json()["data"]
+    assert dash.post(f"{API}/payments/{late['id']}/cancel", headers={"X-Api-Key": dash.keys["test"]}).status_code == 200
+    with unit_of_work(sessions) as s:
+        payments.settle(s, report(late, TransferStatus.CONFIRMED, 12_340_000, 12))
+    page = dash.get(f"/dashboard/payments/{late['short_id']}").get_data(as_text=True)
+    assert "the payment was paid after it closed" in page and 'value="12.34"' in page
+
+    r = dash.post(f"{API}/payments", json=PAYMENT, headers={"X-Api-Key": dash.keys["test"]})
+    stray = r.get_json()["data"]
+    elsewhere = dataclasses.replace(report(stray, TransferStatus.CONFIRMED, 7_000_000, 12), network="ETHEREUM")
+    with unit_of_work(sessions) as s:
+        payments.settle(s, elsewhere)
+    page = dash.get(f"/dashboard/payments/{stray['short_id']}").get_data(as_text=True)
+    assert "everything sent on the wrong network (ETHEREUM)" in page and 'value="7"' in page
+    assert 'name="network" value="ETHEREUM"' in page
+    r = post(dash, f"/dashboard/payments/{stray['short_id']}/refunds", amount="7", network="ETHEREUM")
+    rid = r.headers["Location"].rsplit("/", 1)[-1]
+    with sessions() as s:
+        refund = s.get(Refund, uuid.UUID(rid))
+        assert (refund.network, int(refund.amount_units), refund.status) == ("ETHEREUM", 7_000_000, "AWAITING_ADDRESS")
