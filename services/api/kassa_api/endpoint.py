@@ -30,6 +30,7 @@ class EndpointSpec:
     envelope: str  # "object" | "page" | "list" | "bare" | "raw"
     tag: str
     errors: tuple[int, ...]
+    body_required: bool = True  # False: an empty body is the empty object
 
 
 def _details(exc: ValidationError) -> list[dict[str, Any]]:
@@ -100,7 +101,9 @@ def parse_json_body() -> Any:
         raise ApiError(400, "malformed JSON: nested too deeply", code="BAD_REQUEST") from None
 
 
-def validate_body(model: type[BaseModel]) -> BaseModel:
+def validate_body(model: type[BaseModel], *, required: bool = True) -> BaseModel:
+    if not required and not request.get_data(cache=True).strip():
+        return model.model_validate({})
     data = parse_json_body()
     if not isinstance(data, dict):
         raise ApiError(400, "request body must be a JSON object", code="BAD_REQUEST")
@@ -146,8 +149,9 @@ def endpoint(
     status: int = 200,
     envelope_kind: str = "object",
     errors: tuple[int, ...] = (),
+    body_required: bool = True,
 ) -> Callable:
-    spec = EndpointSpec(summary, scope, body, query, response, status, envelope_kind, tag, errors)
+    spec = EndpointSpec(summary, scope, body, query, response, status, envelope_kind, tag, errors, body_required)
 
     def decorate(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -155,7 +159,7 @@ def endpoint(
             if scope is not None:
                 authenticate(scope)
             if body is not None:
-                path_args["body"] = validate_body(body)
+                path_args["body"] = validate_body(body, required=body_required)
             if query is not None:
                 path_args["query"] = validate_query(query)
             result = view(**path_args)

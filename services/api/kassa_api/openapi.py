@@ -261,7 +261,10 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
         if params:
             op["parameters"] = params
         if spec.body is not None:
-            op["requestBody"] = {"required": True, "content": {"application/json": {"schema": _ref(spec.body)}}}
+            op["requestBody"] = {
+                "required": spec.body_required,
+                "content": {"application/json": {"schema": _ref(spec.body)}},
+            }
         responses: dict[str, Any] = {
             str(spec.status): {"description": "Success", "content": {"application/json": {"schema": _success(spec)}}}
         }

@@ -82,7 +82,7 @@ def test_bad_evm_addresses_are_refused_with_the_reason(client, make_merchant, pa
     for address, reason in cases.items():
         r = claim(client, refund, address)
         assert r.status_code == 400, (address, r.status_code)
-        assert reason in text(r), (address, text(r))
+        assert reason.lower() in text(r).lower(), (address, text(r))
         assert 'role="alert"' in r.get_data(as_text=True)
     shown = client.get(f"{API}/refunds/{refund['id']}", headers=m.headers()).get_json()["data"]
     assert shown["status"] == "AWAITING_ADDRESS" and shown["address"] is None
@@ -103,7 +103,7 @@ def test_bitcoin_refunds_take_the_networks_address_forms(
         "1BvBMSEYstWetqTFn5Au4m4GFg7xJaNVN3": "not a Bitcoin address",  # base58 checksum wrong
     }.items():
         r = claim(client, refund, address)
-        assert r.status_code == 400 and reason in text(r), (address, text(r))
+        assert r.status_code == 400 and reason.lower() in text(r).lower(), (address, text(r))
     r = claim(client, refund, "BC1QW508D6QEJXTDG4Y5R3ZARVARY0C5XW7KV8F3T4")
     assert r.status_code == 303
     shown = client.get(f"{API}/refunds/{refund['id']}", headers=m.headers()).get_json()["data"]

@@ -153,3 +153,13 @@ def test_wrong_network_funds_are_refunded_on_their_network(client, make_merchant
     assert (refund["network"], refund["amount"]) == ("POLYGON", "5")
     r = client.post(f"{API}/payments/{p['id']}/refunds", json={"network": "BASE"}, headers=m.headers())
     assert_error(r, 409, "CONFLICT")
+
+
+def test_an_empty_body_refunds_everything_and_a_network_without_the_token_is_422(client, make_merchant, paid_payment):
+    m = make_merchant()
+    p = paid_payment(m, 3_000_000)
+    r = client.post(f"{API}/payments/{p['id']}/refunds", json={"network": "BITCOIN"}, headers=m.headers())
+    assert_error(r, 422, "UNPROCESSABLE_ENTITY")
+    r = client.post(f"{API}/payments/{p['id']}/refunds", headers=m.headers())  # no body at all
+    assert r.status_code == 201, r.get_data(as_text=True)
+    assert r.get_json()["data"]["amount"] == "3"

@@ -29,7 +29,6 @@ BODIES = {
     ("patch", "/products/{ref}"): {"name": "Mug"},
     ("post", "/webhooks"): {"url": "https://h.example.com/k"},
     ("patch", "/webhooks/{ref}"): {"description": "x"},
-    ("post", "/payments/{ref}/refunds"): {},
     ("post", "/refunds/{ref}/complete"): {"transaction_hash": "0x" + "ab" * 32},
 }
 CALLERS = [
@@ -56,14 +55,19 @@ def operations(app) -> list[tuple[str, str, str]]:
 
 
 def objects_of(client, sessions, key: str, mode: str) -> dict[str, str]:
-    """A payment (paid, with a refund), product, webhook, webhook delivery and event of the key's
-    merchant and mode."""
+    """A payment, product, webhook, webhook delivery, event and refund of the key's merchant and mode."""
     h = {"X-Api-Key": key}
     payment = client.post(
         f"{API}/payments", json={**PAYMENT, "network": "LOCAL_EVM"} if mode == "live" else PAYMENT, headers=h
     ).get_json()["data"]
     product = client.post(f"{API}/products", json={"name": "Secret mug", "price": 7}, headers=h).get_json()["data"]
     hook = client.post(f"{API}/webhooks", json={"url": "https://secret.example.com/k"}, headers=h).get_json()["data"]
+    paid = client.post(
+        f"{API}/payments", json={**PAYMENT, "network": "LOCAL_EVM"} if mode == "live" else PAYMENT, headers=h
+    ).get_json()["data"]
+    with unit_of_work(sessions) as s:  # confirmed funds, so that it can be refunded
+        payments.settle(s, report(paid, TransferStatus.CONFIRMED, 1_000_000, 10))
+    refund = client.post(f"{API}/payments/{paid['id']}/refunds", json={}, headers=h).get_json()["data"]
     with unit_of_work(sessions) as s:
         event_id = s.query(Event.id).filter(Event.payment_id == uuid.UUID(payment["id"])).scalar()
         delivery = WebhookDelivery(
@@ -77,17 +81,14 @@ def objects_of(client, sessions, key: str, mode: str) -> dict[str, str]:
             updated_at=utcnow(),
         )
         s.add(delivery)
-    with unit_of_work(sessions) as s:
-        payments.settle(s, report(payment, TransferStatus.CONFIRMED, 12_340_000, 12))
-    refund = client.post(f"{API}/payments/{payment['id']}/refunds", json={}, headers=h).get_json()["data"]
     return {
-        "refund": refund["id"],
         "payment": payment["id"],
         "product": product["id"],
         "webhook": hook["id"],
         "delivery": str(delivery.id),
         "event": event_id,
         "short_id": payment["short_id"],
+        "refund": refund["id"],
     }
 
 

@@ -69,8 +69,8 @@ def fuzz_merchant(sessions):
 
 
 @pytest.fixture(scope="module")
-def real_ids(app, sessions, fuzz_merchant):
-    """Per mode, one payment (paid), product, webhook and refund of the merchant: half of the generated ids
+def real_ids(app, fuzz_merchant, sessions):
+    """Per mode, one payment, product, webhook and refund of the merchant: half of the generated ids
     are swapped for these so the operations also run on objects that exist."""
     client, ids = app.test_client(), {}
     for mode, network in (("test", "BASE"), ("live", "LOCAL_EVM")):
@@ -84,9 +84,12 @@ def real_ids(app, sessions, fuzz_merchant):
         }
         assert all(r.status_code == 201 for r in made.values()), [r.json for r in made.values()]
         ids[mode] = {kind: r.json["data"]["id"] for kind, r in made.items()}
-        with unit_of_work(sessions) as s:  # paid, so that it has a refund
-            payments.settle(s, report(made["payments"].json["data"], TransferStatus.CONFIRMED, 5_000_000, 12))
-        refund = client.post(f"/v1/api/payments/{ids[mode]['payments']}/refunds", json={"amount": "1"}, headers=headers)
+        paid = client.post(
+            "/v1/api/payments", json={"amount": 5, "token": "USDC", "network": network}, headers=headers
+        ).json["data"]
+        with unit_of_work(sessions) as s:  # confirmed funds: refunds of it can be made
+            payments.settle(s, report(paid, TransferStatus.CONFIRMED, 1_000_000, 10))
+        refund = client.post(f"/v1/api/payments/{paid['id']}/refunds", json={"amount": "0.5"}, headers=headers)
         assert refund.status_code == 201, refund.json
         ids[mode]["refunds"] = refund.json["data"]["id"]
     return ids

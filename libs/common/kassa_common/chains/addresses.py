@@ -28,6 +28,8 @@ class InvalidAddress(ValueError):
 
 def evm_address(text: str) -> str:
     """The EIP-55 form of an EVM address, or InvalidAddress."""
+    if not text.startswith("0x"):
+        raise InvalidAddress("not an address of this network: 0x followed by 40 hexadecimal digits")
     try:
         return settlement_address(text)
     except ValueError as exc:

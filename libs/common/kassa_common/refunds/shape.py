@@ -105,7 +105,7 @@ def _token_amount(value: Any) -> Decimal:
         raise ValueError("must be a decimal string or a number")  # noqa: TRY004 - pydantic reports a ValueError
     if not isinstance(value, str):
         number = Decimal(str(value))  # a JSON number arrives as a Decimal, exactly as written
-        if not number.is_finite() or abs(number.adjusted()) > 80:
+        if not number.is_finite():
             raise ValueError("must be a finite number")
         return number
     text = value.strip()
@@ -123,7 +123,11 @@ TokenAmount = Annotated[
     Field(gt=Decimal(0)),
     WithJsonSchema(
         {
-            "oneOf": [{"type": "string", "pattern": r"^\d+(\.\d+)?$"}, {"type": "number", "exclusiveMinimum": 0}],
+            "oneOf": [
+                # a positive plain decimal ("2.5", "0.001"; not "0" nor "0.00")
+                {"type": "string", "maxLength": 100, "pattern": r"^(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)$"},
+                {"type": "number", "exclusiveMinimum": 0},
+            ],
             "description": "in the payment's token, at most the token's decimals (a decimal string keeps it exact)",
             "examples": ["2.5", 2.5],
         }

@@ -16,7 +16,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.errors import InvalidRefund, InvalidTransition, NotFound
+from kassa_common.errors import InvalidRefund, InvalidTransition, NotFound, UnsupportedPair
 from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
@@ -164,9 +164,8 @@ def create_refund(
     chosen = _network_of(payment, left, network)
     decimals = decimals_on(payment, chosen)
     if decimals is None:
-        raise InvalidRefund(
-            f"{payment.token} does not exist on {chosen}",
-            [{"field": "network", "message": "not a network of the payment's token"}],
+        raise UnsupportedPair(
+            f"{payment.token} does not exist on {chosen}: nothing of this payment can be refunded there"
         )
     available = left.get(chosen, 0)
     if available <= 0:

@@ -89,7 +89,8 @@ def _claim_key(session, who: Owner, key: str, digest: str, refund_id: uuid.UUID)
     body=CreateRefund,
     response=RefundOut,
     status=201,
-    errors=(404, 409),
+    errors=(404, 409, 422),
+    body_required=False,
 )
 def create_refund(ref: str, body: CreateRefund):
     key, s, who = idempotency_key(), deps().settings, owner()
