@@ -360,3 +360,17 @@ def test_kassa_dev_pay_refund_says_why_it_cannot_pay(h, chain):
         pay_refund(chain, {"id": "nope"}, h.settings)
     with pytest.raises(ValueError, match="no refund with id"):
         pay_refund(chain, {"id": str(uuid.uuid4())}, h.settings)
+
+
+def test_a_refund_claimed_and_paid_while_the_watcher_is_down_completes_when_it_is_back(h, chain):
+    p = paid(h, chain, amount=5)
+    refund = create_refund(h, p, amount="1")
+    h.stop_watchers()
+    with unit_of_work(h.sessions) as s:
+        transitions.claim_refund(s, row(h, refund).claim_token, customer(chain))
+    tx = pay_refund(chain, refund, h.settings)
+    chain.mine(CONFIRMATIONS + 3)
+    h.feed = None  # a new process: its own feed, which missed refund.claimed
+    h.watcher = h.start_watcher()
+    wait_refund(h, refund, "COMPLETED")
+    assert get(h, refund)["transaction_hash"] == tx
