@@ -338,7 +338,13 @@ def complete_with_hash(
     if not to_it:
         raise PayoutRefused(
             f"transaction {tx_hash} pays someone else: it transfers no {refund.token} to the refund's address "
-            f"{refund.address} on {refund.network}",
+            f"{refund.address} on {refund.network}"
+            + (
+                " (coin sent from inside a contract, a Safe for one, is not read from a hash: the watcher "
+                "completes the refund once such a payout is confirmed)"
+                if not refund.network.upper().startswith("BITCOIN") and _is_native(refund)
+                else ""
+            ),
             [{"field": "transaction_hash", "issue": "wrong_recipient"}],
         )
     big_enough = [p for p in to_it if p.amount_units >= int(refund.amount_units)]
@@ -370,6 +376,14 @@ def complete_with_hash(
             "confirmation(s); submit it again once it has them"
         )
     return complete(session, refund, payout)
+
+
+def _is_native(refund: Refund) -> bool:
+    from kassa_common.chains.networks import shipped
+
+    network = shipped().get(refund.network)
+    token = network.token(refund.token) if network else None
+    return bool(token and token.native)
 
 
 def _uuid(value: uuid.UUID | str) -> uuid.UUID:
