@@ -16,11 +16,13 @@
 from __future__ import annotations
 
 import argparse
+import secrets
 import uuid
 from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
+from web3 import Web3
 
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.relay import relay_pending
@@ -54,9 +56,19 @@ def h(settings, chain, engine, sessions, make_merchant):
         yield h
 
 
+WALLETS: dict[int, str] = {}
+
+
+@pytest.fixture(autouse=True)
+def fresh_wallets():
+    """Each test's customers have wallets of their own: the refunds other tests leave waiting
+    (the database outlives anvil's snapshots) are claimed to other addresses."""
+    WALLETS.clear()
+
+
 def customer(chain, n: int = 3) -> str:
-    """An address of the customer's own wallet (anvil's account ``n``: never a deposit)."""
-    return chain.w3.eth.accounts[n]
+    """An address of the customer's own wallet ``n`` (never a deposit), this test's own."""
+    return WALLETS.setdefault(n, Web3.to_checksum_address("0x" + secrets.token_hex(20)))
 
 
 def merchant_wallet(chain) -> str:

@@ -4,7 +4,10 @@ payout of the same amount on LOCAL_EVM completes nothing, the payout on LOCAL_EV
 
 from __future__ import annotations
 
+import secrets
 import uuid
+
+from web3 import Web3
 
 from kassa_common.db import unit_of_work
 from kassa_common.models import Refund
@@ -32,7 +35,7 @@ def test_funds_on_the_wrong_network_are_refunded_on_that_network(
     first, second = chains
     merchant = make_merchant()
     set_live_wallet(sessions, merchant.id)
-    customer, wallet = second.accounts[3], second.accounts[1]
+    customer, wallet = Web3.to_checksum_address("0x" + secrets.token_hex(20)), second.accounts[1]
     with live_pipeline(env, engine, sessions, merchant, also=(SECOND,)) as h:
         subscribe(h, receiver)
         payment = h.create(amount=12.34, token="USDC")
