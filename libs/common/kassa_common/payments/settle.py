@@ -58,6 +58,7 @@ from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigg
 from kassa_common.pricing import arrival
 from kassa_common.pricing.amounts import units_text
 from kassa_common.pricing.service import RateService
+from kassa_common.refunds.queries import hold_totals
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
 
@@ -86,7 +87,8 @@ def _held(session: Session) -> Held | None:
 
 def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> None:
     """Lock, in two round trips, the payments these reports pay and all their transfers, for
-    ``settle`` to find in the session instead of asking once per report. Payments are locked
+    ``settle`` to find in the session instead of asking once per report (and, in a third, the
+    refunds of those that had confirmed funds already, for their events). Payments are locked
     in id order, then their transfers (the sweeper's order too), so two settlers holding
     batches never deadlock over them."""
     addresses = {r.to.lower() for r in reports}
@@ -112,6 +114,7 @@ def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> Non
             .execution_options(populate_existing=True)
         ):  # pragma: no mutate
             held.transfers[t.payment_id].append(t)
+        hold_totals(session, {p.id: held.transfers[p.id] for p, _ in rows})  # their refunds, if any could exist
 
 
 def payment_for_address(session: Session, address: str) -> tuple[Payment, Decimal] | tuple[None, None]:

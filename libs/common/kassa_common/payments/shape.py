@@ -31,7 +31,7 @@ from kassa_common.pricing.amounts import plain, units_text
 from kassa_common.refunds import amounts as refund_amounts
 from kassa_common.refunds.amounts import NONE as NO_REFUNDS
 from kassa_common.refunds.amounts import RefundTotals
-from kassa_common.refunds.queries import refund_totals
+from kassa_common.refunds.queries import held_totals, refund_totals
 from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.timefmt import iso
 
@@ -332,6 +332,20 @@ def _session_of(p: Any) -> Session | None:
         return None
 
 
+def _refunds_of(p: Any, transfers: list[Any]) -> RefundTotals:
+    """The payment's refund totals: held by its session's batch, or read (none when it never
+    had confirmed funds, or has no session)."""
+    session = _session_of(p)
+    if session is None:
+        return NO_REFUNDS
+    held = held_totals(session, p.id)
+    if held is not None:
+        return held
+    if not refund_amounts.may_have_refunds(transfers):
+        return NO_REFUNDS
+    return refund_totals(session, [p.id]).get(p.id, NO_REFUNDS)
+
+
 def payment_to_dict(p: Any, transfers: list[Any] | None = None, refunds: RefundTotals | None = None) -> dict[str, Any]:
     """The payment object: ``PaymentOut``'s fields in its order, built directly (the tests hold
     it to what validating through the model gives, byte for byte). ``p``: a ``Payment`` or a
@@ -343,8 +357,7 @@ def payment_to_dict(p: Any, transfers: list[Any] | None = None, refunds: RefundT
         session = _session_of(p)
         transfers = transfers_of(session, [p.id])[p.id] if session is not None else []
     if refunds is None:
-        session = _session_of(p) if refund_amounts.may_have_refunds(transfers) else None
-        refunds = refund_totals(session, [p.id]).get(p.id, NO_REFUNDS) if session is not None else NO_REFUNDS
+        refunds = _refunds_of(p, transfers)
     refunded, refundable = refund_amounts.shown(p, transfers, refunds)
     decimals = p.decimals
     return {
