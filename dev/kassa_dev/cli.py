@@ -3,6 +3,10 @@
 ``kassa dev pay SHORT_ID [--amount DECIMAL]`` pays a live LOCAL_EVM payment from anvil's
 first account: the amount still due by default, or ``--amount`` in token units.
 
+``kassa dev pay-refund REFUND_ID [--amount DECIMAL]`` pays a claimed live LOCAL_EVM refund
+from anvil's second account (the merchant's wallet in the walk-through): its amount, in its
+token (an ERC-20 transfer, or native coin), to the address the customer claimed it to.
+
 The operator CLI does not know about this module: the package registers ``add_parser``
 in the ``kassa.cli`` entry-point group, and ``kassa`` calls every plugin it finds there.
 """
@@ -15,7 +19,7 @@ from decimal import Decimal, InvalidOperation
 
 from kassa_common.cli import unit_of_work_for
 from kassa_common.config import Settings
-from kassa_common.models import Payment
+from kassa_common.models import Payment, Refund
 from kassa_common.payments import find_by_short_id, remaining_units
 from kassa_common.pricing.amounts import from_base_units, to_base_units
 from kassa_dev.listen import add_listen_parser
@@ -90,6 +94,69 @@ def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
     )
 
 
+def _node(settings: Settings):
+    from web3 import Web3
+
+    from kassa_dev import chain
+
+    network = settings.networks.get(NETWORK)
+    if network is None:
+        raise ValueError(f"{NETWORK} is not configured")
+    url = network.rpc_url or chain.DEFAULT_RPC_URL
+    w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 30}))
+    if not chain.rpc_answers(url):
+        raise ValueError(f"no {NETWORK} node answers at {url} (start it with `make run`)")
+    if network.chain_id is not None and w3.eth.chain_id != network.chain_id:
+        raise ValueError(f"the {NETWORK} node at {url} is on chain id {w3.eth.chain_id}, not {network.chain_id}")
+    return network, w3
+
+
+def find_refund(settings: Settings, refund_id: str) -> Refund:
+    import uuid
+
+    try:
+        rid = uuid.UUID(refund_id.strip())
+    except ValueError:
+        raise ValueError(f"not a refund id: {refund_id!r}") from None
+    with unit_of_work_for(settings) as s:
+        refund = s.get(Refund, rid)
+    if refund is None:
+        raise ValueError(f"no refund with id {refund_id}")
+    if refund.test_mode:
+        raise ValueError(f"refund {refund_id} is a test-mode refund: it never touches a chain")
+    if refund.network.upper() != NETWORK:
+        raise ValueError(f"refund {refund_id} is on {refund.network}; `kassa dev pay-refund` only pays on {NETWORK}")
+    if refund.status != "AWAITING_PAYMENT" or not refund.address:
+        why = "the customer has not claimed it yet" if refund.status == "AWAITING_ADDRESS" else f"it is {refund.status}"
+        raise ValueError(f"refund {refund_id} cannot be paid: {why}")
+    return refund
+
+
+def cmd_dev_pay_refund(args: argparse.Namespace, settings: Settings) -> None:
+    from kassa_dev import chain
+
+    refund = find_refund(settings, args.refund_id)
+    network, w3 = _node(settings)
+    token = network.token(refund.token)
+    if token is None:
+        raise ValueError(f"{refund.token} is not a {NETWORK} token")
+    units = to_base_units(args.amount, token.decimals) if args.amount is not None else int(refund.amount_units)
+    accounts = w3.eth.accounts
+    if len(accounts) < 2:
+        raise ValueError(f"the {NETWORK} node has no second unlocked account to pay from")
+    tx_hash = chain.pay(
+        w3, to=refund.address, amount_base_units=units, token_contract=token.contract, sender=accounts[1]
+    )
+    amount = from_base_units(units, token.decimals)
+    data = {"tx_hash": tx_hash, "refund_id": str(refund.id), "address": refund.address, "token": token.symbol}
+    data["amount"] = str(amount)
+    print(
+        json.dumps(data)
+        if getattr(args, "json", False)
+        else f"paid refund {refund.id}: {amount} {token.symbol} to {refund.address} in {tx_hash}"
+    )
+
+
 def add_parser(sub) -> None:
     """Register ``kassa dev`` on the top-level subparsers."""
     about = "development helpers: pay on the local chain, receive webhooks"
@@ -99,4 +166,9 @@ def add_parser(sub) -> None:
     p.add_argument("--amount", type=_decimal, help="token units (default: what is still due)")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     p.set_defaults(run=cmd_dev_pay)
+    r = dev.add_parser("pay-refund", help=f"pay a claimed {NETWORK} refund from anvil's second account")
+    r.add_argument("refund_id")
+    r.add_argument("--amount", type=_decimal, help="token units (default: the refund's amount)")
+    r.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
+    r.set_defaults(run=cmd_dev_pay_refund)
     add_listen_parser(dev)

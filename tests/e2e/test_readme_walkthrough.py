@@ -1,7 +1,8 @@
 """The README's front door cannot rot: every shell block of "Your first payment" runs with
 bash, verbatim, in a second terminal's shoes beside a `make run`-like stack (every Procfile
 process, anvil with 1 s blocks, the dev tokens and the forwarder factory, the settings
-`make run` writes to `.env`), and the payment completes with its webhook delivered.
+`make run` writes to `.env`), and the payment completes with its webhook delivered, then is
+refunded in part (claimed, paid with `kassa dev pay-refund`, completed by the watcher).
 
 Only what a user's machine would differ in is replaced: the stack's web port for 8000 and
 the test receiver for the local receiver on port 9000. Blocks share one shell, as they
@@ -53,6 +54,8 @@ def test_the_walkthrough_has_the_steps_it_promises():
         "$API/payments",
         ".venv/bin/kassa dev pay",
         "COMPLETED",
+        "/refunds",
+        ".venv/bin/kassa dev pay-refund",
         "/deliveries",
     ):
         assert step in text, step
@@ -121,5 +124,9 @@ def test_every_walkthrough_block_runs_and_the_payment_completes(make_run_stack):
         assert len(completed) >= 1 and completed[0].json["data"]["transaction_hash"] == tx_hash
         assert completed[0].headers["X-Kassa-Signature"].startswith("t=")
         assert {h.json["event"] for h in receiver.all()} >= {"payment.created", "payment.detected", "payment.completed"}
+        refunded = until(lambda: receiver.events("refund.completed"), timeout=20, message="refund.completed")[0]
+        assert refunded.json["data"]["address"] == "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
+        assert anvil.w3.eth.get_transaction(refunded.json["data"]["transaction_hash"])["from"] == anvil.accounts[1]
+        assert re.search(r"^2\.5$", done.stdout, flags=re.MULTILINE), output  # refunded_amount
     finally:
         receiver.close()

@@ -111,9 +111,9 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
 
 
 def _register_blueprints(app: Flask) -> None:
-    from kassa_api.routes import deliveries, events, meta, payments, products, refunds, webhooks
+    from kassa_api.routes import deliveries, events, meta, payments, products, refund_payouts, refunds, webhooks
 
-    for module in (payments, refunds, products, webhooks, deliveries, events):
+    for module in (payments, refunds, refund_payouts, products, webhooks, deliveries, events):
         app.register_blueprint(module.bp, url_prefix="/v1/api")
     app.register_blueprint(meta.bp)
     from kassa_api.routes import dashboard, pages

@@ -19,7 +19,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.db import unit_of_work
-from kassa_common.models import ChainBlock, ChainCursor, ChainMempoolTransfer, ChainReport, Payment
+from kassa_common.models import ChainBlock, ChainCursor, ChainMempoolTransfer, ChainReport, Payment, Refund
+from kassa_common.statuses import RefundStatus
 from kassa_common.timefmt import utcnow
 from kassa_chain_watcher.chain import Block, Found
 from kassa_chain_watcher.mempool import Pending, Sighting
@@ -77,18 +78,30 @@ class Store:
         """Where this network's watcher stood when each address's payment was created: the
         payment's ``created_block`` on its own network, its ``watch_points`` entry for this one
         on another (an EVM address watched for funds sent on the wrong network). Another
-        network's height means nothing here; None: no watcher of this network ran then."""
+        network's height means nothing here; None: no watcher of this network ran then. A
+        claimed refund's address: the height when it was claimed (``Refund.claim_block``)."""
         here = sa.case(
             (Payment.network == self.network, Payment.created_block),
             else_=Payment.watch_points[self.network].as_integer(),
         )
+        wanted = [a.lower() for a in addresses]
         with self.sessions() as s:
             rows = s.execute(
-                sa.select(sa.func.lower(Payment.address), here).where(
-                    sa.func.lower(Payment.address).in_([a.lower() for a in addresses])
+                sa.select(sa.func.lower(Payment.address), here).where(sa.func.lower(Payment.address).in_(wanted))
+            ).all()
+            # A claimed refund's payout counts only in a block after ``claim_block``.
+            refunds = s.execute(
+                sa.select(sa.func.lower(Refund.address), Refund.claim_block).where(
+                    Refund.network == self.network,
+                    Refund.status == RefundStatus.AWAITING_PAYMENT,
+                    sa.func.lower(Refund.address).in_(wanted),
                 )
             ).all()
-        return dict(rows)
+        out: dict[str, int | None] = dict(rows)
+        for address, block in refunds:
+            known = out.get(address)
+            out[address] = block if known is None or (block is not None and block < known) else known
+        return out
 
     def recent_addresses(self, networks: Collection[str], slack: timedelta) -> list[str]:
         """Addresses of live payments created since ``slack`` before this network's cursor
@@ -99,15 +112,22 @@ class Store:
             last = s.scalar(sa.select(ChainCursor.updated_at).where(ChainCursor.network == self.network))
             if last is None:
                 return []
-            return list(
-                s.scalars(
-                    sa.select(Payment.address).where(
-                        Payment.network.in_(list(networks)),
-                        Payment.test_mode.is_(False),
-                        Payment.created_at >= last - slack,
-                    )
+            payments = s.scalars(
+                sa.select(Payment.address).where(
+                    Payment.network.in_(list(networks)),
+                    Payment.test_mode.is_(False),
+                    Payment.created_at >= last - slack,
                 )
             )
+            refunds = s.scalars(
+                sa.select(Refund.address).where(
+                    Refund.network == self.network,
+                    Refund.status == RefundStatus.AWAITING_PAYMENT,
+                    Refund.test_mode.is_(False),
+                    Refund.claimed_at >= last - slack,
+                )
+            )
+            return [*payments, *(a for a in refunds if a)]
 
     def append(self, state: State, new: list[Block], *, confirmed_through: int | None = None) -> None:
         """Record newly scanned blocks (and optionally a new confirmed line), prune old ones."""

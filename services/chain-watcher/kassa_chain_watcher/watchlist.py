@@ -17,6 +17,12 @@ Wrong network: an EVM address is the same on every EVM chain, so an EVM network'
 also watches the payments of the other EVM networks (``address_networks``); what it finds
 there it reports as a transfer on its own network, and the settler records it on the
 payment without counting it.
+
+Refund payouts: the addresses of claimed refunds waiting for their payout
+(``AWAITING_PAYMENT``) on the watcher's own network are watched too, the same way; the
+settler hands what reaches them to ``kassa_common.refunds.payouts``. Those waiting for the
+network's native coin are followed by balance too (a payout from a Safe or an exchange's
+batch is a call inside a contract).
 """
 
 from __future__ import annotations
@@ -31,14 +37,17 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common.chains.networks import Network
 from kassa_common.messaging.consumer import Consumer, Delivered, Reject
-from kassa_common.messaging.messages import AddressFeed
+from kassa_common.messaging.messages import AddressFeed, EventType
 from kassa_common.messaging.topology import Topology
-from kassa_common.models import Payment
-from kassa_common.statuses import PaymentStatus
+from kassa_common.models import Payment, Refund
+from kassa_common.statuses import PaymentStatus, RefundStatus
 from kassa_common.timefmt import utcnow
 
 log = logging.getLogger("kassa.chain_watcher")
 LATE_DAYS = 7
+# a refund waiting for its payout (claimed, or its payout lost in a reorg): its address is watched
+# at once (the reload would in time)
+REFUND_CLAIMED, REFUND_REORGED = EventType.REFUND_CLAIMED, EventType.REFUND_REORGED
 
 
 class Watchlist:
@@ -128,11 +137,26 @@ def watched_addresses(session: Session, network: str | Collection[str]) -> list[
                 Payment.network.in_(names), Payment.test_mode.is_(False), Payment.expires_at > horizon
             )
         )
+    ) + refund_addresses(session, names[0])
+
+
+def refund_addresses(session: Session, network: str, token: str | None = None) -> list[str]:
+    """The addresses of live refunds on ``network`` claimed and waiting for their payout (in
+    ``token`` only, if given)."""
+    query = sa.select(Refund.address).where(
+        Refund.network == network,
+        Refund.status == RefundStatus.AWAITING_PAYMENT,
+        Refund.test_mode.is_(False),
+        Refund.address.is_not(None),
     )
+    if token is not None:
+        query = query.where(Refund.token == token)
+    return [a for a in session.scalars(query) if a]
 
 
 def open_native_addresses(session: Session, network: str, symbol: str) -> list[str]:
-    """Open live payments on ``network`` in its native coin (``symbol``)."""
+    """Open live payments on ``network`` in its native coin (``symbol``), and claimed refunds
+    waiting for a payout in it."""
     return list(
         session.scalars(
             sa.select(Payment.address).where(
@@ -142,7 +166,7 @@ def open_native_addresses(session: Session, network: str, symbol: str) -> list[s
                 Payment.status.in_([PaymentStatus.PENDING, PaymentStatus.PARTIALLY_PAID]),
             )
         )
-    )
+    ) + refund_addresses(session, network, symbol)
 
 
 def reload(
@@ -154,8 +178,9 @@ def reload(
 
 
 class PaymentFeed:
-    """Puts the address of each new live payment (``payment.created``) into the watchlists:
-    the handler of this process's feed consumer (``consumer``)."""
+    """Puts the address of each new live payment (``payment.created``), and of each refund
+    waiting for its payout (``refund.claimed``, ``refund.reorged``), into the watchlists: the
+    handler of this process's feed consumer (``consumer``)."""
 
     def __init__(self, watchlists: dict[str, Watchlist], *, evm_networks: Collection[str] = ()) -> None:
         self.watchlists = watchlists
@@ -163,6 +188,9 @@ class PaymentFeed:
         self.evm_networks = frozenset(n.upper() for n in evm_networks)
 
     def handle(self, _session: Session, msg: Delivered) -> None:
+        if msg.routing_key in (REFUND_CLAIMED, REFUND_REORGED):
+            self._on_refund_awaiting(msg.body)
+            return
         try:
             feed = AddressFeed.from_message(msg.routing_key, msg.body)
         except (KeyError, ValueError, TypeError, AttributeError) as exc:
@@ -177,6 +205,19 @@ class PaymentFeed:
             watchlist = self.watchlists.get(name)
             if watchlist is not None:
                 watchlist.add(feed.address, native=watchlist.coin == (feed.network, feed.token))
+
+    def _on_refund_awaiting(self, event: dict) -> None:
+        """A refund waiting for its payout: its address watched on the refund's own network only."""
+        try:
+            data, test_mode = event["data"], bool(event.get("test_mode"))
+            network, address = str(data["network"]).upper(), str(data["address"])
+            token = str(data.get("token", "")).upper()
+        except (KeyError, ValueError, TypeError, AttributeError) as exc:
+            raise Reject(f"malformed refund event: {exc!r}") from None
+        watchlist = self.watchlists.get(network)
+        if test_mode or not address or watchlist is None:
+            return
+        watchlist.add(address, native=watchlist.coin == (network, token))
 
     def consumer(self, make: Callable[..., Consumer], topo: Topology, process: str) -> Consumer:
         """The consumer of process ``process``'s feed; ``make`` builds it (``Worker.consumer``)."""

@@ -61,18 +61,19 @@ def test_a_batch_locks_its_payments_and_transfers_once_then_settles_from_what_it
 ):
     ps = [create_payment(live_merchant, LIVE_PAYMENT, mode="live") for _ in range(4)]
     txs = [tx_hash() for _ in ps]
-    stranger = dict(ps[0], address="0x" + "ab" * 20)  # an address no payment has
+    # an address no payment has: a claimed refund's, maybe (one look at the refunds waiting there)
+    stranger = dict(ps[0], address="0x" + "ab" * 20)
     first = [report(p, SEEN, DUE, 1, tx=t) for p, t in zip(ps, txs, strict=True)] + [report(stranger, SEEN, DUE, 1)]
     with reads(engine) as read:
         settle_batch(sessions, first)
-    assert read == ["payments+lock", "transfers+lock"]
+    assert read == ["payments+lock", "transfers+lock", "refunds+lock"]
 
     again = [report(p, CONFIRMED, DUE, 2, tx=t) for p, t in zip(ps, txs, strict=True)] + [
         report(stranger, CONFIRMED, DUE, 2)
     ]
     with reads(engine) as read:
         settle_batch(sessions, again)
-    assert read == ["payments+lock", "transfers+lock"]  # the known transfers, their totals: all held
+    assert read == ["payments+lock", "transfers+lock", "refunds+lock"]  # the known transfers, their totals: all held
 
     for p, t in zip(ps, txs, strict=True):
         got = client.get(f"{API}/payments/{p['id']}", headers=live_merchant.headers("live")).get_json()["data"]

@@ -13,6 +13,7 @@ REFUND_ENDPOINTS = {
     ("get", "/payments/{ref}/refunds"),
     ("get", "/refunds/{ref}"),
     ("post", "/refunds/{ref}/cancel"),
+    ("post", "/refunds/{ref}/complete"),
 }
 
 

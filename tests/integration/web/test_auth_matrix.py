@@ -29,6 +29,7 @@ BODIES = {
     ("patch", "/products/{ref}"): {"name": "Mug"},
     ("post", "/webhooks"): {"url": "https://h.example.com/k"},
     ("patch", "/webhooks/{ref}"): {"description": "x"},
+    ("post", "/refunds/{ref}/complete"): {"transaction_hash": "0x" + "ab" * 32},
 }
 CALLERS = [
     "no key",

@@ -66,6 +66,7 @@ OPERATIONS = {
     "GET /payments/{ref}/refunds": KASSA.refunds.list,
     "GET /refunds/{ref}": KASSA.refunds.get,
     "POST /refunds/{ref}/cancel": KASSA.refunds.cancel,
+    "POST /refunds/{ref}/complete": KASSA.refunds.complete,
 }
 NOT_FIELDS = {"self", "idempotency_key", "extra", "page_size"}
 SERVED_LATER: set[str] = set()  # fields a client sends only when given, before the API documents them

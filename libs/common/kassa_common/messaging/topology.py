@@ -105,7 +105,8 @@ class Topology:
     def watcher_feed(self, process: str) -> QueueSpec:
         """The address feed of the watcher process ``process`` (a name no other process uses)."""
         name = f"{self.prefix}.{WATCHER_FEED}.{process}" if self.prefix else f"{WATCHER_FEED}.{process}"
-        return QueueSpec(name, (EventType.PAYMENT_CREATED,), self.settler.retry_delay_ms, FEED_EXPIRES_MS)
+        bindings = (EventType.PAYMENT_CREATED, EventType.REFUND_CLAIMED, EventType.REFUND_REORGED)
+        return QueueSpec(name, bindings, self.settler.retry_delay_ms, FEED_EXPIRES_MS)
 
 
 def named(prefix: str = "", *, retry_delay_ms: int = RETRY_DELAY_MS) -> Topology:

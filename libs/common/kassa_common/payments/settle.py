@@ -30,6 +30,10 @@ Wrong network: an EVM payment's address is the same on every EVM network, and th
 of the other networks report what reaches it there. Such a transfer never counts; once
 confirmed it is recorded on the payment (``Payment.wrong_network``: what, where, how it is
 recovered) and fires ``payment.wrong_network``, once per transfer, whatever the status.
+
+Refund payouts: a report of a transfer to an address that is no payment's (the chain
+watchers also watch the addresses of claimed refunds) goes to ``refunds.payouts``, which
+completes the refund it pays. A payment's own deposits never get there.
 """
 
 from __future__ import annotations
@@ -246,7 +250,10 @@ def settle(session: Session, r: TransferReport, rates: RateService | None = None
         return
     found = payment_for_address(session, r.to)
     if found[0] is None:
-        log.info("transfer %s:%s to %s matches no payment", r.tx_hash, r.log_index, r.to)
+        from kassa_common.refunds.payouts import apply_report  # a claimed refund's payout?
+
+        if apply_report(session, r) is None:
+            log.info("transfer %s:%s to %s matches no payment and no refund", r.tx_hash, r.log_index, r.to)
         return
     payment, tolerance = found
     transfer, before = _upsert_transfer(session, payment, r)

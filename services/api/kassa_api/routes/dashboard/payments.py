@@ -23,6 +23,7 @@ from kassa_api.routes.dashboard.common import (
     not_found_as_404,
     render,
 )
+from kassa_api.routes.dashboard.refunds import refund_offers, refunds_listed
 from kassa_api.routes.dashboard.sweeps import token_amount
 
 bp = Blueprint("payments", __name__)
@@ -92,6 +93,9 @@ def detail(ref: str):
         sweepable=sweepable,
         transfers=transfers,
         held=held,
+        refund_offers=refund_offers(db(), payment),
+        refunds=refunds_listed(db(), payment),
+        refund_error=query.text("refund_error"),
         **history._asdict(),
     )
 

@@ -1,0 +1,437 @@
+"""Refund payouts: the on-chain transfer that pays a claimed refund, from the chain watcher's
+reports or from a transaction hash the merchant submits (``complete_with_hash``).
+
+A claimed refund (``AWAITING_PAYMENT``) is paid by a transfer of its token on its network to
+its address, of at least its amount, in a block after the one its network's watcher stood
+at when it was claimed (``claim_block``), from any sender. The chain watcher watches the
+addresses of claimed refunds like the payments' (``kassa_chain_watcher.watchlist``) and its
+reports reach the settler, which hands those that pay no payment to ``apply_report``:
+
+- ``seen`` (not yet confirmed): ``record_payout`` records the transfer on the refund
+  (``transfer_ref``, ``payout_units``, its block, ``confirmations``); the refund waits;
+- ``confirmed`` (the network's required confirmations): ``confirm_payout`` completes the
+  refund (``COMPLETED`` with ``transaction_hash`` and ``completed_at``, ``refund.completed``);
+- ``orphaned`` (left the chain before it was confirmed): ``revert_payout`` forgets it;
+- ``reorged`` (a confirmed payout lost in a reorg deeper than the confirmations): the
+  refund goes back to ``AWAITING_PAYMENT`` with ``refund.reorged``; mined again, the
+  transfer is reported again and completes it again.
+
+One transfer pays at most one refund: ``transfer_ref`` (the transfer's transaction, its place
+there and, on EVM, its recipient: what a reorg that moves it cannot change) is unique per
+network. Of several refunds claimed to one address, a transfer pays the oldest-claimed one
+whose amount it covers that no other transfer pays yet; the others keep waiting. A transfer
+to a payment's own address (a deposit) never reaches here: the settler gives it to its
+payment. A ``CANCELED`` or ``EXPIRED`` refund is never completed by a later payout.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from kassa_common.errors import NotFound
+from kassa_common.messaging.messages import EventType, TransferReport
+from kassa_common.models import Refund, Sweep
+from kassa_common.refunds import onchain, transitions
+from kassa_common.refunds.onchain import Payout, PayoutConflict, PayoutRefused, Reader
+from kassa_common.statuses import RefundStatus, TransferStatus
+from kassa_common.timefmt import utcnow
+
+__all__ = [
+    "Payout",
+    "PayoutConflict",
+    "PayoutRefused",
+    "apply_report",
+    "complete",
+    "complete_with_hash",
+    "confirm_payout",
+    "record_payout",
+    "revert_payout",
+]
+log = logging.getLogger("kassa.refunds")
+SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
+AWAITING_PAYMENT, COMPLETED = RefundStatus.AWAITING_PAYMENT, RefundStatus.COMPLETED
+
+
+def from_report(r: TransferReport) -> Payout:
+    return Payout(
+        r.network.upper(),
+        r.tx_hash,
+        r.place,
+        r.token.upper(),
+        r.to,
+        r.amount_units,
+        r.block_number,
+        r.block_hash,
+        r.confirmations,
+    )
+
+
+# -- the watcher's reports -------------------------------------------------------------------
+
+
+def apply_report(session: Session, r: TransferReport) -> Refund | None:
+    """Apply a watcher's report of a transfer to an address that is no payment's; the refund
+    it concerns (None: it pays none)."""
+    if r.amount_units <= 0 or r.simulated:
+        return None
+    payout = from_report(r)
+    if r.status == SEEN:
+        return record_payout(session, payout)
+    if r.status == CONFIRMED:
+        return confirm_payout(session, payout)
+    return revert_payout(session, payout, lost=r.status == REORGED)
+
+
+def _lock(session: Session, payout: Payout) -> list[Refund]:
+    """The refunds at the payout's address that it may concern, locked, oldest claim first:
+    those waiting for a payout, and whichever this very transfer pays already."""
+    return list(
+        session.scalars(
+            sa.select(Refund)
+            .where(
+                Refund.network == payout.network,
+                sa.func.lower(Refund.address) == payout.to.lower(),
+                sa.or_(Refund.status == AWAITING_PAYMENT, Refund.transfer_ref == payout.ref),
+            )
+            .order_by(Refund.claimed_at, Refund.created_at, Refund.id)
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+    )
+
+
+def after_claim(refund: Refund, block_number: int | None) -> bool:
+    """A transfer in this block may pay the refund (None: not mined yet, so after the claim)."""
+    return block_number is None or refund.claim_block is None or block_number > refund.claim_block
+
+
+def covers(refund: Refund, payout: Payout) -> bool:
+    """The payout is of the refund's token, on its network, of at least its amount, after its claim."""
+    return (
+        refund.status == AWAITING_PAYMENT
+        and refund.network.upper() == payout.network
+        and refund.token.upper() == payout.token.upper()
+        and payout.amount_units >= int(refund.amount_units)
+        and after_claim(refund, payout.block_number)
+    )
+
+
+def _is_sweep(session: Session, payout: Payout) -> bool:
+    """A sweep of a forwarder deposit moves a payment's own funds: never a payout."""
+    return bool(
+        session.scalar(
+            sa.select(
+                sa.exists().where(
+                    Sweep.network == payout.network, sa.func.lower(Sweep.tx_hash) == payout.tx_hash.lower()
+                )
+            )
+        )
+    )
+
+
+def _choose(session: Session, payout: Payout, *, confirmed: bool) -> tuple[Refund | None, Refund | None]:
+    """(the refund this transfer pays already, or else the one it may pay now). A transfer
+    pays the oldest claim it covers that no other transfer pays; a confirmed one may also
+    take a claim whose payout is only seen so far (that one then pays another, or none)."""
+    refunds = _lock(session, payout)
+    holder = next((r for r in refunds if r.transfer_ref == payout.ref), None)
+    if holder is not None:
+        return holder, None
+    covered = [r for r in refunds if covers(r, payout)]
+    fresh = next((r for r in covered if r.transfer_ref is None), None)
+    if fresh is None and confirmed:
+        fresh = next((r for r in covered if r.status == AWAITING_PAYMENT), None)
+    if fresh is not None and _is_sweep(session, payout):
+        return None, None
+    return None, fresh
+
+
+def _hold(refund: Refund, payout: Payout, now: datetime) -> None:
+    refund.transfer_ref = payout.ref
+    refund.payout_units = Decimal(payout.amount_units)
+    refund.payout_block_number = payout.block_number
+    refund.payout_block_hash = payout.block_hash
+    refund.confirmations = payout.confirmations
+    refund.updated_at = now
+
+
+def _forget(refund: Refund, now: datetime) -> None:
+    refund.transfer_ref = refund.payout_units = None
+    refund.payout_block_number = refund.payout_block_hash = None
+    refund.confirmations = 0
+    refund.updated_at = now
+
+
+def record_payout(session: Session, payout: Payout) -> Refund | None:
+    """A transfer seen, not yet confirmed: held on the refund it pays (no event)."""
+    now = utcnow()
+    holder, fresh = _choose(session, payout, confirmed=False)
+    if holder is not None and holder.status == AWAITING_PAYMENT and not covers(holder, payout):
+        _forget(holder, now)  # mined where it cannot pay it (in the claim's block or before)
+        session.flush()
+        return holder
+    if holder is not None:
+        if holder.status == AWAITING_PAYMENT and (
+            holder.payout_block_hash != payout.block_hash or payout.confirmations > holder.confirmations
+        ):
+            _hold(holder, payout, now)  # more confirmations, or mined (or moved) since last seen
+            session.flush()
+        return holder
+    if fresh is None:
+        return None
+    _hold(fresh, payout, now)
+    session.flush()
+    log.info("refund %s: payout %s seen (%d confirmation(s))", fresh.id, payout.ref, payout.confirmations)
+    return fresh
+
+
+def confirm_payout(session: Session, payout: Payout) -> Refund | None:
+    """A transfer at the network's required confirmations: the refund it pays is COMPLETED."""
+    now = utcnow()
+    holder, fresh = _choose(session, payout, confirmed=True)
+    refund = holder or fresh
+    if refund is None:
+        return None
+    if refund.status == COMPLETED:
+        if refund.payout_block_hash != payout.block_hash:  # confirmed again where a reorg moved it
+            refund.payout_block_number, refund.payout_block_hash = payout.block_number, payout.block_hash
+            refund.updated_at = now
+            session.flush()
+        return refund
+    if refund.status != AWAITING_PAYMENT:
+        return refund  # canceled or expired while its payout was seen: it stays so
+    if not covers(refund, payout):
+        _forget(refund, now)  # seen in the mempool, mined where it cannot pay it
+        session.flush()
+        return refund
+    if fresh is not None and fresh.transfer_ref is not None:
+        log.info("refund %s: payout %s confirmed before the one it held (%s)", fresh.id, payout.ref, fresh.transfer_ref)
+    complete(session, refund, payout, now)
+    return refund
+
+
+def complete(session: Session, refund: Refund, payout: Payout, now: datetime | None = None) -> Refund:
+    """COMPLETED with the payout's transaction, and ``refund.completed`` (the caller holds the lock)."""
+    now = now or utcnow()
+    _hold(refund, payout, now)
+    refund.transaction_hash = payout.tx_hash
+    refund.completed_at = now
+    transitions._transition(session, refund, COMPLETED, EventType.REFUND_COMPLETED)
+    log.info("refund %s: completed by %s", refund.id, payout.ref)
+    return refund
+
+
+def revert_payout(session: Session, payout: Payout, *, lost: bool) -> Refund | None:
+    """A payout that left the chain: forgotten if it was only seen; a COMPLETED refund whose
+    payout a reorg deeper than the confirmations took away (``lost``) waits for a payout again."""
+    now = utcnow()
+    refund = next((r for r in _lock(session, payout) if r.transfer_ref == payout.ref), None)
+    if refund is None or (payout.block_hash is not None and refund.payout_block_hash != payout.block_hash):
+        return refund  # not this block's (moved since), or never held
+    if refund.status == AWAITING_PAYMENT:
+        _forget(refund, now)
+        session.flush()
+        log.info("refund %s: payout %s left the chain before it was confirmed", refund.id, payout.ref)
+    elif refund.status == COMPLETED and lost:
+        log.error(
+            "refund %s: its confirmed payout %s on %s was lost in a reorg deeper than the required "
+            "confirmations; back to AWAITING_PAYMENT, refund.reorged fired",
+            refund.id,
+            payout.ref,
+            payout.network,
+        )
+        _forget(refund, now)
+        refund.transaction_hash = None
+        refund.completed_at = None
+        transitions._transition(session, refund, AWAITING_PAYMENT, EventType.REFUND_REORGED)
+    return refund
+
+
+# -- a hash the merchant submits -------------------------------------------------------------
+
+HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
+HASH_PATTERN = r"^\s*(0[xX])?[0-9a-fA-F]{64}\s*$"  # what ``POST /refunds/:id/complete`` documents
+
+
+def lock_refund(session: Session, merchant_id: uuid.UUID, refund_id: uuid.UUID | str) -> Refund:
+    try:
+        rid = refund_id if isinstance(refund_id, uuid.UUID) else uuid.UUID(str(refund_id))
+    except ValueError:
+        raise NotFound("no such refund") from None
+    refund = session.scalars(
+        sa.select(Refund)
+        .where(Refund.id == rid, Refund.merchant_id == merchant_id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).first()
+    if refund is None:
+        raise NotFound("no such refund")
+    return refund
+
+
+def check_hash_format(kind: str, tx_hash: Any) -> str:
+    """The hash in the network's form (EVM: ``0x`` and 64 lower-case hex digits; Bitcoin: the
+    64 hex digits of the txid), with or without ``0x`` as given; PayoutRefused otherwise."""
+    if not isinstance(tx_hash, str) or not tx_hash.strip():
+        raise PayoutRefused("transaction_hash is required", [{"field": "transaction_hash", "issue": "required"}])
+    digits = tx_hash.strip().removeprefix("0x").removeprefix("0X")
+    if not HEX64.match(digits):
+        raise PayoutRefused(
+            "transaction_hash is not a transaction hash (64 hex digits, 0x first on EVM networks)",
+            [{"field": "transaction_hash", "issue": "invalid"}],
+        )
+    return "0x" + digits.lower() if kind == "evm" else digits.lower()
+
+
+def complete_with_hash(
+    session: Session, merchant_id: uuid.UUID, refund_id: uuid.UUID | str, tx_hash: Any, reader: Reader | None
+) -> Refund:
+    """Complete a claimed refund by the transaction the merchant says paid it, once it is
+    checked on chain: a transfer of the refund's token to its address of at least its amount,
+    in a block after the claim, at the network's required confirmations, paying no other
+    refund. ``reader``: ``onchain.Reader`` of the refund's network (None in test mode, where no
+    chain is read). Raises PayoutRefused (400) or PayoutConflict (409) saying why not.
+
+    The chain is read before the refund is locked (a node may be slow), then everything is
+    checked again under the lock."""
+    refund = session.get(Refund, _uuid(refund_id))
+    if refund is None or refund.merchant_id != merchant_id:
+        raise NotFound("no such refund")
+    kind = "bitcoin" if refund.network.upper().startswith("BITCOIN") else "evm"
+    if refund.test_mode:  # no chain: any hash of the network's form completes it
+        tx_hash = check_hash_format(kind, tx_hash)
+        payouts = [
+            Payout(
+                refund.network.upper(),
+                tx_hash,
+                0,
+                refund.token,
+                refund.address or "",
+                int(refund.amount_units),
+                None,
+                None,
+                0,
+            )
+        ]
+    else:
+        tx_hash = check_hash_format(kind, tx_hash)
+        _must_await(refund)
+        if reader is None:
+            raise PayoutConflict(f"no {refund.network} node is configured: the transaction cannot be checked")
+        payouts = onchain.transfers_in(reader, tx_hash, refund)
+        required = reader.required
+    refund = _lock_with_neighbours(session, refund) if refund.address else lock_refund(session, merchant_id, refund.id)
+    _must_await(refund)
+    if refund.test_mode:
+        return complete(session, refund, payouts[0])
+    to_it = [
+        p for p in payouts if p.to.lower() == (refund.address or "").lower() and p.token.upper() == refund.token.upper()
+    ]
+    if not to_it:
+        raise PayoutRefused(
+            f"transaction {tx_hash} pays someone else: it transfers no {refund.token} to the refund's address "
+            f"{refund.address} on {refund.network}"
+            + (
+                " (coin sent from inside a contract, a Safe for one, is not read from a hash: the watcher "
+                "completes the refund once such a payout is confirmed)"
+                if not refund.network.upper().startswith("BITCOIN") and _is_native(refund)
+                else ""
+            ),
+            [{"field": "transaction_hash", "issue": "wrong_recipient"}],
+        )
+    big_enough = [p for p in to_it if p.amount_units >= int(refund.amount_units)]
+    if not big_enough:
+        from kassa_common.pricing.amounts import units_text
+
+        paid = units_text(max(p.amount_units for p in to_it), refund.decimals)
+        due = units_text(int(refund.amount_units), refund.decimals)
+        raise PayoutRefused(
+            f"transaction {tx_hash} is too small: it pays {paid} {refund.token}, the refund is {due} {refund.token}",
+            [{"field": "transaction_hash", "issue": "too_small"}],
+        )
+    after = [p for p in big_enough if after_claim(refund, p.block_number)]
+    if not after:
+        raise PayoutRefused(
+            f"transaction {tx_hash} is in block {big_enough[0].block_number}, not after the refund was claimed "
+            f"(block {refund.claim_block})",
+            [{"field": "transaction_hash", "issue": "before_claim"}],
+        )
+    used = _used_by_others(session, refund, [p.ref for p in after])
+    free = [p for p in after if p.ref not in used]
+    if not free:
+        other = used[after[0].ref]
+        raise PayoutConflict(f"transaction {tx_hash} is already used for another refund ({other})")
+    payout = free[0]
+    if payout.confirmations < required:
+        raise PayoutConflict(
+            f"transaction {tx_hash} is not yet confirmed: {payout.confirmations} of {required} "
+            "confirmation(s); submit it again once it has them"
+        )
+    return complete(session, refund, payout)
+
+
+def _is_native(refund: Refund) -> bool:
+    from kassa_common.chains.networks import shipped
+
+    network = shipped().get(refund.network)
+    token = network.token(refund.token) if network else None
+    return bool(token and token.native)
+
+
+def _uuid(value: uuid.UUID | str) -> uuid.UUID:
+    try:
+        return value if isinstance(value, uuid.UUID) else uuid.UUID(str(value))
+    except ValueError:
+        raise NotFound("no such refund") from None
+
+
+def _must_await(refund: Refund) -> None:
+    if refund.status != AWAITING_PAYMENT:
+        why = {
+            "AWAITING_ADDRESS": "the customer has not claimed it yet (no address to pay)",
+            "COMPLETED": f"it is already completed by {refund.transaction_hash}",
+        }.get(refund.status, f"it is {refund.status}")
+        raise PayoutConflict(f"the refund cannot be completed: {why}")
+
+
+def _lock_with_neighbours(session: Session, refund: Refund) -> Refund:
+    """Lock the refund with every refund claimed to the same address on its network, in the
+    order the settler locks them (``_lock``), so the two never wait for each other in a
+    cycle; the refund, fresh."""
+    rows = session.scalars(
+        sa.select(Refund)
+        .where(Refund.network == refund.network, sa.func.lower(Refund.address) == (refund.address or "").lower())
+        .order_by(Refund.claimed_at, Refund.created_at, Refund.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).all()
+    return next(r for r in rows if r.id == refund.id)
+
+
+def _used_by_others(session: Session, refund: Refund, refs: list[str]) -> dict[str, str]:
+    """Which of ``refs`` pay another refund already (a COMPLETED one, or one whose payout is
+    seen and waits for confirmations): ref -> that refund's id. A seen payout the watcher
+    gave another refund claimed to the same address goes to this one instead, as the
+    merchant says; a completed one stays where it is."""
+    rows = session.scalars(
+        sa.select(Refund)
+        .where(Refund.network == refund.network, Refund.transfer_ref.in_(refs), Refund.id != refund.id)
+        .with_for_update()
+        .execution_options(populate_existing=True)
+    ).all()
+    used: dict[str, str] = {}
+    for other in rows:
+        if other.status == AWAITING_PAYMENT:
+            _forget(other, utcnow())
+            session.flush()
+        else:
+            used[str(other.transfer_ref)] = str(other.id)
+    return used

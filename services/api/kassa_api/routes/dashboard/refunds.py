@@ -1,0 +1,236 @@
+"""Refunds: the list (status filter), one refund's page (its claim link; once claimed what to
+pay, as an EIP-681 / BIP-21 URI with its QR code, copy buttons, a browser wallet button and a
+transaction hash form), refunding from a payment's page, and cancel."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import sqlalchemy as sa
+from flask import Blueprint, abort, redirect, request, url_for
+from sqlalchemy.orm import Session
+
+from kassa_common.chains.networks import Network
+from kassa_common.errors import DomainError, NotFound
+from kassa_common.models import Payment, Refund
+from kassa_common.paging import page_meta
+from kassa_common.payments import transfers_of
+from kassa_common.pricing.amounts import units_text
+from kassa_common.refunds import onchain, payouts
+from kassa_common.refunds import transitions as refunds
+from kassa_common.refunds.amounts import NONE, decimals_on, received, refundable
+from kassa_common.refunds.queries import refund_totals, refunds_of
+from kassa_common.refunds.shape import refund_out
+from kassa_common.statuses import RefundStatus
+from kassa_api import query
+from kassa_api.checkout import qr_svg
+from kassa_api.deps import db, deps, transaction
+from kassa_api.routes.dashboard.common import current_owner, get_payment_or_404, login_required, render
+
+bp = Blueprint("refunds", __name__)
+PAGE_SIZE = 20
+NO_REFUND = "No such refund in this mode."
+STATUSES = tuple(RefundStatus)
+
+
+def get_refund_or_404(refund_id: str) -> Refund:
+    owner = current_owner()
+    try:
+        rid = uuid.UUID(refund_id)
+    except ValueError:
+        abort(404, description=NO_REFUND)
+    refund = db().get(Refund, rid)
+    if refund is None or refund.merchant_id != owner.merchant_id or refund.test_mode != owner.test_mode:
+        abort(404, description=NO_REFUND)
+    return refund
+
+
+def refund_uri(refund: Refund, network: Network | None) -> str:
+    """EIP-681 for EVM networks, BIP-21 for Bitcoin: the payout a wallet app scans."""
+    units = int(refund.amount_units)
+    if network is None or network.kind == "bitcoin":
+        return f"bitcoin:{refund.address}?amount={units_text(units, refund.decimals)}"
+    token = network.token(refund.token)
+    chain = f"@{network.chain_id}" if network.chain_id else ""
+    if token is None or token.native:
+        return f"ethereum:{refund.address}{chain}?value={units}"
+    return f"ethereum:{token.contract}{chain}/transfer?address={refund.address}&uint256={units}"
+
+
+@bp.get("/refunds")
+@login_required
+def index():
+    status = query.choice("status", STATUSES)
+    page_no = query.page_number()
+    owner = current_owner()
+    where = [Refund.merchant_id == owner.merchant_id, Refund.test_mode == owner.test_mode]
+    if status:
+        where.append(Refund.status == status)
+    total = db().scalar(sa.select(sa.func.count()).select_from(Refund).where(*where)) or 0
+    rows = (
+        db()
+        .execute(
+            sa.select(Refund, Payment.short_id)
+            .join(Payment, Payment.id == Refund.payment_id)
+            .where(*where)
+            .order_by(Refund.created_at.desc(), Refund.id)
+            .limit(PAGE_SIZE)
+            .offset((page_no - 1) * PAGE_SIZE)
+        )
+        .all()
+    )
+    return render(
+        "refunds.html",
+        rows=[(r, short_id, units_text(int(r.amount_units), r.decimals)) for r, short_id in rows],
+        total=total,
+        page=page_no,
+        pages=page_meta(page_no, PAGE_SIZE, total)["pages"],
+        status=status,
+        statuses=STATUSES,
+    )
+
+
+def _page(refund: Refund, status: int = 200, **extra):
+    settings = deps().settings
+    network = settings.networks.get(refund.network)
+    payment = db().get(Payment, refund.payment_id)
+    out = refund_out(refund, settings)
+    context: dict[str, Any] = {"uri": None, "qr": None, "wallet": None, "seen": None}
+    if refund.status == RefundStatus.AWAITING_PAYMENT and refund.address:
+        uri = refund_uri(refund, network)
+        context.update(uri=uri, qr=qr_svg(uri))
+        if network is not None and network.kind == "evm":
+            token = network.token(refund.token)
+            context["wallet"] = {
+                "units": str(int(refund.amount_units)),
+                "token": token.contract if token and not token.native else None,
+                "chain_id": network.chain_id,
+            }
+        if refund.transfer_ref:
+            context["seen"] = {
+                "tx": refund.transfer_ref.split(":")[0],
+                "confirmations": refund.confirmations,
+                "required": network.required_confirmations if network else "?",
+            }
+    hint = "txid (64 hex digits)" if network is not None and network.kind == "bitcoin" else "0x… (66 characters)"
+    return render("refund.html", status, refund=out, row=refund, payment=payment, hash_hint=hint, **context, **extra)
+
+
+@bp.get("/refunds/<refund_id>")
+@login_required
+def detail(refund_id: str):
+    return _page(get_refund_or_404(refund_id))
+
+
+@bp.post("/refunds/<refund_id>/complete")
+@login_required
+def complete(refund_id: str):
+    """The transaction hash form: the same check as ``POST /refunds/:id/complete``."""
+    refund = get_refund_or_404(refund_id)
+    tx_hash = request.form.get("transaction_hash", "")
+    reader = None if refund.test_mode else onchain.reader_for(deps().settings.networks.get(refund.network))
+    try:
+        with transaction() as s:
+            payouts.complete_with_hash(s, refund.merchant_id, refund.id, tx_hash, reader)
+    except onchain.ChainUnavailable as exc:
+        return _page(get_refund_or_404(refund_id), 503, error=f"{exc}. Try again in a moment.")
+    except onchain.PayoutRefused as exc:
+        return _page(get_refund_or_404(refund_id), 400, error=exc.message)
+    except DomainError as exc:
+        return _page(get_refund_or_404(refund_id), 409, error=exc.message)
+    finally:
+        if reader is not None:
+            reader.close()
+    return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
+
+
+@bp.post("/refunds/<refund_id>/cancel")
+@login_required
+def cancel(refund_id: str):
+    refund = get_refund_or_404(refund_id)
+    if request.form.get("confirm") != "yes":
+        return _page(refund, 400, error="Tick the box to confirm the cancel.")
+    try:
+        with transaction() as s:
+            refunds.cancel_refund(s, current_owner(), str(refund.id))
+    except NotFound:
+        abort(404, description=NO_REFUND)
+    except DomainError as exc:
+        return _page(get_refund_or_404(refund_id), 409, error=exc.message)
+    return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
+
+
+def refunds_listed(session: Session, payment: Payment) -> list[tuple[Refund, str]]:
+    """The payment's refunds, newest first, with their amounts as text."""
+    return [(r, units_text(int(r.amount_units), r.decimals)) for r in refunds_of(session, payment.id)]
+
+
+def refund_offers(session: Session, payment: Payment) -> list[dict[str, Any]]:
+    """What the payment's page offers to refund, per network with something refundable: the
+    excess of an over-paid payment, everything of late or wrong-network funds (else all)."""
+    transfers = transfers_of(session, [payment.id])[payment.id]
+    totals = refund_totals(session, [payment.id]).get(payment.id, NONE)
+    offers = []
+    for network, left in sorted(
+        refundable(payment, transfers, totals).items(), key=lambda kv: kv[0] != payment.network
+    ):
+        decimals = decimals_on(payment, network) or payment.decimals
+        units, why = left, "everything refundable"
+        if network != payment.network:
+            why = f"everything sent on the wrong network ({network})"
+        elif payment.status in ("EXPIRED", "CANCELED"):
+            why = "everything received: the payment was paid after it closed"
+        else:
+            got = received(payment, transfers).get(network, 0)
+            excess = got - int(payment.crypto_amount_units)
+            if payment.status == "COMPLETED" and excess > 0:
+                units, why = min(left, excess), "the excess over what was due"
+        offers.append(
+            {
+                "network": network,
+                "amount": units_text(units, decimals),
+                "most": units_text(left, decimals),
+                "why": why,
+            }
+        )
+    return offers
+
+
+@bp.post("/payments/<ref>/refunds")
+@login_required
+def create(ref: str):
+    payment = get_payment_or_404(ref)
+    text = request.form.get("amount", "").strip()
+    reason = request.form.get("reason", "").strip() or None
+    network = request.form.get("network", "").strip() or None
+    settings = deps().settings
+    try:
+        amount = Decimal(text) if text else None
+        if amount is not None and not amount.is_finite():
+            raise InvalidOperation
+    except InvalidOperation:
+        return _back(payment, "The amount must be a decimal number, like 2.5.")
+    try:
+        with transaction() as s:
+            refund = refunds.create_refund(
+                s,
+                current_owner(),
+                str(payment.id),
+                amount,
+                reason,
+                network=network,
+                claim_days=settings.refund_claim_days,
+                checkout_url=settings,
+            )
+            refund_id = refund.id
+    except NotFound:
+        abort(404, description=NO_REFUND)
+    except DomainError as exc:
+        return _back(payment, exc.message)
+    return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
+
+
+def _back(payment: Payment, error: str):
+    return redirect(url_for("dashboard.payments.detail", ref=payment.short_id, refund_error=error), 303)

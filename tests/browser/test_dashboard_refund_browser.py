@@ -1,0 +1,160 @@
+"""A merchant refunds an over-paid payment from the dashboard on a 390×844 phone screen, in
+real Chromium: the excess proposed on the payment's page, the refund page with its claim
+link, then (claimed) the EIP-681 URI and its QR code, copy buttons, the browser wallet button
+(through an injected EIP-1193 provider) and the transaction hash form; cancel with a
+confirmation; the refunds list filtered by status. Screenshots go to the test's temporary
+folder, to be looked at."""
+
+from __future__ import annotations
+
+import re
+import secrets
+import uuid
+from pathlib import Path
+
+import pytest
+import requests
+import sqlalchemy as sa
+from playwright.sync_api import expect
+
+from kassa_common import keys, merchants, payments
+from kassa_common.db import unit_of_work
+from kassa_common.models import Payment, Refund
+from kassa_common.refunds import transitions
+from kassa_common.statuses import TransferStatus
+from tests.browser.test_checkout_browser import no_horizontal_scroll, qr_text
+from tests.support.transfers import report
+
+PASSWORD = "correct horse battery"
+CUSTOMER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
+SENT = "0x" + "ab" * 32
+FAKE_WALLET = """
+window.__calls = [];
+window.ethereum = {
+  request: async ({ method, params }) => {
+    window.__calls.push({ method, params });
+    if (method === "eth_requestAccounts") return ["0x3C44CdDdB6a900fa2b585dd299e03d12FA4293BC"];
+    if (method === "eth_chainId") return "0x2105";
+    if (method === "eth_sendTransaction") return "SENT";
+    throw new Error("unexpected " + method);
+  },
+};
+""".replace("SENT", SENT)
+
+
+@pytest.fixture
+def shots(tmp_path) -> Path:
+    """Where the screenshots go: the test's temporary folder (``--basetemp`` to keep them)."""
+    return tmp_path
+
+
+def merchant_with_key(sessions) -> tuple[str, str]:
+    email = f"refund-{secrets.token_hex(4)}@example.com"
+    with unit_of_work(sessions) as s:
+        m = merchants.create_merchant(s, email, PASSWORD, "Corner Shop", activate=True)
+        key = keys.create_key(s, m.id, "test", ["payments:create", "payments:read"]).key
+    return email, key
+
+
+def over_paid_payment(stack, sessions, key: str) -> dict:
+    """A test payment of 12.34 USDC on BASE that received 15 (confirmed)."""
+    body = {"amount": 12.34, "token": "USDC", "network": "BASE"}
+    r = requests.post(f"{stack.api}/payments", json=body, headers={"X-Api-Key": key}, timeout=5)
+    assert r.status_code == 201, r.text
+    p = r.json()["data"]
+    with unit_of_work(sessions) as s:
+        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"])).values(test_auto_complete=False))
+    with unit_of_work(sessions) as s:
+        payments.settle(s, report(p, TransferStatus.CONFIRMED, 15_000_000, 12))
+    return p
+
+
+def log_in(page, stack, email: str) -> None:
+    page.goto(f"{stack.base}/dashboard/login")
+    page.locator("#email").fill(email)
+    page.locator("#password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(re.compile(r"/dashboard/overview$"))
+
+
+def claim(sessions, refund_id: str, address: str) -> None:
+    with unit_of_work(sessions) as s:
+        token = s.get(Refund, uuid.UUID(refund_id)).claim_token
+        transitions.claim_refund(s, token, address)
+
+
+def test_merchant_refunds_the_excess_and_pays_it_with_a_browser_wallet(stack, sessions, phone, shots):
+    email, key = merchant_with_key(sessions)
+    p = over_paid_payment(stack, sessions, key)
+    phone.add_init_script(FAKE_WALLET)
+    log_in(phone, stack, email)
+
+    phone.goto(f"{stack.base}/dashboard/payments/{p['short_id']}")
+    form = phone.locator(".refund-form").first
+    expect(form).to_contain_text("the excess over what was due")
+    expect(form.locator("input[name=amount]")).to_have_value("2.66")
+    form.locator("input[name=reason]").fill("paid too much")
+    phone.screenshot(path=str(shots / "payment-refund-form-390x844.png"), full_page=True)
+    assert no_horizontal_scroll(phone)
+    form.get_by_role("button", name="Refund").click()
+
+    phone.wait_for_url(re.compile(r"/dashboard/refunds/[0-9a-f-]{36}$"))
+    refund_id = phone.url.rsplit("/", 1)[-1]
+    expect(phone.locator("#refund-status")).to_have_text("AWAITING_ADDRESS")
+    expect(phone.locator("#claim-url")).to_contain_text(f"{stack.base}/refunds/")
+    phone.screenshot(path=str(shots / "refund-awaiting-address-390x844.png"), full_page=True)
+    assert no_horizontal_scroll(phone)
+
+    claim(sessions, refund_id, CUSTOMER)
+    phone.reload()
+    expect(phone.locator("#refund-status")).to_have_text("AWAITING_PAYMENT")
+    uri = f"ethereum:{BASE_USDC}@8453/transfer?address={CUSTOMER}&uint256=2660000"
+    expect(phone.locator("#refund-uri")).to_have_text(uri)
+    expect(phone.locator("#refund-address")).to_have_text(CUSTOMER)
+    expect(phone.locator("#refund-amount")).to_have_text("2.66")
+    assert qr_text(phone) == uri
+    phone.screenshot(path=str(shots / "refund-pay-390x844.png"), full_page=True)
+    assert no_horizontal_scroll(phone)
+
+    phone.get_by_role("button", name="Pay with browser wallet").click()
+    expect(phone.locator("#transaction_hash")).to_have_value(SENT)
+    expect(phone.locator("#wallet-status")).to_contain_text("Sent")
+    calls = phone.evaluate("window.__calls")
+    (sent,) = [c for c in calls if c["method"] == "eth_sendTransaction"]
+    tx = sent["params"][0]
+    assert tx["to"] == BASE_USDC and tx["value"] == "0x0"
+    assert tx["data"] == "0xa9059cbb" + CUSTOMER[2:].lower().rjust(64, "0") + hex(2_660_000)[2:].rjust(64, "0")
+    phone.screenshot(path=str(shots / "refund-wallet-sent-390x844.png"), full_page=True)
+
+    phone.get_by_role("button", name="Check and complete").click()  # test mode: no chain to check
+    expect(phone.locator("#refund-status")).to_have_text("COMPLETED")
+    expect(phone.locator("#refund-tx")).to_have_text(SENT)
+    phone.screenshot(path=str(shots / "refund-completed-390x844.png"), full_page=True)
+    assert no_horizontal_scroll(phone)
+
+    phone.goto(f"{stack.base}/dashboard/refunds?status=COMPLETED")
+    expect(phone.locator("#refunds .row")).to_have_count(1)
+    expect(phone.locator("#refunds")).to_contain_text("2.66 USDC")
+    phone.screenshot(path=str(shots / "refunds-list-390x844.png"), full_page=True)
+    assert no_horizontal_scroll(phone)
+
+
+def test_merchant_cancels_a_refund_after_confirming(stack, sessions, page):
+    email, key = merchant_with_key(sessions)
+    p = over_paid_payment(stack, sessions, key)
+    log_in(page, stack, email)
+    page.goto(f"{stack.base}/dashboard/payments/{p['short_id']}")
+    page.locator(".refund-form input[name=amount]").first.fill("1")
+    page.locator(".refund-form").first.get_by_role("button", name="Refund").click()
+    page.wait_for_url(re.compile(r"/dashboard/refunds/[0-9a-f-]{36}$"))
+    page.locator("#cancel-refund summary").click()
+    page.get_by_role("button", name="Cancel refund").click()  # the box is not ticked: nothing sent
+    expect(page.locator("#refund-status")).to_have_text("AWAITING_ADDRESS")
+    page.locator("#cancel-refund input[name=confirm]").check()
+    page.get_by_role("button", name="Cancel refund").click()
+    expect(page.locator("#refund-status")).to_have_text("CANCELED")
+    expect(page.locator("#cancel-refund")).to_have_count(0)
+    page.goto(f"{stack.base}/dashboard/payments/{p['short_id']}")
+    expect(page.locator("#payment-refunds")).to_contain_text("CANCELED")
+    expect(page.locator(".refund-form input[name=amount]").first).to_have_value("2.66")  # offered again

@@ -1,0 +1,82 @@
+"""A Bitcoin refund on the regtest double (or a real bitcoind -regtest when BITCOIN_RPC_URL is
+set): the payout to the claimed address is seen in the mempool and completes the refund at
+the network's confirmations; a refund completed by a submitted txid, refused while it is
+unmined, checked on the node."""
+
+from __future__ import annotations
+
+import uuid
+from decimal import Decimal
+
+import pytest
+
+from kassa_common.chains.hd import TEST_XPUBS
+from kassa_common.chains.networks import load_registry
+from kassa_common.db import unit_of_work
+from kassa_common.models import Refund
+from kassa_common.refunds import transitions
+from tests.integration.chains.test_refund_payouts import claim, create_refund, get, status
+from tests.support.api import set_live_wallet
+from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
+from tests.support.wait import until
+from tests.support.watcher import harness
+
+NETWORK = "BITCOIN_REGTEST"
+API = "/v1/api"
+
+
+@pytest.fixture
+def h(settings, engine, sessions, make_merchant, regtest_node):
+    env = {"BITCOIN_REGTEST_RPC_URL": regtest_node.url, "BITCOIN_REGTEST_CONFIRMATIONS": "2"}
+    merchant = make_merchant()
+    set_live_wallet(sessions, merchant.id, "bitcoin", TEST_XPUBS["bitcoin"])
+    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, NETWORK) as h:
+        watcher = h.start_watcher()
+        until(watcher.active.is_set, message="watcher active")
+        h.node, h.watcher = regtest_node, watcher
+        yield h
+
+
+def paid_btc(h) -> dict:
+    p = h.create(amount=60, token="BTC")
+    h.node.send(p["address"], Decimal(p["crypto_amount"]))
+    h.node.mine(2)
+    h.wait_status(p["id"], "COMPLETED")
+    return p
+
+
+def test_a_bitcoin_refund_is_completed_by_its_payout_and_another_by_its_txid(h):
+    p = paid_btc(h)
+    refund = create_refund(h, p, amount="0.0001")
+    address = h.node.new_address()
+    claim(h, refund, address)
+    txid = h.node.send(address, Decimal("0.0001"))
+    until(lambda: get(h, refund)["confirmations"] == 0 and status(h, refund) == "AWAITING_PAYMENT", message="waiting")
+    h.node.mine(2)
+    until(lambda: status(h, refund) == "COMPLETED", 30, message="refund completed")
+    assert get(h, refund)["transaction_hash"] == txid
+
+    h.stop_watchers()  # the next one is completed by its txid alone
+    second = create_refund(h, p, amount="0.0002")
+    other = h.node.new_address()
+    claim_without_watcher(h, second, other)
+    sent = h.node.send(other, Decimal("0.0002"))
+
+    def complete(tx: str):
+        return h.client.post(
+            f"{API}/refunds/{second['id']}/complete", json={"transaction_hash": tx}, headers=h.merchant.headers("live")
+        )
+
+    r = complete(sent)
+    assert r.status_code == 409 and "not yet confirmed" in r.get_json()["error"]["message"]
+    r = complete(txid)  # pays the first refund's address
+    assert r.status_code == 400 and "pays someone else" in r.get_json()["error"]["message"]
+    h.node.mine(2)
+    r = complete(sent)
+    assert r.status_code == 200, r.get_data(as_text=True)
+    assert (r.get_json()["data"]["status"], r.get_json()["data"]["transaction_hash"]) == ("COMPLETED", sent)
+
+
+def claim_without_watcher(h, refund: dict, address: str) -> None:
+    with unit_of_work(h.sessions) as s:
+        transitions.claim_refund(s, s.get(Refund, uuid.UUID(refund["id"])).claim_token, address)
