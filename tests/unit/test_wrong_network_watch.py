@@ -77,5 +77,5 @@ def test_each_watcher_process_has_a_feed_queue_of_its_own_that_expires():
 
     assert a.name == "chain-watcher.addresses.host-1" and b.name != a.name
     assert private.name == "t1.chain-watcher.addresses.host-1"
-    assert a.bindings == ("payment.created",) and a.expires_ms
+    assert a.bindings == ("payment.created", "refund.claimed", "refund.reorged") and a.expires_ms
     assert all(q.expires_ms is None for q in named("").queues)
