@@ -271,7 +271,7 @@ class Refund(Base):
             postgresql_where=sa.text("transfer_ref IS NOT NULL"),
         ),
         sa.Index("refunds_network_status", "network", "status"),
-        sa.Index("refunds_address", "address"),
+        sa.Index("refunds_address", sa.func.lower(address)),  # payouts match any case
         sa.Index("refunds_payment", "payment_id"),
         sa.Index("refunds_unclaimed_expiry", "expires_at", postgresql_where=sa.text("status = 'AWAITING_ADDRESS'")),
     )

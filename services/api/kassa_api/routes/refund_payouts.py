@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from flask import Blueprint
-from pydantic import Field, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
 from kassa_common.fields import Strict
 from kassa_common.refunds import onchain, payouts
@@ -25,6 +25,7 @@ bp = Blueprint("refund_payouts", __name__)
 
 
 class CompleteRefund(Strict):
+    model_config = ConfigDict(json_schema_extra={"examples": [{"transaction_hash": "0x" + "5e" * 32}]})
     transaction_hash: Annotated[str, StringConstraints(pattern=payouts.HASH_PATTERN)] = Field(
         description="the payout's transaction: its hash (0x and 64 hex digits) on EVM networks, its txid on Bitcoin",
         examples=["0x" + "5e" * 32],

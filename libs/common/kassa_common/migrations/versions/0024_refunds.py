@@ -57,7 +57,7 @@ def upgrade() -> None:
         postgresql_where=sa.text("transfer_ref IS NOT NULL"),
     )
     op.create_index("refunds_network_status", "refunds", ["network", "status"])
-    op.create_index("refunds_address", "refunds", ["address"])
+    op.create_index("refunds_address", "refunds", [sa.literal_column("lower(address)")])  # payouts match any case
     op.create_index("refunds_payment", "refunds", ["payment_id"])
     op.create_index(
         "refunds_unclaimed_expiry", "refunds", ["expires_at"], postgresql_where=sa.text("status = 'AWAITING_ADDRESS'")
