@@ -101,14 +101,14 @@ def test_merchant_refunds_the_excess_and_pays_it_with_a_browser_wallet(stack, se
 
     phone.wait_for_url(re.compile(r"/dashboard/refunds/[0-9a-f-]{36}$"))
     refund_id = phone.url.rsplit("/", 1)[-1]
-    expect(phone.locator("#refund-status")).to_have_text("AWAITING_ADDRESS")
+    expect(phone.locator("#refund-status")).to_have_text("awaiting address")
     expect(phone.locator("#claim-url")).to_contain_text(f"{stack.base}/refunds/")
     phone.screenshot(path=str(shots / "refund-awaiting-address-390x844.png"), full_page=True)
     assert no_horizontal_scroll(phone)
 
     claim(sessions, refund_id, CUSTOMER)
     phone.reload()
-    expect(phone.locator("#refund-status")).to_have_text("AWAITING_PAYMENT")
+    expect(phone.locator("#refund-status")).to_have_text("awaiting payment")
     uri = f"ethereum:{BASE_USDC}@8453/transfer?address={CUSTOMER}&uint256=2660000"
     expect(phone.locator("#refund-uri")).to_have_text(uri)
     expect(phone.locator("#refund-address")).to_have_text(CUSTOMER)
@@ -128,7 +128,7 @@ def test_merchant_refunds_the_excess_and_pays_it_with_a_browser_wallet(stack, se
     phone.screenshot(path=str(shots / "refund-wallet-sent-390x844.png"), full_page=True)
 
     phone.get_by_role("button", name="Check and complete").click()  # test mode: no chain to check
-    expect(phone.locator("#refund-status")).to_have_text("COMPLETED")
+    expect(phone.locator("#refund-status")).to_have_text("completed")
     expect(phone.locator("#refund-tx")).to_have_text(SENT)
     phone.screenshot(path=str(shots / "refund-completed-390x844.png"), full_page=True)
     assert no_horizontal_scroll(phone)
@@ -150,10 +150,10 @@ def test_merchant_cancels_a_refund_after_confirming(stack, sessions, page):
     page.wait_for_url(re.compile(r"/dashboard/refunds/[0-9a-f-]{36}$"))
     page.locator("#cancel-refund summary").click()
     page.get_by_role("button", name="Cancel refund").click()  # the box is not ticked: nothing sent
-    expect(page.locator("#refund-status")).to_have_text("AWAITING_ADDRESS")
+    expect(page.locator("#refund-status")).to_have_text("awaiting address")
     page.locator("#cancel-refund input[name=confirm]").check()
     page.get_by_role("button", name="Cancel refund").click()
-    expect(page.locator("#refund-status")).to_have_text("CANCELED")
+    expect(page.locator("#refund-status")).to_have_text("canceled")
     expect(page.locator("#cancel-refund")).to_have_count(0)
     page.goto(f"{stack.base}/dashboard/payments/{p['short_id']}")
     expect(page.locator("#payment-refunds")).to_contain_text("CANCELED")

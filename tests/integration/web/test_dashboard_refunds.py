@@ -84,7 +84,7 @@ def test_cancel_needs_the_confirmation_and_the_hash_form_gives_the_reasons(dash,
     p = paid(dash, sessions, "live")
     r = post(dash, f"/dashboard/payments/{p['short_id']}/refunds", amount="1")
     rid = r.headers["Location"].rsplit("/", 1)[-1]
-    assert "AWAITING_ADDRESS" in dash.get(f"/dashboard/refunds/{rid}").get_data(as_text=True)
+    assert "awaiting address" in dash.get(f"/dashboard/refunds/{rid}").get_data(as_text=True)
 
     r = post(dash, f"/dashboard/refunds/{rid}/complete", transaction_hash="0x" + "ab" * 32)
     assert r.status_code == 409 and "not claimed it yet" in r.get_data(as_text=True)
@@ -101,7 +101,7 @@ def test_cancel_needs_the_confirmation_and_the_hash_form_gives_the_reasons(dash,
     assert r.status_code == 400 and "Tick the box" in r.get_data(as_text=True)
     r = post(dash, f"/dashboard/refunds/{rid}/cancel", confirm="yes")
     assert r.status_code == 303
-    assert "CANCELED" in dash.get(f"/dashboard/refunds/{rid}").get_data(as_text=True)
+    assert "canceled" in dash.get(f"/dashboard/refunds/{rid}").get_data(as_text=True)
     r = post(dash, f"/dashboard/refunds/{rid}/cancel", confirm="yes")
     assert r.status_code == 409
 

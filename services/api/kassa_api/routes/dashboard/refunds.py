@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from flask import Blueprint, abort, redirect, request, url_for
 from sqlalchemy.orm import Session
 
-from kassa_common.chains.networks import Network
+from kassa_common.chains.uris import payment_request
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Payment, Refund
 from kassa_common.paging import page_meta
@@ -45,18 +45,6 @@ def get_refund_or_404(refund_id: str) -> Refund:
     if refund is None or refund.merchant_id != owner.merchant_id or refund.test_mode != owner.test_mode:
         abort(404, description=NO_REFUND)
     return refund
-
-
-def refund_uri(refund: Refund, network: Network | None) -> str:
-    """EIP-681 for EVM networks, BIP-21 for Bitcoin: the payout a wallet app scans."""
-    units = int(refund.amount_units)
-    if network is None or network.kind == "bitcoin":
-        return f"bitcoin:{refund.address}?amount={units_text(units, refund.decimals)}"
-    token = network.token(refund.token)
-    chain = f"@{network.chain_id}" if network.chain_id else ""
-    if token is None or token.native:
-        return f"ethereum:{refund.address}{chain}?value={units}"
-    return f"ethereum:{token.contract}{chain}/transfer?address={refund.address}&uint256={units}"
 
 
 @bp.get("/refunds")
@@ -99,7 +87,7 @@ def _page(refund: Refund, status: int = 200, **extra):
     out = refund_out(refund, settings)
     context: dict[str, Any] = {"uri": None, "qr": None, "wallet": None, "seen": None}
     if refund.status == RefundStatus.AWAITING_PAYMENT and refund.address:
-        uri = refund_uri(refund, network)
+        uri = payment_request(network, refund.token, refund.address or "", int(refund.amount_units), refund.decimals)
         context.update(uri=uri, qr=qr_svg(uri))
         if network is not None and network.kind == "evm":
             token = network.token(refund.token)
