@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -16,22 +14,9 @@ from tests.e2e.conftest import (  # noqa: F401
     stack,
     stack_database_url,
 )
+from tests.support.chromium import CHROMIUM_ARGS, chromium_path
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-
-
-def chromium_path() -> str | None:
-    """A system Chromium (CHROMIUM_PATH, or one on PATH); None lets Playwright use its own."""
-    return os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="session")

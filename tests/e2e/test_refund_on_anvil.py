@@ -1,6 +1,6 @@
 """A refund from end to end on a `make run`-like stack (every Procfile process, the chain
 watcher included, anvil with 1 s blocks and the dev tokens): an over-paid USDC payment is
-refunded in part through the API, the customer claims it on the claim page, the merchant
+refunded in part through the API, the customer claims it on the claim page in Chromium, the merchant
 pays it with ``kassa dev pay-refund`` (a real transaction from anvil's second account), the
 watcher sees the payout and the refund is COMPLETED with its hash; ``refund.created``,
 ``refund.claimed`` and ``refund.completed`` reach the merchant's receiver signed, and the
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import uuid
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from playwright.sync_api import expect, sync_playwright
 
 from kassa_common import envfile, keys, merchants
 from kassa_common.config import Settings
@@ -29,6 +29,7 @@ from tests.conftest import fresh_database
 from tests.support.anvil import start_chain
 from tests.support.api import set_live_wallet
 from tests.support.bus import private_topology
+from tests.support.chromium import CHROMIUM_ARGS, chromium_path
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack
 from tests.support.wait import until
@@ -119,13 +120,18 @@ def test_an_over_paid_usdc_payment_is_refunded_in_part_on_chain(chain_stack):
         assert r.status_code == 201, r.text
         refund = r.json()["data"]
 
-        claim = requests.Session()
-        page = claim.get(refund["claim_url"], timeout=10)
-        assert page.status_code == 200 and "2 USDC" in page.text, page.text
-        token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
         address = anvil.accounts[CUSTOMER]
-        done = claim.post(refund["claim_url"], data={"csrf_token": token, "address": address}, timeout=10)
-        assert done.status_code in (200, 303) and address in done.text, done.text
+        with sync_playwright() as pw:  # the customer claims it on a phone, in Chromium
+            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+            try:
+                phone = browser.new_page(viewport={"width": 390, "height": 844})
+                phone.goto(refund["claim_url"])
+                expect(phone.locator("body")).to_contain_text("2 USDC")
+                phone.fill("#address", address)
+                phone.get_by_role("button", name="Claim the refund").click()
+                expect(phone.locator("body")).to_contain_text(address)
+            finally:
+                browser.close()
         claimed = requests.get(f"{api}/refunds/{refund['id']}", headers=h, timeout=5).json()["data"]
         assert (claimed["status"], claimed["address"]) == ("AWAITING_PAYMENT", address)
 
