@@ -92,6 +92,12 @@ def _smtp_url(value: str) -> str:
     return value.strip()
 
 
+def _operator_email(value: str) -> str | None:
+    from kassa_common.emails import valid_email
+
+    return valid_email(value) if value.strip() else None
+
+
 def _providers(value: str) -> tuple[str, ...]:
     names = tuple(n.strip().lower() for n in value.split(",") if n.strip())
     if names == ("none",):
@@ -173,6 +179,7 @@ class Settings:
     login_failures_per_address: int = 20  # failed dashboard logins one client address may make in 5 minutes
     require_2fa: bool = False  # every merchant must enrol in two-factor sign-in before using the dashboard
     signups_per_hour: int = 10  # dashboard sign-ups one client address may make in an hour
+    operator_email: str | None = None  # emailed about each dashboard sign-up (none when unset)
     trusted_proxies: int = 0  # reverse proxies in front of the web whose X-Forwarded-For is believed
     idempotency_ttl_hours: int = 24
     test_mode_complete_seconds: float = 10.0
@@ -244,6 +251,7 @@ class Settings:
             ),
             require_2fa=_maybe(env, "REQUIRE_2FA", _bool, d.require_2fa),
             signups_per_hour=_maybe(env, "SIGNUPS_PER_HOUR", _positive_int, d.signups_per_hour),
+            operator_email=_maybe(env, "OPERATOR_EMAIL", _operator_email, None),
             trusted_proxies=_maybe(env, "TRUSTED_PROXIES", _non_negative_int, d.trusted_proxies),
             idempotency_ttl_hours=_maybe(env, "IDEMPOTENCY_TTL_HOURS", _positive_int, d.idempotency_ttl_hours),
             test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),

@@ -253,3 +253,37 @@ def wallets(session: Session, merchant_id: uuid.UUID, mode: str) -> dict[str, Wa
         w.chain: w
         for w in session.scalars(sa.select(Wallet).where(Wallet.merchant_id == merchant_id, Wallet.mode == mode))
     }
+
+
+# ---- the operator's notice of a sign-up -------------------------------------------------
+
+SIGNUP_EVENT, SIGNUP_KIND = "account.signed_up", "signup"  # an internal row for the email
+
+
+def notify_operator_of_signup(session: Session, merchant: Merchant, operator_email: str | None) -> None:
+    """Email the operator (OPERATOR_EMAIL; nothing when unset) that ``merchant`` signed up
+    and waits for activation, with the command that lets it in."""
+    if not operator_email:
+        return
+    from kassa_common import notices  # notices imports models only; kept local to keep this module's imports light
+
+    name = merchant.business_name or "(no business name yet)"
+    text = (
+        "A merchant signed up in the Kassa dashboard and waits for activation.\n\n"
+        f"Email: {merchant.email}\nBusiness name: {name}\n\n"
+        "To let it sign in and use the API, run on the server:\n"
+        f"  kassa merchant activate {merchant.email}\n"
+        "Nothing needs doing to refuse it; to lock it out for good:\n"
+        f"  kassa merchant ban {merchant.email}\n"
+    )
+    notices.email_merchant(
+        session,
+        merchant.id,
+        test_mode=False,
+        event_type=SIGNUP_EVENT,
+        kind=SIGNUP_KIND,
+        subject=f"New Kassa sign-up waiting for activation: {merchant.email}",
+        text=text,
+        payload={},
+        recipient=operator_email,
+    )

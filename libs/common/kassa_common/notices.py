@@ -29,8 +29,10 @@ def email_merchant(
     subject: str,
     text: str,
     payload: dict[str, Any],
+    recipient: str | None = None,
 ) -> None:
-    """Queue one plain-text email to the merchant's address (``kind``: 16 characters at most)."""
+    """Queue one plain-text email to the merchant's address, or to ``recipient`` about the
+    merchant (the operator's sign-up notice); ``kind``: 16 characters at most."""
     merchant = session.get(Merchant, merchant_id)
     if merchant is None:
         return
@@ -52,7 +54,7 @@ def email_merchant(
             id=uuid.uuid4(),
             event_id=event_id,
             kind=kind,
-            recipient=merchant.email,
+            recipient=recipient or merchant.email,
             subject=subject,
             body_text=text,
             body_html=None,

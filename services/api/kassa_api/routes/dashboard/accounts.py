@@ -18,7 +18,7 @@ import uuid
 
 from flask import Blueprint, g, redirect, request, session, url_for
 
-from kassa_common import merchants, twofactor
+from kassa_common import merchants, passwordreset, twofactor
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Merchant
 from kassa_api.deps import db, deps, transaction
@@ -50,10 +50,57 @@ def signup():
         return render("signup.html", 429, error=THROTTLED, email=form.get("email", "")[:320])
     try:
         with transaction() as s:
-            merchants.create_merchant(s, form.get("email", ""), form.get("password", ""), form.get("business_name"))
+            merchant = merchants.create_merchant(
+                s, form.get("email", ""), form.get("password", ""), form.get("business_name")
+            )
+            merchants.notify_operator_of_signup(s, merchant, deps().settings.operator_email)
+            email = merchant.email
     except DomainError as exc:
         return render("signup.html", 422, error=exc.message, email=form.get("email", ""))
-    return render("login.html", notice="Account created. You can log in once an operator has activated it.")
+    return render("signup_done.html", email=email)
+
+
+@bp.route("/forgot", methods=["GET", "POST"])
+def forgot():
+    """Ask for a reset link: the same answer whether or not the email has an account;
+    counted per client address with the sign-ups' limit (SIGNUPS_PER_HOUR), and per email
+    the same (beyond it nothing more is sent, and the answer does not say so)."""
+    if request.method != "POST":  # GET or HEAD
+        return render("forgot.html")
+    email = request.form.get("email", "").strip()[:320]
+    if not deps().signups.hit(f"reset:{request.remote_addr}").allowed:
+        wait = wait_text(deps().signups)
+        return render(
+            "forgot.html", 429, error=f"Too many requests from your address. Try again in {wait}.", email=email
+        )
+    if email and deps().signups.hit(f"reset-email:{email.lower()}").allowed:
+        settings = deps().settings
+        with transaction() as s:
+            passwordreset.request_reset(s, email, secret_key=settings.secret_key, dashboard_url=settings.dashboard_url)
+    return render("forgot.html", sent=True, email=email)
+
+
+@bp.route("/reset/<token>", methods=["GET", "POST"])
+def reset_password(token: str):
+    """The emailed link: choose a new password. Opening it changes nothing (a mail
+    scanner's prefetch is harmless); a successful form signs out every login."""
+    secret = deps().settings.secret_key
+    if request.method != "POST":  # GET or HEAD
+        valid = passwordreset.merchant_of(db(), token, secret) is not None
+        return render("reset.html", 200 if valid else 404, valid=valid)
+    form = request.form
+    try:
+        with transaction() as s:
+            merchant = passwordreset.merchant_of(s, token, secret, lock=True)
+            if merchant is None:
+                return render("reset.html", 404, valid=False)
+            passwordreset.reset(merchant, form.get("password", ""), form.get("confirm_password", ""))
+            merchant_id = merchant.id
+    except DomainError as exc:
+        return render("reset.html", 400, valid=True, error=exc.message)
+    deps().logins.revoke_all(merchant_id)
+    session.clear()
+    return render("login.html", notice="Your password is changed and every login was signed out. Log in with it now.")
 
 
 @bp.route("/login", methods=["GET", "POST"])
