@@ -97,7 +97,7 @@ def reset_password(token: str):
             passwordreset.reset(merchant, form.get("password", ""), form.get("confirm_password", ""))
             merchant_id = merchant.id
     except DomainError as exc:
-        return render("reset.html", 400, valid=True, error=exc.message)
+        return render("reset.html", 400, valid=True, error=f"{exc.message[:1].upper()}{exc.message[1:]}.")
     deps().logins.revoke_all(merchant_id)
     session.clear()
     return render("login.html", notice="Your password is changed and every login was signed out. Log in with it now.")
