@@ -159,3 +159,11 @@ def test_only_a_refusal_of_the_email_itself_is_permanent():
     assert smtp.permanent(smtplib.SMTPDataError(554, b"rejected"))
     assert not smtp.permanent(smtplib.SMTPDataError(451, b"try later"))
     assert not smtp.permanent(ConnectionRefusedError(111, "Connection refused"))
+
+
+def test_the_operator_address_is_one_email_or_unset():
+    assert Settings.from_env({}).operator_email is None
+    assert Settings.from_env({"OPERATOR_EMAIL": " ops@shop.example "}).operator_email == "ops@shop.example"
+    for bad in ("ops@shop.example, evil@x.example", "Ops <ops@shop.example>", "nobody"):
+        with pytest.raises(ValueError, match="setting OPERATOR_EMAIL"):
+            Settings.from_env({"OPERATOR_EMAIL": bad})

@@ -120,7 +120,12 @@ def login():
         by_address.hit(address_key)
         return render("login.html", 401, error="Wrong email or password.", email=email)
     if merchant.banned or not merchant.activated:
-        return render("login.html", 403, error="This account is not activated yet.", email=email)
+        return render(
+            "login.html",
+            403,
+            error="This account is not activated yet: an operator of this server activates new accounts.",
+            email=email,
+        )
     failures.clear(key)
     if merchant.totp_enabled_at is not None:  # the password was right: now the second factor
         session.clear()
