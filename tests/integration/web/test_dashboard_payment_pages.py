@@ -127,6 +127,12 @@ def test_the_date_range_filters_the_list_and_the_export_follows(shop):
     assert list(csv.DictReader(io.StringIO(r.get_data(as_text=True), newline=""))) == []
 
 
+def test_the_first_and_last_days_of_the_calendar_are_dates_like_any_other(shop):
+    assert "3 payments" in page(shop, "/dashboard/payments?from=0001-01-01&to=9999-12-31")
+    r = shop.get("/dashboard/payments/export.csv?from=0001-01-01&to=9999-12-31")
+    assert r.status_code == 200 and len(list(csv.DictReader(io.StringIO(r.get_data(as_text=True))))) == 3
+
+
 @pytest.mark.parametrize(
     ("query", "says"),
     [

@@ -72,7 +72,7 @@ def payment_filters(
         conds.append(sa.or_(*matches))
     if since is not None:
         conds.append(Payment.created_at >= datetime.combine(since, time(), UTC))
-    if until is not None:
+    if until is not None and until < date.max:  # the last day there is bounds nothing
         conds.append(Payment.created_at < datetime.combine(until + timedelta(days=1), time(), UTC))
     return conds
 
