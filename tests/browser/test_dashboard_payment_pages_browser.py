@@ -73,3 +73,12 @@ def test_the_payment_detail_fits_a_phone_with_everything_on_it(stack, sessions, 
     expect(phone.locator(".payment-order")).to_have_text("order ORD-1042")
     assert no_horizontal_scroll(phone), "the payments list scrolls sideways"
     phone.screenshot(path=str(artifacts / "dashboard-payments-390x844.png"), full_page=True)
+
+
+def test_the_overview_chart_on_a_wide_screen_keeps_its_labels_inside(stack, sessions, page, artifacts):
+    email = dashboard_merchant(sessions)
+    completed_across_the_month(stack, sessions, email)
+    log_in(page, stack, email)
+    labels = page.locator("#volume-chart").evaluate(LABEL_SIZES)
+    assert all(label["inside"] and label["px"] >= MIN_LABEL_PX for label in labels), labels
+    page.screenshot(path=str(artifacts / "dashboard-overview-1280x800.png"), full_page=True)
