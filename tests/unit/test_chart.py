@@ -93,6 +93,6 @@ def test_nothing_completed_still_draws_an_axis_and_thirty_flat_bars():
 def test_dates_are_labelled_sparsely_ending_on_the_last_day_and_fit_the_viewbox():
     chart = bar_chart(month({}))
     assert [label.label for label in chart.labels] == ["Oct 27", "Nov 3", "Nov 10", "Nov 17", "Nov 24"]
-    half = 6 * 6 / 2  # "Nov 24" in 11-unit type: about 6 units a character
+    half = 6 * 8 / 2  # "Nov 24" in the phone's 14-unit type: about 8 units a character
     assert all(half <= label.x <= WIDTH - half for label in chart.labels)
     assert chart.baseline < HEIGHT - 10  # room below the bars for the labels

@@ -15,9 +15,11 @@ from datetime import date
 from decimal import Decimal
 
 # The viewBox, in user units. Small on purpose: at a phone's width (about 340 CSS pixels
-# inside the card) one unit is about one pixel, so the 11-unit labels stay readable.
+# inside the card) one unit is a little under one pixel. The labels are 11 units on a wide
+# screen (where the chart is drawn larger) and 14 on a phone (pages.css), about 13 CSS
+# pixels there; the margins leave room for labels of the larger size.
 WIDTH, HEIGHT = 360, 180
-LEFT, RIGHT, TOP, BOTTOM = 42, 16, 8, 22  # room for the y labels, the last date label, the date labels
+LEFT, RIGHT, TOP, BOTTOM = 50, 22, 10, 28  # room for the y labels, the last date label, the date labels
 TICKS = 4  # intervals on the y axis above zero
 LABEL_EVERY = 7  # days between date labels, counted back from the last day
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from datetime import date
 
 from flask import abort, request
 
@@ -20,6 +21,7 @@ MAX_PAGE = 100_000  # a page of 20 to 50 rows: millions of objects, far below an
 MAX_TEXT = 200  # a search
 MAX_VALUE = 2048  # any query value or path part at all (a URL is short)
 _DIGITS = re.compile(r"[0-9]{1,6}")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 def _refuse(message: str) -> None:
@@ -64,3 +66,18 @@ def text(name: str, limit: int = MAX_TEXT) -> str | None:
     if len(raw) > limit:
         _refuse(f"The {name} may have at most {limit} characters.")
     return raw or None
+
+
+def day(name: str, label: str) -> date | None:
+    """A date (YYYY-MM-DD, what a date input sends): None when blank, else a real calendar
+    day (else 400, the message naming the field by ``label``)."""
+    raw = request.args.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        if not _DATE.fullmatch(raw):
+            raise ValueError(raw)
+        return date.fromisoformat(raw)
+    except ValueError:
+        _refuse(f"The {label} date must be a day written as YYYY-MM-DD, for example 2026-03-31.")
+    raise AssertionError  # _refuse raised

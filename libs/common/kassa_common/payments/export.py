@@ -19,6 +19,7 @@ import csv
 import io
 import json
 from collections.abc import Iterator
+from datetime import date
 from typing import Any, get_origin
 
 from sqlalchemy.orm import Session
@@ -56,15 +57,25 @@ def csv_row(payment: dict[str, Any]) -> list[str]:
 
 
 def payments_csv(
-    session: Session, owner: Owner, *, status: str | None, search: str | None, batch_size: int = BATCH_SIZE
+    session: Session,
+    owner: Owner,
+    *,
+    status: str | None,
+    search: str | None,
+    since: date | None = None,
+    until: date | None = None,
+    batch_size: int = BATCH_SIZE,
 ) -> Iterator[str]:
-    """The CSV text of the owner's payments with the list's filters: the header, then a
-    chunk per batch (each batch's transfers read in one query)."""
+    """The CSV text of the owner's payments with the list's filters (status, search, the
+    created-on date range): the header, then a chunk per batch (each batch's transfers read
+    in one query)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(COLUMNS)
     yield _drain(buffer)
-    for batch in payment_batches(session, owner, status=status, search=search, batch_size=batch_size):
+    for batch in payment_batches(
+        session, owner, status=status, search=search, since=since, until=until, batch_size=batch_size
+    ):
         transfers = transfers_of(session, [p.id for p in batch])
         writer.writerows(csv_row(payment_to_dict(p, transfers[p.id])) for p in batch)
         yield _drain(buffer)

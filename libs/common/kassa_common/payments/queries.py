@@ -4,6 +4,7 @@ public checkout, and the merchant's filtered list, by pages or in batches (CSV e
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, date, datetime, time, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
@@ -46,10 +47,13 @@ def _like(text: str) -> str:
     return "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
-def payment_filters(owner: Owner, *, status: str | None, search: str | None) -> list[sa.ColumnElement[bool]]:
+def payment_filters(
+    owner: Owner, *, status: str | None, search: str | None, since: date | None = None, until: date | None = None
+) -> list[sa.ColumnElement[bool]]:
     """The owner's payments with this status (None: any) matching ``search``: email and name
-    (case-insensitive substring) and ids exactly. The dashboard's list and its CSV export
-    both filter with this."""
+    (case-insensitive substring) and ids exactly, created from the UTC day ``since`` through
+    the UTC day ``until`` (both included; None: no bound). The dashboard's list and its CSV
+    export both filter with this."""
     conds: list[sa.ColumnElement[bool]] = [
         Payment.merchant_id == owner.merchant_id,
         Payment.test_mode == owner.test_mode,
@@ -66,24 +70,44 @@ def payment_filters(owner: Owner, *, status: str | None, search: str | None) -> 
         if looks_like_short_id(search):
             matches.append(Payment.short_id == search.upper())
         conds.append(sa.or_(*matches))
+    if since is not None:
+        conds.append(Payment.created_at >= datetime.combine(since, time(), UTC))
+    if until is not None and until < date.max:  # the last day there is bounds nothing
+        conds.append(Payment.created_at < datetime.combine(until + timedelta(days=1), time(), UTC))
     return conds
 
 
 def list_payments(
-    session: Session, owner: Owner, *, page: int, page_size: int, status: str | None, search: str | None
+    session: Session,
+    owner: Owner,
+    *,
+    page: int,
+    page_size: int,
+    status: str | None,
+    search: str | None,
+    since: date | None = None,
+    until: date | None = None,
 ) -> tuple[list[Payment], int]:
     """A page of the owner's payments, newest first (``payment_filters``)."""
-    return page_of(session, Payment, payment_filters(owner, status=status, search=search), page, page_size)
+    conds = payment_filters(owner, status=status, search=search, since=since, until=until)
+    return page_of(session, Payment, conds, page, page_size)
 
 
 def payment_batches(
-    session: Session, owner: Owner, *, status: str | None, search: str | None, batch_size: int
+    session: Session,
+    owner: Owner,
+    *,
+    status: str | None,
+    search: str | None,
+    batch_size: int,
+    since: date | None = None,
+    until: date | None = None,
 ) -> Iterator[list[Payment]]:
     """Every payment the list shows with these filters, in its order, ``batch_size`` at a
     time from a server-side cursor: an export of any size in bounded memory."""
     stmt = (
         sa.select(Payment)
-        .where(*payment_filters(owner, status=status, search=search))
+        .where(*payment_filters(owner, status=status, search=search, since=since, until=until))
         .order_by(*newest_first(Payment))
         .execution_options(yield_per=batch_size)
     )

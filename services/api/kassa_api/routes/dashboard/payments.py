@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import date
+from typing import NamedTuple
 
 from flask import Blueprint, Response, abort, redirect, url_for
 from sqlalchemy.orm import Session, sessionmaker
@@ -30,27 +32,44 @@ bp = Blueprint("payments", __name__)
 PAGE_SIZE = 20
 
 
-def list_filters() -> tuple[str | None, str | None]:
-    """The list's filters from the query string: a known status (else any) and the search text."""
-    return query.choice("status", payments.STATUSES), query.text("search")
+class ListFilters(NamedTuple):
+    """The list's filters from the query string, which its CSV export follows."""
+
+    status: str | None  # a known status, else any
+    search: str | None
+    since: date | None  # created from this UTC day ...
+    until: date | None  # ... through this one (both included)
+
+    def args(self) -> dict[str, str]:
+        """The filters as query parameters (for the export link and the pager)."""
+        values = {"status": self.status, "search": self.search, "from": self.since, "to": self.until}
+        return {k: str(v) for k, v in values.items() if v}
+
+
+def list_filters() -> ListFilters:
+    since, until = query.day("from", "from"), query.day("to", "to")
+    if since and until and since > until:
+        abort(400, description="The from date must be on or before the to date.")
+    return ListFilters(query.choice("status", payments.STATUSES), query.text("search"), since, until)
 
 
 @bp.get("/payments")
 @login_required
 def index():
-    status, search = list_filters()
+    filters = list_filters()
     page_no = query.page_number()
-    rows, total = payments.list_payments(
-        db(), current_owner(), page=page_no, page_size=PAGE_SIZE, status=status, search=search
-    )
+    rows, total = payments.list_payments(db(), current_owner(), page=page_no, page_size=PAGE_SIZE, **filters._asdict())
     return render(
         "payments.html",
         rows=rows,
         total=total,
         page=page_no,
         pages=page_meta(page_no, PAGE_SIZE, total)["pages"],
-        status=status,
-        search=search or "",
+        status=filters.status,
+        search=filters.search or "",
+        since=filters.since,
+        until=filters.until,
+        filter_args=filters.args(),
         statuses=payments.STATUSES,
     )
 
@@ -59,22 +78,22 @@ def index():
 @login_required
 def export():
     """The list with its filters as a CSV download, streamed as it is read (``payments.export``)."""
-    status, search = list_filters()
+    filters = list_filters()
     owner = current_owner()
     filename = f"kassa-payments-{owner.mode}-{utcnow():%Y-%m-%d}.csv"
     return Response(
-        _csv(deps().sessions, owner, status, search),
+        _csv(deps().sessions, owner, filters),
         mimetype="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"},
     )
 
 
-def _csv(sessions: sessionmaker[Session], owner: Owner, status: str | None, search: str | None) -> Iterator[str]:
+def _csv(sessions: sessionmaker[Session], owner: Owner, filters: ListFilters) -> Iterator[str]:
     """The body, on a session of its own: the request's session is closed as soon as the view
     returns, before the server reads the body; this one closes when the body ends or the
     client goes away (the server closes the generator)."""
     with sessions() as session:
-        yield from payments.payments_csv(session, owner, status=status, search=search)
+        yield from payments.payments_csv(session, owner, **filters._asdict())
 
 
 @bp.get("/payments/<ref>")
@@ -83,7 +102,8 @@ def detail(ref: str):
     payment = get_payment_or_404(ref)
     history = reports.payment_history(db(), payment.id)
     sweepable = {n.name for n in deps().settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory}
-    transfers = payments.payment_to_dict(payment)["transfers"]  # with why each does not count
+    shown = payments.payment_to_dict(payment)
+    transfers = shown["transfers"]  # with why each does not count
     held = sweep_holds.listing(db(), payment_ref=str(payment.id)) if payment.settlement_address else []
     return render(
         "payment.html",
@@ -92,6 +112,7 @@ def detail(ref: str):
         amount=token_amount,
         sweepable=sweepable,
         transfers=transfers,
+        crypto=shown,  # the token amounts as decimal text: crypto_amount, amount_received, amount_due
         held=held,
         refund_offers=refund_offers(db(), payment),
         refunds=refunds_listed(db(), payment),
