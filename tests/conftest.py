@@ -146,3 +146,17 @@ def pytest_collection_modifyitems(items):
         layer = next((p for p in item.path.parts[::-1] if p in ("unit", "integration", "e2e", "browser")), None)
         if layer:
             item.add_marker(getattr(pytest.mark, layer))
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Real Chromium, one per test process: Playwright's sync API allows one instance per
+    process, so the browser tests and the end-to-end tests that open a page share it."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.support.chromium import CHROMIUM_ARGS, chromium_path
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield b
+        b.close()

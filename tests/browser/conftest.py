@@ -14,19 +14,8 @@ from tests.e2e.conftest import (  # noqa: F401
     stack,
     stack_database_url,
 )
-from tests.support.chromium import CHROMIUM_ARGS, chromium_path
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-
-
-@pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
 from kassa_common import envfile, keys, merchants
 from kassa_common.config import Settings
@@ -29,7 +29,6 @@ from tests.conftest import fresh_database
 from tests.support.anvil import start_chain
 from tests.support.api import set_live_wallet
 from tests.support.bus import private_topology
-from tests.support.chromium import CHROMIUM_ARGS, chromium_path
 from tests.support.receiver import Receiver
 from tests.support.stack import Stack
 from tests.support.wait import until
@@ -90,7 +89,7 @@ def signed(hit, secret: str) -> bool:
     return verify_signature(secret, hit.headers["X-Kassa-Signature"], hit.body, tolerance=None)
 
 
-def test_an_over_paid_usdc_payment_is_refunded_in_part_on_chain(chain_stack):
+def test_an_over_paid_usdc_payment_is_refunded_in_part_on_chain(chain_stack, browser):
     stack, terminal, anvil, sessions = chain_stack
     receiver = Receiver()
     try:
@@ -121,17 +120,16 @@ def test_an_over_paid_usdc_payment_is_refunded_in_part_on_chain(chain_stack):
         refund = r.json()["data"]
 
         address = anvil.accounts[CUSTOMER]
-        with sync_playwright() as pw:  # the customer claims it on a phone, in Chromium
-            browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
-            try:
-                phone = browser.new_page(viewport={"width": 390, "height": 844})
-                phone.goto(refund["claim_url"])
-                expect(phone.locator("body")).to_contain_text("2 USDC")
-                phone.fill("#address", address)
-                phone.get_by_role("button", name="Claim the refund").click()
-                expect(phone.locator("body")).to_contain_text(address)
-            finally:
-                browser.close()
+        context = browser.new_context(viewport={"width": 390, "height": 844})  # the customer, on a phone
+        try:
+            phone = context.new_page()
+            phone.goto(refund["claim_url"])
+            expect(phone.locator("body")).to_contain_text("2 USDC")
+            phone.fill("#address", address)
+            phone.get_by_role("button", name="Claim the refund").click()
+            expect(phone.locator("body")).to_contain_text(address)
+        finally:
+            context.close()
         claimed = requests.get(f"{api}/refunds/{refund['id']}", headers=h, timeout=5).json()["data"]
         assert (claimed["status"], claimed["address"]) == ("AWAITING_PAYMENT", address)
 
