@@ -62,8 +62,6 @@ def amount_units(payment: Payment, amount: Decimal | None) -> int:
 
 
 def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
-    from web3 import Web3
-
     from kassa_dev import chain
 
     payment = find_payment(settings, args.short_id)
@@ -72,12 +70,7 @@ def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
     if token is None:
         raise ValueError(f"{payment.token} is not a {NETWORK} token")
     units = amount_units(payment, args.amount)
-    url = network.rpc_url or chain.DEFAULT_RPC_URL
-    w3 = Web3(Web3.HTTPProvider(url, request_kwargs={"timeout": 30}))
-    if not chain.rpc_answers(url):
-        raise ValueError(f"no {NETWORK} node answers at {url} (start it with `make run`)")
-    if network.chain_id is not None and w3.eth.chain_id != network.chain_id:
-        raise ValueError(f"the {NETWORK} node at {url} is on chain id {w3.eth.chain_id}, not {network.chain_id}")
+    _, w3 = _node(settings)
     tx_hash = chain.pay(w3, to=payment.address, amount_base_units=units, token_contract=token.contract)
     amount = from_base_units(units, token.decimals)
     data = {
