@@ -56,7 +56,10 @@ def _set_flag(flag: str, value: bool) -> Callable:
     def run(args, settings: Settings) -> None:
         with unit_of_work_for(settings) as s:
             m = merchants.merchant_by_email(s, args.email)
-            setattr(m, flag, value)
+            if flag == "activated" and value:  # the merchant is emailed that it can sign in
+                merchants.activate(s, m, settings.dashboard_url)
+            else:
+                setattr(m, flag, value)
             data = {"id": str(m.id), "email": m.email, "activated": m.activated, "banned": m.banned}
         _out(args, data, f"merchant {data['email']}: {flag} = {value}")
 
@@ -266,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--activate", action="store_true")
     c.set_defaults(run=cmd_merchant_create)
     for name, flag, value, text in (
-        ("activate", "activated", True, "let a signed-up merchant sign in and use the API"),
+        ("activate", "activated", True, "let a signed-up merchant sign in and use the API (it is emailed so)"),
         ("ban", "banned", True, "lock a merchant out of the dashboard and the API"),
     ):
         a = leaf(merchant, name, text)

@@ -287,3 +287,34 @@ def notify_operator_of_signup(session: Session, merchant: Merchant, operator_ema
         payload={},
         recipient=operator_email,
     )
+
+
+# ---- the merchant's notice of its activation ----------------------------------------------
+
+ACTIVATED_EVENT, ACTIVATED_KIND = "account.activated", "activated"  # an internal row for the email
+
+
+def activate(session: Session, merchant: Merchant, dashboard_url: str) -> bool:
+    """Let ``merchant`` sign in and use the API, and email it so with the dashboard's
+    address (DASHBOARD_URL); whether it was inactive (an active account is not emailed again)."""
+    if merchant.activated:
+        return False
+    merchant.activated = True
+    from kassa_common import notices  # as in notify_operator_of_signup
+
+    text = (
+        f"Your Kassa account is active — sign in at {dashboard_url}\n\n"
+        f"An operator of this Kassa server activated it: sign in with {merchant.email} and the password "
+        "you chose, then create your API keys and set your wallets.\n"
+    )
+    notices.email_merchant(
+        session,
+        merchant.id,
+        test_mode=False,
+        event_type=ACTIVATED_EVENT,
+        kind=ACTIVATED_KIND,
+        subject="Your Kassa account is active",
+        text=text,
+        payload={},
+    )
+    return True

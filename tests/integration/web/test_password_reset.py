@@ -19,6 +19,7 @@ from kassa_api.app import create_app
 from kassa_webhook_sender.email.main import build
 from tests.integration.workers.test_notifications import smtp_server
 from tests.support.bus import private_topology
+from tests.support.cli import cli_runner
 from tests.support.dashboard import PASSWORD, csrf_of, log_in, merchant_with_password
 from tests.support.wait import until
 
@@ -191,3 +192,30 @@ def test_without_an_operator_address_a_sign_up_emails_nobody(settings, engine, s
             sa.select(Notification).where(Notification.kind == "signup", Notification.body_text.contains(email))
         )
         assert not list(rows)
+
+
+def test_the_operator_activating_a_sign_up_emails_the_merchant_once(
+    app, inbox, sessions, database_url, monkeypatch, capsys
+):
+    client = app.test_client()
+    email = "soon-active@example.com"
+    token = csrf_of(client.get("/dashboard/signup"))
+    data = {"csrf_token": token, "email": email, "password": PASSWORD, "business_name": "Soon Active"}
+    assert client.post("/dashboard/signup", data=data).status_code == 200
+    kassa = cli_runner(
+        monkeypatch, capsys, {"DATABASE_URL": database_url, "KASSA_ENV": "development", "DASHBOARD_URL": DASHBOARD}
+    )
+
+    assert kassa("merchant", "activate", email)[0] == 0
+    mail = until(lambda: inbox.to(email), timeout=20, message="the activation email")[0]
+    body = mail.get_body(("plain",)).get_content()
+    assert mail["Subject"] == "Your Kassa account is active"
+    assert f"Your Kassa account is active — sign in at {DASHBOARD}" in body
+    assert can_log_in(app.test_client(), email, PASSWORD)
+
+    assert kassa("merchant", "activate", email)[0] == 0  # already active: no second email
+    with sessions() as s:
+        sent = s.scalars(
+            sa.select(Notification).where(Notification.kind == "activated", Notification.recipient == email)
+        )
+        assert len(list(sent)) == 1
