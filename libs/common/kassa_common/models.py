@@ -82,6 +82,8 @@ class ApiKey(Base):
     scopes: Mapped[list[str]] = mapped_column(ARRAY(sa.Text), nullable=False)
     created_at: Mapped[datetime] = _created()
     revoked_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    # the last authenticated request with it, to the minute (kassa_api.auth.LAST_USED_GRANULARITY)
+    last_used_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
 
 
 class Wallet(Base):

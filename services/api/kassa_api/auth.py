@@ -2,6 +2,12 @@
 
 The key is looked up with its merchant in one prepared statement on the request's
 connection (the one a create then writes on), outside any transaction: it only reads.
+
+The key's ``last_used_at`` is kept to the minute: the lookup also says whether the stored
+value is older than ``LAST_USED_GRANULARITY`` seconds (by the database's clock), and only
+then does an accepted key cost one more statement, a conditional UPDATE (which writes
+nothing if another request just did). A key used all the time thus writes once a minute,
+and a request with a key used within the minute runs the lookup alone.
 """
 
 from __future__ import annotations
@@ -19,15 +25,26 @@ from kassa_common.owner import Owner
 from kassa_api.deps import connection, deps, make_owner
 from kassa_api.errors import ApiError
 
+LAST_USED_GRANULARITY = 60  # seconds: how stale a key's last_used_at may be before it is written again
 KEY_LOOKUP = Prepared(
     "kassa_key_lookup",
-    """
+    f"""
 SELECT k.id, k.merchant_id, k.scopes, k.mode, k.revoked_at,
-       m.activated, m.banned, m.business_name, m.payment_lifetime_minutes
+       m.activated, m.banned, m.business_name, m.payment_lifetime_minutes,
+       k.last_used_at IS NULL OR k.last_used_at < now() - interval '{LAST_USED_GRANULARITY} seconds'
 FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
 WHERE k.key_hash = %(key_hash)s
 """,
     {"key_hash": "text"},
+)
+KEY_USED = Prepared(
+    "kassa_key_used",
+    f"""
+UPDATE api_keys SET last_used_at = now()
+WHERE id = %(key_id)s
+  AND (last_used_at IS NULL OR last_used_at < now() - interval '{LAST_USED_GRANULARITY} seconds')
+""",
+    {"key_id": "uuid"},
 )
 
 
@@ -43,6 +60,7 @@ class StoredKey(NamedTuple):
     banned: bool
     business_name: str | None
     payment_lifetime_minutes: int | None
+    use_stale: bool  # last_used_at is older than LAST_USED_GRANULARITY (or unset)
 
 
 @dataclass(frozen=True)
@@ -74,6 +92,8 @@ def authenticate(scope: str) -> Principal:
         raise _unauthorized("this account is banned")
     if not row.activated or not row.business_name:
         raise _unauthorized("this account is not activated or has no merchant profile yet")
+    if row.use_stale:
+        KEY_USED(connection(), {"key_id": str(row.id)})
     principal = Principal(
         row.id,
         row.merchant_id,
