@@ -27,11 +27,8 @@ class NewKey:
 def create_key(
     session: Session, merchant_id: uuid.UUID, mode: str, scopes: list[str], name: str | None = None
 ) -> NewKey:
-    if mode not in MODES:
-        raise AccountError(f"mode must be one of {', '.join(MODES)}")
-    unknown = [s for s in scopes if s not in SCOPES]
-    if unknown or not scopes:
-        raise AccountError(f"unknown scopes {unknown}; choose from {', '.join(SCOPES)}")
+    check_mode(mode)
+    check_scopes(scopes)
     key = new_api_key(mode)
     row = ApiKey(
         id=uuid.uuid4(),
@@ -45,6 +42,20 @@ def create_key(
     session.add(row)
     session.flush()
     return NewKey(key, row)
+
+
+def check_mode(mode: str) -> str:
+    if mode not in MODES:
+        raise AccountError(f"mode must be one of {', '.join(MODES)}")
+    return mode
+
+
+def check_scopes(scopes: list[str]) -> list[str]:
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown or not scopes:
+        shown = f"unknown scopes {unknown}" if unknown else "no scope chosen"
+        raise AccountError(f"{shown}; choose from {', '.join(SCOPES)}")
+    return scopes
 
 
 def revoke_key(session: Session, merchant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey:

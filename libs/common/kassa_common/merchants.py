@@ -59,13 +59,43 @@ def check_password(stored: str | None, password: str) -> bool:
         return False
 
 
+def check_new_password(password: str) -> str:
+    """A password as a new one must be (AccountError says why not)."""
+    if len(password) > 1000:
+        raise AccountError("passwords may have at most 1000 characters")
+    if len(password) < 8:
+        raise AccountError("passwords need at least 8 characters")
+    return password
+
+
 def change_password(merchant: Merchant, current: str, new: str) -> None:
     """Set a new password once the current one is given again (the caller revokes the other logins)."""
     if not check_password(merchant.password_hash, current):
         raise AccountError("the current password is wrong")
-    if len(new) > 1000:
-        raise AccountError("passwords may have at most 1000 characters")
-    merchant.password_hash = hash_password(new)
+    merchant.password_hash = hash_password(check_new_password(new))
+
+
+MAX_BUSINESS_NAME = 200
+
+
+def check_business_name(name: str | None) -> str | None:
+    """The business name as stored (None when blank); AccountError when too long."""
+    name = (name or "").strip()
+    if len(name) > MAX_BUSINESS_NAME:
+        raise AccountError(f"business name can be at most {MAX_BUSINESS_NAME} characters long")
+    return name or None
+
+
+def check_new_email(session: Session, email: str) -> str:
+    """The address of a new account: one valid address no merchant has yet."""
+    try:
+        email = valid_email(email)
+    except InvalidEmail:
+        raise AccountError(f"not an email address: {email[:100]}") from None
+    exists = session.scalar(sa.select(Merchant.id).where(sa.func.lower(Merchant.email) == email.lower()))
+    if exists:
+        raise AccountError(f"a merchant with email {email} already exists")
+    return email
 
 
 def merchant_by_email(session: Session, email: str) -> Merchant:
@@ -78,18 +108,12 @@ def merchant_by_email(session: Session, email: str) -> Merchant:
 def create_merchant(
     session: Session, email: str, password: str | None, business_name: str | None, activate: bool = False
 ) -> Merchant:
-    try:
-        email = valid_email(email)
-    except InvalidEmail:
-        raise AccountError(f"not an email address: {email[:100]}") from None
-    exists = session.scalar(sa.select(Merchant.id).where(sa.func.lower(Merchant.email) == email.lower()))
-    if exists:
-        raise AccountError(f"a merchant with email {email} already exists")
+    email = check_new_email(session, email)
     merchant = Merchant(
         id=uuid.uuid4(),
         email=email,
         password_hash=hash_password(password) if password else None,
-        business_name=(business_name or "").strip() or None,
+        business_name=check_business_name(business_name),
         activated=activate,
     )
     session.add(merchant)

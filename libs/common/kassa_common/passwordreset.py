@@ -91,6 +91,4 @@ def reset(merchant: Merchant, new: str, confirm: str) -> None:
     """Set the new password (the sign-up's rules); AccountError says why not. The caller revokes the logins."""
     if new != confirm:
         raise merchants.AccountError("the two passwords do not match")
-    if len(new) > 1000:
-        raise merchants.AccountError("passwords may have at most 1000 characters")
-    merchant.password_hash = merchants.hash_password(new)
+    merchant.password_hash = merchants.hash_password(merchants.check_new_password(new))

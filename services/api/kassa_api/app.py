@@ -19,6 +19,7 @@ from kassa_common.urls import without_password
 from kassa_api import deps as deps_module
 from kassa_api import errors, words
 from kassa_api.ratelimit import make_limiter
+from kassa_api.routes.dashboard import forms
 from kassa_api.routes.dashboard.accounts import LOGIN_FAILURES, LOGIN_WINDOW_SECONDS
 
 MAX_BODY = 64 * 1024
@@ -88,6 +89,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     app.jinja_env.filters["network_label"] = network_label
     app.jinja_env.globals["delivery_error"] = words.delivery_error
     app.jinja_env.globals["explorer_url"] = explorer_url
+    app.jinja_env.globals.update(forms.TEMPLATE_GLOBALS)  # a dashboard form's errors and typed values
     _register_blueprints(app)
 
     @app.before_request

@@ -154,6 +154,18 @@ def summary(exc: ValidationError) -> list[str]:
     return out
 
 
+def by_field(exc: ValidationError) -> dict[str | None, str]:
+    """Every problem of a form at once, by the field it belongs to (None: the whole form),
+    each a sentence naming the field as the form does; a field's first problem counts."""
+    out: dict[str | None, str] = {}
+    for fields, text, _ in _problems(exc):
+        text = text.replace("a JSON number", "a number")  # a form's fields are not JSON
+        for field in fields:
+            line = (text[:1].upper() + text[1:]) if len(fields) > 1 else _say(label(field), text)
+            out.setdefault(field.split(".")[0] if field else None, line + ".")
+    return out
+
+
 DELIVERY_ERRORS = (  # what the sender records → what it means for the merchant
     ("Errno 111", "your server refused the connection: nothing listens at that address and port"),
     ("Connection refused", "your server refused the connection: nothing listens at that address and port"),

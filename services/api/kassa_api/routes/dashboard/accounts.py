@@ -24,11 +24,22 @@ from kassa_common.models import Merchant
 from kassa_api.deps import db, deps, transaction
 from kassa_api.ratelimit import wait_text
 from kassa_api.routes.dashboard.common import login_required, render
+from kassa_api.routes.dashboard.forms import FormError, Problems, refusal
 
 bp = Blueprint("accounts", __name__)
 SECOND_STEP_SECONDS = 300  # the code must follow the password within this
 LOGIN_FAILURES, LOGIN_WINDOW_SECONDS = 5, 300
+SIGNUP_FIELDS = ("email", "password", "business_name")
 THROTTLED = "Too many attempts from your address. Wait a while and try again."
+
+
+def new_password_problems(new: str, confirm: str, field: str = "password", confirm_field: str = "confirm_password"):
+    """A new password's problems: its rules, and the second typing matching the first."""
+    problems = Problems()
+    problems.check(field, merchants.check_new_password, new)
+    if new != confirm:
+        problems.add(confirm_field, "the two passwords do not match")
+    return problems
 
 
 def authenticated(email: str, password: str) -> Merchant | None:
@@ -50,13 +61,18 @@ def signup():
         return render("signup.html", 429, error=THROTTLED, email=form.get("email", "")[:320])
     try:
         with transaction() as s:
+            problems = Problems()  # every problem at once, each beside its field
+            problems.check("email", merchants.check_new_email, s, form.get("email", "")[:320])
+            problems.check("password", merchants.check_new_password, form.get("password", ""))
+            problems.check("business_name", merchants.check_business_name, form.get("business_name"))
+            problems.raise_any()
             merchant = merchants.create_merchant(
                 s, form.get("email", ""), form.get("password", ""), form.get("business_name")
             )
             merchants.notify_operator_of_signup(s, merchant, deps().settings.operator_email)
             email = merchant.email
-    except DomainError as exc:
-        return render("signup.html", 422, error=exc.message, email=form.get("email", ""))
+    except (FormError, DomainError) as exc:
+        return render("signup.html", 422, **refusal(exc, SIGNUP_FIELDS))
     return render("signup_done.html", email=email)
 
 
@@ -94,10 +110,11 @@ def reset_password(token: str):
             merchant = passwordreset.merchant_of(s, token, secret, lock=True)
             if merchant is None:
                 return render("reset.html", 404, valid=False)
+            new_password_problems(form.get("password", ""), form.get("confirm_password", "")).raise_any()
             passwordreset.reset(merchant, form.get("password", ""), form.get("confirm_password", ""))
             merchant_id = merchant.id
-    except DomainError as exc:
-        return render("reset.html", 400, valid=True, error=f"{exc.message[:1].upper()}{exc.message[1:]}.")
+    except (FormError, DomainError) as exc:
+        return render("reset.html", 400, valid=True, **refusal(exc, ("password", "confirm_password")))
     deps().logins.revoke_all(merchant_id)
     session.clear()
     return render("login.html", notice="Your password is changed and every login was signed out. Log in with it now.")

@@ -13,8 +13,10 @@ from kassa_common.ids import parse_uuid
 from kassa_common.models import ApiKey
 from kassa_api.deps import db, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render, unconfirmed
+from kassa_api.routes.dashboard.forms import FormError, Problems, refusal
 
 bp = Blueprint("keys", __name__)
+FIELDS = ("name", "mode", "scopes")
 
 
 def _page(status: int = 200, /, **context):
@@ -28,17 +30,18 @@ def index():
     if request.method != "POST":  # GET or HEAD
         return _page()
     form = request.form
+    mode, scopes = form.get("mode", "test"), form.getlist("scopes")
+    problems = Problems()  # every problem at once, each beside its field
+    problems.check("mode", keys.check_mode, mode)
+    problems.check("scopes", keys.check_scopes, scopes)
     try:
+        problems.raise_any()
         with transaction() as s:
             new_key = keys.create_key(
-                s,
-                current_owner().merchant_id,
-                form.get("mode", "test"),
-                form.getlist("scopes"),
-                form.get("name", "").strip()[:100] or None,
+                s, current_owner().merchant_id, mode, scopes, form.get("name", "").strip()[:100] or None
             ).key
-    except DomainError as exc:
-        return _page(422, error=exc.message)
+    except (FormError, DomainError) as exc:
+        return _page(422, **refusal(exc, FIELDS))
     return _page(new_key=new_key)
 
 

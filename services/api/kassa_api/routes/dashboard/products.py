@@ -23,9 +23,11 @@ from kassa_api.routes.dashboard.common import (
     render,
     unconfirmed,
 )
-from kassa_api.routes.dashboard.forms import FormError, form_decimal, form_text, validated
+from kassa_api.routes.dashboard.forms import FormError, form_decimal, form_text, refusal, validated
 
 bp = Blueprint("products", __name__)
+NEW_FIELDS = ("name", "description", "price", "currency_type", "currency", "token", "network")
+EDIT_FIELDS = ("name", "description", "price", "active")
 
 
 def share_link(product: Product) -> str:
@@ -73,7 +75,7 @@ def index():
         with transaction() as s:
             ph.create_product(s, owner, body.model_dump(), deps().settings.networks)
     except (FormError, DomainError) as exc:
-        return _list_page(422, error=exc.message)
+        return _list_page(422, **refusal(exc, NEW_FIELDS))
     return redirect(url_for("dashboard.products.index"), 303)
 
 
@@ -88,7 +90,7 @@ def edit(ref: str):
         with transaction() as s:
             ph.update_product(s, owner, ref, body.model_dump(exclude_unset=True), deps().settings.networks)
     except (FormError, DomainError) as exc:
-        return render("product.html", 422, product=product, link=share_link(product), error=exc.message)
+        return render("product.html", 422, product=product, link=share_link(product), **refusal(exc, EDIT_FIELDS))
     return redirect(url_for("dashboard.products.index"), 303)
 
 

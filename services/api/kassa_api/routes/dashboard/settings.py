@@ -19,10 +19,13 @@ from kassa_common import merchants, twofactor
 from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
 from kassa_api.deps import deps, transaction
+from kassa_api.routes.dashboard.accounts import new_password_problems
 from kassa_api.routes.dashboard.common import login_required, render
+from kassa_api.routes.dashboard.forms import FormError, Problems, refusal
 
 bp = Blueprint("settings", __name__)
 FIELDS = ("payment_lifetime", "underpayment_tolerance", "rate_spread_pct", "rate_lock_minutes")
+PASSWORD_FIELDS = ("current_password", "new_password", "confirm_password")
 
 
 def _page(status: int = 200, /, *, typed: dict[str, str] | None = None, **context):
@@ -61,7 +64,15 @@ def index():
     if request.method != "POST":  # GET or HEAD
         return _page()
     typed = {name: request.form.get(name, "")[:100] for name in FIELDS}
+    problems = Problems()  # every bad value at once, each beside its field
+    problems.check("payment_lifetime", merchants.parse_lifetime, typed["payment_lifetime"])
+    problems.check("underpayment_tolerance", merchants.parse_tolerance, typed["underpayment_tolerance"])
+    if "rate_spread_pct" in request.form:
+        problems.check("rate_spread_pct", terms.parse_spread, typed["rate_spread_pct"])
+    if "rate_lock_minutes" in request.form:
+        problems.check("rate_lock_minutes", terms.parse_lock, typed["rate_lock_minutes"])
     try:
+        problems.raise_any()
         with transaction():
             merchants.set_merchant_settings(
                 g.merchant,
@@ -73,8 +84,8 @@ def index():
                 spread=typed["rate_spread_pct"] if "rate_spread_pct" in request.form else None,
                 lock=typed["rate_lock_minutes"] if "rate_lock_minutes" in request.form else None,
             )
-    except DomainError as exc:
-        return _page(400, typed=typed, error=exc.message)
+    except (FormError, DomainError) as exc:
+        return _page(400, typed=typed, **refusal(exc, FIELDS))
     return _page(notice="Settings saved.")
 
 
@@ -82,13 +93,17 @@ def index():
 @login_required
 def change_password():
     form = request.form
-    if form.get("new_password", "") != form.get("confirm_password", ""):
-        return _page(400, password_error="The new passwords do not match.")
+    current, new = form.get("current_password", ""), form.get("new_password", "")
+    problems = new_password_problems(new, form.get("confirm_password", ""), "new_password")
+    if not merchants.check_password(g.merchant.password_hash, current[:1000]):
+        problems.add("current_password", "the current password is wrong")
     try:
+        problems.raise_any()
         with transaction():
-            merchants.change_password(g.merchant, form.get("current_password", ""), form.get("new_password", ""))
-    except DomainError as exc:
-        return _page(400, password_error=exc.message)
+            merchants.change_password(g.merchant, current, new)
+    except (FormError, DomainError) as exc:
+        shown = refusal(exc, PASSWORD_FIELDS)
+        return _page(400, errors=shown["errors"], password_error=shown["error"])
     deps().logins.revoke_all(g.merchant.id, keep=session.get("sid"))
     return _page(notice="Password changed. Every other login was signed out.")
 

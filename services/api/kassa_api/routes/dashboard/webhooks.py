@@ -29,9 +29,10 @@ from kassa_api.routes.dashboard.common import (
     render,
     unconfirmed,
 )
-from kassa_api.routes.dashboard.forms import FormError, form_text, validated
+from kassa_api.routes.dashboard.forms import FormError, form_text, refusal, validated
 
 bp = Blueprint("webhooks", __name__)
+NEW_FIELDS = ("url", "description", "events")
 
 
 def new_webhook_form() -> dict:
@@ -68,7 +69,7 @@ def index():
                 s, owner, body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
             ).secret
     except (FormError, DomainError) as exc:
-        return _list_page(422, error=exc.message)
+        return _list_page(422, **refusal(exc, NEW_FIELDS))
     return _list_page(201, secret=secret)
 
 
