@@ -1,8 +1,10 @@
 """The merchant dashboard in tests: a merchant who signs in with a password, the CSRF
-token of a page, a signed-in client and a form post."""
+token of a page, a signed-in client and a form post, and what a refused form shows beside
+a field."""
 
 from __future__ import annotations
 
+import html
 import re
 import secrets
 
@@ -55,3 +57,35 @@ def signed_in(client, sessions, mode: str | None = None):
 def post(dash, path, **data):
     """A dashboard form post with the client's CSRF token."""
     return dash.post(path, data={"csrf_token": dash.token, **data})
+
+
+def tag_of(page: str, element_id: str) -> str:
+    match = re.search(rf'<(?:input|select|textarea)[^>]*\bid="{re.escape(element_id)}"[^>]*>', page)
+    assert match, f"the page has the field {element_id}"
+    return match.group(0)
+
+
+def assert_beside(page: str, element_id: str, *words: str) -> None:
+    """The field's error is under its label, just before its input, says ``words`` and is tied to it."""
+    error = re.search(rf'<p class="field-error form-error" id="{re.escape(element_id)}-error">([^<]*)</p>', page)
+    assert error, f"an error beside {element_id}"
+    text = html.unescape(error.group(1))
+    for word in words:
+        assert word in text, (element_id, text)
+    label = page.rindex(f'for="{element_id}"', 0, error.start())
+    assert error.start() - label < 200, "the error follows the field's label"
+    tag = tag_of(page, element_id)
+    assert page.index(tag) > error.start()
+    assert 'aria-invalid="true"' in tag and f"{element_id}-error" in re.search(
+        r'aria-describedby="([^"]*)"', tag
+    ).group(1)
+
+
+def assert_clean(page: str, element_id: str) -> None:
+    assert f'id="{element_id}-error"' not in page
+    assert "aria-invalid" not in tag_of(page, element_id)
+
+
+def value_of(page: str, element_id: str) -> str:
+    match = re.search(r'value="([^"]*)"', tag_of(page, element_id))
+    return html.unescape(match.group(1)) if match else ""

@@ -5,45 +5,12 @@ and codes never do."""
 
 from __future__ import annotations
 
-import html
 import re
 
 import sqlalchemy as sa
 
-from kassa_common.models import Merchant
-from tests.support.dashboard import PASSWORD, csrf_of, post
-
-
-def tag_of(page: str, element_id: str) -> str:
-    match = re.search(rf'<(?:input|select|textarea)[^>]*\bid="{re.escape(element_id)}"[^>]*>', page)
-    assert match, f"the page has the field {element_id}"
-    return match.group(0)
-
-
-def assert_beside(page: str, element_id: str, *words: str) -> None:
-    """The field's error is under its label, just before its input, says ``words`` and is tied to it."""
-    error = re.search(rf'<p class="field-error form-error" id="{re.escape(element_id)}-error">([^<]*)</p>', page)
-    assert error, f"an error beside {element_id}"
-    text = html.unescape(error.group(1))
-    for word in words:
-        assert word in text, (element_id, text)
-    label = page.rindex(f'for="{element_id}"', 0, error.start())
-    assert error.start() - label < 200, "the error follows the field's label"
-    tag = tag_of(page, element_id)
-    assert page.index(tag) > error.start()
-    assert 'aria-invalid="true"' in tag and f"{element_id}-error" in re.search(
-        r'aria-describedby="([^"]*)"', tag
-    ).group(1)
-
-
-def assert_clean(page: str, element_id: str) -> None:
-    assert f'id="{element_id}-error"' not in page
-    assert "aria-invalid" not in tag_of(page, element_id)
-
-
-def value_of(page: str, element_id: str) -> str:
-    match = re.search(r'value="([^"]*)"', tag_of(page, element_id))
-    return html.unescape(match.group(1)) if match else ""
+from kassa_common.models import Merchant, Wallet
+from tests.support.dashboard import PASSWORD, assert_beside, assert_clean, csrf_of, post, signed_in, tag_of, value_of
 
 
 def test_product_form(dash):
@@ -193,3 +160,27 @@ def test_password_reset_form(app, sessions):
     assert_beside(page, "password", "at least 8 characters")
     assert_beside(page, "confirm_password", "do not match")
     assert 'value="short' not in page
+
+
+def test_live_wallet_forms(client, sessions):
+    dash = signed_in(client, sessions, mode="live")
+    r = post(dash, "/dashboard/wallets", chain="bitcoin", xpub="xpub-not-a-key", password="wrong-pass")
+    page = r.get_data(as_text=True)
+    assert r.status_code == 403
+    assert_beside(page, "xpub-bitcoin")
+    assert_beside(page, "confirm-password-bitcoin", "needs your password again")
+    assert value_of(page, "xpub-bitcoin") == "xpub-not-a-key"
+    assert 'value="wrong-pass"' not in page
+    assert_clean(page, "xpub-evm")  # the other chain's form is untouched
+    assert value_of(page, "xpub-evm") == "" and 'id="confirm-password-evm-error"' not in page
+
+    r = post(dash, "/dashboard/wallets", chain="evm", settlement_address="0x123", password="wrong-pass")
+    page = r.get_data(as_text=True)
+    assert r.status_code == 403
+    assert_beside(page, "settlement-address")
+    assert_beside(page, "confirm-password-settlement", "needs your password again")
+    assert value_of(page, "settlement-address") == "0x123"
+    assert_clean(page, "xpub-evm")
+    with sessions() as s:
+        merchant_id = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
+        assert not s.scalars(sa.select(Wallet).where(Wallet.merchant_id == merchant_id)).first()

@@ -16,7 +16,7 @@ from kassa_common.models import Merchant, Refund
 from kassa_common.refunds import transitions
 from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT, PAYMENT, set_live_wallet
-from tests.support.dashboard import csrf_of, merchant_with_password
+from tests.support.dashboard import assert_beside, csrf_of, merchant_with_password
 from tests.support.transfers import report
 
 CUSTOMER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
@@ -54,12 +54,12 @@ def test_a_refund_form_with_a_bad_amount_shows_why_on_the_payment_page(dash, ses
     p = paid(dash, sessions)
     page = dash.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)
     assert 'value="2.66"' in page and "the excess over what was due" in page
-    for amount, why in (("abc", "must be a decimal number"), ("16", "more than is refundable"), ("-1", "")):
+    for amount, why in (("abc", "must be a plain decimal number"), ("16", "more than is refundable"), ("-1", "")):
         r = post(dash, f"/dashboard/payments/{p['short_id']}/refunds", amount=amount, network="BASE")
-        assert r.status_code == 303, amount
-        shown = dash.get(r.headers["Location"])
-        assert shown.status_code == 200 and 'id="refund-error"' in shown.get_data(as_text=True), amount
-        assert why in shown.get_data(as_text=True)
+        shown = r.get_data(as_text=True)
+        assert r.status_code == 422 and 'id="refund-error"' in shown, amount
+        assert 'id="refund-amount-1-error"' in shown and why in shown, amount
+        assert f'value="{amount}"' in shown  # what was typed is kept
     with sessions() as s:
         assert (
             s.scalar(sa.select(sa.func.count()).select_from(Refund).where(Refund.merchant_id == dash.merchant_id)) == 0
@@ -128,3 +128,17 @@ def test_late_and_wrong_network_funds_are_offered_in_full(dash, sessions):
     with sessions() as s:
         refund = s.get(Refund, uuid.UUID(rid))
         assert (refund.network, int(refund.amount_units), refund.status) == ("ETHEREUM", 7_000_000, "AWAITING_ADDRESS")
+
+
+def test_a_refund_form_with_two_bad_values_shows_both_beside_their_fields(dash, sessions):
+    p = paid(dash, sessions)
+    r = post(dash, f"/dashboard/payments/{p['short_id']}/refunds", amount="abc", reason="r" * 501, network="BASE")
+    page = r.get_data(as_text=True)
+    assert r.status_code == 422 and "2 fields need a change" in page
+    assert_beside(page, "refund-amount-1", "Amount must be a plain decimal")
+    assert_beside(page, "refund-reason-1", "Reason can be at most 500")
+    assert 'value="abc"' in page and f'value="{"r" * 501}"' in page
+    with sessions() as s:
+        assert (
+            s.scalar(sa.select(sa.func.count()).select_from(Refund).where(Refund.merchant_id == dash.merchant_id)) == 0
+        )

@@ -92,7 +92,10 @@ def domain_error(exc: DomainError) -> FormError:
     return FormError({field: as_sentence(exc.message)})
 
 
-def validated(model: type[BaseModel], data: dict) -> BaseModel:
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], data: dict) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:

@@ -99,7 +99,11 @@ def _csv(sessions: sessionmaker[Session], owner: Owner, filters: ListFilters) ->
 @bp.get("/payments/<ref>")
 @login_required
 def detail(ref: str):
-    payment = get_payment_or_404(ref)
+    return detail_page(get_payment_or_404(ref), refund_error=query.text("refund_error"))
+
+
+def detail_page(payment, status: int = 200, /, **context):
+    """The payment's page; ``context``: a refused refund form's ``errors`` and ``refund_error``."""
     history = reports.payment_history(db(), payment.id)
     sweepable = {n.name for n in deps().settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory}
     shown = payments.payment_to_dict(payment)
@@ -107,6 +111,7 @@ def detail(ref: str):
     held = sweep_holds.listing(db(), payment_ref=str(payment.id)) if payment.settlement_address else []
     return render(
         "payment.html",
+        status,
         payment=payment,
         cancel_refusal=payments.cancel_refusal(db(), payment),
         amount=token_amount,
@@ -116,8 +121,8 @@ def detail(ref: str):
         held=held,
         refund_offers=refund_offers(db(), payment),
         refunds=refunds_listed(db(), payment),
-        refund_error=query.text("refund_error"),
         **history._asdict(),
+        **context,
     )
 
 

@@ -5,7 +5,6 @@ transaction hash form), refunding from a payment's page, and cancel."""
 from __future__ import annotations
 
 import uuid
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,12 +21,13 @@ from kassa_common.refunds import onchain, payouts
 from kassa_common.refunds import transitions as refunds
 from kassa_common.refunds.amounts import NONE, decimals_on, received, refundable
 from kassa_common.refunds.queries import refund_totals, refunds_of
-from kassa_common.refunds.shape import refund_out
+from kassa_common.refunds.shape import CreateRefund, refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_api import query
 from kassa_api.checkout import qr_svg
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, get_payment_or_404, login_required, render
+from kassa_api.routes.dashboard.forms import FormError, form_text, refusal, validated
 
 bp = Blueprint("refunds", __name__)
 PAGE_SIZE = 20
@@ -190,35 +190,31 @@ def refund_offers(session: Session, payment: Payment) -> list[dict[str, Any]]:
 @login_required
 def create(ref: str):
     payment = get_payment_or_404(ref)
-    text = request.form.get("amount", "").strip()
-    reason = request.form.get("reason", "").strip() or None
-    network = request.form.get("network", "").strip() or None
     settings = deps().settings
     try:
-        amount = Decimal(text) if text else None
-        if amount is not None and not amount.is_finite():
-            raise InvalidOperation
-    except InvalidOperation:
-        return _back(payment, "The amount must be a decimal number, like 2.5.")
-    try:
+        body = validated(
+            CreateRefund,
+            {"amount": form_text("amount"), "reason": form_text("reason"), "network": form_text("network")},
+        )
         with transaction() as s:
             refund = refunds.create_refund(
                 s,
                 current_owner(),
                 str(payment.id),
-                amount,
-                reason,
-                network=network,
+                body.amount,
+                body.reason,
+                network=body.network,
                 claim_days=settings.refund_claim_days,
                 checkout_url=settings,
             )
             refund_id = refund.id
     except NotFound:
         abort(404, description=NO_REFUND)
-    except DomainError as exc:
-        return _back(payment, exc.message)
+    except (FormError, DomainError) as exc:
+        # the payment's page again, the problems beside the fields and what was typed kept;
+        # imported here: the payments module imports this one for the refund offers
+        from kassa_api.routes.dashboard.payments import detail_page
+
+        shown = refusal(exc, ("amount", "reason"))
+        return detail_page(payment, 422, errors=shown["errors"], refund_error=shown["error"])
     return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
-
-
-def _back(payment: Payment, error: str):
-    return redirect(url_for("dashboard.payments.detail", ref=payment.short_id, refund_error=error), 303)

@@ -25,6 +25,7 @@ from kassa_common.payments.addresses import first_address, first_index
 from kassa_common.payments.gap import bitcoin_watch_only
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
+from kassa_api.routes.dashboard.forms import FormError, Problems, refusal
 
 bp = Blueprint("wallets", __name__)
 
@@ -56,22 +57,21 @@ def _page(status: int = 200, /, **context):
     return render("wallets.html", status, chains=chains, factory=factory_address(), **context)
 
 
-CONFIRM = (
-    "Changing where live payments go needs your password again"
-    " (and a code from your app when two-factor sign-in is on)."
-)
+WRONG_PASSWORD = "changing where live payments go needs your password again: that is not it"
+WRONG_CODE = "that code does not match: enter the current code from your app"
+FIELDS = ("xpub", "settlement_address", "password", "code")
 
 
-def _confirmed(password: str, code: str) -> bool:
+def _confirm(problems: Problems, password: str, code: str) -> None:
     """The merchant's password (and, with two-factor sign-in on, a current code), asked again
     before a live wallet changes: a stolen session alone cannot redirect the money."""
     merchant = g.merchant
     if not merchants.check_password(merchant.password_hash, password[:1000]):
-        return False
-    if merchant.totp_enabled_at is None:
-        return True
-    with transaction() as s:
-        return twofactor.check_code(s, merchant, code[:20])
+        problems.add("password", WRONG_PASSWORD)
+    if merchant.totp_enabled_at is not None:
+        with transaction() as s:
+            if not twofactor.check_code(s, merchant, code[:20]):
+                problems.add("code", WRONG_CODE)
 
 
 @bp.route("/wallets", methods=["GET", "POST"])
@@ -81,9 +81,26 @@ def index():
         return _page()
     owner, form = current_owner(), request.form
     chain = form.get("chain", "")
-    if not owner.test_mode and not _confirmed(form.get("password", ""), form.get("code", "")):
-        return _page(403, error=CONFIRM)
     settings = deps().settings
+    problems = Problems()  # the key or address, the password and the code: every problem at once
+    if "settlement_address" in form and chain == "evm":
+        problems.check("settlement_address", merchants.check_settlement_address, owner.mode, form["settlement_address"])
+    else:
+        problems.check(
+            "xpub",
+            merchants.check_wallet,
+            owner.mode,
+            chain,
+            form.get("xpub", ""),
+            allow_test_keys=settings.development,
+        )
+    if not owner.test_mode:
+        _confirm(problems, form.get("password", ""), form.get("code", ""))
+    try:
+        problems.raise_any()
+    except FormError as exc:
+        unconfirmed = "password" in exc.errors or "code" in exc.errors
+        return _page(403 if unconfirmed else 422, **refusal(exc, FIELDS))
     hold_hours = settings.wallet_change_hold(owner.mode)
     try:
         with transaction() as s:
@@ -120,7 +137,7 @@ def index():
                     allow_test_keys=settings.development,
                 )
     except DomainError as exc:
-        return _page(422, error=exc.message)
+        return _page(422, **refusal(exc, FIELDS))
     if hold_hours > 0:
         return _page(held=chain, warning=saved.warning if saved else None)
     return _page(saved=chain, warning=saved.warning if saved else None)
