@@ -184,3 +184,20 @@ def test_live_wallet_forms(client, sessions):
     with sessions() as s:
         merchant_id = s.scalars(sa.select(Merchant.id).where(Merchant.email == dash.email)).one()
         assert not s.scalars(sa.select(Wallet).where(Wallet.merchant_id == merchant_id)).first()
+
+
+def test_onboarding_form(client, sessions):
+    from kassa_common import merchants
+    from kassa_common.db import unit_of_work
+    from tests.support.dashboard import log_in
+
+    email = "no-name-yet@example.com"
+    with unit_of_work(sessions) as s:
+        merchants.create_merchant(s, email, PASSWORD, None, activate=True)
+    log_in(client, email)
+    token = csrf_of(client.get("/dashboard/onboarding"))
+    r = client.post("/dashboard/onboarding", data={"csrf_token": token, "business_name": "B" * 201})
+    page = r.get_data(as_text=True)
+    assert r.status_code == 422
+    assert_beside(page, "business_name", "up to 200 characters")
+    assert value_of(page, "business_name") == "B" * 201

@@ -92,6 +92,8 @@ def test_cancel_needs_the_confirmation_and_the_hash_form_gives_the_reasons(dash,
         transitions.claim_refund(s, s.get(Refund, uuid.UUID(rid)).claim_token, CUSTOMER)
     r = post(dash, f"/dashboard/refunds/{rid}/complete", transaction_hash="0x1234")
     assert r.status_code == 400 and "not a transaction hash" in r.get_data(as_text=True)
+    assert_beside(r.get_data(as_text=True), "transaction_hash", "not a transaction hash")
+    assert 'value="0x1234"' in r.get_data(as_text=True)  # what was typed is kept
     r = post(dash, f"/dashboard/refunds/{rid}/complete", transaction_hash="")
     assert r.status_code == 400 and "transaction_hash is required" in r.get_data(as_text=True)
     r = post(dash, f"/dashboard/refunds/{rid}/complete", transaction_hash="0x" + "ab" * 32)

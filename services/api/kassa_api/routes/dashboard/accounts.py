@@ -213,8 +213,9 @@ def onboarding():
     if request.method != "POST":  # GET or HEAD
         return render("onboarding.html")
     name = request.form.get("business_name", "").strip()
-    if not name or len(name) > 200:
-        return render("onboarding.html", 422, error="Enter your business name (up to 200 characters).")
+    if not name or len(name) > merchants.MAX_BUSINESS_NAME:
+        refused = FormError({"business_name": "Enter your business name (up to 200 characters)."})
+        return render("onboarding.html", 422, **refused.context(["business_name"]))
     with transaction():
         g.merchant.business_name = name
     return redirect(url_for("dashboard.overview.index"), 303)

@@ -27,12 +27,13 @@ from kassa_api import query
 from kassa_api.checkout import qr_svg
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, get_payment_or_404, login_required, render
-from kassa_api.routes.dashboard.forms import FormError, form_text, refusal, validated
+from kassa_api.routes.dashboard.forms import FormError, as_sentence, form_text, refusal, validated
 
 bp = Blueprint("refunds", __name__)
 PAGE_SIZE = 20
 NO_REFUND = "No such refund in this mode."
 STATUSES = tuple(RefundStatus)
+HASH_FIELDS = ("transaction_hash",)
 
 
 def get_refund_or_404(refund_id: str) -> Refund:
@@ -124,10 +125,11 @@ def complete(refund_id: str):
             payouts.complete_with_hash(s, refund.merchant_id, refund.id, tx_hash, reader)
     except onchain.ChainUnavailable as exc:
         return _page(get_refund_or_404(refund_id), 503, error=f"{exc}. Try again in a moment.")
-    except onchain.PayoutRefused as exc:
-        return _page(get_refund_or_404(refund_id), 400, error=exc.message)
+    except onchain.PayoutRefused as exc:  # what the hash names does not pay this refund
+        shown = FormError({"transaction_hash": as_sentence(exc.message)}).context(HASH_FIELDS)
+        return _page(get_refund_or_404(refund_id), 400, **shown)
     except DomainError as exc:
-        return _page(get_refund_or_404(refund_id), 409, error=exc.message)
+        return _page(get_refund_or_404(refund_id), 409, **refusal(exc, HASH_FIELDS))
     finally:
         if reader is not None:
             reader.close()
