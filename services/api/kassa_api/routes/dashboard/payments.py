@@ -13,7 +13,6 @@ from kassa_common import payments
 from kassa_common.errors import DomainError
 from kassa_common.owner import Owner
 from kassa_common.paging import page_meta
-from kassa_common.payments import reports, sweep_holds
 from kassa_common.timefmt import utcnow
 from kassa_api import query
 from kassa_api.deps import db, deps, transaction
@@ -25,8 +24,7 @@ from kassa_api.routes.dashboard.common import (
     not_found_as_404,
     render,
 )
-from kassa_api.routes.dashboard.refunds import refund_offers, refunds_listed
-from kassa_api.routes.dashboard.sweeps import token_amount
+from kassa_api.routes.dashboard.payment_page import detail_page
 
 bp = Blueprint("payments", __name__)
 PAGE_SIZE = 20
@@ -100,30 +98,6 @@ def _csv(sessions: sessionmaker[Session], owner: Owner, filters: ListFilters) ->
 @login_required
 def detail(ref: str):
     return detail_page(get_payment_or_404(ref), refund_error=query.text("refund_error"))
-
-
-def detail_page(payment, status: int = 200, /, **context):
-    """The payment's page; ``context``: a refused refund form's ``errors`` and ``refund_error``."""
-    history = reports.payment_history(db(), payment.id)
-    sweepable = {n.name for n in deps().settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory}
-    shown = payments.payment_to_dict(payment)
-    transfers = shown["transfers"]  # with why each does not count
-    held = sweep_holds.listing(db(), payment_ref=str(payment.id)) if payment.settlement_address else []
-    return render(
-        "payment.html",
-        status,
-        payment=payment,
-        cancel_refusal=payments.cancel_refusal(db(), payment),
-        amount=token_amount,
-        sweepable=sweepable,
-        transfers=transfers,
-        crypto=shown,  # the token amounts as decimal text: crypto_amount, amount_received, amount_due
-        held=held,
-        refund_offers=refund_offers(db(), payment),
-        refunds=refunds_listed(db(), payment),
-        **history._asdict(),
-        **context,
-    )
 
 
 @bp.post("/payments/<ref>/cancel")

@@ -9,18 +9,14 @@ from typing import Any
 
 import sqlalchemy as sa
 from flask import Blueprint, abort, redirect, request, url_for
-from sqlalchemy.orm import Session
 
 from kassa_common.chains.uris import payment_request
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Payment, Refund
 from kassa_common.paging import page_meta
-from kassa_common.payments import transfers_of
 from kassa_common.pricing.amounts import units_text
 from kassa_common.refunds import onchain, payouts
 from kassa_common.refunds import transitions as refunds
-from kassa_common.refunds.amounts import NONE, decimals_on, received, refundable
-from kassa_common.refunds.queries import refund_totals, refunds_of
 from kassa_common.refunds.shape import CreateRefund, refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_api import query
@@ -28,6 +24,7 @@ from kassa_api.checkout import qr_svg
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, get_payment_or_404, login_required, render
 from kassa_api.routes.dashboard.forms import FormError, as_sentence, form_text, refusal, validated
+from kassa_api.routes.dashboard.payment_page import detail_page
 
 bp = Blueprint("refunds", __name__)
 PAGE_SIZE = 20
@@ -152,42 +149,6 @@ def cancel(refund_id: str):
     return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
 
 
-def refunds_listed(session: Session, payment: Payment) -> list[tuple[Refund, str]]:
-    """The payment's refunds, newest first, with their amounts as text."""
-    return [(r, units_text(int(r.amount_units), r.decimals)) for r in refunds_of(session, payment.id)]
-
-
-def refund_offers(session: Session, payment: Payment) -> list[dict[str, Any]]:
-    """What the payment's page offers to refund, per network with something refundable: the
-    excess of an over-paid payment, everything of late or wrong-network funds (else all)."""
-    transfers = transfers_of(session, [payment.id])[payment.id]
-    totals = refund_totals(session, [payment.id]).get(payment.id, NONE)
-    offers = []
-    for network, left in sorted(
-        refundable(payment, transfers, totals).items(), key=lambda kv: kv[0] != payment.network
-    ):
-        decimals = decimals_on(payment, network) or payment.decimals
-        units, why = left, "everything refundable"
-        if network != payment.network:
-            why = f"everything sent on the wrong network ({network})"
-        elif payment.status in ("EXPIRED", "CANCELED"):
-            why = "everything received: the payment was paid after it closed"
-        else:
-            got = received(payment, transfers).get(network, 0)
-            excess = got - int(payment.crypto_amount_units)
-            if payment.status == "COMPLETED" and excess > 0:
-                units, why = min(left, excess), "the excess over what was due"
-        offers.append(
-            {
-                "network": network,
-                "amount": units_text(units, decimals),
-                "most": units_text(left, decimals),
-                "why": why,
-            }
-        )
-    return offers
-
-
 @bp.post("/payments/<ref>/refunds")
 @login_required
 def create(ref: str):
@@ -213,10 +174,7 @@ def create(ref: str):
     except NotFound:
         abort(404, description=NO_REFUND)
     except (FormError, DomainError) as exc:
-        # the payment's page again, the problems beside the fields and what was typed kept;
-        # imported here: the payments module imports this one for the refund offers
-        from kassa_api.routes.dashboard.payments import detail_page
-
+        # the payment's page again, the problems beside the fields and what was typed kept
         shown = refusal(exc, ("amount", "reason"))
         return detail_page(payment, 422, errors=shown["errors"], refund_error=shown["error"])
     return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
