@@ -42,3 +42,11 @@ def phone(browser):
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def screenshots(artifacts) -> Path:
+    """Where the screenshots of the pages looked at go (git-ignored, kept after the run)."""
+    folder = artifacts / "screens"
+    folder.mkdir(exist_ok=True)
+    return folder

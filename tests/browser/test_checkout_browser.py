@@ -17,6 +17,7 @@ from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
 from kassa_common.models import Payment
 from kassa_common.statuses import TransferStatus
+from tests.support.screens import no_horizontal_scroll
 from tests.support.transfers import report
 
 TIMEOUT_MS = 20_000
@@ -53,10 +54,6 @@ def qr_text(page) -> str:
     shot = Image.open(io.BytesIO(page.locator(".qr svg").screenshot()))
     (code,) = zxingcpp.read_barcodes(shot)
     return code.text
-
-
-def no_horizontal_scroll(page) -> bool:
-    return page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
 def test_customer_pays_a_test_payment_and_lands_on_redirect_url(stack, merchant, sessions, page):

@@ -20,13 +20,11 @@ from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
 from kassa_common.models import Payment
 from kassa_common.statuses import TransferStatus
-from tests.browser.test_checkout_browser import TIMEOUT_MS, api_payment, held_payment, no_horizontal_scroll
+from tests.browser.test_checkout_browser import TIMEOUT_MS, api_payment, held_payment
+from tests.support.axe import AXE, serious_violations
+from tests.support.screens import DESKTOP, SIZES, no_horizontal_scroll, open_page
 from tests.support.transfers import report
 
-ROOT = Path(__file__).resolve().parents[2]
-AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
-PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
-DESKTOP = {"viewport": {"width": 1280, "height": 800}}
 STATES = ("pending", "seen", "partially_paid", "completed", "expired", "canceled")
 
 
@@ -37,12 +35,6 @@ def screens(tmp_path_factory) -> Path:
         Path(wanted).mkdir(parents=True, exist_ok=True)
         return Path(wanted)
     return tmp_path_factory.mktemp("screens")
-
-
-def open_page(browser, size: dict, js: bool, bypass_csp: bool = False):
-    context = browser.new_context(java_script_enabled=js, bypass_csp=bypass_csp, **size)
-    context.set_default_timeout(15_000)
-    return context, context.new_page()
 
 
 def reach(page, url: str, state: str) -> None:
@@ -151,7 +143,7 @@ def test_each_checkout_state_reads_right_with_and_without_javascript(
 ):
     p = payment_in(state, stack, merchant, sessions, browser)
     for js in (False, True):
-        for name, size in (("390x844", PHONE), ("1280x800", DESKTOP)):
+        for name, size in SIZES.items():
             context, page = open_page(browser, size, js)
             try:
                 page.goto(p["checkout_url"])
@@ -193,7 +185,7 @@ def test_a_tab_watching_a_payment_that_completes_shows_it_and_goes_back_to_the_s
 def test_the_receipt_of_a_completed_payment_prints(js, stack, merchant, sessions, browser, screens):
     p = payment_in("completed", stack, merchant, sessions, browser)
     suffix = "js" if js else "nojs"
-    for name, size in (("390x844", PHONE), ("1280x800", DESKTOP)):
+    for name, size in SIZES.items():
         context, page = open_page(browser, size, js)
         try:
             page.goto(p["checkout_url"])
@@ -225,22 +217,18 @@ def test_the_receipt_of_a_completed_payment_prints(js, stack, merchant, sessions
 @pytest.mark.skipif(not AXE.exists(), reason="axe-core is installed by npm ci (make deps)")
 def test_axe_finds_no_serious_problem_on_any_checkout_state_or_the_receipt(stack, merchant, sessions, browser):
     found: dict[str, list] = {}
-    context, page = open_page(browser, PHONE, js=True, bypass_csp=True)  # axe is injected as an inline script
+    pages = {name: open_page(browser, size) for name, size in SIZES.items()}
     try:
         for state in STATES:
             p = payment_in(state, stack, merchant, sessions, browser)
             targets = [p["checkout_url"]] + ([f"{p['checkout_url']}/receipt"] if state == "completed" else [])
             for url in targets:
-                page.goto(url)
-                page.add_script_tag(path=str(AXE))
-                result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
-                bad = [
-                    {"id": v["id"], "impact": v["impact"], "nodes": [n["target"] for n in v["nodes"]]}
-                    for v in result["violations"]
-                    if v["impact"] in ("serious", "critical")
-                ]
-                if bad:
-                    found[url] = bad
+                for name, (_, page) in pages.items():
+                    page.goto(url)
+                    bad = serious_violations(page)
+                    if bad:
+                        found[f"{url} at {name}"] = bad
     finally:
-        context.close()
+        for context, _ in pages.values():
+            context.close()
     assert not found, found
