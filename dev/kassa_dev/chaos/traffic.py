@@ -72,6 +72,7 @@ class Traffic:
             ("live", live_key, live_per_second, {"amount": 12.34, "token": "USDC", "network": "LOCAL_EVM"}),
         )
         self.created: dict[str, str] = {}  # payment id → "test" | "live"
+        self.answered_at: dict[str, float] = {}  # payment id → time.time() of its 201
         self.paid: dict[str, str] = {}  # payment id → the transaction hash that paid it
         self.create_retries = 0
         self._to_pay: queue.Queue = queue.Queue()
@@ -101,6 +102,7 @@ class Traffic:
             payment = self._create(http, key, body)
             with self._lock:
                 self.created[payment["id"]] = mode
+                self.answered_at[payment["id"]] = time.time()
             if mode == "live":
                 self._to_pay.put(payment)
 

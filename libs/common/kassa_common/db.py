@@ -52,7 +52,7 @@ def _sqlalchemy_spelling(database_url: str) -> str:
     hosts = [h.strip() for h in hostlist.split(",")]
     if not all(hosts):
         raise ValueError(f"an empty host in the host list {hostlist!r}")
-    path, question, query = tail.partition("?")
+    path, _, query = tail.partition("?")
     params = "&".join(f"host={h}" for h in hosts)
     query = f"{params}&{query}" if query else params
     return f"{scheme}://{userinfo}{at}/{path if slash else ''}?{query}"
@@ -81,9 +81,7 @@ def libpq_url(database_url: str) -> str:
     if listed is None or isinstance(listed, str):
         return url.render_as_string(hide_password=False)
     names = list(listed)
-    rendered = url.set(query={k: v for k, v in url.query.items() if k != "host"}).render_as_string(
-        hide_password=False
-    )
+    rendered = url.set(query={k: v for k, v in url.query.items() if k != "host"}).render_as_string(hide_password=False)
     scheme, _, rest = rendered.partition("://")
     userinfo, at, tail = rest.partition("@") if "@" in rest.partition("/")[0] else ("", "", rest)
     return f"{scheme}://{userinfo}{at}{','.join(names)}{tail}"

@@ -103,7 +103,9 @@ def declare_queue(channel: BlockingChannel, exchange: str, q: QueueSpec) -> None
         channel.queue_bind(queue=q.name, exchange=exchange, routing_key=key)
 
 
-def _declare_replacing(channel: BlockingChannel, name: str, arguments: dict[str, object], *, if_empty=True) -> None:
+def _declare_replacing(
+    channel: BlockingChannel, name: str, arguments: dict[str, object], *, if_empty: bool = True
+) -> None:
     """Declare a queue an older Kassa declared as classic, on a channel of its own (the
     broker's refusal of the new arguments closes the channel it happens on): the classic
     queue is deleted (``if_empty``: only once empty) and declared anew. A retry queue still
