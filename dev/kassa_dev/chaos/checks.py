@@ -366,8 +366,8 @@ def check(stack: Stack, sessions, traffic: Traffic, webhooks: Deliveries, chaos:
 def failover_times(at: float, traffic: Traffic, deliveries: list[Delivery]) -> dict[str, float | None]:
     """Seconds from a kill at ``at`` (wall clock) to the first create the API answered, the
     first payment.created webhook and the first payment.completed webhook, each of a payment
-    whose create was answered after the kill (None: none came)."""
-    fresh = {pid for pid, t in traffic.answered_at.items() if t > at}
+    whose create was first asked for after the kill (None: none came)."""
+    fresh = {pid for pid, t in traffic.asked_at.items() if t > at}
 
     def first(times) -> float | None:
         times = sorted(t for t in times if t > at)
