@@ -295,7 +295,8 @@ def check(stack: Stack, sessions, traffic: Traffic, webhooks: Deliveries, chaos:
             (
                 f"failover: {f.kind}",
                 (
-                    f"{f.what}; after the kill: a create answered in {_seconds(took['create'])}, the first event "
+                    f"{f.what}; after the kill: the creates under way answered in {_seconds(took['under_way'])}, "
+                    f"a new create in {_seconds(took['create'])}, the first event "
                     f"through the broker (payment.created webhook) in {_seconds(took['event'])}, the first payment "
                     f"completed (payment.completed webhook) in {_seconds(took['completed'])}"
                 ),
@@ -366,14 +367,18 @@ def check(stack: Stack, sessions, traffic: Traffic, webhooks: Deliveries, chaos:
 def failover_times(at: float, traffic: Traffic, deliveries: list[Delivery]) -> dict[str, float | None]:
     """Seconds from a kill at ``at`` (wall clock) to the first create the API answered, the
     first payment.created webhook and the first payment.completed webhook, each of a payment
-    whose create was first asked for after the kill (None: none came)."""
+    whose create was first asked for after the kill (None: none came); and ``under_way``: to
+    the answer of the last create asked for before the kill and answered after it (0: none
+    was under way), how long creates were failing and being retried."""
     fresh = {pid for pid, t in traffic.asked_at.items() if t > at}
+    under_way = [traffic.answered_at[pid] - at for pid, t in traffic.asked_at.items() if t <= at]
 
     def first(times) -> float | None:
         times = sorted(t for t in times if t > at)
         return times[0] - at if times else None
 
     return {
+        "under_way": max((t for t in under_way if t > 0), default=0.0),
         "create": first(traffic.answered_at[pid] for pid in fresh),
         "event": first(d.at for d in deliveries if d.event_type == "payment.created" and d.payment_id in fresh),
         "completed": first(d.at for d in deliveries if d.event_type == "payment.completed" and d.payment_id in fresh),
