@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from kassa_common import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work
+from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work, with_database
 from kassa_common.migrate import upgrade
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -116,7 +116,7 @@ class Bench:
 @contextmanager
 def bench_database(admin_url: str, smoke: bool):
     name = f"kassa_bench_{secrets.token_hex(4)}"
-    url = admin_url.rsplit("/", 1)[0] + "/" + name
+    url = with_database(admin_url, name)
     upgrade(url)
     b = Bench(admin_url, smoke, url, name)
     try:

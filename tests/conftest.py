@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from kassa_common import keys, merchants
 from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work
+from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work, with_database
 from kassa_common.migrate import upgrade
 
 ADMIN_URL = os.environ.get("TEST_DATABASE_ADMIN_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -30,7 +30,7 @@ def fresh_database(tag: str):
     """A new database migrated to head, dropped afterwards."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     name = f"kassa_test_{tag}{worker}_{secrets.token_hex(4)}"
-    url = ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    url = with_database(ADMIN_URL, name)
     upgrade(url)
     try:
         yield url

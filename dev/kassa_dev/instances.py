@@ -2,6 +2,10 @@
 test or the chaos run starts, crashes (SIGKILL of its process group, by pid) and starts
 again, without ever touching the machine's shared services.
 
+For ``make chaos --ha``: a PostgreSQL standby streaming from a private primary
+(``PrivatePostgres.standby_of``, promoted with ``promote``), and a RabbitMQ cluster of
+private nodes (``RabbitCluster``) sharing an Erlang cookie of their own.
+
 Both run as their service account when started by root (PostgreSQL refuses root; the
 directory is handed to that account), and as the current user otherwise.
 """
@@ -11,6 +15,7 @@ from __future__ import annotations
 import glob
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -109,13 +114,26 @@ class PrivatePostgres(_Server):
 
     name = "private PostgreSQL"
 
-    def __init__(self, port: int | None = None, *, max_connections: int = 200) -> None:
+    def __init__(
+        self, port: int | None = None, *, max_connections: int = 200, settings: dict[str, str] | None = None
+    ) -> None:
         self.port = port or free_port()
         self.user = _service_user("postgres")
         self.dir = _private_dir("kassa-pg-", self.user)
         self.data = self.dir / "data"
         self.log = self.dir / "postgres.log"
         self.max_connections = max_connections
+        self.settings = dict(settings or {})  # more ``-c name=value``, for this server alone
+        self.primary: PrivatePostgres | None = None  # a standby's: what it copies and follows
+
+    @classmethod
+    def standby_of(cls, primary: PrivatePostgres, *, max_connections: int = 200) -> PrivatePostgres:
+        """A standby of ``primary`` (running): ``pg_basebackup -R`` of it on ``start``, then
+        streaming replication (hot standby: it answers reads). Its application name is
+        ``standby``; ``promote`` makes it a primary."""
+        standby = cls(max_connections=max_connections)
+        standby.primary = primary
+        return standby
 
     @property
     def admin_url(self) -> str:
@@ -125,6 +143,32 @@ class PrivatePostgres(_Server):
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     def start(self, timeout: float = 60) -> PrivatePostgres:
+        if not self.data.exists() and self.primary is not None:
+            subprocess.run(
+                [
+                    _pg_bin("pg_basebackup"),
+                    "-D",
+                    str(self.data),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(self.primary.port),
+                    "-U",
+                    "postgres",
+                    "-X",
+                    "stream",
+                    "-R",
+                    "-c",
+                    "fast",
+                    "--no-sync",
+                    "-d",
+                    f"host=127.0.0.1 port={self.primary.port} user=postgres application_name=standby",
+                ],
+                user=self.user,
+                check=True,
+                capture_output=True,
+                cwd="/",
+            )
         if not self.data.exists():
             subprocess.run(
                 [_pg_bin("initdb"), "-D", str(self.data), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
@@ -152,6 +196,7 @@ class PrivatePostgres(_Server):
                 "fsync=off",
                 "-c",
                 "full_page_writes=off",
+                *(arg for name, value in self.settings.items() for arg in ("-c", f"{name}={value}")),
             ],
             user=self.user,
             log=self.log,
@@ -165,6 +210,22 @@ class PrivatePostgres(_Server):
         )
         return result.returncode == 0
 
+    def promote(self, timeout: float = 60) -> None:
+        """Make this standby a primary (``pg_promote``) and return once it takes writes."""
+        import psycopg2
+
+        conn = psycopg2.connect(self.admin_url, connect_timeout=5)
+        try:
+            conn.autocommit = True
+            with conn.cursor() as cur:
+                cur.execute("SELECT pg_promote(true, %s)", (int(timeout),))
+                row = cur.fetchone()
+                if not row or not row[0]:
+                    raise RuntimeError(f"{self.name} on port {self.port} was not promoted in {timeout}s")
+        finally:
+            conn.close()
+        self.primary = None
+
     def remove(self) -> None:
         self.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -175,11 +236,15 @@ class PrivateRabbit(_Server):
 
     name = "private RabbitMQ"
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, cookie: str | None = None) -> None:
         self.port = port or free_port()
         self.dist_port = free_port()
         self.user = _service_user("rabbitmq")
         self.dir = _private_dir("kassa-rabbit-", self.user)
+        # the node's HOME is its directory: its Erlang cookie is there, never the machine's
+        cookie_file = self.dir / ".erlang.cookie"
+        cookie_file.write_text(cookie or secrets.token_hex(20).upper())
+        cookie_file.chmod(0o400)
         self.log = self.dir / "rabbitmq.log"
         self.nodename = f"kassa{self.port}@localhost"
         config = self.dir / "rabbitmq.conf"
@@ -224,6 +289,23 @@ class PrivateRabbit(_Server):
         self._wait_ready(self._accepts, timeout, self.log)
         return self
 
+    def ctl(self, *args: str, timeout: float = 60) -> str:
+        """``rabbitmqctl -n NODE ARGS`` with the node's own environment (and so its cookie: the
+        packaged wrapper would switch to the service account's home and the machine's cookie)."""
+        result = subprocess.run(
+            ["/usr/lib/rabbitmq/bin/rabbitmqctl", "-n", self.nodename, *args],
+            env=self._env(),
+            user=self.user,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+            cwd="/",
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"rabbitmqctl {' '.join(args)} on {self.nodename}: {result.stderr or result.stdout}")
+        return result.stdout
+
     def _accepts(self) -> bool:
         if not _answers(self.port):
             return False
@@ -238,3 +320,72 @@ class PrivateRabbit(_Server):
     def remove(self) -> None:
         self.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class RabbitCluster:
+    """``size`` private RabbitMQ nodes sharing an Erlang cookie of their own, clustered with
+    ``rabbitmqctl join_cluster`` onto the first. ``url`` lists every node, comma-separated
+    (``RABBITMQ_URL``'s form for a cluster)."""
+
+    def __init__(self, size: int = 3) -> None:
+        cookie = secrets.token_hex(20).upper()
+        self.nodes = [PrivateRabbit(cookie=cookie) for _ in range(size)]
+
+    @property
+    def url(self) -> str:
+        return ",".join(node.url for node in self.nodes)
+
+    @property
+    def live(self) -> list[PrivateRabbit]:
+        return [node for node in self.nodes if node.running]
+
+    def start(self, timeout: float = 120) -> RabbitCluster:
+        import threading
+
+        failures: list[BaseException] = []
+
+        def start(node: PrivateRabbit) -> None:
+            try:
+                node.start(timeout)
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=start, args=(node,)) for node in self.nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if failures:
+            raise failures[0]
+        first = self.nodes[0]
+        for node in self.nodes[1:]:
+            node.ctl("stop_app")
+            node.ctl("join_cluster", first.nodename)
+            node.ctl("start_app")
+            node._wait_ready(node._accepts, timeout, node.log)
+        running = first.ctl("eval", "length(rabbit_nodes:all_running()).").strip()
+        if running != str(len(self.nodes)):
+            raise RuntimeError(f"the cluster runs {running} nodes of {len(self.nodes)}")
+        return self
+
+    def leaders(self, names: list[str]) -> dict[str, str]:
+        """Queue name → the node name of its leader, for those of ``names`` that exist."""
+        for node in self.live:
+            try:
+                out = node.ctl("list_queues", "--quiet", "--no-table-headers", "name", "leader", timeout=30)
+            except RuntimeError:
+                continue
+            found = {}
+            for line in out.splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[0] in names:
+                    found[parts[0]] = parts[1]
+            return found
+        raise RuntimeError("no node of the cluster answers")
+
+    def node(self, nodename: str) -> PrivateRabbit:
+        return next(node for node in self.nodes if node.nodename == nodename)
+
+    def remove(self) -> None:
+        for node in self.nodes:
+            node.remove()

@@ -14,6 +14,12 @@ is printed, with the tails of the logs of the processes concerned, and the exit 
 
     python -m kassa_dev.chaos            # the full run, ~10 minutes
     python -m kassa_dev.chaos --short    # one kill per process type, 5 s outages (~2 minutes)
+    python -m kassa_dev.chaos --ha       # a RabbitMQ cluster and a PostgreSQL standby, failed over (~4 minutes)
+
+With ``--ha`` the servers are a three-node RabbitMQ cluster and a PostgreSQL primary with a
+synchronous streaming standby (``kassa_dev.instances``), the processes are given every node
+and both hosts, and the disruptions are the failovers: the RabbitMQ node leading the queues
+killed, then the primary killed and the standby promoted (``stack.Chaos``), each timed.
 
 The harness is in the development package, beside ``make run``'s launcher, because it is
 tooling: the services never import it. ``stack`` starts the private servers and the

@@ -33,6 +33,15 @@ class Plan:
 
 
 def plan_for(args) -> Plan:
+    if args.ha:  # the failovers, one third and two thirds in, with a kill of each process type
+        return Plan(
+            seconds=args.seconds or 90,
+            test_per_second=0.6,
+            live_per_second=0.3,
+            kills_per_type=1,
+            outages=[("rabbitmq-leader", 0), ("postgres-primary", 0)],
+            quiesce_timeout=240,
+        )
     if args.short:
         return Plan(
             seconds=args.seconds or 50,
@@ -64,6 +73,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m kassa_dev.chaos", description=(kassa_dev.chaos.__doc__ or "").split("\n\n")[0]
     )
     parser.add_argument("--short", action="store_true", help="one kill per process type, 5 s outages (~2 min)")
+    parser.add_argument(
+        "--ha",
+        action="store_true",
+        help=(
+            "a three-node RabbitMQ cluster and a PostgreSQL primary with a streaming standby; the node "
+            "leading the queues killed, the primary killed and the standby promoted (~5 min)"
+        ),
+    )
     parser.add_argument("--seconds", type=float, default=None, help="length of the chaos phase")
     parser.add_argument("--seed", type=int, default=None, help="random seed (printed; repeat a run's order)")
     args = parser.parse_args(argv)
@@ -72,14 +89,15 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(seed)
     root = chain.find_repo_root()
     log_dir = Path(tempfile.mkdtemp(prefix="kassa-chaos-"))
-    log(f"{'short' if args.short else 'full'} run, seed {seed}, {plan.seconds:g} s of chaos; logs in {log_dir}")
+    kind = "HA" if args.ha else "short" if args.short else "full"
+    log(f"{kind} run, seed {seed}, {plan.seconds:g} s of chaos; logs in {log_dir}")
     began = time.monotonic()
     stack: Stack | None = None
     receiver = Receiver()
     traffic: Traffic | None = None
     engine = None
     try:
-        stack = start_stack(root, log_dir)
+        stack = start_stack(root, log_dir, ha=args.ha)
         merchant = set_up_merchant(stack, receiver)
         webhooks = Deliveries(receiver, merchant.secrets)
         w3 = Web3(Web3.HTTPProvider(stack.anvil.rpc_url))
@@ -128,9 +146,9 @@ def main(argv: list[str] | None = None) -> int:
             for p in stack.every():
                 p.stop()
             chain.stop_anvil(stack.anvil)
-            for server, name in ((stack.pg, "postgres.log"), (stack.rabbit, "rabbitmq.log")):
+            for name, server in stack.servers:
                 if server.log.exists():
-                    shutil.copy(server.log, log_dir / name)
+                    shutil.copy(server.log, log_dir / f"{name}.log")
                 server.remove()
 
 

@@ -285,6 +285,24 @@ def check(stack: Stack, sessions, traffic: Traffic, webhooks: Deliveries, chaos:
     if wrong:
         violations.append(("transfers", (f"{len(wrong)} payments without exactly one counted transfer: {wrong[:5]}")))
 
+    # failovers (--ha): the stack recovered from each, and how long it took
+    failover_rows = []
+    for f in chaos.failovers:
+        took = failover_times(f.at, traffic, deliveries)
+        if took["completed"] is None:
+            violations.append(("payments", f"no payment created after the {f.kind} failover completed ({f.what})"))
+        failover_rows.append(
+            (
+                f"failover: {f.kind}",
+                (
+                    f"{f.what}; after the kill: the creates under way answered in {_seconds(took['under_way'])}, "
+                    f"a new create in {_seconds(took['create'])}, the first event "
+                    f"through the broker (payment.created webhook) in {_seconds(took['event'])}, the first payment "
+                    f"completed (payment.completed webhook) in {_seconds(took['completed'])}"
+                ),
+            )
+        )
+
     # the counts
     kinds = collections.Counter(kind for kind in traffic.created.values())
     transition_types = collections.Counter(e.type for e in events if e.type.startswith("payment."))
@@ -338,8 +356,34 @@ def check(stack: Stack, sessions, traffic: Traffic, webhooks: Deliveries, chaos:
         ("kills (SIGKILL)", ", ".join(f"{k} {v}" for k, v in sorted(chaos.kills.items()))),
         ("outages", ", ".join(chaos.done_outages)),
         ("exits not caused by the harness", ", ".join(f"{k} {v}" for k, v in exits.items() if v) or "none"),
+        *failover_rows,
     ]
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         log(f"{k:<{width}}  {v}")
     return violations
+
+
+def failover_times(at: float, traffic: Traffic, deliveries: list[Delivery]) -> dict[str, float | None]:
+    """Seconds from a kill at ``at`` (wall clock) to the first create the API answered, the
+    first payment.created webhook and the first payment.completed webhook, each of a payment
+    whose create was first asked for after the kill (None: none came); and ``under_way``: to
+    the answer of the last create asked for before the kill and answered after it (0: none
+    was under way), how long creates were failing and being retried."""
+    fresh = {pid for pid, t in traffic.asked_at.items() if t > at}
+    under_way = [traffic.answered_at[pid] - at for pid, t in traffic.asked_at.items() if t <= at]
+
+    def first(times) -> float | None:
+        times = sorted(t for t in times if t > at)
+        return times[0] - at if times else None
+
+    return {
+        "under_way": max((t for t in under_way if t > 0), default=0.0),
+        "create": first(traffic.answered_at[pid] for pid in fresh),
+        "event": first(d.at for d in deliveries if d.event_type == "payment.created" and d.payment_id in fresh),
+        "completed": first(d.at for d in deliveries if d.event_type == "payment.completed" and d.payment_id in fresh),
+    }
+
+
+def _seconds(value: float | None) -> str:
+    return "never" if value is None else f"{value:.1f} s"

@@ -1,7 +1,13 @@
 """The stack a chaos run starts and breaks: a private PostgreSQL and RabbitMQ (their own
 ports and data directories, so they can be crashed by pid without touching the machine's
 shared servers), anvil with the dev tokens and the forwarder factory, every process of the
-Procfile under a restart loop, and the disruptions (SIGKILLs and outages)."""
+Procfile under a restart loop, and the disruptions (SIGKILLs and outages).
+
+With ``ha``: a PostgreSQL primary with a synchronous streaming standby instead of the one
+server (``DATABASE_URL`` lists both, ``target_session_attrs=read-write``;
+``DATABASE_READ_URL`` prefers the standby) and a three-node RabbitMQ cluster instead of the
+one node (``RABBITMQ_URL`` lists the three); the disruptions then include killing the node
+leading the queues and killing the primary with the standby promoted (``Failover``)."""
 
 from __future__ import annotations
 
@@ -19,9 +25,10 @@ import requests
 from web3 import Web3
 
 from kassa_common.db import ensure_database
+from kassa_common.messaging import topology
 from kassa_common.migrate import upgrade
 from kassa_dev import chain, procfile
-from kassa_dev.instances import PrivatePostgres, PrivateRabbit, free_port
+from kassa_dev.instances import PrivatePostgres, PrivateRabbit, RabbitCluster, free_port
 from kassa_dev.receiver import Receiver
 
 # How many of each process run side by side: the ones DESIGN §1 says scale horizontally are
@@ -122,12 +129,25 @@ class Supervised:
 class Stack:
     root: Path
     log_dir: Path
-    pg: PrivatePostgres
-    rabbit: PrivateRabbit
+    pg: PrivatePostgres  # the primary, with ``ha``
+    rabbit: PrivateRabbit | RabbitCluster
     anvil: subprocess.Popen
     database_url: str
     base: str
+    standby: PrivatePostgres | None = None  # with ``ha``
     processes: dict[str, list[Supervised]] = field(default_factory=dict)
+
+    @property
+    def servers(self) -> list[tuple[str, PrivatePostgres | PrivateRabbit]]:
+        """Every private server with the name its log is kept under."""
+        out: list[tuple[str, PrivatePostgres | PrivateRabbit]] = [("postgres", self.pg)]
+        if self.standby is not None:
+            out.append(("postgres-standby", self.standby))
+        if isinstance(self.rabbit, RabbitCluster):
+            out += [(f"rabbitmq-{i}", node) for i, node in enumerate(self.rabbit.nodes, start=1)]
+        else:
+            out.append(("rabbitmq", self.rabbit))
+        return out
 
     @property
     def api(self) -> str:
@@ -142,7 +162,9 @@ class Stack:
         )
 
 
-def process_env(root: Path, database_url: str, rabbit_url: str, rpc_url: str, port: int) -> dict[str, str]:
+def process_env(
+    root: Path, database_url: str, rabbit_url: str, rpc_url: str, port: int, read_url: str | None = None
+) -> dict[str, str]:
     """The environment of `make run` (kassa_dev.run.DEV_DEFAULTS) pointed at the private
     servers, with test-mode payments completing after 1 s and a short webhook retry schedule."""
     from kassa_dev.run import DEV_DEFAULTS
@@ -169,20 +191,43 @@ def process_env(root: Path, database_url: str, rabbit_url: str, rpc_url: str, po
             "LOG_LEVEL": "INFO",
         }
     )
+    if read_url:
+        env["DATABASE_READ_URL"] = read_url
     return procfile.with_this_python(env)
 
 
-def start_stack(root: Path, log_dir: Path) -> Stack:
+def start_stack(root: Path, log_dir: Path, *, ha: bool = False) -> Stack:
     from kassa_sweeper.deploy import deploy_factory
     from kassa_sweeper.txs import Signer
 
-    pg, rabbit, anvil = PrivatePostgres(max_connections=300), PrivateRabbit(), None
+    # With a standby, a commit returns once the standby has the WAL too (synchronous_commit is
+    # on): promoted, it has every commit an answer reported. Only the primary is started with
+    # it, or the promoted standby would wait for a standby it does not have.
+    pg = PrivatePostgres(max_connections=300, settings={"synchronous_standby_names": "*"} if ha else None)
+    standby = PrivatePostgres.standby_of(pg, max_connections=300) if ha else None
+    rabbit: PrivateRabbit | RabbitCluster = RabbitCluster(3) if ha else PrivateRabbit()
+    anvil, read_url = None, None
     try:
         pg.start()
         log(f"private PostgreSQL on port {pg.port} (data {pg.data})")
+        if standby is not None:
+            standby.start()
+            log(f"private PostgreSQL standby on port {standby.port}, streaming from {pg.port} (data {standby.data})")
         rabbit.start()
-        log(f"private RabbitMQ on port {rabbit.port} (node {rabbit.nodename}, dir {rabbit.dir})")
-        database_url = pg.url("kassa_chaos")
+        if isinstance(rabbit, RabbitCluster):
+            nodes = ", ".join(f"{node.nodename} on {node.port}" for node in rabbit.nodes)
+            log(f"private RabbitMQ cluster of {len(rabbit.nodes)} nodes: {nodes}")
+        else:
+            log(f"private RabbitMQ on port {rabbit.port} (node {rabbit.nodename}, dir {rabbit.dir})")
+        if standby is not None:
+            hosts = f"127.0.0.1:{pg.port},127.0.0.1:{standby.port}"
+            database_url = f"postgresql://postgres@{hosts}/kassa_chaos?target_session_attrs=read-write"
+            read_url = (
+                f"postgresql://postgres@127.0.0.1:{standby.port},127.0.0.1:{pg.port}/kassa_chaos"
+                "?target_session_attrs=prefer-standby"
+            )
+        else:
+            database_url = pg.url("kassa_chaos")
         ensure_database(database_url)
         upgrade(database_url)
         rpc_port = free_port()
@@ -196,11 +241,13 @@ def start_stack(root: Path, log_dir: Path) -> Stack:
         if anvil is not None:
             chain.stop_anvil(anvil)
         rabbit.remove()
+        if standby is not None:
+            standby.remove()
         pg.remove()
         raise
     port = free_port()
-    env = process_env(root, database_url, rabbit.url, rpc_url, port)
-    stack = Stack(root, log_dir, pg, rabbit, anvil, database_url, f"http://127.0.0.1:{port}")
+    env = process_env(root, database_url, rabbit.url, rpc_url, port, read_url)
+    stack = Stack(root, log_dir, pg, rabbit, anvil, database_url, f"http://127.0.0.1:{port}", standby)
     for process in procfile.read(root / "Procfile"):
         stack.processes[process.name] = [
             Supervised(process.name, i, process.argv, env, root, log_dir)
@@ -225,10 +272,21 @@ def ready(base: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class Failover:
+    """A server lost for good mid-run (``make chaos --ha``): when (wall clock), and what."""
+
+    kind: str  # "rabbitmq" (the node leading the queues) | "postgres" (the primary; the standby promoted)
+    at: float  # time.time() of the SIGKILL
+    what: str
+
+
 class Chaos:
     """The disruptions: SIGKILLs of a random instance of each process type (``kills_per_type``
     times each, in random order at random times over the run), and the outages, one after
-    another with equal gaps between them."""
+    another with equal gaps between them. An outage of kind ``rabbitmq-leader`` or
+    ``postgres-primary`` (a cluster's, ``--ha``) is a failover: the server is killed and not
+    started again (``Failover``)."""
 
     def __init__(
         self,
@@ -243,6 +301,7 @@ class Chaos:
         self.seconds, self.kills_per_type, self.outages = seconds, kills_per_type, outages
         self.kills: collections.Counter[str] = collections.Counter()
         self.done_outages: list[str] = []
+        self.failovers: list[Failover] = []
         self._kills_done = threading.Event()
 
     def run(self) -> None:
@@ -276,6 +335,12 @@ class Chaos:
             self._kills_done.set()
 
     def _outage(self, kind: str, seconds: float) -> None:
+        if kind == "rabbitmq-leader":
+            self._kill_rabbitmq_leader()
+            return
+        if kind == "postgres-primary":
+            self._fail_over_postgres()
+            return
         log(f"{kind} down for {seconds:g} s")
         began = time.monotonic()
         if kind == "receiver":
@@ -290,3 +355,32 @@ class Chaos:
         took = time.monotonic() - began
         self.done_outages.append(f"{kind} {seconds:g} s")
         log(f"{kind} back after {took:.1f} s")
+
+    def _kill_rabbitmq_leader(self) -> None:
+        """SIGKILL the cluster node leading most of the work queues (by pid); it stays down."""
+        cluster = self.stack.rabbit
+        assert isinstance(cluster, RabbitCluster)
+        names = [q.name for q in topology.named("").queues]
+        leaders = collections.Counter(cluster.leaders(names).values())
+        if not leaders:
+            raise RuntimeError("no queue has a leader")
+        nodename, led = leaders.most_common(1)[0]
+        node = cluster.node(nodename)
+        at = time.time()
+        node.kill()
+        what = f"node {nodename} (port {node.port}) leading {led} of {len(names)} work queues"
+        self.failovers.append(Failover("rabbitmq", at, what))
+        self.done_outages.append(f"RabbitMQ {what} killed")
+        log(f"SIGKILL RabbitMQ {what}; {len(cluster.live)} nodes left")
+
+    def _fail_over_postgres(self) -> None:
+        """SIGKILL the primary (by pid) and promote the standby; the old primary stays down."""
+        primary, standby = self.stack.pg, self.stack.standby
+        assert standby is not None
+        at = time.time()
+        primary.kill()
+        standby.promote()
+        what = f"primary on {primary.port} killed, standby on {standby.port} promoted"
+        self.failovers.append(Failover("postgres", at, what))
+        self.done_outages.append(f"PostgreSQL {what}")
+        log(f"PostgreSQL {what} ({time.time() - at:.1f} s)")

@@ -72,6 +72,8 @@ class Traffic:
             ("live", live_key, live_per_second, {"amount": 12.34, "token": "USDC", "network": "LOCAL_EVM"}),
         )
         self.created: dict[str, str] = {}  # payment id → "test" | "live"
+        self.asked_at: dict[str, float] = {}  # payment id → time.time() of its create's first attempt
+        self.answered_at: dict[str, float] = {}  # payment id → time.time() of its 201
         self.paid: dict[str, str] = {}  # payment id → the transaction hash that paid it
         self.create_retries = 0
         self._to_pay: queue.Queue = queue.Queue()
@@ -98,9 +100,12 @@ class Traffic:
         while not self.stopping.is_set():
             self.stopping.wait(max(0.0, next_at - time.monotonic()))
             next_at += 1 / rate
+            asked = time.time()
             payment = self._create(http, key, body)
             with self._lock:
                 self.created[payment["id"]] = mode
+                self.asked_at[payment["id"]] = asked
+                self.answered_at[payment["id"]] = time.time()
             if mode == "live":
                 self._to_pay.put(payment)
 

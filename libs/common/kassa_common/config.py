@@ -92,6 +92,31 @@ def _smtp_url(value: str) -> str:
     return value.strip()
 
 
+def _database_url(value: str) -> str:
+    """A PostgreSQL URL, one host or several (libpq's ``host1:port1,host2:port2``); checked
+    here so a typo stops the process at start. The message never repeats the value."""
+    from kassa_common.db import sqlalchemy_url
+
+    try:
+        sqlalchemy_url(value)
+    except Exception:  # noqa: BLE001 - SQLAlchemy's parse errors are of several kinds
+        raise ValueError(
+            "must be postgresql://[user[:password]@]host[:port][,host2[:port2]…]/database[?options]"
+        ) from None
+    return value.strip()
+
+
+def _rabbitmq_url(value: str) -> str:
+    """One ``amqp://`` URL, or several separated by commas (the nodes of a cluster)."""
+    from kassa_common.messaging.publisher import node_urls
+
+    try:
+        node_urls(value)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
+    return value.strip()
+
+
 def _operator_email(value: str) -> str | None:
     from kassa_common.emails import valid_email
 
@@ -165,7 +190,8 @@ def _maybe(env: Mapping[str, str], name: str, coerce: Callable[[str], Any], defa
 
 @dataclass(frozen=True)
 class Settings:
-    database_url: str = "postgresql://postgres@127.0.0.1:5432/kassa"
+    database_url: str = "postgresql://postgres@127.0.0.1:5432/kassa"  # one host, or several (libpq multi-host)
+    database_read_url: str | None = None  # dashboard lists and CSV export; None: database_url
     rabbitmq_url: str = "amqp://guest:guest@127.0.0.1:5672/%2F"
     redis_url: str | None = None
     public_api_url: str = "http://127.0.0.1:8000/v1/api"
@@ -235,8 +261,9 @@ class Settings:
         env = dict(os.environ if env is None else env)
         d = cls()
         return cls(
-            database_url=_maybe(env, "DATABASE_URL", str, d.database_url),
-            rabbitmq_url=_maybe(env, "RABBITMQ_URL", str, d.rabbitmq_url),
+            database_url=_maybe(env, "DATABASE_URL", _database_url, d.database_url),
+            database_read_url=_maybe(env, "DATABASE_READ_URL", _database_url, None),
+            rabbitmq_url=_maybe(env, "RABBITMQ_URL", _rabbitmq_url, d.rabbitmq_url),
             redis_url=_maybe(env, "REDIS_URL", str, None),
             public_api_url=_maybe(env, "PUBLIC_API_URL", str, d.public_api_url).rstrip("/"),
             checkout_url=_maybe(env, "CHECKOUT_URL", str, d.checkout_url).rstrip("/"),
@@ -319,6 +346,11 @@ class Settings:
 
     def with_(self, **overrides: Any) -> Settings:
         return replace(self, **overrides)
+
+    @property
+    def read_database_url(self) -> str:
+        """Where the dashboard's lists and CSV export read: a replica when one is set."""
+        return self.database_read_url or self.database_url
 
     @property
     def development(self) -> bool:

@@ -27,11 +27,64 @@ from sqlalchemy.orm import Session, sessionmaker
 
 
 def sqlalchemy_url(database_url: str) -> str:
-    """Accept plain ``postgresql://`` URLs and pin the psycopg2 driver."""
-    url = make_url(database_url)
+    """Accept plain ``postgresql://`` URLs and pin the psycopg2 driver.
+
+    A libpq multi-host URL (``postgresql://u@h1:5432,h2:5433/kassa?target_session_attrs=read-write``)
+    becomes SQLAlchemy's spelling of it (``postgresql+psycopg2://u@/kassa?host=h1:5432&host=h2:5433&…``),
+    which psycopg2 hands to libpq as one connection string: libpq tries the hosts in turn
+    and keeps the first that answers as asked (the primary, for ``read-write``)."""
+    url = make_url(_sqlalchemy_spelling(database_url))
     if url.drivername in ("postgresql", "postgres"):
         url = url.set(drivername="postgresql+psycopg2")
     return url.render_as_string(hide_password=False)
+
+
+def _sqlalchemy_spelling(database_url: str) -> str:
+    """A libpq URL listing several hosts in its netloc, respelled with one ``host`` query
+    parameter per host (each ``host:port``); any other URL as it is."""
+    scheme, sep, rest = database_url.strip().partition("://")
+    if not sep:
+        return database_url
+    netloc, slash, tail = rest.partition("/")
+    userinfo, at, hostlist = netloc.rpartition("@")
+    if "," not in hostlist:
+        return database_url
+    hosts = [h.strip() for h in hostlist.split(",")]
+    if not all(hosts):
+        raise ValueError(f"an empty host in the host list {hostlist!r}")
+    path, _, query = tail.partition("?")
+    params = "&".join(f"host={h}" for h in hosts)
+    query = f"{params}&{query}" if query else params
+    return f"{scheme}://{userinfo}{at}/{path if slash else ''}?{query}"
+
+
+def hosts(database_url: str) -> list[str]:
+    """The ``host[:port]`` entries of ``database_url`` in the order libpq tries them."""
+    url = make_url(sqlalchemy_url(database_url))
+    listed = url.query.get("host")
+    if listed:
+        return [listed] if isinstance(listed, str) else list(listed)
+    host = url.host or ""
+    return [f"{host}:{url.port}" if url.port else host]
+
+
+def with_database(database_url: str, name: str) -> str:
+    """``database_url`` (one host or several) naming database ``name`` instead, as libpq reads it."""
+    return libpq_url(make_url(sqlalchemy_url(database_url)).set(database=name).render_as_string(hide_password=False))
+
+
+def libpq_url(database_url: str) -> str:
+    """``database_url`` as libpq reads it (several hosts in its netloc again), for code
+    that connects through psycopg2 directly."""
+    url = make_url(sqlalchemy_url(database_url)).set(drivername="postgresql")
+    listed = url.query.get("host")
+    if listed is None or isinstance(listed, str):
+        return url.render_as_string(hide_password=False)
+    names = list(listed)
+    rendered = url.set(query={k: v for k, v in url.query.items() if k != "host"}).render_as_string(hide_password=False)
+    scheme, _, rest = rendered.partition("://")
+    userinfo, at, tail = rest.partition("@") if "@" in rest.partition("/")[0] else ("", "", rest)
+    return f"{scheme}://{userinfo}{at}{','.join(names)}{tail}"
 
 
 def make_engine(
@@ -161,7 +214,7 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
 def ensure_database(database_url: str) -> bool:
     """Create the database named in the URL if it does not exist. True if created."""
     url = make_url(sqlalchemy_url(database_url))
-    admin = sa.create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+    admin = sa.create_engine(sqlalchemy_url(with_database(database_url, "postgres")), isolation_level="AUTOCOMMIT")
     try:
         with admin.connect() as conn:
             exists = conn.scalar(sa.text("SELECT 1 FROM pg_database WHERE datname = :n"), {"n": url.database})

@@ -52,6 +52,16 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     engine = engine or make_engine(
         settings.database_url, pool_size=settings.db_pool_size, application_name="kassa-api", pre_ping=False
     )  # a checkout is a request: see kassa_common.db
+    read_engine = (
+        make_engine(
+            settings.database_read_url,
+            pool_size=settings.db_pool_size,
+            application_name="kassa-api-read",
+            pre_ping=False,
+        )
+        if settings.database_read_url
+        else None
+    )  # the dashboard's lists and CSV export (kassa_api.deps.read_db)
     deps_module.init_app(
         app,
         deps_module.Deps(
@@ -67,6 +77,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
             ),
             signups=make_limiter(settings.redis_url, settings.signups_per_hour, window=3600),
             logins=make_store(engine, settings.redis_url),
+            read_sessions=make_session_factory(read_engine) if read_engine is not None else None,
         ),
     )
     if settings.trusted_proxies:  # the client address is the one the proxies saw (rate limits, throttling)

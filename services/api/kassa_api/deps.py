@@ -30,6 +30,7 @@ class Deps:
     login_failures_by_address: RateLimiter  # failed dashboard logins, per client address across emails
     signups: RateLimiter  # sign-ups, per client address
     logins: LoginStore  # dashboard sessions kept on the server
+    read_sessions: sessionmaker[Session] | None = None  # DATABASE_READ_URL's (a replica); None: ``sessions``
 
 
 def deps() -> Deps:
@@ -67,6 +68,21 @@ def db() -> Session:
     return g.db
 
 
+def read_db() -> Session:
+    """The request's session for the dashboard's lists and exports: on ``DATABASE_READ_URL``
+    (a replica, a moment behind the primary) when it is set, else the request's ``db()``."""
+    if deps().read_sessions is None:
+        return db()
+    if "read_db" not in g:
+        g.read_db = deps().read_sessions()  # type: ignore[misc]  # not None: checked above
+    return g.read_db
+
+
+def read_sessions() -> sessionmaker[Session]:
+    """The session factory ``read_db`` draws from (a streamed export opens its own session)."""
+    return deps().read_sessions or deps().sessions
+
+
 @contextmanager
 def transaction() -> Iterator[Session]:
     """The request's session, committed at the end of the block (rolled back on error)."""
@@ -84,9 +100,10 @@ def init_app(app: Flask, d: Deps) -> None:
 
     @app.teardown_appcontext
     def _close(exc: BaseException | None) -> None:
-        session = g.pop("db", None)
-        if session is not None:
-            session.close()
+        for name in ("db", "read_db"):
+            session = g.pop(name, None)
+            if session is not None:
+                session.close()
         conn = g.pop("conn", None)
         if conn is not None:
             release_autocommit(conn)

@@ -9,9 +9,8 @@ import logging
 
 import psycopg2
 import psycopg2.extensions
-from sqlalchemy.engine import make_url
 
-from kassa_common.db import sqlalchemy_url
+from kassa_common.db import libpq_url
 
 log = logging.getLogger("kassa.chain_watcher")
 
@@ -23,8 +22,7 @@ def lock_key(network: str, purpose: str = "chain-watcher") -> int:
 
 
 def _dsn(database_url: str) -> str:
-    url = make_url(sqlalchemy_url(database_url)).set(drivername="postgresql")
-    return url.render_as_string(hide_password=False)
+    return libpq_url(database_url)  # several hosts too: libpq picks the one asked for
 
 
 class NetworkLock:

@@ -29,10 +29,11 @@ class QueueDepth:
 
 
 def _connect(url: str, name: str) -> pika.BlockingConnection:
-    params = connection_parameters(url, name)
-    params.socket_timeout = 3
-    params.stack_timeout = 5
-    return pika.BlockingConnection(params)
+    every = connection_parameters(url, name)
+    for params in every:
+        params.socket_timeout = 3
+        params.stack_timeout = 5
+    return pika.BlockingConnection(every)
 
 
 def queue_depths(url: str, topo: topology.Topology) -> list[QueueDepth]:

@@ -55,7 +55,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from kassa_common import transient
 from kassa_common.db import unit_of_work
 from kassa_common.messaging import topology
-from kassa_common.messaging.publisher import connection_parameters
+from kassa_common.messaging.publisher import Nodes
 
 log = logging.getLogger("kassa.bus")
 ATTEMPT_HEADER = "x-kassa-attempt"
@@ -134,6 +134,7 @@ class Consumer:
         self.paused = threading.Event()  # set while waiting out an outage
         self.consuming = threading.Event()  # set while subscribed to the queue
         self._stopping = threading.Event()
+        self.nodes = Nodes(url, name)
         self._conn: pika.BlockingConnection | None = None
         self._channel: BlockingChannel | None = None
         self._buffer: list[_Incoming] = []
@@ -175,7 +176,7 @@ class Consumer:
         return self._channel
 
     def _consume(self) -> None:
-        conn = self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
+        conn = self._conn = self.nodes.connect()
         channel = self._channel = conn.channel()
         self.topo.declare(channel)
         if self.queue not in self.topo.queues:
@@ -365,7 +366,9 @@ class Consumer:
             headers=headers,
             timestamp=int(time.time()),
         )
-        channel.basic_publish("", queue, body, new_props)
+        # mandatory: a queue missing (being replaced, see topology) fails the publish, and the
+        # message, unacked, comes back, instead of the broker confirming a message it dropped
+        channel.basic_publish("", queue, body, new_props, mandatory=True)
 
 
 @dataclass(frozen=True)

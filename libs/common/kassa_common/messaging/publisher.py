@@ -49,13 +49,51 @@ def async_channel(channel: BlockingChannel) -> Channel:
     return impl
 
 
-def connection_parameters(url: str, name: str) -> pika.URLParameters:
-    params = pika.URLParameters(url)
-    params.heartbeat = 30
-    params.blocked_connection_timeout = 30
-    params.connection_attempts = 1
-    params.client_properties = {"connection_name": name}
-    return params
+def node_urls(url: str) -> list[str]:
+    """The nodes ``RABBITMQ_URL`` lists: one ``amqp://`` (or ``amqps://``) URL, or several
+    separated by commas (a cluster's nodes, each with its credentials and virtual host)."""
+    urls = [u.strip() for u in url.split(",")]
+    if not urls or not all(urls) or any(not u.startswith(("amqp://", "amqps://")) for u in urls):
+        raise ValueError("must be amqp://user:password@host:port/vhost, or several such URLs separated by commas")
+    return urls
+
+
+def connection_parameters(url: str, name: str) -> list[pika.URLParameters]:
+    """Connection parameters for each node of ``url``, in order: pika's ``BlockingConnection``
+    takes the list and connects to the first node that answers."""
+    out = []
+    for node in node_urls(url):
+        params = pika.URLParameters(node)
+        params.heartbeat = 30
+        params.blocked_connection_timeout = 30
+        params.connection_attempts = 1
+        params.client_properties = {"connection_name": name}
+        out.append(params)
+    return out
+
+
+class Nodes:
+    """The broker's nodes, for a client that reconnects: the node a connection was made to
+    goes last in the order the next connection tries them, so a client whose node died goes
+    to another one first (a host that no longer answers costs a connect timeout to try)
+    and a cluster's clients spread over its nodes as they fail over."""
+
+    def __init__(self, url: str, name: str) -> None:
+        self._params = connection_parameters(url, name)
+        self._index = 0
+
+    @property
+    def params(self) -> list[pika.URLParameters]:
+        return self._params[self._index :] + self._params[: self._index]
+
+    def connect(self) -> pika.BlockingConnection:
+        order = self.params
+        conn = pika.BlockingConnection(order)
+        used = getattr(getattr(conn, "_impl", None), "params", None)  # the node pika settled on
+        for params in order:
+            if params is used:
+                self._index = (self._params.index(params) + 1) % len(self._params)
+        return conn
 
 
 class Publisher:
@@ -72,6 +110,7 @@ class Publisher:
     ) -> None:
         self.url, self.exchange, self.name, self.timeout = url, exchange, name, timeout
         self.declare = declare  # declares the topology on each new connection
+        self.nodes = Nodes(url, name)
         self._conn: pika.BlockingConnection | None = None
         self._channel: BlockingChannel | None = None
         self._next_tag = 1
@@ -82,7 +121,7 @@ class Publisher:
         if self._conn is not None and self._conn.is_open and self._channel is not None and self._channel.is_open:
             return self._conn, self._channel
         self.close()
-        conn = self._conn = pika.BlockingConnection(connection_parameters(self.url, self.name))
+        conn = self._conn = self.nodes.connect()
         channel = self._channel = conn.channel()
         if self.declare is not None:
             self.declare(channel)

@@ -1,26 +1,35 @@
 """Every exchange and queue Kassa uses, declared in one place for services and tests.
 
 Each consuming queue ``Q`` is a durable quorum queue with two companions:
-``Q.retry`` (messages wait ``RETRY_DELAY_MS`` there, then dead-letter back to ``Q``) and
-``Q.dlq`` (messages that failed ``MAX_ATTEMPTS`` times or cannot be handled at all).
+``Q.retry`` (messages wait ``RETRY_DELAY_MS`` there, then dead-letter back to ``Q``, the
+broker keeping each until ``Q`` has it: at-least-once dead-lettering) and ``Q.dlq``
+(messages that failed ``MAX_ATTEMPTS`` times or cannot be handled at all). All three are
+quorum queues, replicated over a cluster's nodes, so losing a node loses none of them and
+blocks nobody's declare (a classic queue whose node is down refuses even that). A retry
+queue an older Kassa declared as classic is replaced by a quorum one once it is empty
+(it empties itself into ``Q`` within ``RETRY_DELAY_MS``).
 
 The chain watchers' address feed (``payment.created``) is the one queue per process rather
 than per consumer kind: every watcher process keeps the whole watchlist, so each takes every
-``payment.created`` from a queue of its own (``Topology.watcher_feed``). Those queues are
-classic and expire (``x-expires``, with their companions) once unused for
+``payment.created`` from a queue of its own (``Topology.watcher_feed``). Those queues
+expire (``x-expires``, with their companions) once unused for
 ``FEED_EXPIRES_MS``: a stopped process leaves nothing behind. What a new process missed is
 in the database, which the watcher reads at start and every reload.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
+import pika.exceptions
 from pika.adapters.blocking_connection import BlockingChannel
 
 from kassa_common.messaging.messages import EventType, RoutingKey
 
+log = logging.getLogger("kassa.bus")
 EXCHANGE = "kassa.events"
+PRECONDITION_FAILED = 406
 RETRY_DELAY_MS = 5_000
 MAX_ATTEMPTS = 5
 FEED_EXPIRES_MS = 10 * 60_000
@@ -71,19 +80,59 @@ def declare(channel: BlockingChannel, exchange: str = EXCHANGE, queues: tuple[Qu
 def declare_queue(channel: BlockingChannel, exchange: str, q: QueueSpec) -> None:
     """Idempotently declare ``q``, its retry queue and DLQ, and bind it to ``exchange``
     (declared already). Declaring an expiring queue again restarts its expiry."""
-    kind: dict[str, object] = {"x-queue-type": "quorum"} if q.expires_ms is None else {"x-expires": q.expires_ms}
-    channel.queue_declare(queue=q.name, durable=True, arguments=kind)
+    kind: dict[str, object] = {"x-queue-type": "quorum"}
+    if q.expires_ms is None:
+        channel.queue_declare(queue=q.name, durable=True, arguments=kind)
+    else:  # a watcher's feed, classic before: what it held is in the database, read at start
+        kind["x-expires"] = q.expires_ms
+        _declare_replacing(channel, q.name, kind, if_empty=False)
     retry: dict[str, object] = {
+        **kind,
         "x-message-ttl": q.retry_delay_ms,
         "x-dead-letter-exchange": "",
         "x-dead-letter-routing-key": q.name,
+        "x-dead-letter-strategy": "at-least-once",
+        "x-overflow": "reject-publish",  # at-least-once dead-lettering asks for it
     }
-    if q.expires_ms is not None:
-        retry["x-expires"] = q.expires_ms
-    channel.queue_declare(queue=q.retry, durable=True, arguments=retry)
-    channel.queue_declare(queue=q.dlq, durable=True, arguments=kind)
+    _declare_replacing(channel, q.retry, retry)
+    if q.expires_ms is None:
+        channel.queue_declare(queue=q.dlq, durable=True, arguments=kind)
+    else:
+        _declare_replacing(channel, q.dlq, kind)
     for key in q.bindings:
         channel.queue_bind(queue=q.name, exchange=exchange, routing_key=key)
+
+
+def _declare_replacing(
+    channel: BlockingChannel, name: str, arguments: dict[str, object], *, if_empty: bool = True
+) -> None:
+    """Declare a queue an older Kassa declared as classic, on a channel of its own (the
+    broker's refusal of the new arguments closes the channel it happens on): the classic
+    queue is deleted (``if_empty``: only once empty) and declared anew. A retry queue still
+    holding messages is kept this time: it empties into its work queue within the retry
+    delay, and the next declare replaces it."""
+    side = channel.connection.channel()
+    try:
+        side.queue_declare(queue=name, durable=True, arguments=arguments)
+        return
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != PRECONDITION_FAILED:
+            raise
+    finally:
+        if side.is_open:
+            side.close()
+    side = channel.connection.channel()
+    try:
+        side.queue_delete(queue=name, if_empty=if_empty)
+        side.queue_declare(queue=name, durable=True, arguments=arguments)
+        log.info("queue %s is a quorum queue now", name)
+    except pika.exceptions.ChannelClosedByBroker as exc:
+        if exc.reply_code != PRECONDITION_FAILED:
+            raise
+        log.warning("queue %s is a classic queue still holding messages; replaced once empty", name)
+    finally:
+        if side.is_open:
+            side.close()
 
 
 @dataclass(frozen=True)

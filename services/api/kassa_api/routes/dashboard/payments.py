@@ -15,7 +15,7 @@ from kassa_common.owner import Owner
 from kassa_common.paging import page_meta
 from kassa_common.timefmt import utcnow
 from kassa_api import query
-from kassa_api.deps import db, deps, transaction
+from kassa_api.deps import db, deps, read_db, read_sessions, transaction
 from kassa_api.routes.dashboard.common import (
     NO_PAYMENT,
     current_owner,
@@ -56,7 +56,9 @@ def list_filters() -> ListFilters:
 def index():
     filters = list_filters()
     page_no = query.page_number()
-    rows, total = payments.list_payments(db(), current_owner(), page=page_no, page_size=PAGE_SIZE, **filters._asdict())
+    rows, total = payments.list_payments(
+        read_db(), current_owner(), page=page_no, page_size=PAGE_SIZE, **filters._asdict()
+    )
     return render(
         "payments.html",
         rows=rows,
@@ -80,7 +82,7 @@ def export():
     owner = current_owner()
     filename = f"kassa-payments-{owner.mode}-{utcnow():%Y-%m-%d}.csv"
     return Response(
-        _csv(deps().sessions, owner, filters),
+        _csv(read_sessions(), owner, filters),
         mimetype="text/csv",
         headers={"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"},
     )
