@@ -477,7 +477,7 @@ class WebhookDelivery(Base):
         sa.UniqueConstraint("event_id", "endpoint_id"),
         sa.Index("webhook_deliveries_due", "next_attempt_at", postgresql_where=sa.text("status = 'PENDING'")),
         sa.Index("webhook_deliveries_endpoint", "endpoint_id", sa.text("created_at DESC")),
-        # the claims under way per endpoint (a claim counts them: WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT)
+        # the deliveries leased per endpoint (claims count their own in the sender since the limit is per process)
         sa.Index(
             "webhook_deliveries_leased",
             "endpoint_id",

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.models import DeliveryAttempt, WebhookDelivery
 from kassa_common.retry import DEFAULT_POLICY
-from kassa_webhook_sender.engine.dispatcher import Dispatcher
+from kassa_webhook_sender.engine.dispatcher import AHEAD, Dispatcher
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.integration.workers.test_webhook_deadline import RawServer, drip, silent
@@ -101,9 +101,9 @@ class CountingWebhooks(Webhooks):
         super().__init__(transport)
         self.claims = 0
 
-    def claim(self, session, n, lease_seconds, ids):
+    def claim(self, session, n, lease_seconds, ids, held=None):
         self.claims += 1
-        return super().claim(session, n, lease_seconds, ids)
+        return super().claim(session, n, lease_seconds, ids, held)
 
 
 def test_the_per_endpoint_limit_bounds_deliveries_under_way_not_deliveries_per_poll(sessions, make_merchant):
@@ -128,13 +128,33 @@ def test_the_per_endpoint_limit_bounds_deliveries_under_way_not_deliveries_per_p
     assert channel.claims <= 2 * BURST, channel.claims
 
 
+class Stuck:
+    """A receiver that reads each request and never answers, counting the requests it holds."""
+
+    def __init__(self) -> None:
+        self.held, self.most = 0, 0
+        self.lock = threading.Lock()
+
+    def behave(self, conn: socket.socket) -> None:
+        with self.lock:
+            self.held += 1
+            self.most = max(self.most, self.held)
+        try:
+            silent(conn)
+        finally:
+            with self.lock:
+                self.held -= 1
+
+
 def test_deliveries_waiting_for_a_place_do_not_hold_up_another_merchants_webhook(sessions, make_merchant):
     """Deliveries to a receiver that never answers fill its four places and the rest wait
     for one; another merchant's webhook handed over after them is claimed at once, not
     behind them: it arrives while the stuck attempts are all still under way (and the
-    claimer's poll timer, an hour here, never fires)."""
+    claimer's poll timer, an hour here, never fires). The sender holds some of the stuck
+    endpoint's deliveries claimed ahead, never more than four under way."""
     attacker, shop = make_merchant(), make_merchant()
-    never, receiver = RawServer(silent), Receiver()
+    stuck = Stuck()
+    never, receiver = RawServer(stuck.behave), Receiver()
     stuck_endpoint = add_endpoint(sessions, attacker.id, never.url)
     add_endpoint(sessions, shop.id, receiver.url)
     dispatcher = Dispatcher(sessions, Webhooks(Transport(allow_private=True)), threads=32, poll_interval=3600).start()
@@ -149,12 +169,42 @@ def test_deliveries_waiting_for_a_place_do_not_hold_up_another_merchants_webhook
 
     try:
         dispatcher.submit(i for _ in range(BURST) for i in intake(sessions, add_event(sessions, attacker.id)))
-        until(lambda: stuck_rows(WebhookDelivery.lease_until.is_not(None)) == 4, message="four stuck attempts")
+        until(lambda: stuck.held == 4, message="four stuck attempts")
+        leased = stuck_rows(WebhookDelivery.lease_until.is_not(None))
         dispatcher.submit(intake(sessions, add_event(sessions, shop.id)))
         until(lambda: receiver.count() == 1, timeout=30, message="the other merchant's webhook")
         recorded = stuck_rows(WebhookDelivery.attempts > 0)
+        time.sleep(0.5)  # a fifth attempt would have reached the receiver by now
     finally:
         dispatcher.stop(timeout=15)
         never.close()
         receiver.close()
     assert recorded == 0  # it did not wait for a stuck attempt to be cut
+    assert stuck.most == 4
+    assert 4 < leased <= AHEAD * 4  # claimed ahead, within its bound
+
+
+def test_a_delivery_claimed_ahead_is_released_unsent_past_half_its_lease(sessions, make_merchant):
+    """A delivery claimed ahead that waited for a place longer than half its lease is never
+    sent by this sender (another one may have claimed it once the lease ran out): it is
+    released, and sent later by a claim of its own. Nothing is sent twice."""
+    shop = make_merchant()
+    slow = RawServer(drip(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok", every=0.02))
+    endpoint = add_endpoint(sessions, shop.id, slow.url)
+    channel = Webhooks(Transport(allow_private=True), per_endpoint=1)
+    dispatcher = Dispatcher(sessions, channel, threads=4, poll_interval=0.25, lease_seconds=2).start()
+    events = [add_event(sessions, shop.id) for _ in range(6)]  # ~1.3 s a send, one place, 1 s to start
+    try:
+        ids = [i for e in events for i in intake(sessions, e)]
+        dispatcher.submit(ids)
+        until(lambda: count_settled(sessions, ids) == len(ids), timeout=60, message="every delivery")
+        with unit_of_work(sessions) as s:
+            attempts = s.scalars(
+                sa.select(DeliveryAttempt.delivery_id)
+                .join(WebhookDelivery, WebhookDelivery.id == DeliveryAttempt.delivery_id)
+                .where(WebhookDelivery.endpoint_id == endpoint.id)
+            ).all()
+    finally:
+        dispatcher.stop(timeout=15)
+        slow.close()
+    assert sorted(attempts) == sorted(ids)  # one attempt each

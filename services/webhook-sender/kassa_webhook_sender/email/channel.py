@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import smtplib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -90,6 +90,7 @@ class Email:
     name: str = "email"
     done: str = NotificationStatus.SENT
     log: logging.Logger = log
+    per_destination: int = 0  # one thread sends them all
 
     def __init__(self, server: smtp.SmtpServer, sender_address: str) -> None:
         self.server, self.sender_address = server, sender_address
@@ -98,7 +99,14 @@ class Email:
     def __str__(self) -> str:
         return f"email via {self.server} from {self.sender_address}"
 
-    def claim(self, session: Session, n: int, lease_seconds: float, ids: Sequence[uuid.UUID] | None) -> list[Job]:
+    def claim(
+        self,
+        session: Session,
+        n: int,
+        lease_seconds: float,
+        ids: Sequence[uuid.UUID] | None,
+        held: Mapping[Hashable, int] | None = None,
+    ) -> list[Job]:
         """The next ``n`` due by the fairness rule (hand-offs only wake the dispatcher)."""
         params = {
             "pending": NotificationStatus.PENDING,
@@ -140,6 +148,9 @@ class Email:
 
     def key(self, job: Job) -> uuid.UUID:
         return job.id
+
+    def destination(self, job: Job) -> Hashable:
+        return None  # one SMTP server
 
     def describe(self, job: Job) -> str:
         return f"notification {job.id} ({job.kind} of {job.event_id}) via {self.server}"

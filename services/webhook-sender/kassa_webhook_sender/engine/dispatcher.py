@@ -8,19 +8,27 @@ raising, no database), ``record`` writes a batch of outcomes. Three kinds of thr
 - the claimer leases rows: first the ids intake handed over after its commit (``submit``),
   then whatever else is due (retries, rows whose lease ran out with their sender). It polls
   every ``poll_interval`` and wakes at once on a hand-off (``submit``, ``wake``) or when
-  recorded outcomes free places. A channel's own limit (so many under way per destination)
-  may leave handed-over ids unclaimed: they wait (after new hand-offs, oldest first) and
-  are claimed again as soon as places free, not at the next poll (a poll finds them too;
-  after a lease's time they are left to it). A freed place that no waiting id takes polls.
-  At most ``max_in_flight`` claims are open, each sent well within its lease.
-- pool threads send one claimed row each. A failure is retried on ``retry``'s schedule
-  (counted from the row's creation), or given up when it has run out or the channel says
-  no retry can help. While the channel's one server is unreachable (``pause``) nothing more
-  is claimed until the next poll: the other rows keep their attempts.
+  recorded outcomes free places. A channel's own limit (so many claimed ahead per
+  destination) may leave handed-over ids unclaimed: they wait (after new hand-offs, oldest
+  first) and are claimed again as soon as places free, not at the next poll (a poll finds
+  them too; after a lease's time they are left to it). A freed place that no waiting id
+  takes polls. At most ``max_in_flight`` claims are open beside those waiting in a lane
+  (below), which a destination's limit bounds.
+- pool threads send one claimed row each. A channel with a ``per_destination`` limit never
+  has more sends under way to one destination (``destination(job)``) than that, counted
+  here, in this process: the rows claimed beyond it wait in the destination's lane and the
+  next one starts the moment a send ends, without a round trip to the database. A claim
+  takes at most ``AHEAD`` times the limit per destination (``held``: what this process
+  holds already), and a row still waiting in its lane half a lease after its claim is
+  released unsent, so every send starts well within its lease: no other sender can have
+  taken the row meanwhile. A failure is retried on ``retry``'s schedule (counted from the
+  row's creation), or given up when it has run out or the channel says no retry can help.
+  While the channel's one server is unreachable (``pause``) nothing more is claimed until
+  the next poll: the other rows keep their attempts.
 - the recorder writes outcomes in batches, one transaction per batch.
 
-``stop()``: stop claiming → finish the sends in progress (claims not yet started are
-released) → record every outcome → close the channel.
+``stop()``: stop claiming → finish the sends in progress (claims not yet started, in the
+pool or waiting in a lane, are released) → record every outcome → close the channel.
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
@@ -48,6 +56,7 @@ from kassa_common.timefmt import utcnow
 log = logging.getLogger("kassa.outbound")
 RECORD_BATCH = 500
 GATHER_SECONDS = 0.01  # a hand-off waits this long for company before it is claimed
+AHEAD = 8  # rows claimed per destination, at most, per place of its limit  # pragma: no mutate
 PENDING, FAILED = "PENDING", "FAILED"  # the statuses every channel's table shares (beside its "done")
 
 ATTEMPTS = Counter("kassa_outbound_attempts_total", "Attempts made (or refused at the destination)", ["channel"])
@@ -113,8 +122,17 @@ class Channel(Protocol[J]):
     name: str  # metrics label and thread names
     done: str  # the status of a row sent: SUCCEEDED, SENT
     log: logging.Logger
+    per_destination: int  # sends under way at once to one destination, per process (0: no limit)
 
-    def claim(self, session: Session, n: int, lease_seconds: float, ids: Sequence[uuid.UUID] | None) -> list[J]: ...
+    def claim(
+        self,
+        session: Session,
+        n: int,
+        lease_seconds: float,
+        ids: Sequence[uuid.UUID] | None,
+        held: Mapping[Hashable, int] | None = None,
+    ) -> list[J]: ...  # ``held``: rows this process holds per destination (at most AHEAD × the limit in all)
+    def destination(self, job: J) -> Hashable: ...  # where it goes, for ``per_destination``
     def send(self, job: J) -> Result: ...
     def record(self, session: Session, outcomes: list[Outcome[J]]) -> None: ...
     def describe(self, job: J) -> str: ...  # for logs: which row, where to
@@ -141,7 +159,11 @@ class Dispatcher(Generic[J]):
         self._handoff: deque[uuid.UUID] = deque()
         self._waiting: OrderedDict[uuid.UUID, float] = OrderedDict()  # handed over, left unclaimed: since
         self._outcomes: queue.Queue[Outcome[J]] = queue.Queue()
-        self._in_flight = 0
+        self._in_flight = 0  # claimed, outcome not yet recorded
+        self._queued = 0  # of those, waiting in a lane for a place
+        self._held: dict[Hashable, int] = {}  # the same, per destination
+        self._sending: dict[Hashable, int] = {}  # sends under way (or queued in the pool) per destination
+        self._lanes: dict[Hashable, deque[tuple[J, float]]] = {}  # claimed, waiting for a place: since
         self._backlog = False  # poll at the next wake, not only at the next poll interval
         self._freed = False  # outcomes recorded: places free for what the channel's limit left
         self._handed_off = False  # ids arrived since the last claim: let their company gather
@@ -176,6 +198,12 @@ class Dispatcher(Generic[J]):
         if self._pool is not None:
             self._threads[0].join(timeout)
             self._pool.shutdown(wait=True)
+            with self._lock:  # claimed rows still waiting for a place: released
+                waiting = [job for lane in self._lanes.values() for job, _ in lane]
+                self._lanes.clear()
+                self._queued = 0
+            for job in waiting:
+                self._outcomes.put(Outcome(job))
             self._sends_done.set()
             self._threads[1].join(timeout)
         self.channel.close()
@@ -199,8 +227,10 @@ class Dispatcher(Generic[J]):
         """Lease up to ``n`` due rows (only among ``ids`` when given)."""
         if n <= 0:
             return []
+        with self._lock:
+            held = dict(self._held) if self.channel.per_destination else None
         with unit_of_work(self.sessions) as session:
-            return self.channel.claim(session, n, self.lease_seconds, ids)
+            return self.channel.claim(session, n, self.lease_seconds, ids, held)
 
     def _claim_loop(self) -> None:
         next_poll = 0.0
@@ -235,7 +265,7 @@ class Dispatcher(Generic[J]):
         if it has room for more and hand-offs not yet tried or claimed all it asked for."""
         if time.monotonic() < self._paused_until:
             return False
-        free = self.max_in_flight - self._in_flight
+        free = self.max_in_flight - self._active()
         ids = self._handed_over(free)
         jobs = self.claim(len(ids), list(ids)) if ids else []
         for job in jobs:
@@ -250,12 +280,13 @@ class Dispatcher(Generic[J]):
             for job in due:
                 self._waiting.pop(self.channel.key(job), None)
             jobs += due
-        with self._lock:
-            self._in_flight += len(jobs)
-        for job in jobs:
-            self._pool.submit(self._attempt, job)  # type: ignore[union-attr]
-        room = self._in_flight < self.max_in_flight
+        self._dispatch(jobs)
+        room = self._active() < self.max_in_flight
         return room and (bool(self._handoff) or bool(jobs) and not short)  # hand-offs are all tried at once
+
+    def _active(self) -> int:
+        """Claims open and not waiting in a lane: sending, or sent with the outcome unrecorded."""
+        return self._in_flight - self._queued
 
     def _handed_over(self, n: int) -> OrderedDict[uuid.UUID, float]:
         """Up to ``n`` handed-over ids to claim, with when they were handed over: new ones first
@@ -272,6 +303,24 @@ class Dispatcher(Generic[J]):
         return ids
 
     # -- sending ------------------------------------------------------------------------
+    def _dispatch(self, jobs: list[J]) -> None:
+        """Send the claimed ``jobs``: each at once if its destination has a free place, else
+        queued in the destination's lane."""
+        limit, now, start = self.channel.per_destination, time.monotonic(), []
+        with self._lock:
+            self._in_flight += len(jobs)
+            for job in jobs:
+                where = self.channel.destination(job)
+                self._held[where] = self._held.get(where, 0) + 1
+                if limit and self._sending.get(where, 0) >= limit:
+                    self._lanes.setdefault(where, deque()).append((job, now))
+                    self._queued += 1
+                else:
+                    self._sending[where] = self._sending.get(where, 0) + 1
+                    start.append(job)
+        for job in start:
+            self._pool.submit(self._attempt, job)  # type: ignore[union-attr]
+
     def _attempt(self, job: J) -> None:
         try:
             outcome = self.attempt(job)
@@ -279,6 +328,35 @@ class Dispatcher(Generic[J]):
             self.channel.log.exception("attempt of %s crashed", self.channel.describe(job))
             outcome = Outcome(job)  # released: retried after the lease
         self._outcomes.put(outcome)
+        self._next_in_lane(self.channel.destination(job))
+
+    def _next_in_lane(self, where: Hashable) -> None:
+        """A send to ``where`` ended: its place goes to the next row waiting in the lane (a row
+        waiting past half its lease is released instead: another sender may take it soon)."""
+        stale: list[J] = []
+        with self._lock:
+            lane, nxt = self._lanes.get(where), None
+            while lane and nxt is None:
+                job, since = lane.popleft()
+                self._queued -= 1
+                if self._stopping.is_set() or time.monotonic() - since > self.lease_seconds / 2:
+                    stale.append(job)
+                else:
+                    nxt = job
+            if lane is not None and not lane:
+                del self._lanes[where]
+            if nxt is None:
+                self._sending[where] -= 1
+                if not self._sending[where]:
+                    del self._sending[where]
+        if nxt is not None:
+            try:
+                self._pool.submit(self._attempt, nxt)  # type: ignore[union-attr]
+            except RuntimeError:  # the pool shut down meanwhile (stop): released
+                stale.append(nxt)
+                self._next_in_lane(where)
+        for job in stale:
+            self._outcomes.put(Outcome(job))
 
     def attempt(self, job: J) -> Outcome[J]:
         """Send one claimed row and decide what happens next (no database access)."""
@@ -339,6 +417,11 @@ class Dispatcher(Generic[J]):
                 self.channel.log.exception("recording %d outcomes failed", len(batch))
         with self._lock:
             self._in_flight -= len(batch)
+            for o in batch:
+                where = self.channel.destination(o.job)
+                self._held[where] -= 1
+                if not self._held[where]:
+                    del self._held[where]
         self._freed = True  # places free: what the channel's limit left may go now
         for o in batch:
             if o.status is not None:

@@ -1,15 +1,16 @@
 """The webhook channel: its rows are ``webhook_deliveries``, each attempt a
 ``delivery_attempts`` row, its destination the merchant's endpoint, signed HTTP.
 
-A claim takes a transaction-scoped advisory lock, then leases due rows picked with
-``FOR UPDATE SKIP LOCKED``. No endpoint holds more than ``per_endpoint`` claims at a time
-(WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT, 4 by default): a claim counts the endpoint's open
-leases and takes at most the difference, its earliest due first, so a slow or failing
-receiver with thousands of due deliveries takes a few sending threads, never all of them,
-and every other endpoint's deliveries go out beside it; the lock keeps two senders from
-both filling the same endpoint's places. Recording an outcome clears the lease, and an
-endpoint whose every attempt has failed for ``FAILING_DAYS`` is disabled (its merchant
-emailed).
+A claim leases due rows picked with ``FOR UPDATE SKIP LOCKED``. No endpoint has more than
+``per_endpoint`` deliveries under way at once in one sender process
+(WEBHOOK_MAX_IN_FLIGHT_PER_ENDPOINT, 4 by default; the dispatcher counts its sends, and
+several sender processes each have their own places): a slow or failing receiver with
+thousands of due deliveries takes a few sending threads, never all of them, and every
+other endpoint's deliveries go out beside it. A claim takes, per endpoint, its earliest due
+first and at most ``AHEAD`` times its places less what this process holds already
+(``held``), so the next delivery starts the moment a place frees, without a claim between.
+Recording an outcome clears the lease, and an endpoint whose every attempt has failed for
+``FAILING_DAYS`` is disabled (its merchant emailed).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -29,16 +30,13 @@ from sqlalchemy.orm import Session
 from kassa_common import notices
 from kassa_common.statuses import DeliveryStatus
 from kassa_common.webhooks.signing import sign
-from kassa_webhook_sender.engine.dispatcher import Outcome, Result
+from kassa_webhook_sender.engine.dispatcher import AHEAD, Outcome, Result
 from kassa_webhook_sender.webhooks.transport import Request, Transport, sanitize_url
 
 log = logging.getLogger("kassa.webhooks")
-CLAIM_LOCK = sa.text("SELECT pg_advisory_xact_lock(hashtext('kassa.webhook_deliveries.claim'))")
 CLAIM = """
     WITH busy AS (
-        SELECT endpoint_id, count(*) AS n FROM webhook_deliveries
-        WHERE status = :pending AND lease_until >= now()
-        GROUP BY endpoint_id
+        SELECT * FROM unnest(CAST(:held_endpoints AS uuid[]), CAST(:held_counts AS int[])) AS b(endpoint_id, n)
     ), ranked AS (
         SELECT d.id, d.endpoint_id, d.next_attempt_at,
                row_number() OVER (PARTITION BY d.endpoint_id ORDER BY d.next_attempt_at, d.id) AS place
@@ -47,7 +45,7 @@ CLAIM = """
           AND (d.lease_until IS NULL OR d.lease_until < now()) {only}
     ), picked AS (
         SELECT r.id FROM ranked r LEFT JOIN busy b ON b.endpoint_id = r.endpoint_id
-        WHERE r.place + coalesce(b.n, 0) <= :per_endpoint
+        WHERE r.place + coalesce(b.n, 0) <= :ahead
         ORDER BY r.next_attempt_at
         LIMIT :n
     ), due AS (
@@ -169,21 +167,30 @@ class Webhooks:
     log: logging.Logger = log
 
     def __init__(self, transport: Transport, per_endpoint: int = DEFAULT_PER_ENDPOINT) -> None:
-        self.transport, self.per_endpoint = transport, per_endpoint
+        self.transport, self.per_destination = transport, per_endpoint
 
     def __str__(self) -> str:
         return f"signed HTTP, private destinations {'allowed' if self.transport.allow_private else 'refused'}"
 
-    def claim(self, session: Session, n: int, lease_seconds: float, ids: Sequence[uuid.UUID] | None) -> list[Job]:
+    def claim(
+        self,
+        session: Session,
+        n: int,
+        lease_seconds: float,
+        ids: Sequence[uuid.UUID] | None,
+        held: Mapping[Hashable, int] | None = None,
+    ) -> list[Job]:
+        held = held or {}
         params: dict[str, Any] = {
             "n": n,
             "lease": lease_seconds,
             "pending": DeliveryStatus.PENDING,
-            "per_endpoint": self.per_endpoint,
+            "ahead": AHEAD * self.per_destination,
+            "held_endpoints": list(held),
+            "held_counts": list(held.values()),
         }
         if ids is not None:
             params["ids"] = list(ids)
-        session.execute(CLAIM_LOCK)
         rows = session.execute(CLAIM_IDS if ids is not None else CLAIM_DUE, params)
         return [Job(**r._mapping) for r in rows]
 
@@ -199,6 +206,9 @@ class Webhooks:
 
     def key(self, job: Job) -> uuid.UUID:
         return job.delivery_id
+
+    def destination(self, job: Job) -> Hashable:
+        return job.endpoint_id
 
     def describe(self, job: Job) -> str:
         return f"delivery {job.delivery_id} to {sanitize_url(job.url)}"
