@@ -272,6 +272,10 @@ def ready(base: str) -> bool:
         return False
 
 
+FAILOVERS = ("rabbitmq-leader", "postgres-primary")  # the outages of --ha: killed, not started again
+FAILOVER_CLEAR = (3.0, 20.0)  # seconds before and after a failover without a SIGKILL (a web restart takes ~15 s)
+
+
 @dataclass(frozen=True)
 class Failover:
     """A server lost for good mid-run (``make chaos --ha``): when (wall clock), and what."""
@@ -308,20 +312,33 @@ class Chaos:
         start = time.monotonic()
         names = [name for name in self.stack.processes for _ in range(self.kills_per_type)]
         self.rng.shuffle(names)
-        kill_times = sorted(self.rng.uniform(3, self.seconds - 3) for _ in names)
-        kills = list(zip(kill_times, names, strict=False))
         outage_total = sum(d for _, d in self.outages)
         gap = max(self.seconds - outage_total, 0) / (len(self.outages) + 1)
         outage_at, t = [], gap
         for kind, seconds in self.outages:
             outage_at.append((t, kind, seconds))
             t += seconds + gap
+        # no SIGKILL just before or after a failover: the failover is timed on its own
+        failovers = [at for at, kind, _ in outage_at if kind in FAILOVERS]
+
+        def clear(moment: float) -> bool:
+            return not any(at - FAILOVER_CLEAR[0] <= moment <= at + FAILOVER_CLEAR[1] for at in failovers)
+
+        kill_times = sorted(self._kill_time(clear) for _ in names)
+        kills = list(zip(kill_times, names, strict=False))
         threading.Thread(target=self._kill_loop, args=(start, kills), daemon=True).start()
         for at, kind, seconds in outage_at:
             time.sleep(max(0.0, start + at - time.monotonic()))
             self._outage(kind, seconds)
         time.sleep(max(0.0, start + self.seconds - time.monotonic()))
         self._kills_done.wait()
+
+    def _kill_time(self, clear) -> float:
+        """A random moment of the run for a SIGKILL, away from the failovers."""
+        while True:
+            moment = self.rng.uniform(3, self.seconds - 3)
+            if clear(moment):
+                return moment
 
     def _kill_loop(self, start: float, kills: list[tuple[float, str]]) -> None:
         try:
