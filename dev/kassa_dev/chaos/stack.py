@@ -63,6 +63,7 @@ class Supervised:
         self.log = log_dir / f"{name}-{index}.log"
         self.proc: subprocess.Popen | None = None
         self.starts = 0
+        self.started_at = 0.0  # time.monotonic() of the last start
         self.unexpected_exits = 0  # deaths the harness did not cause
         self._killed_by_us = False
         self._stopping = threading.Event()
@@ -82,6 +83,7 @@ class Supervised:
                     self.argv, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
                 )
                 self.starts += 1
+                self.started_at = time.monotonic()
                 self._killed_by_us = False
             started = time.monotonic()
             code = self.proc.wait()
@@ -96,6 +98,11 @@ class Supervised:
                 self.unexpected_exits += 1
             backoff = 0.5 if time.monotonic() - started > 10 else min(backoff * 2, 5.0)
             self._stopping.wait(backoff)
+
+    @property
+    def running(self) -> bool:
+        proc = self.proc
+        return proc is not None and proc.poll() is None
 
     def sigkill(self) -> None:
         with self._lock:
@@ -273,7 +280,9 @@ def ready(base: str) -> bool:
 
 
 FAILOVERS = ("rabbitmq-leader", "postgres-primary")  # the outages of --ha: killed, not started again
-FAILOVER_CLEAR = (3.0, 20.0)  # seconds before and after a failover without a SIGKILL (a web restart takes ~15 s)
+# A failover is timed on a steady stack: every process up this long (and the web ready) before
+# it, and no SIGKILL until this long after it (the kills due meanwhile wait).
+STEADY_SECONDS = 15.0
 
 
 @dataclass(frozen=True)
@@ -306,26 +315,21 @@ class Chaos:
         self.kills: collections.Counter[str] = collections.Counter()
         self.done_outages: list[str] = []
         self.failovers: list[Failover] = []
+        self._hold = threading.Event()  # set while a failover is timed: the SIGKILLs wait
         self._kills_done = threading.Event()
 
     def run(self) -> None:
         start = time.monotonic()
         names = [name for name in self.stack.processes for _ in range(self.kills_per_type)]
         self.rng.shuffle(names)
+        kill_times = sorted(self.rng.uniform(3, self.seconds - 3) for _ in names)
+        kills = list(zip(kill_times, names, strict=False))
         outage_total = sum(d for _, d in self.outages)
         gap = max(self.seconds - outage_total, 0) / (len(self.outages) + 1)
         outage_at, t = [], gap
         for kind, seconds in self.outages:
             outage_at.append((t, kind, seconds))
             t += seconds + gap
-        # no SIGKILL just before or after a failover: the failover is timed on its own
-        failovers = [at for at, kind, _ in outage_at if kind in FAILOVERS]
-
-        def clear(moment: float) -> bool:
-            return not any(at - FAILOVER_CLEAR[0] <= moment <= at + FAILOVER_CLEAR[1] for at in failovers)
-
-        kill_times = sorted(self._kill_time(clear) for _ in names)
-        kills = list(zip(kill_times, names, strict=False))
         threading.Thread(target=self._kill_loop, args=(start, kills), daemon=True).start()
         for at, kind, seconds in outage_at:
             time.sleep(max(0.0, start + at - time.monotonic()))
@@ -333,17 +337,12 @@ class Chaos:
         time.sleep(max(0.0, start + self.seconds - time.monotonic()))
         self._kills_done.wait()
 
-    def _kill_time(self, clear) -> float:
-        """A random moment of the run for a SIGKILL, away from the failovers."""
-        while True:
-            moment = self.rng.uniform(3, self.seconds - 3)
-            if clear(moment):
-                return moment
-
     def _kill_loop(self, start: float, kills: list[tuple[float, str]]) -> None:
         try:
             for at, name in kills:
                 time.sleep(max(0.0, start + at - time.monotonic()))
+                while self._hold.is_set():
+                    time.sleep(0.2)
                 victim = self.rng.choice(self.stack.processes[name])
                 victim.sigkill()
                 self.kills[name] += 1
@@ -352,11 +351,14 @@ class Chaos:
             self._kills_done.set()
 
     def _outage(self, kind: str, seconds: float) -> None:
-        if kind == "rabbitmq-leader":
-            self._kill_rabbitmq_leader()
-            return
-        if kind == "postgres-primary":
-            self._fail_over_postgres()
+        if kind in FAILOVERS:
+            self._hold.set()
+            self._wait_steady()
+            if kind == "rabbitmq-leader":
+                self._kill_rabbitmq_leader()
+            else:
+                self._fail_over_postgres()
+            threading.Timer(STEADY_SECONDS, self._hold.clear).start()
             return
         log(f"{kind} down for {seconds:g} s")
         began = time.monotonic()
@@ -372,6 +374,20 @@ class Chaos:
         took = time.monotonic() - began
         self.done_outages.append(f"{kind} {seconds:g} s")
         log(f"{kind} back after {took:.1f} s")
+
+    def _wait_steady(self, timeout: float = 120) -> None:
+        """Until every process has been up ``STEADY_SECONDS`` and the web answers ``/readyz``
+        (a process restarting after a SIGKILL would be timed as the failover)."""
+        began = time.monotonic()
+        while time.monotonic() - began < timeout:
+            now = time.monotonic()
+            if all(p.running and now - p.started_at >= STEADY_SECONDS for p in self.stack.every()) and ready(
+                self.stack.base
+            ):
+                break
+            time.sleep(0.5)
+        if time.monotonic() - began > 1:
+            log(f"waited {time.monotonic() - began:.0f} s for a steady stack before the failover")
 
     def _kill_rabbitmq_leader(self) -> None:
         """SIGKILL the cluster node leading most of the work queues (by pid); it stays down."""
