@@ -63,6 +63,7 @@ class Supervised:
         self.log = log_dir / f"{name}-{index}.log"
         self.proc: subprocess.Popen | None = None
         self.starts = 0
+        self.started_at = 0.0  # time.monotonic() of the last start
         self.unexpected_exits = 0  # deaths the harness did not cause
         self._killed_by_us = False
         self._stopping = threading.Event()
@@ -82,6 +83,7 @@ class Supervised:
                     self.argv, cwd=self.cwd, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
                 )
                 self.starts += 1
+                self.started_at = time.monotonic()
                 self._killed_by_us = False
             started = time.monotonic()
             code = self.proc.wait()
@@ -96,6 +98,11 @@ class Supervised:
                 self.unexpected_exits += 1
             backoff = 0.5 if time.monotonic() - started > 10 else min(backoff * 2, 5.0)
             self._stopping.wait(backoff)
+
+    @property
+    def running(self) -> bool:
+        proc = self.proc
+        return proc is not None and proc.poll() is None
 
     def sigkill(self) -> None:
         with self._lock:
@@ -272,6 +279,12 @@ def ready(base: str) -> bool:
         return False
 
 
+FAILOVERS = ("rabbitmq-leader", "postgres-primary")  # the outages of --ha: killed, not started again
+# A failover is timed on a steady stack: every process up this long (and the web ready) before
+# it, and no SIGKILL until this long after it (the kills due meanwhile wait).
+STEADY_SECONDS = 15.0
+
+
 @dataclass(frozen=True)
 class Failover:
     """A server lost for good mid-run (``make chaos --ha``): when (wall clock), and what."""
@@ -302,6 +315,7 @@ class Chaos:
         self.kills: collections.Counter[str] = collections.Counter()
         self.done_outages: list[str] = []
         self.failovers: list[Failover] = []
+        self._hold = threading.Event()  # set while a failover is timed: the SIGKILLs wait
         self._kills_done = threading.Event()
 
     def run(self) -> None:
@@ -327,6 +341,8 @@ class Chaos:
         try:
             for at, name in kills:
                 time.sleep(max(0.0, start + at - time.monotonic()))
+                while self._hold.is_set():
+                    time.sleep(0.2)
                 victim = self.rng.choice(self.stack.processes[name])
                 victim.sigkill()
                 self.kills[name] += 1
@@ -335,11 +351,14 @@ class Chaos:
             self._kills_done.set()
 
     def _outage(self, kind: str, seconds: float) -> None:
-        if kind == "rabbitmq-leader":
-            self._kill_rabbitmq_leader()
-            return
-        if kind == "postgres-primary":
-            self._fail_over_postgres()
+        if kind in FAILOVERS:
+            self._hold.set()
+            self._wait_steady()
+            if kind == "rabbitmq-leader":
+                self._kill_rabbitmq_leader()
+            else:
+                self._fail_over_postgres()
+            threading.Timer(STEADY_SECONDS, self._hold.clear).start()
             return
         log(f"{kind} down for {seconds:g} s")
         began = time.monotonic()
@@ -355,6 +374,20 @@ class Chaos:
         took = time.monotonic() - began
         self.done_outages.append(f"{kind} {seconds:g} s")
         log(f"{kind} back after {took:.1f} s")
+
+    def _wait_steady(self, timeout: float = 120) -> None:
+        """Until every process has been up ``STEADY_SECONDS`` and the web answers ``/readyz``
+        (a process restarting after a SIGKILL would be timed as the failover)."""
+        began = time.monotonic()
+        while time.monotonic() - began < timeout:
+            now = time.monotonic()
+            if all(p.running and now - p.started_at >= STEADY_SECONDS for p in self.stack.every()) and ready(
+                self.stack.base
+            ):
+                break
+            time.sleep(0.5)
+        if time.monotonic() - began > 1:
+            log(f"waited {time.monotonic() - began:.0f} s for a steady stack before the failover")
 
     def _kill_rabbitmq_leader(self) -> None:
         """SIGKILL the cluster node leading most of the work queues (by pid); it stays down."""

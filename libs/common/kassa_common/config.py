@@ -94,7 +94,7 @@ def _smtp_url(value: str) -> str:
 
 def _database_url(value: str) -> str:
     """A PostgreSQL URL, one host or several (libpq's ``host1:port1,host2:port2``); checked
-    here so a typo stops the process at start. The message never repeats the value."""
+    here so a typo fails at start. The message never repeats the value."""
     from kassa_common.db import sqlalchemy_url
 
     try:

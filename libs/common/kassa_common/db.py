@@ -29,8 +29,8 @@ from sqlalchemy.orm import Session, sessionmaker
 def sqlalchemy_url(database_url: str) -> str:
     """Accept plain ``postgresql://`` URLs and pin the psycopg2 driver.
 
-    A libpq multi-host URL (``postgresql://u@h1:5432,h2:5433/kassa?target_session_attrs=read-write``)
-    becomes SQLAlchemy's spelling of it (``postgresql+psycopg2://u@/kassa?host=h1:5432&host=h2:5433&…``),
+    A libpq multi-host URL (``postgresql://u@h1:5432,h2:6432/kassa?target_session_attrs=read-write``)
+    becomes SQLAlchemy's spelling of it (``postgresql+psycopg2://u@/kassa?host=h1:5432&host=h2:6432&…``),
     which psycopg2 hands to libpq as one connection string: libpq tries the hosts in turn
     and keeps the first that answers as asked (the primary, for ``read-write``)."""
     url = make_url(_sqlalchemy_spelling(database_url))
@@ -56,16 +56,6 @@ def _sqlalchemy_spelling(database_url: str) -> str:
     params = "&".join(f"host={h}" for h in hosts)
     query = f"{params}&{query}" if query else params
     return f"{scheme}://{userinfo}{at}/{path if slash else ''}?{query}"
-
-
-def hosts(database_url: str) -> list[str]:
-    """The ``host[:port]`` entries of ``database_url`` in the order libpq tries them."""
-    url = make_url(sqlalchemy_url(database_url))
-    listed = url.query.get("host")
-    if listed:
-        return [listed] if isinstance(listed, str) else list(listed)
-    host = url.host or ""
-    return [f"{host}:{url.port}" if url.port else host]
 
 
 def with_database(database_url: str, name: str) -> str:

@@ -54,7 +54,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
     )  # a checkout is a request: see kassa_common.db
     read_engine = (
         make_engine(
-            settings.database_read_url,
+            settings.read_database_url,
             pool_size=settings.db_pool_size,
             application_name="kassa-api-read",
             pre_ping=False,
