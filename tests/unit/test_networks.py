@@ -75,6 +75,34 @@ def test_rpc_url_and_confirmations_from_env():
     assert reg.get("ETHEREUM").required_confirmations == 12
 
 
+def test_ws_url_from_env_or_a_development_chains_rpc_url():
+    reg = load_registry(
+        {
+            "BASE_RPC_URL": "https://node.example/key",
+            "BASE_WS_URL": "wss://node.example/ws/key",
+            "POLYGON_RPC_URL": "https://polygon.example",
+            "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
+            "BITCOIN_REGTEST_RPC_URL": "http://127.0.0.1:18443",
+        }
+    )
+    assert reg.get("BASE").ws_url == "wss://node.example/ws/key"
+    assert reg.get("POLYGON").ws_url is None  # a hosted node's WebSocket URL is its own: never guessed
+    assert reg.get("LOCAL_EVM").ws_url == "ws://127.0.0.1:8545"  # anvil: one port for both
+    assert reg.get("BITCOIN_REGTEST").ws_url is None
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"BASE_WS_URL": "https://node.example"}, "BASE_WS_URL must be a WebSocket URL"),
+        ({"BITCOIN_WS_URL": "ws://node.example"}, "BITCOIN_WS_URL: only EVM networks"),
+    ],
+)
+def test_bad_ws_urls_raise(env, message):
+    with pytest.raises(ValueError, match=message):
+        load_registry(env)
+
+
 def test_blank_confirmations_keeps_default():
     assert load_registry({"BITCOIN_CONFIRMATIONS": ""}).get("BITCOIN").required_confirmations == 2
 

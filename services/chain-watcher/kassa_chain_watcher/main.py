@@ -5,6 +5,11 @@ Watcher-only knobs (read here, in the entrypoint): ``CHAIN_WATCHER_NETWORKS`` (c
 names; default every network with an RPC URL), ``CHAIN_WATCHER_POLL_SECONDS``,
 ``CHAIN_WATCHER_BATCH_BLOCKS``, ``CHAIN_WATCHER_RELOAD_SECONDS``.
 
+An EVM network with a WebSocket endpoint (``<NETWORK>_WS_URL``; a development chain's by
+default) learns new blocks from the node's ``newHeads`` subscription (``heads.py``), which
+wakes the scanner at once; the poll is then only a safety net, every block time (at most
+``SAFETY_POLL_SECONDS``), and takes over at its usual pace while the subscription is down.
+
 Each network is read through its pool of nodes (``nodes.NodePool``: ``<NETWORK>_RPC_URLS``,
 failover, each node's chain checked before it serves), cross-checked by other nodes when
 ``<NETWORK>_RPC_QUORUM`` asks for it (``quorum.Quorum``).
@@ -39,6 +44,7 @@ from kassa_common.messaging.publisher import Publisher
 from kassa_common.transient import Backoff
 from kassa_common.worker import Worker, bootstrap
 from kassa_chain_watcher import bitcoin, evm
+from kassa_chain_watcher.heads import HeadSubscription
 from kassa_chain_watcher.quorum import Quorum
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import Store
@@ -47,6 +53,7 @@ from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist, address_networ
 log = logging.getLogger("kassa.chain_watcher")
 RESTART_SLACK = timedelta(seconds=60)  # beyond the reload period: a feed or a scan running late
 FEED_WAIT_SECONDS = 10.0
+SAFETY_POLL_SECONDS = 5.0  # the longest poll while new heads are pushed  # pragma: no mutate
 
 
 def default_poll(block_time: float) -> float:
@@ -124,6 +131,8 @@ class NetworkWatcher:
         self.stopping = threading.Event()
         self.scanner: Scanner | None = None
         self.poll = options.poll_seconds or default_poll(network.block_time)
+        self.safety_poll = max(self.poll, min(network.block_time, SAFETY_POLL_SECONDS))  # while heads are pushed
+        self.heads: HeadSubscription | None = None
 
     def run(self) -> None:
         while not self.stopping.is_set():
@@ -177,9 +186,15 @@ class NetworkWatcher:
                 self.scanner.state.head,
                 len(self.watchlist),
             )
+            if self.network.kind == "evm" and self.network.ws_url:
+                # wakes the loop's wait (the watchlist's event: "look now")
+                self.heads = HeadSubscription(self.network.name, self.network.ws_url, self.watchlist.changed).start()
             self.active.set()
             self._loop()
         finally:
+            if self.heads is not None:
+                self.heads.stop()
+                self.heads = None
             publisher.close()
             chain.close()
 
@@ -208,7 +223,8 @@ class NetworkWatcher:
                 failing, failures = None, 0
             backoff.reset()
             if not busy:
-                self.watchlist.changed.wait(self.poll)
+                pushed = self.heads is not None and self.heads.live.is_set()
+                self.watchlist.changed.wait(self.safety_poll if pushed else self.poll)
                 self.watchlist.changed.clear()
 
     def _log_failure(self, exc: Exception, failing: str | None, wait: float) -> str:

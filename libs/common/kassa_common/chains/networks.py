@@ -4,7 +4,10 @@ Per network ``NAME`` the settings mapping may provide ``NAME_RPC_URLS`` (comma-s
 nodes, in order of preference) or ``NAME_RPC_URL`` (one node; empty means unset; a network
 without a node is not live-enabled), ``NAME_RPC_QUORUM`` (how many of those nodes must
 agree on a block before a transfer in it is confirmed, 1 by default) and
-``NAME_CONFIRMATIONS`` (a positive integer overriding the file's default). A Bitcoin
+``NAME_CONFIRMATIONS`` (a positive integer overriding the file's default) and, for an EVM
+network, ``NAME_WS_URL`` (a node's WebSocket endpoint: the chain watcher learns new blocks
+from its ``eth_subscribe("newHeads")`` instead of waiting for its next poll; a development
+chain's defaults to its first RPC URL with ``ws://``, as anvil serves both on one port). A Bitcoin
 network names the chain its nodes must be on (``chain``: Bitcoin Core's ``main``, ``test``,
 ``signet``, ``regtest``; by default from its ``bech32_hrp``).
 An EVM network's ``forwarder_factory`` is where the forwarder factory lives (the same
@@ -60,6 +63,7 @@ class Network:
     bitcoin_chain: str | None = None  # Bitcoin: what ``getblockchaininfo`` must say ("main", "regtest")
     display_name: str = ""  # what people read ("Base"); the name when the data gives none
     explorer_tx_url: str | None = None  # a public explorer's page of a transaction: "...{hash}"
+    ws_url: str | None = None  # EVM: a node's WebSocket endpoint, for new heads (NAME_WS_URL)
 
     @property
     def label(self) -> str:
@@ -205,6 +209,7 @@ def _network(raw: Mapping[str, Any], env: Mapping[str, str]) -> Network:
     if len(set(symbols)) != len(symbols):
         raise ValueError(f"network {name}: duplicate token symbol")
     urls = _rpc_urls(env, name)
+    ws_url = _ws_url(env, name, kind, urls if raw.get("dev") else ())
     bitcoin_chain = (raw.get("chain") or BITCOIN_CHAINS.get(hrp or "")) if kind == "bitcoin" else None
     return Network(
         name=name,
@@ -222,7 +227,23 @@ def _network(raw: Mapping[str, Any], env: Mapping[str, str]) -> Network:
         bitcoin_chain=bitcoin_chain,
         display_name=str(raw.get("display_name") or ""),
         explorer_tx_url=raw.get("explorer_tx_url"),
+        ws_url=ws_url,
     )
+
+
+def _ws_url(env: Mapping[str, str], name: str, kind: str, derive_from: tuple[str, ...]) -> str | None:
+    """``NAME_WS_URL``; else, for a development chain (``derive_from``: its RPC URLs), the
+    first RPC URL with ``ws://`` (anvil serves JSON-RPC over HTTP and WebSocket on one port)."""
+    url = (env.get(f"{name}_WS_URL") or "").strip()
+    if url:
+        if kind != "evm":
+            raise ValueError(f"{name}_WS_URL: only EVM networks follow new heads over WebSocket")
+        if not url.startswith(("ws://", "wss://")):
+            raise ValueError(f"{name}_WS_URL must be a WebSocket URL (ws://… or wss://…)")
+        return url
+    if kind == "evm" and derive_from and derive_from[0].startswith(("http://", "https://")):
+        return "ws" + derive_from[0][len("http") :]
+    return None
 
 
 def load_registry(env: Mapping[str, str], path: str | None = None) -> Registry:

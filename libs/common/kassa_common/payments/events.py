@@ -14,7 +14,7 @@ from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Event, Payment
 from kassa_common.payments.shape import payment_to_dict, transfers_of
 from kassa_common.refunds.amounts import NONE, RefundTotals, may_have_refunds
-from kassa_common.refunds.queries import refund_totals
+from kassa_common.refunds.queries import held_totals, refund_totals
 from kassa_common.timefmt import iso, utcnow
 
 
@@ -48,6 +48,9 @@ def _row(
     )
 
 
+DEFERRED_EVENTS = "kassa.events.deferred"  # in ``Session.info``: a batch's list its events go to
+
+
 def record_payment_event(
     session: Session,
     payment: Payment,
@@ -55,11 +58,18 @@ def record_payment_event(
     *,
     now: datetime | None = None,
     transfers: list[Any] | None = None,
-) -> Event:
-    """``transfers``: the payment's (``shape.transfers_of``) when known, ``[]`` for a new one."""
-    row = Event(**_row(payment, event_type, now or utcnow(), transfers))
-    session.add(row)
-    return row
+) -> None:
+    """``transfers``: the payment's (``shape.transfers_of``) when known, ``[]`` for a new one.
+
+    In a batch that writes its events together (the settler's, ``payments.settle``), the row
+    joins the session's ``DEFERRED_EVENTS`` list instead, with the refund totals the batch
+    holds (its payments are detached from the session)."""
+    deferred = session.info.get(DEFERRED_EVENTS)
+    if deferred is not None:
+        refunds = held_totals(session, payment.id)
+        deferred.append(_row(payment, event_type, now or utcnow(), transfers, refunds=refunds))
+        return
+    session.add(Event(**_row(payment, event_type, now or utcnow(), transfers)))
 
 
 def record_payment_events(

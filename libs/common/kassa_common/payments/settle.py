@@ -9,9 +9,15 @@ nothing. Every change to the payment goes through ``transitions.apply``; the sta
 machine picks what a report does (``report_trigger`` for SEEN and ORPHANED,
 ``settlement_trigger`` for CONFIRMED).
 
-The settler handles reports in batches, one transaction each: ``lock_for_reports`` locks
-the batch's payments and their transfers up front in two round trips, and ``settle`` then
-finds them in the session (without it, as for any single report, it asks for them).
+The settler handles reports in batches, one transaction each, set-based: ``lock_for_reports``
+locks the batch's payments and their transfers up front in two round trips and holds them
+(``Held``, out of the ORM's unit of work); ``settle`` then finds them there, changes them in
+memory and notes the events of its transitions; just before the transaction commits,
+everything the batch changed is written with one statement per table: one INSERT of the
+new transfers, one UPDATE of the transfers and one of the payments that changed (each row
+only the columns that changed), one COPY of the events into the outbox. A report that
+fails rolls the whole transaction back, with nothing written. Without ``lock_for_reports``
+(any single report outside the settler) ``settle`` asks for each row and writes it at once.
 
 Reports may arrive twice, late or out of order (a redelivery, a reorg that moves a
 transaction): a CONFIRMED transfer is final, an older SEEN report of the same block never
@@ -51,8 +57,10 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import shipped
+from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import TransferReport
 from kassa_common.models import Merchant, Payment, Transfer
+from kassa_common.payments.events import DEFERRED_EVENTS
 from kassa_common.payments.shape import oldest_first, transfers_of
 from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger
 from kassa_common.pricing import arrival
@@ -75,14 +83,82 @@ class Held:
     """What a batch of reports holds locked in its transaction (``lock_for_reports``): the
     payments by lower-case address (None: no payment has it) with their merchants' tolerance,
     and every transfer of each of those payments (complete: a transfer of a payment is only
-    ever written under the payment's lock, and this transaction holds it)."""
+    ever written under the payment's lock, and this transaction holds it).
+
+    The rows are detached from the session: ``settle`` changes them in memory, adds new
+    transfers to ``new`` and its events to ``events``; ``_write_held`` writes what changed
+    (against ``loaded``, the values read) just before the commit."""
 
     payments: dict[str, tuple[Payment, Decimal] | None] = field(default_factory=dict)
     transfers: dict[uuid.UUID, list[Transfer]] = field(default_factory=dict)
+    new: list[Transfer] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    loaded: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)  # id(row): (row, its values)
 
 
 def _held(session: Session) -> Held | None:
     return session.info.get(HELD_KEY)
+
+
+def _columns(model: type) -> list[tuple[str, Any]]:
+    """A model's mapped columns: (attribute name, column)."""
+    mapper: Any = sa.inspect(model)
+    return [(prop.key, prop.columns[0]) for prop in mapper.column_attrs]
+
+
+_PAYMENT_COLUMNS, _TRANSFER_COLUMNS = _columns(Payment), _columns(Transfer)
+
+
+def _hold(session: Session, held: Held, row: Any, columns: list[tuple[str, Any]]) -> None:
+    """Take ``row`` out of the session's unit of work, remembering the values it was read with."""
+    held.loaded[id(row)] = (row, {key: getattr(row, key) for key, _ in columns})
+    session.expunge(row)
+
+
+def _write_held(session: Session) -> None:
+    """Before the batch's commit: write everything its reports changed, one statement per table."""
+    held = session.info.pop(HELD_KEY, None)
+    session.info.pop(DEFERRED_EVENTS, None)
+    if held is None:
+        return
+    if held.new:
+        session.execute(
+            sa.insert(Transfer).values(
+                [{column.name: getattr(t, key) for key, column in _TRANSFER_COLUMNS} for t in held.new]
+            )
+        )
+    changed: dict[type, list[tuple[uuid.UUID, dict[str, Any]]]] = {Transfer: [], Payment: []}
+    for row, before in held.loaded.values():
+        columns = _TRANSFER_COLUMNS if isinstance(row, Transfer) else _PAYMENT_COLUMNS
+        now = {column.name: getattr(row, key) for key, column in columns if getattr(row, key) != before[key]}
+        if now:
+            changed[type(row)].append((row.id, now))
+    for model, rows in changed.items():
+        if rows:
+            session.execute(_update_rows(model.__table__, rows))  # type: ignore[attr-defined]
+    if held.events:
+        outbox.record_many(session, held.events)
+
+
+def _update_rows(table: sa.Table, rows: list[tuple[uuid.UUID, dict[str, Any]]]) -> sa.Update:
+    """One UPDATE of ``rows`` (id, {column name: new value}): each row gets only its own
+    changes (a column another row changes keeps its value here). The values travel as a
+    ``UNION ALL`` of typed rows, so every column keeps its type (numeric, JSONB …)."""
+    names = sorted({name for _, values in rows for name in values})
+    selects = []
+    for row_id, values in rows:
+        items: list[Any] = [sa.cast(sa.literal(row_id, table.c.id.type), table.c.id.type).label("id")]
+        for name in names:
+            column = table.c[name]
+            value = sa.literal(values[name], column.type) if name in values else sa.null()
+            items += [sa.cast(value, column.type).label(name), sa.literal(name in values).label(f"{name}__set")]
+        selects.append(sa.select(*items))
+    v = (sa.union_all(*selects) if len(selects) > 1 else selects[0]).subquery("v")
+    return (
+        sa.update(table)
+        .where(table.c.id == v.c.id)
+        .values({name: sa.case((v.c[f"{name}__set"], v.c[name]), else_=table.c[name]) for name in names})
+    )
 
 
 def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> None:
@@ -91,10 +167,14 @@ def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> Non
     refunds of those that had confirmed funds already, for their events). Payments are locked
     in id order, then their transfers (the sweeper's order too), so two settlers holding
     batches never deadlock over them."""
-    addresses = {r.to.lower() for r in reports}
+    held = _held(session)
+    addresses = {r.to.lower() for r in reports} - set(held.payments if held else ())
     if not addresses:
         return
-    held = session.info.setdefault(HELD_KEY, Held())
+    if held is None:
+        held = session.info[HELD_KEY] = Held()
+        session.info[DEFERRED_EVENTS] = held.events  # the events of its transitions, written with the rest
+        sa.event.listen(session, "before_commit", _write_held, once=True)
     rows = session.execute(
         _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address).in_(addresses))
         .order_by(Payment.id)
@@ -115,6 +195,10 @@ def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> Non
         ):  # pragma: no mutate
             held.transfers[t.payment_id].append(t)
         hold_totals(session, {p.id: held.transfers[p.id] for p, _ in rows})  # their refunds, if any could exist
+        for payment, _ in rows:
+            _hold(session, held, payment, _PAYMENT_COLUMNS)
+            for t in held.transfers[payment.id]:
+                _hold(session, held, t, _TRANSFER_COLUMNS)
 
 
 def payment_for_address(session: Session, address: str) -> tuple[Payment, Decimal] | tuple[None, None]:
@@ -177,36 +261,18 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     """
     now = utcnow()
     transfer = _locked_transfer(session, payment, r)  # a transfer reported before: one round trip
+    held = _held(session)
+    if transfer is None and held is not None and payment.id in held.transfers:
+        new = Transfer(id=uuid.uuid4(), exchange_rate=None, sweep_id=None, **_new_transfer(payment, r, now))
+        held.transfers[payment.id].append(new)  # a second report of it in this batch finds it
+        held.new.append(new)
+        return new, None
     if transfer is None:
-        counted = r.network == payment.network and r.token == payment.token
         inserted = session.scalars(
-            pg_insert(Transfer)
-            .values(
-                payment_id=payment.id,
-                network=r.network,
-                tx_hash=r.tx_hash,
-                log_index=r.log_index,
-                position=r.place,
-                token=r.token,
-                amount_units=r.amount_units,
-                status=r.status,
-                counted=counted,
-                block_number=r.block_number,
-                block_hash=r.block_hash,
-                confirmations=r.confirmations,
-                late=payment.status not in OPEN,
-                sweep_due=payment.settlement_address is not None and not payment.test_mode,  # a forwarder deposit
-                created_at=now,
-                updated_at=now,
-            )
-            .on_conflict_do_nothing()
-            .returning(Transfer),
+            pg_insert(Transfer).values(**_new_transfer(payment, r, now)).on_conflict_do_nothing().returning(Transfer),
             execution_options={"populate_existing": True},  # a new row: nothing to refresh  # pragma: no mutate
         ).first()
         if inserted is not None:
-            held = _held(session)
-            if held is not None and payment.id in held.transfers:
-                held.transfers[payment.id].append(inserted)
             return inserted, None
         transfer = _locked_transfer(session, payment, r)  # inserted meanwhile by another settler
         assert transfer is not None  # pragma: no mutate
@@ -218,7 +284,7 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     if before == CONFIRMED:  # final: never orphaned or re-counted; lost only in a reorg past the line
         if r.status == REORGED:
             transfer.status, transfer.updated_at = REORGED, now
-            session.flush()
+            _flush(session)
         elif r.status == CONFIRMED and r.block_hash != transfer.block_hash:
             _moved(session, transfer, r, now)  # confirmed again in the block a deep reorg moved it to
         return transfer, before
@@ -231,10 +297,38 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     return transfer, before
 
 
+def _new_transfer(payment: Payment, r: TransferReport, now: datetime) -> dict[str, Any]:
+    """The columns of the transfer a report records for the first time."""
+    return {
+        "payment_id": payment.id,
+        "network": r.network,
+        "tx_hash": r.tx_hash,
+        "log_index": r.log_index,
+        "position": r.place,
+        "token": r.token,
+        "amount_units": r.amount_units,
+        "status": r.status,
+        "counted": r.network == payment.network and r.token == payment.token,
+        "block_number": r.block_number,
+        "block_hash": r.block_hash,
+        "confirmations": r.confirmations,
+        "late": payment.status not in OPEN,
+        "sweep_due": payment.settlement_address is not None and not payment.test_mode,  # a forwarder deposit
+        "created_at": now,
+        "updated_at": now,
+    }
+
+
+def _flush(session: Session) -> None:
+    """Write a transfer's change now, unless a batch holds it (written before its commit)."""
+    if _held(session) is None:
+        session.flush()
+
+
 def _moved(session: Session, transfer: Transfer, r: TransferReport, now: datetime) -> None:
     transfer.block_number, transfer.block_hash, transfer.log_index = r.block_number, r.block_hash, r.log_index
     transfer.updated_at = now
-    session.flush()
+    _flush(session)
 
 
 def confirmed_total(transfers: list[Any]) -> int:
@@ -324,7 +418,13 @@ def wrong_network_entry(payment: Payment, transfer: Transfer) -> dict[str, Any]:
 
 def _record_wrong_network(session: Session, payment: Payment, transfer: Transfer) -> None:
     entry = wrong_network_entry(payment, transfer)
-    apply(session, payment, Trigger.RECORD_WRONG_NETWORK, wrong_network=[*(payment.wrong_network or []), entry])
+    apply(
+        session,
+        payment,
+        Trigger.RECORD_WRONG_NETWORK,
+        transfers=_transfers(session, payment),
+        wrong_network=[*(payment.wrong_network or []), entry],
+    )
 
 
 def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> None:
@@ -351,6 +451,12 @@ def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> Non
 def _still_standing(session: Session, payment_id: uuid.UUID) -> Transfer | None:
     """The counted transfer a payment shows once the one it showed is gone: the latest one
     still seen (it holds the payment open), else the latest confirmed one."""
+    held = _held(session)
+    if held is not None and payment_id in held.transfers:
+        standing = [t for t in held.transfers[payment_id] if t.counted and t.status in (SEEN, CONFIRMED)]
+        standing.sort(key=lambda t: str(t.id))
+        standing.sort(key=lambda t: (t.status == SEEN, t.created_at), reverse=True)
+        return standing[0] if standing else None
     return session.scalars(
         sa.select(Transfer)
         .where(Transfer.payment_id == payment_id, Transfer.counted, Transfer.status.in_((SEEN, CONFIRMED)))
