@@ -102,6 +102,8 @@ def test_cancel_needs_the_confirmation_and_the_hash_form_gives_the_reasons(dash,
 
     r = post(dash, f"/dashboard/refunds/{rid}/cancel")
     assert r.status_code == 400 and "Tick the box" in r.get_data(as_text=True)
+    assert 'id="cancel-confirm-error"' in r.get_data(as_text=True)  # beside the box, tied to it
+    assert 'aria-describedby="cancel-confirm-error"' in r.get_data(as_text=True)
     r = post(dash, f"/dashboard/refunds/{rid}/cancel", confirm="yes")
     assert r.status_code == 303
     assert "canceled" in dash.get(f"/dashboard/refunds/{rid}").get_data(as_text=True)

@@ -141,7 +141,8 @@ def complete(refund_id: str):
 def cancel(refund_id: str):
     refund = get_refund_or_404(refund_id)
     if request.form.get("confirm") != "yes":
-        return _page(refund, 400, error="Tick the box to confirm the cancel.")
+        unticked = FormError({"confirm": "Tick the box to confirm the cancel."})
+        return _page(refund, 400, **unticked.context(["confirm"]))
     try:
         with transaction() as s:
             refunds.cancel_refund(s, current_owner(), str(refund.id))
