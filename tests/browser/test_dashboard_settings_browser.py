@@ -26,8 +26,8 @@ def test_merchant_sets_payment_settings_on_a_phone(stack, sessions, phone, tmp_p
     phone.locator("#payment-lifetime").fill("10")
     phone.locator("#underpayment-tolerance").fill("0.5")
     phone.get_by_role("button", name="Save settings").click()
-    expect(phone.locator(".form-error")).to_contain_text(
-        "payment lifetime must be a whole number of minutes from 15 to 2880"
+    expect(phone.locator("#payment-lifetime-error")).to_contain_text(
+        "Payment lifetime must be a whole number of minutes from 15 to 2880"
     )
     expect(phone.locator("#payment-lifetime")).to_have_value("10")  # kept, to correct it
     assert no_horizontal_scroll(phone)

@@ -14,13 +14,13 @@ from kassa_api.schemas import CreatePayment
 def problems(model, body):
     with pytest.raises(ValidationError) as caught:
         model.model_validate(body)
-    return words.details(caught.value), words.summary(caught.value)
+    return words.details(caught.value), words.by_field(caught.value)
 
 
 def test_bounds_are_numbers_and_name_the_field():
     details, summary = problems(CreatePayment, {"amount": -1, "token": "USDC", "network": "BASE"})
     assert details == [{"field": "amount", "message": "amount must be at least 0.01", "type": "greater_than_equal"}]
-    assert summary == ["Amount must be at least 0.01."]
+    assert summary == {"amount": "Amount must be at least 0.01."}
 
 
 def test_no_library_text_reaches_anyone():
@@ -28,22 +28,25 @@ def test_no_library_text_reaches_anyone():
         CreatePayment,
         {"amount": "x", "token": "USDC", "network": "BASE", "metadata": {"k" * 60: 1, "n": {}}, "extra": 1},
     )
-    text = " ".join(d["message"] for d in details) + " ".join(summary)
+    text = " ".join(d["message"] for d in details) + " ".join(summary.values())
     for library in ("Input should", "Value error", "Decimal(", "[key]", "Field required", "Extra inputs"):
         assert library not in text
     assert {d["field"] for d in details} == {"amount", "metadata", "metadata.n", "extra"}
     assert "extra is not a field of this request" in text and "the key 'kkkk" in text
 
 
-def test_forms_get_every_problem_at_once_in_their_labels():
+def test_forms_get_every_problem_at_once_by_field_in_their_labels():
     _, summary = problems(CreateProduct, {"name": "", "price": "1"})
-    assert summary == ["Name must not be empty.", "Price must be a number."]
+    assert summary == {"name": "Name must not be empty.", "price": "Price must be a number."}
     _, summary = problems(CreateWebhook, {"url": "ftp://x", "events": []})
-    assert summary == ["URL must be an absolute http(s) URL.", "Events needs at least 1 item."]
+    assert summary == {"url": "URL must be an absolute http(s) URL.", "events": "Events needs at least 1 item."}
 
 
 def test_a_rule_over_several_fields_is_said_once_in_its_own_words():
     details, summary = problems(CreatePayment, {"token": "USDC", "network": "BASE"})
     assert [d["field"] for d in details] == ["amount", "product_id"]
     assert {d["message"] for d in details} == {"give exactly one of amount or product_id"}
-    assert summary == ["Give exactly one of amount or product_id."]
+    assert summary == {  # beside each of its fields
+        "amount": "Give exactly one of amount or product_id.",
+        "product_id": "Give exactly one of amount or product_id.",
+    }

@@ -26,6 +26,7 @@ from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
+from kassa_common.timefmt import iso
 
 PLUGIN_GROUP = "kassa.cli"
 
@@ -111,6 +112,37 @@ def cmd_key_create(args, settings: Settings) -> None:
         new = keys.create_key(s, m.id, args.mode, [x.strip() for x in args.scopes.split(",") if x.strip()], args.name)
         data = {"key": new.key, "id": str(new.row.id), "mode": args.mode, "scopes": new.row.scopes}
     _out(args, data, f"{data['key']}\n(shown once: store it now; id {data['id']})")
+
+
+def cmd_key_list(args, settings: Settings) -> None:
+    """A merchant's keys, newest first: never their secret, with when each was made and last used."""
+    with unit_of_work_for(settings) as s:
+        m = merchants.merchant_by_email(s, args.email)
+        rows: list[dict[str, Any]] = [
+            {
+                "id": str(k.id),
+                "name": k.name,
+                "mode": k.mode,
+                "prefix": k.prefix,
+                "scopes": k.scopes,
+                "created_at": iso(k.created_at),
+                "last_used_at": iso(k.last_used_at),
+                "revoked_at": iso(k.revoked_at),
+            }
+            for k in keys.api_keys(s, m.id)
+        ]
+    lines = [
+        f"{k['prefix']}  {k['mode']}  {k['name'] or 'unnamed'}  created {_minute(k['created_at'])}"
+        f"  last used {_minute(k['last_used_at']) if k['last_used_at'] else 'never'}"
+        + ("  revoked" if k["revoked_at"] else "")
+        for k in rows
+    ]
+    _out(args, {"email": m.email, "keys": rows}, "\n".join(lines) or f"merchant {args.email} has no API keys")
+
+
+def _minute(stamp: str | None) -> str:
+    """``2026-01-02T03:04:05.678Z`` → ``2026-01-02 03:04 UTC`` (last use is kept to the minute)."""
+    return f"{stamp[:10]} {stamp[11:16]} UTC" if stamp else ""
 
 
 def cmd_wallet_set(args, settings: Settings) -> None:
@@ -308,6 +340,9 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--scopes", required=True, help="comma-separated: " + ",".join(keys.SCOPES))
     k.add_argument("--name")
     k.set_defaults(run=cmd_key_create)
+    kl = leaf(key, "list", "list a merchant's API keys: mode, scopes, created, last used (never the secret)")
+    kl.add_argument("--email", required=True)
+    kl.set_defaults(run=cmd_key_list)
 
     wallet = group("wallet", "where a merchant's payments are paid: extended public keys or settlement addresses")
     w = leaf(wallet, "set", "set the wallet of a merchant's mode and chain")

@@ -52,9 +52,10 @@ def check_mode(mode: str) -> str:
 
 def check_scopes(scopes: list[str]) -> list[str]:
     unknown = [s for s in scopes if s not in SCOPES]
-    if unknown or not scopes:
-        shown = f"unknown scopes {unknown}" if unknown else "no scope chosen"
-        raise AccountError(f"{shown}; choose from {', '.join(SCOPES)}")
+    if not scopes:
+        raise AccountError(f"choose at least one scope: {', '.join(SCOPES)}")
+    if unknown:
+        raise AccountError(f"unknown scopes {unknown}; choose from {', '.join(SCOPES)}")
     return scopes
 
 

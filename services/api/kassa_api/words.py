@@ -143,17 +143,6 @@ def details(exc: ValidationError) -> list[dict[str, Any]]:
     ]
 
 
-def summary(exc: ValidationError) -> list[str]:
-    """Every problem of a form at once, each a sentence naming the field as the form does."""
-    out: list[str] = []
-    for fields, text, _ in _problems(exc):
-        text = text.replace("a JSON number", "a number")  # a form's fields are not JSON
-        line = (text[:1].upper() + text[1:]) if len(fields) > 1 else _say(label(fields[0]), text)
-        if line + "." not in out:
-            out.append(line + ".")
-    return out
-
-
 def by_field(exc: ValidationError) -> dict[str | None, str]:
     """Every problem of a form at once, by the field it belongs to (None: the whole form),
     each a sentence naming the field as the form does; a field's first problem counts."""

@@ -97,7 +97,8 @@ def test_out_of_range_settings_are_refused_with_400_and_the_reason_and_nothing_c
     r = post(dash, "/dashboard/settings", payment_lifetime=lifetime, underpayment_tolerance=tolerance)
     assert r.status_code == 400
     page = r.get_data(as_text=True)
-    assert 'class="form-error" role="alert"' in page and message in page
+    assert 'class="form-error" role="alert"' in page  # the banner, and the reason beside the field:
+    assert message[:1].upper() + message[1:] in page
     assert f'value="{lifetime}"' in page  # what was typed, to correct it
     assert stored(sessions, dash.email) == (30, Decimal("0.02000"))
 
@@ -250,7 +251,7 @@ def test_the_dashboard_sets_the_rate_spread_and_lock(dash, sessions):
         rate_spread_pct="12",
         rate_lock_minutes="10",
     )
-    assert bad.status_code == 400 and "rate spread must be a percentage from 0 to 10" in bad.get_data(as_text=True)
+    assert bad.status_code == 400 and "Rate spread must be a percentage from 0 to 10" in bad.get_data(as_text=True)
     with sessions() as s:
         m = merchants.merchant_by_email(s, dash.email)
         assert (m.rate_spread_pct, m.rate_lock_minutes) == (Decimal("2.50"), 10)

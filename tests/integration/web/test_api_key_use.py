@@ -4,12 +4,14 @@ shows both, "never" for a key not used yet."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import sqlalchemy as sa
 
 from kassa_common.models import ApiKey, Merchant
 from tests.support.api import API, new_key
+from tests.support.cli import cli_runner
 from tests.support.dashboard import post
 
 
@@ -74,3 +76,22 @@ def test_the_keys_page_shows_created_and_last_used(dash, sessions, app):
         else:
             assert last == row.last_used_at.strftime("%Y-%m-%d %H:%M") + " UTC"
     assert "Last used" in page
+
+
+def test_kassa_key_list_shows_created_and_last_used(client, sessions, make_merchant, database_url, monkeypatch, capsys):
+    merchant = make_merchant()
+    used = new_key(sessions, merchant.id, "test", ["payments:read"])
+    unused = new_key(sessions, merchant.id, "live", ["payments:read"])
+    assert client.get(f"{API}/payments", headers={"X-Api-Key": used}).status_code == 200
+    kassa = cli_runner(monkeypatch, capsys, {"DATABASE_URL": database_url, "KASSA_ENV": "development"})
+
+    code, out, _ = kassa("--json", "key", "list", "--email", merchant.email)
+    assert code == 0
+    listed = {k["prefix"]: k for k in json.loads(out)["keys"]}
+    assert listed[used[:18] + "…"]["last_used_at"] is not None and listed[unused[:18] + "…"]["last_used_at"] is None
+    assert all(k["created_at"] for k in listed.values()) and used not in out  # never the secret
+
+    code, out, _ = kassa("key", "list", "--email", merchant.email)
+    lines = {line.split()[0]: line for line in out.splitlines()}
+    assert "last used never" in lines[unused[:18] + "…"]
+    assert "last used never" not in lines[used[:18] + "…"] and "created " in lines[used[:18] + "…"]

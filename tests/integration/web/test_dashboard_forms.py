@@ -56,7 +56,7 @@ def test_api_key_form(dash):
     assert r.status_code == 422
     assert_beside(page, "key-mode", "Mode must be one of test, live")
     error = re.search(r'id="key-scopes-error">([^<]*)<', page)
-    assert error and "No scope chosen" in error.group(1)
+    assert error and "Choose at least one scope" in error.group(1)
     assert 'aria-describedby="key-scopes-error"' in page
     assert value_of(page, "key-name") == "shop server"
     assert 'name="scopes" value="payments:read" checked' not in page  # as sent: none ticked

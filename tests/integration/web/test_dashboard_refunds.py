@@ -95,12 +95,15 @@ def test_cancel_needs_the_confirmation_and_the_hash_form_gives_the_reasons(dash,
     assert_beside(r.get_data(as_text=True), "transaction_hash", "not a transaction hash")
     assert 'value="0x1234"' in r.get_data(as_text=True)  # what was typed is kept
     r = post(dash, f"/dashboard/refunds/{rid}/complete", transaction_hash="")
-    assert r.status_code == 400 and "transaction_hash is required" in r.get_data(as_text=True)
+    assert r.status_code == 400
+    assert_beside(r.get_data(as_text=True), "transaction_hash", "Enter the hash of the transaction")
     r = post(dash, f"/dashboard/refunds/{rid}/complete", transaction_hash="0x" + "ab" * 32)
     assert r.status_code == 503 and "LOCAL_EVM node is unavailable" in r.get_data(as_text=True)  # none runs here
 
     r = post(dash, f"/dashboard/refunds/{rid}/cancel")
     assert r.status_code == 400 and "Tick the box" in r.get_data(as_text=True)
+    assert 'id="cancel-confirm-error"' in r.get_data(as_text=True)  # beside the box, tied to it
+    assert 'aria-describedby="cancel-confirm-error"' in r.get_data(as_text=True)
     r = post(dash, f"/dashboard/refunds/{rid}/cancel", confirm="yes")
     assert r.status_code == 303
     assert "canceled" in dash.get(f"/dashboard/refunds/{rid}").get_data(as_text=True)

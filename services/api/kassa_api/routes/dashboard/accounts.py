@@ -33,7 +33,9 @@ SIGNUP_FIELDS = ("email", "password", "business_name")
 THROTTLED = "Too many attempts from your address. Wait a while and try again."
 
 
-def new_password_problems(new: str, confirm: str, field: str = "password", confirm_field: str = "confirm_password"):
+def new_password_problems(
+    new: str, confirm: str, field: str = "password", confirm_field: str = "confirm_password"
+) -> Problems:
     """A new password's problems: its rules, and the second typing matching the first."""
     problems = Problems()
     problems.check(field, merchants.check_new_password, new)

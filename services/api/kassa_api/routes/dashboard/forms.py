@@ -49,7 +49,9 @@ class FormError(Exception):
         elsewhere = [text for f, text in self.errors.items() if f not in shown]
         count = len(beside)
         banner = (
-            [f"{count} {'field needs' if count == 1 else 'fields need'} a change: see the message beside each."]
+            ["1 field needs a change: see the message beside it."]
+            if count == 1
+            else [f"{count} fields need a change: see the message beside each."]
             if count
             else []
         )

@@ -116,6 +116,9 @@ def complete(refund_id: str):
     """The transaction hash form: the same check as ``POST /refunds/:id/complete``."""
     refund = get_refund_or_404(refund_id)
     tx_hash = request.form.get("transaction_hash", "")
+    if not tx_hash.strip():
+        empty = FormError({"transaction_hash": "Enter the hash of the transaction that paid the refund."})
+        return _page(refund, 400, **empty.context(HASH_FIELDS))
     reader = None if refund.test_mode else onchain.reader_for(deps().settings.networks.get(refund.network))
     try:
         with transaction() as s:
@@ -123,8 +126,8 @@ def complete(refund_id: str):
     except onchain.ChainUnavailable as exc:
         return _page(get_refund_or_404(refund_id), 503, error=f"{exc}. Try again in a moment.")
     except onchain.PayoutRefused as exc:  # what the hash names does not pay this refund
-        shown = FormError({"transaction_hash": as_sentence(exc.message)}).context(HASH_FIELDS)
-        return _page(get_refund_or_404(refund_id), 400, **shown)
+        refused = FormError({"transaction_hash": as_sentence(exc.message)})
+        return _page(get_refund_or_404(refund_id), 400, **refused.context(HASH_FIELDS))
     except DomainError as exc:
         return _page(get_refund_or_404(refund_id), 409, **refusal(exc, HASH_FIELDS))
     finally:
@@ -138,7 +141,8 @@ def complete(refund_id: str):
 def cancel(refund_id: str):
     refund = get_refund_or_404(refund_id)
     if request.form.get("confirm") != "yes":
-        return _page(refund, 400, error="Tick the box to confirm the cancel.")
+        unticked = FormError({"confirm": "Tick the box to confirm the cancel."})
+        return _page(refund, 400, **unticked.context(["confirm"]))
     try:
         with transaction() as s:
             refunds.cancel_refund(s, current_owner(), str(refund.id))

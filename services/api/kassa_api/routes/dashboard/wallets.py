@@ -67,8 +67,8 @@ def _confirm(problems: Problems, password: str, code: str) -> None:
     before a live wallet changes: a stolen session alone cannot redirect the money."""
     merchant = g.merchant
     if not merchants.check_password(merchant.password_hash, password[:1000]):
-        problems.add("password", WRONG_PASSWORD)
-    if merchant.totp_enabled_at is not None:
+        problems.add("password", WRONG_PASSWORD)  # the code is not tried (nor used up) without it
+    elif merchant.totp_enabled_at is not None:
         with transaction() as s:
             if not twofactor.check_code(s, merchant, code[:20]):
                 problems.add("code", WRONG_CODE)
