@@ -156,5 +156,5 @@ def test_merchant_cancels_a_refund_after_confirming(stack, sessions, page):
     expect(page.locator("#refund-status")).to_have_text("canceled")
     expect(page.locator("#cancel-refund")).to_have_count(0)
     page.goto(f"{stack.base}/dashboard/payments/{p['short_id']}")
-    expect(page.locator("#payment-refunds")).to_contain_text("CANCELED")
+    expect(page.locator("#payment-refunds")).to_contain_text("canceled")
     expect(page.locator(".refund-form input[name=amount]").first).to_have_value("2.66")  # offered again

@@ -21,9 +21,10 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Payment, WebhookEndpoint
 from tests.browser.test_dashboard_refund_browser import PASSWORD, log_in, over_paid_payment
 from tests.support.screens import SIZES, Look, fields, open_page
+from tests.support.stack import free_port
 from tests.support.wait import until
 
-REFUSING = "http://127.0.0.1:9/hooks/kassa"  # nothing listens on the discard port: every delivery fails
+REFUSING = f"http://127.0.0.1:{free_port()}/hooks/kassa"  # a port nothing listens on: every delivery fails
 
 
 @dataclass
@@ -129,6 +130,7 @@ def test_every_dashboard_page_reads_right(size, stack, shop, browser, screenshot
         page.goto(f"{base}/payments/{shop.paid_payment['short_id']}")
         heading(page, f"Payment {shop.paid_payment['short_id']}")
         expect(page.locator("#payment-refunds")).to_contain_text("2.66 USDC")
+        expect(page.locator("#payment-refunds")).to_contain_text("awaiting address")
         look("dashboard-payment-refunded")
 
         page.get_by_role("link", name="Refunds", exact=True).click()
@@ -146,6 +148,7 @@ def test_every_dashboard_page_reads_right(size, stack, shop, browser, screenshot
         heading(page, "Products")
         fields(page, "Name", "Description", "Price", "Priced in")
         expect(page.locator("#products .row")).to_have_count(2)
+        expect(page.locator("#products")).to_contain_text("Sticker · 5 USDC on Base")
         look("dashboard-products")
         page.get_by_role("link", name="Blue mug").click()
         heading(page, "Blue mug")
@@ -168,6 +171,9 @@ def test_every_dashboard_page_reads_right(size, stack, shop, browser, screenshot
         expect(page.locator("#health")).to_contain_text("failing")
         expect(page.locator("#deliveries")).to_contain_text("your server refused the connection")
         assert "Errno" not in page.locator("#deliveries").inner_text()  # said in words, not the socket's
+        first = page.locator("#deliveries > li").first
+        expect(first.locator(".delivery-last")).to_contain_text("Last attempt")
+        expect(first.locator(".attempts li").first).to_be_hidden()  # every attempt, folded away
         look("dashboard-webhook")
         for button, name in (("Rotate secret", "rotate"), ("Delete endpoint", "delete")):
             page.get_by_role("button", name=button).click()

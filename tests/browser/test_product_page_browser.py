@@ -12,8 +12,8 @@ from playwright.sync_api import expect
 from werkzeug.serving import make_server
 
 from tests.browser.test_checkout_browser import create_product
-from tests.support.axe import AXE, serious_violations
-from tests.support.screens import SIZES, no_horizontal_scroll, open_page
+from tests.support.axe import AXE
+from tests.support.screens import SIZES, Look, no_horizontal_scroll, open_page
 
 DEV_CHAINS = ("LOCAL_EVM", "LOCAL_EVM_2", "BITCOIN_REGTEST")
 PUBLIC_CHAINS = ("ETHEREUM", "BASE", "POLYGON", "ARBITRUM", "OPTIMISM", "BSC", "BITCOIN")
@@ -65,7 +65,7 @@ def chains(values: list[str]) -> set[str]:
 
 
 def test_a_test_product_on_a_development_stack_offers_every_network_starting_on_a_stablecoin(
-    stack, merchant, browser, artifacts
+    stack, merchant, browser, screenshots
 ):
     product = create_product(stack, merchant, description="Stoneware, 350 ml. Dishwasher safe.")
     for name, size in SIZES.items():
@@ -82,7 +82,7 @@ def test_a_test_product_on_a_development_stack_offers_every_network_starting_on_
             assert chosen == "ETHEREUM:USDC" and "USDC on Ethereum" in labels
             assert "USDC on Base" in labels and not [label for label in labels if "_" in label]  # people's names
             assert no_horizontal_scroll(page)
-            page.screenshot(path=str(artifacts / f"product-test-dev-{name}.png"), full_page=True)
+            page.screenshot(path=str(screenshots / f"product-test-dev-{name}.png"), full_page=True)
         finally:
             context.close()
 
@@ -100,7 +100,7 @@ def test_a_live_product_offers_only_the_networks_live_payments_can_use(stack, me
         context.close()
 
 
-def test_outside_development_no_development_chain_is_offered(stack, merchant, browser, production, artifacts):
+def test_outside_development_no_development_chain_is_offered(stack, merchant, browser, production, screenshots):
     test_product = create_product(stack, merchant)
     live = live_product(stack, merchant, "Live mug")
     for name, size in SIZES.items():
@@ -110,7 +110,7 @@ def test_outside_development_no_development_chain_is_offered(stack, merchant, br
             values, _, chosen = offered(page)
             assert chains(values) == set(PUBLIC_CHAINS), values
             assert chosen == "ETHEREUM:USDC"
-            page.screenshot(path=str(artifacts / f"product-test-production-{name}.png"), full_page=True)
+            page.screenshot(path=str(screenshots / f"product-test-production-{name}.png"), full_page=True)
 
             page.goto(f"{production}/products/{live['id']}")
             expect(page.get_by_role("heading", level=1)).to_have_text("Live mug")
@@ -118,29 +118,32 @@ def test_outside_development_no_development_chain_is_offered(stack, merchant, br
             assert values == ["BASE:ETH", "BASE:USDC", "BASE:USDT"], values
             assert chosen == "BASE:USDC" and labels == ["ETH on Base", "USDC on Base", "USDT on Base"]
             assert no_horizontal_scroll(page)
-            page.screenshot(path=str(artifacts / f"product-live-production-{name}.png"), full_page=True)
+            page.screenshot(path=str(screenshots / f"product-live-production-{name}.png"), full_page=True)
         finally:
             context.close()
 
 
 @pytest.mark.skipif(not AXE.exists(), reason="axe-core is installed by npm ci (make deps)")
-def test_axe_finds_no_serious_problem_on_the_product_page(stack, merchant, browser):
+def test_axe_finds_no_serious_problem_on_the_product_page(stack, merchant, browser, screenshots):
     fiat = create_product(stack, merchant, description="Stoneware, 350 ml.")
     crypto = create_product(
         stack, merchant, name="Sticker", currency_type="CRYPTO", price=5, token="USDC", network="BASE"
     )
-    found = {}
-    for name, size in SIZES.items():
-        context, page = open_page(browser, size)
+    problems = {}
+    for size in SIZES:
+        context, page = open_page(browser, SIZES[size])
+        look = Look(page, size, screenshots)
         try:
-            for product in (fiat, crypto):
+            for product, name in ((fiat, "product-fiat"), (crypto, "product-crypto")):
                 page.goto(product["share_link"])
-                found[f"{product['name']} at {name}"] = serious_violations(page)
+                look(name)
                 page.get_by_label("Email for your receipt (optional)").fill("not an email@")
                 page.evaluate("document.querySelector('#buy-form').noValidate = true")
                 page.get_by_role("button", name="Pay", exact=True).click()
                 expect(page.get_by_text("Enter one valid email address")).to_be_visible()
-                found[f"{product['name']}, refused email, at {name}"] = serious_violations(page)
+                look(f"{name}-refused-email")
+            expect(page.locator(".amount")).to_contain_text("5 USDC on Base")
         finally:
             context.close()
-    assert not any(found.values()), {k: v for k, v in found.items() if v}
+        problems.update(look.problems)
+    assert not problems, problems

@@ -50,3 +50,29 @@ def test_a_rule_over_several_fields_is_said_once_in_its_own_words():
         "amount": "Give exactly one of amount or product_id.",
         "product_id": "Give exactly one of amount or product_id.",
     }
+
+
+@pytest.mark.parametrize(
+    ("user_agent", "shown"),
+    [
+        (
+            "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) HeadlessChrome/156.0 Safari/537.36",
+            "Chrome on Linux",
+        ),
+        (
+            "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 Mobile/15E148 Safari/604.1",
+            "Safari on iPhone",
+        ),
+        ("Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:128.0) Gecko/20100101 Firefox/128.0", "Firefox on Windows"),
+        (
+            "Mozilla/5.0 (Macintosh; Intel Mac OS X 10_15_7) AppleWebKit/537.36 Chrome/126.0 Safari/537.36 Edg/126.0",
+            "Edge on macOS",
+        ),
+        ("Mozilla/5.0 (Linux; Android 14) AppleWebKit/537.36 Chrome/126.0 Mobile Safari/537.36", "Chrome on Android"),
+        ("curl/8.5.0", "curl/8.5.0"),
+        ("x" * 200, "x" * 80),
+        (None, "unknown browser"),
+    ],
+)
+def test_a_login_names_its_browser_as_its_owner_knows_it(user_agent, shown):
+    assert words.browser_name(user_agent) == shown

@@ -98,6 +98,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         return network.explorer_url(tx_hash) if network else None
 
     app.jinja_env.filters["network_label"] = network_label
+    app.jinja_env.filters["browser_name"] = words.browser_name
     app.jinja_env.globals["delivery_error"] = words.delivery_error
     app.jinja_env.globals["explorer_url"] = explorer_url
     app.jinja_env.globals.update(forms.TEMPLATE_GLOBALS)  # a dashboard form's errors and typed values

@@ -181,3 +181,29 @@ def delivery_error(error: str | None, status_code: int | None = None) -> str:
         if marker in error:
             return words
     return error
+
+
+# (marker in the User-Agent, name), first match wins: Edge and Opera say "Chrome" too, and
+# Chrome says "Safari"; Android says "Linux", iPhones "Mac OS X".
+BROWSERS = (("Edg/", "Edge"), ("OPR/", "Opera"), ("Firefox/", "Firefox"), ("Chrome/", "Chrome"), ("Safari/", "Safari"))
+SYSTEMS = (
+    ("Android", "Android"),
+    ("iPhone", "iPhone"),
+    ("iPad", "iPad"),
+    ("Windows", "Windows"),
+    ("Mac OS X", "macOS"),
+    ("CrOS", "ChromeOS"),
+    ("Linux", "Linux"),
+)
+
+
+def browser_name(user_agent: str | None) -> str:
+    """A login's browser as its owner recognises it ("Chrome on Linux"); the User-Agent
+    itself (cut to 80 characters) when it names no browser we know."""
+    if not user_agent:
+        return "unknown browser"
+    browser = next((name for marker, name in BROWSERS if marker in user_agent), None)
+    system = next((name for marker, name in SYSTEMS if marker in user_agent), None)
+    if browser is None:
+        return user_agent[:80]
+    return f"{browser} on {system}" if system else browser
