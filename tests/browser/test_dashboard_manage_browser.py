@@ -65,7 +65,7 @@ def test_merchant_manages_a_product_a_webhook_and_a_wallet(stack, sessions, page
 
     page.goto(f"{stack.base}/dashboard/wallets")
     page.locator("#xpub-evm").fill(TEST_XPUBS["evm"])
-    page.get_by_role("button", name="Save evm wallet").click()
+    page.get_by_role("button", name="Save EVM wallet").click()
     expect(page.locator("#first-evm")).to_have_text(first_address("evm", TEST_XPUBS["evm"], test_mode=True))
 
 
