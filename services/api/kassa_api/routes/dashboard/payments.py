@@ -15,7 +15,7 @@ from kassa_common.owner import Owner
 from kassa_common.paging import page_meta
 from kassa_common.timefmt import utcnow
 from kassa_api import query
-from kassa_api.deps import db, deps, read_db, read_sessions, transaction
+from kassa_api.deps import read_db, read_sessions, transaction
 from kassa_api.routes.dashboard.common import (
     NO_PAYMENT,
     current_owner,
