@@ -19,6 +19,13 @@ class NotFound(DomainError):
     code = "NOT_FOUND"
 
 
+class ApiKeyNotValid(DomainError):
+    """The request's API key no longer authenticates (revoked, or its account banned or
+    deactivated) when the create checks it again."""
+
+    code = "UNAUTHORIZED"
+
+
 class InvalidTransition(DomainError):
     code = "CONFLICT"
 

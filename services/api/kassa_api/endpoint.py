@@ -143,6 +143,7 @@ def endpoint(
     envelope_kind: str = "object",
     errors: tuple[int, ...] = (),
     body_required: bool = True,
+    cached_key: bool = False,
 ) -> Callable:
     spec = EndpointSpec(summary, scope, body, query, response, status, envelope_kind, tag, errors, body_required)
 
@@ -150,7 +151,7 @@ def endpoint(
         @functools.wraps(view)
         def wrapper(**path_args: Any):
             if scope is not None:
-                authenticate(scope)
+                authenticate(scope, cached=cached_key)
             if body is not None:
                 path_args["body"] = validate_body(body, required=body_required)
             if query is not None:

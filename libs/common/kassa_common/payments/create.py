@@ -33,6 +33,7 @@ from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import Network, Registry, Token
 from kassa_common.db import Prepared
 from kassa_common.errors import (
+    ApiKeyNotValid,
     DomainError,
     IdempotencyConflict,
     InvalidCurrency,
@@ -68,11 +69,17 @@ WALLET_AND_KEY = Prepared(
     """
 SELECT w.xpub, w.settlement_address, k.request_hash, k.payment_id,
        CASE WHEN k.key IS NULL AND w.settlement_address IS NULL
-                 AND coalesce(w.xpub, %(default_key)s) = %(expected_key)s
+                 AND coalesce(w.xpub, %(default_key)s) = %(expected_key)s AND a.valid
             THEN nextval(%(sequence)s::regclass) END AS derivation_index,
-       m.rate_spread_pct, m.rate_lock_minutes
+       m.rate_spread_pct, m.rate_lock_minutes, a.valid AS api_key_valid
 FROM (VALUES (1)) AS one
 JOIN merchants m ON m.id = %(merchant_id)s
+CROSS JOIN LATERAL (
+    SELECT %(api_key)s IS NULL OR EXISTS (
+        SELECT FROM api_keys ak
+        WHERE ak.id = %(api_key)s AND ak.merchant_id = m.id AND ak.mode = %(mode)s AND ak.revoked_at IS NULL
+          AND m.activated AND NOT m.banned AND coalesce(m.business_name, '') <> '') AS valid
+) AS a
 LEFT JOIN wallets w ON w.merchant_id = %(merchant_id)s AND w.mode = %(mode)s AND w.chain = %(chain)s
 LEFT JOIN idempotency_keys k ON k.merchant_id = %(merchant_id)s AND k.test_mode = %(test_mode)s
                             AND k.key = %(key)s AND k.created_at >= %(fresh_after)s
@@ -87,6 +94,7 @@ LEFT JOIN idempotency_keys k ON k.merchant_id = %(merchant_id)s AND k.test_mode 
         "default_key": "text",
         "expected_key": "text",
         "sequence": "text",
+        "api_key": "uuid",
     },
 )
 
@@ -188,6 +196,7 @@ class ReadForCreate(NamedTuple):
     derivation_index: int | None  # taken from the expected key's sequence
     rate_spread_pct: Decimal  # the merchant's pricing terms (pricing.terms)
     rate_lock_minutes: int | None
+    api_key_valid: bool  # the key the request came with (if any) still authenticates
 
 
 @dataclass(frozen=True)
@@ -306,13 +315,17 @@ def create_payment(
     idempotency_key: str | None = None,
     idempotency_ttl: timedelta = timedelta(hours=24),
     allow_test_keys: bool = False,
+    api_key_id: uuid.UUID | None = None,
 ) -> Created:
     """Create a PENDING payment and its payment.created event, or replay the payment an
     earlier request with the same ``idempotency_key`` and body made.
 
     ``db``: a connection in autocommit mode (the create is then its own transaction), or a
     session whose transaction the create joins. ``allow_test_keys``: a live payment may
-    derive from a published test key (development).
+    derive from a published test key (development). ``api_key_id``: the API key the
+    request came with, checked again by the read (still unrevoked, its account active and
+    unbanned: ``ApiKeyNotValid`` otherwise, before anything is written), so a create never
+    rests on a key authenticated from a cache.
     """
     conn = db.connection() if isinstance(db, Session) else db
     now = utcnow()
@@ -347,9 +360,12 @@ def create_payment(
                 "default_key": TEST_XPUBS[network.kind] if owner.test_mode else None,
                 "expected_key": hint.key,
                 "sequence": hint.sequence,
+                "api_key": api_key_id,
             },
         )[0]
     )
+    if not found.api_key_valid:
+        raise ApiKeyNotValid("unknown or revoked API key")
     if found.request_hash is not None:
         if found.payment_id is None:  # the key made a refund (POST /payments/:id/refunds)
             raise IdempotencyConflict("this Idempotency-Key was already used with a different request")

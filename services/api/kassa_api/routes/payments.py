@@ -7,9 +7,10 @@ from datetime import timedelta
 from flask import Blueprint, request
 
 from kassa_common import payments
+from kassa_common.errors import ApiKeyNotValid
 from kassa_common.paging import page_meta
 from kassa_common.payments import payment_to_dict
-from kassa_api.auth import owner
+from kassa_api.auth import forget_key, owner, principal
 from kassa_api.deps import connection, db, deps, transaction
 from kassa_api.endpoint import endpoint
 from kassa_api.errors import ApiError
@@ -39,20 +40,25 @@ def idempotency_key() -> str | None:
     response=PaymentOut,
     status=201,
     errors=(409, 422, 503),
+    cached_key=True,  # the create checks the key again in its own read (kassa_api.auth)
 )
 def create_payment(body: CreatePayment):
     key, s = idempotency_key(), deps().settings
-    created = payments.create_payment(  # one statement writes it: no transaction around it
-        connection(),
-        owner(),
-        payments.NewPayment(**body.model_dump()),
-        registry=s.networks,
-        rates=deps().rates,
-        checkout_base=s.checkout_url,
-        idempotency_key=key,
-        idempotency_ttl=timedelta(hours=s.idempotency_ttl_hours),
-        allow_test_keys=s.development,
-    )
+    try:
+        created = payments.create_payment(  # one statement writes it: no transaction around it
+            connection(),
+            owner(),
+            payments.NewPayment(**body.model_dump()),
+            registry=s.networks,
+            rates=deps().rates,
+            checkout_base=s.checkout_url,
+            idempotency_key=key,
+            idempotency_ttl=timedelta(hours=s.idempotency_ttl_hours),
+            allow_test_keys=s.development,
+            api_key_id=principal().key_id,
+        )
+    except ApiKeyNotValid:
+        forget_key()
     headers = {"Idempotent-Replayed": "true"} if created.replayed else {}
     return created.payment, 201, headers
 
