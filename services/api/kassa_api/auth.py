@@ -8,8 +8,10 @@ connection (the one a create then writes on), outside any transaction: it only r
 hot path: its scopes, mode and merchant may be up to ``KEY_CACHE_SECONDS`` old. Revocation
 and a ban still take effect on the next request: the create's own read checks the key
 again (``payments.create_payment``'s ``api_key_id``) before anything is written, and a
-key it refuses leaves the cache. Every other endpoint looks the key up each time. The
-rate limit counts every request either way.
+key it refuses leaves the cache; a create refused for anything else (a 4xx before or
+instead of that read) looks the key up first, so a revoked key gets 401, not that answer.
+Every other endpoint looks the key up each time. The rate limit counts every request
+either way.
 """
 
 from __future__ import annotations
@@ -81,6 +83,17 @@ def _lookup(key_hash: str, cached: bool) -> tuple[StoredKey | None, bool]:
     return (StoredKey._make(rows[0]) if rows else None), False
 
 
+def recheck_key() -> None:
+    """A request authenticated from the cache is being refused (a 4xx of its own): if its key
+    no longer authenticates, drop it and answer 401 instead, as the lookup would have."""
+    if g.get("key_from_cache"):
+        raw = request.headers.get("X-Api-Key", "").strip()
+        rows = KEY_LOOKUP(connection(), {"key_hash": hash_api_key(raw)})
+        row = StoredKey._make(rows[0]) if rows else None
+        if row is None or row.revoked_at is not None or row.banned or not row.activated or not row.business_name:
+            forget_key()
+
+
 def forget_key() -> NoReturn:
     """The request's key was refused after authenticating from the cache: drop it, and
     answer 401 as the lookup would have."""
@@ -128,6 +141,7 @@ def authenticate(scope: str, *, cached: bool = False) -> Principal:
     if scope not in principal.scopes:
         raise ApiError(403, f"this API key lacks the {scope} scope")
     g.principal = principal
+    g.key_from_cache = from_cache
     return principal
 
 

@@ -15,8 +15,9 @@ from typing import Any
 from flask import request
 from pydantic import BaseModel, ValidationError
 
+from kassa_common.errors import DomainError
 from kassa_api import words
-from kassa_api.auth import authenticate
+from kassa_api.auth import authenticate, recheck_key
 from kassa_api.errors import ApiError
 
 
@@ -152,11 +153,16 @@ def endpoint(
         def wrapper(**path_args: Any):
             if scope is not None:
                 authenticate(scope, cached=cached_key)
-            if body is not None:
-                path_args["body"] = validate_body(body, required=body_required)
-            if query is not None:
-                path_args["query"] = validate_query(query)
-            result = view(**path_args)
+            try:
+                if body is not None:
+                    path_args["body"] = validate_body(body, required=body_required)
+                if query is not None:
+                    path_args["query"] = validate_query(query)
+                result = view(**path_args)
+            except (ApiError, DomainError):
+                if cached_key:  # a key revoked since it was cached gets 401, not this answer
+                    recheck_key()
+                raise
             if isinstance(result, tuple):  # (data, status[, headers])
                 data, code, *rest = result
                 payload, code = envelope(data, code, envelope_kind)

@@ -61,6 +61,15 @@ SELECT id, merchant_id, test_mode, deleted_at, active, currency_type, currency, 
 FROM products WHERE id = %(id)s
 """
 
+# The request's API key still authenticates: unrevoked, of the merchant ``m`` and the mode, the
+# account activated, not banned and with a profile (``kassa_api.auth`` may have taken it from
+# its cache).
+API_KEY_VALID = """
+SELECT FROM api_keys ak
+WHERE ak.id = %(api_key)s AND ak.merchant_id = m.id AND ak.mode = %(mode)s AND ak.revoked_at IS NULL
+  AND m.activated AND NOT m.banned AND coalesce(m.business_name, '') <> ''
+"""
+
 # What a create reads, in one statement: the merchant's wallet for the chain and pricing
 # terms, an unexpired earlier request with this key and, when the wallet's key is the one expected (``index_hint``)
 # and no earlier request holds the key, the key's next index.
@@ -74,12 +83,9 @@ SELECT w.xpub, w.settlement_address, k.request_hash, k.payment_id,
        m.rate_spread_pct, m.rate_lock_minutes, a.valid AS api_key_valid
 FROM (VALUES (1)) AS one
 JOIN merchants m ON m.id = %(merchant_id)s
-CROSS JOIN LATERAL (
-    SELECT %(api_key)s IS NULL OR EXISTS (
-        SELECT FROM api_keys ak
-        WHERE ak.id = %(api_key)s AND ak.merchant_id = m.id AND ak.mode = %(mode)s AND ak.revoked_at IS NULL
-          AND m.activated AND NOT m.banned AND coalesce(m.business_name, '') <> '') AS valid
-) AS a
+CROSS JOIN LATERAL (SELECT %(api_key)s IS NULL OR EXISTS ("""
+    + API_KEY_VALID
+    + """) AS valid) AS a
 LEFT JOIN wallets w ON w.merchant_id = %(merchant_id)s AND w.mode = %(mode)s AND w.chain = %(chain)s
 LEFT JOIN idempotency_keys k ON k.merchant_id = %(merchant_id)s AND k.test_mode = %(test_mode)s
                             AND k.key = %(key)s AND k.created_at >= %(fresh_after)s
@@ -342,6 +348,8 @@ def create_payment(
         currency = payment_currency(cmd, product)
         market = quote(rates, token.symbol, currency, owner.test_mode)
     except DomainError:
+        if api_key_id is not None and not _key_valid(conn, owner, api_key_id):
+            raise ApiKeyNotValid("unknown or revoked API key") from None
         # a request the key was already used for is answered as it was, whatever holds now
         if key is not None and (earlier := _earlier(conn, owner, key, digest, fresh_after)) is not None:
             return earlier
@@ -445,6 +453,16 @@ def create_payment(
         return earlier
     # the payment object the event carries is the answer (without the event's payment_id)
     return Created({k: v for k, v in event.data.items() if k != "payment_id"}, False)
+
+
+def _key_valid(conn: Connection, owner: Owner, api_key_id: uuid.UUID) -> bool:
+    """``API_KEY_VALID``, on its own (a request refused before the create's read)."""
+    return bool(
+        conn.exec_driver_sql(
+            "SELECT EXISTS (" + API_KEY_VALID + ") FROM merchants m WHERE m.id = %(merchant_id)s",
+            {"api_key": api_key_id, "mode": owner.mode, "merchant_id": owner.merchant_id},
+        ).scalar()
+    )
 
 
 def _earlier(conn: Connection, owner: Owner, key: str, digest: str | None, fresh_after: datetime) -> Created | None:
