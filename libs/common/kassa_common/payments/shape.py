@@ -326,6 +326,8 @@ _WRONG_NETWORK_FIELDS = tuple(WrongNetworkFunds.model_fields)
 
 def _session_of(p: Any) -> Session | None:
     """The session of a ``Payment`` (None for a ``PaymentRow`` or a detached payment)."""
+    if isinstance(p, tuple):  # a PaymentRow: asking SQLAlchemy would build (and catch) an exception
+        return None
     try:
         return object_session(p)
     except UnmappedInstanceError:
