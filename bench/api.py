@@ -12,6 +12,7 @@ while the next scenario measures the settler."""
 
 from __future__ import annotations
 
+import os
 from contextlib import ExitStack
 
 import sqlalchemy as sa
@@ -30,22 +31,37 @@ def run(b: Bench) -> list[Result]:
     env = b.env()
     with b.engine(1) as (engine, _), engine.begin() as conn:
         conn.execute(sa.text("CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, body jsonb NOT NULL)"))
-    with ExitStack() as running:
-        urls = {}
+    with ExitStack() as running, b.engine(1) as (engine, _):
+        urls, procs = {}, {}
         for name, (app, path) in SERVERS.items():
             proc, base = gunicorn(app, env)
             running.callback(stop, proc)
-            urls[name] = base + path
+            urls[name], procs[name] = base + path, proc
         merchant_id, test_key = b.new_merchant()
         key = {"kassa": test_key}
         for name, url in urls.items():
             wrk(url, "1s", key=key.get(name, ""))  # warm up
         measured: dict[str, list[float]] = {name: [] for name in urls}
+        cpu: dict[str, list[dict[str, float]]] = {name: [] for name in urls}
         for _ in range(rounds):
             for name, url in urls.items():
+                web, db = _processes(procs[name].pid), _backends(engine, b.name)
+                before = {pid: _cpu_seconds(pid) for pid in web + db}
                 measured[name].append(wrk(url, f"{seconds}s", key=key.get(name, "")))
+                requests = measured[name][-1] * seconds
+                cpu[name].append(
+                    {
+                        part: round(1000 * sum(_cpu_seconds(pid) - before[pid] for pid in pids) / requests, 3)
+                        for part, pids in (("web", web), ("database", db))
+                    }
+                )
     forget_payments(b, merchant_id)
-    extra = {"rounds": rounds, "seconds_per_round": seconds, "requests_per_second": measured}
+    extra = {
+        "rounds": rounds,
+        "seconds_per_round": seconds,
+        "requests_per_second": measured,
+        "cpu_ms_per_request": cpu,  # far steadier than requests/s on a loaded machine
+    }
     results = []
     for ref, name, title, target, floor, ref_title in (
         (
@@ -74,6 +90,41 @@ def run(b: Bench) -> list[Result]:
             )
         )
     return results
+
+
+def _cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user and system), 0 once it is gone (Linux ``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _processes(root: int) -> list[int]:
+    """gunicorn's arbiter and its workers."""
+    found = [root]
+    for entry in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == root:
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _backends(engine, database: str) -> list[int]:
+    """The PostgreSQL backends serving the bench database (on this machine when local)."""
+    with engine.connect() as conn:
+        return list(
+            conn.execute(
+                sa.text("SELECT pid FROM pg_stat_activity WHERE datname = :d AND pid <> pg_backend_pid()"),
+                {"d": database},
+            ).scalars()
+        )
 
 
 def forget_payments(b: Bench, merchant_id) -> None:

@@ -31,8 +31,8 @@ class Jobs:
 
     def expire(self) -> int:
         """Up to ``expire_batches`` batches of overdue payments, side by side, each in its own
-        transaction (``SKIP LOCKED`` keeps them apart, as it does several expirers): while one
-        waits for the database, the other builds its events, which is where the time goes."""
+        transaction (``SKIP LOCKED`` keeps them apart, as it does several expirers): each batch
+        is one statement, the work PostgreSQL's (``expire_due``), and two keep two cores busy."""
         if self.expire_batches == 1:
             n = self._expire_batch()
         else:

@@ -273,3 +273,83 @@ def test_the_expirer_job_expires_its_batches_side_by_side_each_once(merchant, se
     jobs = Jobs(sessions, timedelta(hours=1), batch=3, expire_batches=2)
     assert [jobs.expire(), jobs.expire(), jobs.expire()] == [6, 4, 0]
     assert [len(expired_events(sessions, pid)) for pid in pids] == [1] * 10
+
+
+def test_the_object_built_in_sql_is_the_one_python_builds_for_every_kind_of_field(merchant, sessions):
+    """Payments without transfers have their event built by PostgreSQL: field by field the
+    object ``payment_to_dict`` gives (nulls and values, odd amounts, 18 decimals, text that
+    needs escaping, a product, times with and without milliseconds)."""
+    pids = [
+        overdue(sessions, merchant.id, metadata_={"order": "A-17"}),
+        overdue(
+            sessions,
+            merchant.id,
+            amount=Decimal("1234567.05"),
+            token="ETH",
+            decimals=18,
+            crypto_amount_units=Decimal(123456789012345678901234567),
+            amount_received_units=Decimal(1),
+            exchange_rate=Decimal("2999.123456789012345678"),
+            arrival_exchange_rate=Decimal("3000.500000000000000000"),
+            rate_source="coingecko+kraken (median); spread 1.5%",
+            rate_locked_until=utcnow() - timedelta(minutes=30, microseconds=123_999),
+            currency="EUR",
+            customer_email="zoë@example.com",
+            customer_name='Zoë \t"Tab" \\ 😀',
+            redirect_url="https://shop.example.com/done?x=1&y='2'",
+            cancel_url="https://shop.example.com/cancel",
+            transaction_hash="0x" + "ab" * 32,
+            confirmations=3,
+            metadata_={"note": "back\\slash\nnew line 😀", "tab\there": 2.5, "ok": None, "n": [1, {"a": True}]},
+            settlement_address="0x" + "cd" * 20,
+            sweep_tx_hash="0x" + "ef" * 32,
+            swept_at=utcnow() - timedelta(seconds=5),
+            completed_at=None,
+        ),
+        overdue(
+            sessions,
+            merchant.id,
+            amount=Decimal("0.10"),
+            crypto_amount_units=Decimal(0),
+            exchange_rate=Decimal("100.000"),
+            decimals=0,
+            minutes_ago=0.001,
+        ),
+    ]
+    product = uuid.uuid4()
+    with unit_of_work(sessions) as s:
+        s.execute(
+            sa.text(
+                "INSERT INTO products (id, merchant_id, test_mode, name, price, currency_type) "
+                "VALUES (:id, :m, true, 'Mug', 5, 'FIAT')"
+            ),
+            {"id": product, "m": merchant.id},
+        )
+    pids.append(overdue(sessions, merchant.id, product_id=product, amount=Decimal("5.00")))
+    expire_all(sessions)
+    with sessions() as s:
+        for pid in pids:
+            [event] = expired_events(sessions, pid)
+            expected = {"payment_id": str(pid), **payment_to_dict(s.get(Payment, pid))}
+            assert event.payload["data"] == expected
+            assert (event.payload["id"], event.payload["event"]) == (event.id, "payment.expired")
+            assert event.id.startswith("evt_") and len(event.id) == 36
+
+
+def test_a_payment_paid_while_its_batch_runs_is_not_expired(merchant, sessions, engine):
+    """The settler holds a payment while it completes it; the expirer's batch skips it, the
+    rest of the batch expires, and once the settler commits the payment stays COMPLETED with
+    no ``payment.expired``."""
+    paid, others = overdue(sessions, merchant.id), [overdue(sessions, merchant.id) for _ in range(3)]
+    with engine.connect() as settler:
+        settler.execute(sa.select(Payment.id).where(Payment.id == paid).with_for_update())
+        settler.execute(sa.update(Payment).where(Payment.id == paid).values(status="COMPLETED"))
+        with unit_of_work(sessions) as s:
+            s.execute(sa.text("SET LOCAL lock_timeout = '2s'"))
+            while expire_due(s):
+                pass
+        settler.commit()
+    expire_all(sessions)
+    assert status_of(sessions, paid) == "COMPLETED" and expired_events(sessions, paid) == []
+    assert [status_of(sessions, p) for p in others] == ["EXPIRED"] * 3
+    assert [len(expired_events(sessions, p)) for p in others] == [1] * 3

@@ -255,6 +255,66 @@ def test_banning_takes_effect_on_the_next_request(client, merchant, sessions):
     assert_error(client.get(f"{API}/payments", headers=merchant.headers()), 401, "UNAUTHORIZED")
 
 
+def payments_of(sessions, merchant_id) -> int:
+    with sessions() as s:
+        return s.scalar(sa.select(sa.func.count()).select_from(Payment).where(Payment.merchant_id == merchant_id))
+
+
+def test_a_key_revoked_after_a_create_creates_nothing_more(client, merchant, sessions):
+    """POST /payments authenticates from a short-lived cache (kassa_api.auth); revocation
+    still holds from the very next create, which writes nothing."""
+    with unit_of_work(sessions) as s:
+        row = keys.create_key(s, merchant.id, "test", SCOPES)
+    assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201
+    assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201  # from the cache
+    before = payments_of(sessions, merchant.id)
+    with unit_of_work(sessions) as s:
+        keys.revoke_key(s, merchant.id, row.row.id)
+    for _ in range(2):  # refused, then no longer cached: refused by the lookup
+        r = call(client, "POST", "/payments", row.key, json=PAYMENT, headers={"Idempotency-Key": secrets.token_hex(8)})
+        assert_error(r, 401, "UNAUTHORIZED")
+        assert r.headers["WWW-Authenticate"] == 'ApiKey header="X-Api-Key"'
+    assert payments_of(sessions, merchant.id) == before
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {**PAYMENT, "amount": -1},  # refused by validation
+        {**PAYMENT, "network": "NO_SUCH_NETWORK"},  # refused by the create before its read
+    ],
+)
+def test_a_revoked_key_gets_401_rather_than_what_its_request_would_get(client, merchant, sessions, body):
+    with unit_of_work(sessions) as s:
+        row = keys.create_key(s, merchant.id, "test", SCOPES)
+    assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201  # cached now
+    with unit_of_work(sessions) as s:
+        keys.revoke_key(s, merchant.id, row.row.id)
+    assert_error(call(client, "POST", "/payments", row.key, json=body), 401, "UNAUTHORIZED")
+
+
+def test_a_replay_for_a_revoked_key_is_refused(client, merchant, sessions):
+    """An Idempotency-Key's earlier answer is replayed even when the request would now be
+    refused (its pair no longer enabled...), but never to a revoked key."""
+    with unit_of_work(sessions) as s:
+        row = keys.create_key(s, merchant.id, "test", SCOPES)
+    idem = {"Idempotency-Key": secrets.token_hex(8)}
+    assert call(client, "POST", "/payments", row.key, json=PAYMENT, headers=dict(idem)).status_code == 201
+    with unit_of_work(sessions) as s:
+        keys.revoke_key(s, merchant.id, row.row.id)
+    assert_error(call(client, "POST", "/payments", row.key, json=PAYMENT, headers=dict(idem)), 401, "UNAUTHORIZED")
+
+
+@pytest.mark.parametrize("account", [{"banned": True}, {"activated": False}, {"business_name": None}])
+def test_a_banned_or_deactivated_account_creates_nothing_on_the_next_request(client, make_merchant, sessions, account):
+    m = make_merchant()
+    assert client.post(f"{API}/payments", json=PAYMENT, headers=m.headers()).status_code == 201
+    with unit_of_work(sessions) as s:
+        s.execute(sa.update(Merchant).where(Merchant.id == m.id).values(**account))
+    assert_error(client.post(f"{API}/payments", json=PAYMENT, headers=m.headers()), 401, "UNAUTHORIZED")
+    assert payments_of(sessions, m.id) == 1
+
+
 # ---- FORBIDDEN ----------------------------------------------------------------------------
 
 

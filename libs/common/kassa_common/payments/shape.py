@@ -5,6 +5,8 @@ OpenAPI document is generated from it. ``payment_to_dict`` builds that object as
 (validating it through the model would add half again to its cost, which shows in a batch of
 thousands); the unit tests hold it to exactly what validating through ``PaymentOut`` gives,
 so a field cannot be served that the model does not declare, nor declared and left out.
+The expirer builds the same object in SQL for an expired payment without transfers
+(``payments.expire.EXPIRED_OBJECT``); its integration tests hold it to ``payment_to_dict``.
 ``public_view`` is the customer's view on the checkout page: no metadata, merchant or
 customer data.
 """
@@ -326,6 +328,8 @@ _WRONG_NETWORK_FIELDS = tuple(WrongNetworkFunds.model_fields)
 
 def _session_of(p: Any) -> Session | None:
     """The session of a ``Payment`` (None for a ``PaymentRow`` or a detached payment)."""
+    if isinstance(p, tuple):  # a PaymentRow: asking SQLAlchemy would build (and catch) an exception
+        return None
     try:
         return object_session(p)
     except UnmappedInstanceError:
