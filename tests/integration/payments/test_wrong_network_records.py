@@ -104,7 +104,7 @@ def test_the_dashboard_says_an_xpub_merchant_already_holds_the_funds(client, ses
 
     assert 'id="wrong-network"' in page and "5 USDC on <strong>LOCAL_EVM_2</strong>" in page
     assert "Already yours" in page and "Add LOCAL_EVM_2 to that wallet" in page
-    assert "5 USDC on LOCAL_EVM_2 · CONFIRMED" in page  # in token units, though LOCAL_EVM_2 is not configured here
+    assert "5 USDC on LOCAL_EVM_2 · confirmed" in page  # in token units, though LOCAL_EVM_2 is not configured here
     assert "Not counted: sent on LOCAL_EVM_2, not on the payment&#39;s network LOCAL_EVM." in page
 
 

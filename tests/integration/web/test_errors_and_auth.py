@@ -261,16 +261,15 @@ def payments_of(sessions, merchant_id) -> int:
 
 
 def test_a_key_revoked_after_a_create_creates_nothing_more(client, merchant, sessions):
-    """POST /payments authenticates from a short-lived cache (kassa_api.auth); revocation
-    still holds from the very next create, which writes nothing."""
+    """Revocation holds from the very next create, which writes nothing."""
     with unit_of_work(sessions) as s:
         row = keys.create_key(s, merchant.id, "test", SCOPES)
     assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201
-    assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201  # from the cache
+    assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201
     before = payments_of(sessions, merchant.id)
     with unit_of_work(sessions) as s:
         keys.revoke_key(s, merchant.id, row.row.id)
-    for _ in range(2):  # refused, then no longer cached: refused by the lookup
+    for _ in range(2):
         r = call(client, "POST", "/payments", row.key, json=PAYMENT, headers={"Idempotency-Key": secrets.token_hex(8)})
         assert_error(r, 401, "UNAUTHORIZED")
         assert r.headers["WWW-Authenticate"] == 'ApiKey header="X-Api-Key"'
@@ -287,7 +286,7 @@ def test_a_key_revoked_after_a_create_creates_nothing_more(client, merchant, ses
 def test_a_revoked_key_gets_401_rather_than_what_its_request_would_get(client, merchant, sessions, body):
     with unit_of_work(sessions) as s:
         row = keys.create_key(s, merchant.id, "test", SCOPES)
-    assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201  # cached now
+    assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201
     with unit_of_work(sessions) as s:
         keys.revoke_key(s, merchant.id, row.row.id)
     assert_error(call(client, "POST", "/payments", row.key, json=body), 401, "UNAUTHORIZED")

@@ -272,6 +272,7 @@ class Dispatcher(Generic[J]):
             del ids[self.channel.key(job)]
         self._waiting.update(ids)  # left by the channel's limit (or taken by another sender): wait
         short = bool(ids)
+        self._dispatch(jobs)  # held before the next claim reads it: a round never claims past its bound
         if (poll or freed and not jobs) and free > len(jobs):
             due = self.claim(free - len(jobs))
             short = len(due) < free - len(jobs)
@@ -279,8 +280,8 @@ class Dispatcher(Generic[J]):
                 self._backlog = True  # a full batch: more is probably due
             for job in due:
                 self._waiting.pop(self.channel.key(job), None)
+            self._dispatch(due)
             jobs += due
-        self._dispatch(jobs)
         room = self._active() < self.max_in_flight
         return room and (bool(self._handoff) or bool(jobs) and not short)  # hand-offs are all tried at once
 
