@@ -59,6 +59,7 @@ CLAIM = sa.text("""
         ORDER BY turn, r.next_attempt_at LIMIT :candidates
     ), due AS (
         SELECT n.id, n.lease_until FROM notifications n JOIN picked p ON p.id = n.id
+        WHERE n.status = :pending AND (n.lease_until IS NULL OR n.lease_until < now())  -- again, on the row locked
         ORDER BY p.turn, p.next_attempt_at
         LIMIT :n
         FOR UPDATE OF n SKIP LOCKED

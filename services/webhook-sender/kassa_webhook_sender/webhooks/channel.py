@@ -50,6 +50,7 @@ CLAIM = """
         LIMIT :n
     ), due AS (
         SELECT id FROM webhook_deliveries WHERE id IN (SELECT id FROM picked)
+          AND status = :pending AND (lease_until IS NULL OR lease_until < now())  -- again, on the row locked
         FOR UPDATE SKIP LOCKED
     )
     UPDATE webhook_deliveries d SET lease_until = now() + make_interval(secs => :lease)
