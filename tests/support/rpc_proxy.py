@@ -50,6 +50,7 @@ class RpcProxy:
         self._refuse, self._retry_after = 0, 1
         self.rewrite_hashes = False
         self._after: tuple[Callable[[Any], bool], Callable[[], None]] | None = None
+        self.after_done = threading.Event()  # set once the action of ``after`` has run
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
@@ -57,8 +58,11 @@ class RpcProxy:
         return f"http://127.0.0.1:{self.port}{path}"
 
     def after(self, predicate: Callable[[Any], bool], action: Callable[[], None]) -> None:
+        """Run ``action`` once, after forwarding the first request ``predicate`` accepts and
+        before answering it; ``after_done`` is set once it has run (not when it was picked)."""
         with self._lock:
             self._after = (predicate, action)
+            self.after_done.clear()
 
     def refuse(self, n: int, retry_after: int = 1) -> None:
         with self._lock:
@@ -137,6 +141,7 @@ class RpcProxy:
                 hook = None
         if hook is not None:
             hook[1]()
+            self.after_done.set()
         if self.rewrite_hashes:
             self.counts["rewritten"] += 1
             content = json.dumps(_rewritten(json.loads(content))).encode()

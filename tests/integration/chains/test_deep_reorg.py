@@ -136,7 +136,7 @@ def test_a_reorg_right_after_the_head_check_never_confirms_the_orphaned_transfer
 
         proxy.after(head_check_with_a_new_block, lambda: chain.reorg(2))  # the head and the block above it
         chain.mine(1)
-        until(lambda: proxy._after is None, message="the reorg happened right after the head check")
+        until(proxy.after_done.is_set, message="the reorg happened right after the head check")
         chain.mine(CONFIRMATIONS + 1)
         until(
             lambda: (
