@@ -159,6 +159,8 @@ def test_transfer_removed_by_a_reorg_never_counts_and_counts_once_reincluded(h, 
 
 def test_a_payment_created_after_its_block_was_scanned_is_still_found(h, chain, watching):
     p = h.create(amount=5)
+    # the feed brings the address on its own time: wait for it, then take it back out
+    until(lambda: p["address"].lower() in watching.watchlist, message="address on the watchlist")
     watching.watchlist.take_new()  # as if the address had not reached the watcher yet
     watching.watchlist._all.discard(p["address"].lower())
     pay_token(chain, p, 5_000_000)
