@@ -44,9 +44,10 @@ completes the refund it pays. A payment's own deposits never get there.
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
@@ -107,6 +108,7 @@ def _columns(model: type) -> list[tuple[str, Any]]:
 
 
 _PAYMENT_COLUMNS, _TRANSFER_COLUMNS = _columns(Payment), _columns(Transfer)
+_TRANSFERS: sa.Table = Transfer.__table__  # type: ignore[assignment]
 
 
 def _hold(session: Session, held: Held, row: Any, columns: list[tuple[str, Any]]) -> None:
@@ -121,11 +123,9 @@ def _write_held(session: Session) -> None:
     session.info.pop(DEFERRED_EVENTS, None)
     if held is None:
         return
-    if held.new:
+    if held.new:  # one statement, compiled once: SQLAlchemy sends the rows as one multi-row INSERT
         session.execute(
-            sa.insert(Transfer).values(
-                [{column.name: getattr(t, key) for key, column in _TRANSFER_COLUMNS} for t in held.new]
-            )
+            _TRANSFERS.insert(), [{column.name: getattr(t, key) for key, column in _TRANSFER_COLUMNS} for t in held.new]
         )
     changed: dict[type, list[tuple[uuid.UUID, dict[str, Any]]]] = {Transfer: [], Payment: []}
     for row, before in held.loaded.values():
@@ -135,30 +135,46 @@ def _write_held(session: Session) -> None:
             changed[type(row)].append((row.id, now))
     for model, rows in changed.items():
         if rows:
-            session.execute(_update_rows(model.__table__, rows))  # type: ignore[attr-defined]
+            _update_rows(session, model.__table__, rows)  # type: ignore[attr-defined]
     if held.events:
         outbox.record_many(session, held.events)
 
 
-def _update_rows(table: sa.Table, rows: list[tuple[uuid.UUID, dict[str, Any]]]) -> sa.Update:
+def _update_rows(session: Session, table: sa.Table, rows: list[tuple[uuid.UUID, dict[str, Any]]]) -> None:
     """One UPDATE of ``rows`` (id, {column name: new value}): each row gets only its own
-    changes (a column another row changes keeps its value here). The values travel as a
-    ``UNION ALL`` of typed rows, so every column keeps its type (numeric, JSONB …)."""
-    names = sorted({name for _, values in rows for name in values})
-    selects = []
-    for row_id, values in rows:
-        items: list[Any] = [sa.cast(sa.literal(row_id, table.c.id.type), table.c.id.type).label("id")]
-        for name in names:
-            column = table.c[name]
-            value = sa.literal(values[name], column.type) if name in values else sa.null()
-            items += [sa.cast(value, column.type).label(name), sa.literal(name in values).label(f"{name}__set")]
-        selects.append(sa.select(*items))
-    v = (sa.union_all(*selects) if len(selects) > 1 else selects[0]).subquery("v")
-    return (
-        sa.update(table)
-        .where(table.c.id == v.c.id)
-        .values({name: sa.case((v.c[f"{name}__set"], v.c[name]), else_=table.c[name]) for name in names})
+    changes (a column another row changes keeps its value here). Each column's values travel
+    as one array of the column's type, beside a flag array saying which rows set it; the
+    statement's text depends only on the columns, so PostgreSQL and SQLAlchemy see a few
+    shapes again and again, never a statement built for one batch."""
+    dialect = session.get_bind().dialect
+    names = tuple(sorted({name for _, values in rows for name in values}))
+    params: dict[str, Any] = {"ids": [row_id for row_id, _ in rows]}
+    for i, name in enumerate(names):
+        bind = _bind_processor(table.c[name], dialect)
+        params[f"v{i}"] = [bind(values[name]) if name in values else None for _, values in rows]
+        params[f"s{i}"] = [name in values for _, values in rows]
+    session.execute(_update_statement(table, names, dialect), params)
+
+
+@functools.cache
+def _update_statement(table: sa.Table, names: tuple[str, ...], dialect: Any) -> sa.TextClause:
+    """``_update_rows``'s statement for these columns (a few shapes, each built once)."""
+    arrays = [f"CAST(:ids AS {table.c.id.type.compile(dialect)}[])"]
+    for i, name in enumerate(names):
+        arrays += [f"CAST(:v{i} AS {table.c[name].type.compile(dialect)}[])", f"CAST(:s{i} AS boolean[])"]
+    columns = ["id"] + [f"v{i}, s{i}" for i in range(len(names))]
+    sets = [f'"{name}" = CASE WHEN v.s{i} THEN v.v{i} ELSE t."{name}" END' for i, name in enumerate(names)]
+    return sa.text(
+        f"UPDATE {table.name} AS t SET {', '.join(sets)} "
+        f"FROM unnest({', '.join(arrays)}) AS v({', '.join(columns)}) WHERE t.id = v.id"
     )
+
+
+@functools.cache
+def _bind_processor(column: sa.Column[Any], dialect: Any) -> Callable[[Any], Any]:
+    """How one value of ``column`` goes to the driver (JSONB serialised as the ORM would)."""
+    process = column.type.bind_processor(dialect)
+    return (lambda v: None if v is None else process(v)) if process else (lambda v: v)
 
 
 def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> None:
