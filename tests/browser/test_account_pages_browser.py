@@ -15,16 +15,14 @@ from playwright.sync_api import expect
 
 from tests.browser.test_dashboard_manage_browser import dashboard_merchant, log_in
 from tests.browser.test_password_reset_browser import emailed_link
-from tests.support.screens import SIZES, Look, fields, open_page
+from tests.support.screens import SIZES, fields, looking
 
 NEW_PASSWORD = "another long passphrase"
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_log_in_sign_up_and_the_wait_for_activation(size, stack, sessions, browser, screenshots):
-    context, page = open_page(browser, SIZES[size])
-    look = Look(page, size, screenshots)
-    try:
+    with looking(browser, size, screenshots) as (page, look):
         page.goto(f"{stack.base}/dashboard/login")
         expect(page.get_by_role("heading", level=1)).to_have_text("Log in")
         expect(page.get_by_role("banner")).to_have_text("Kassa dashboard")
@@ -68,17 +66,12 @@ def test_log_in_sign_up_and_the_wait_for_activation(size, stack, sessions, brows
         page.get_by_role("button", name="Log in").click()
         expect(page.get_by_text("This account is not activated yet")).to_be_visible()
         look("login-not-activated")
-    finally:
-        context.close()
-    assert not look.problems, look.problems
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_a_forgotten_password_from_the_request_to_the_new_one(size, stack, sessions, browser, screenshots):
     email = dashboard_merchant(sessions)
-    context, page = open_page(browser, SIZES[size])
-    look = Look(page, size, screenshots)
-    try:
+    with looking(browser, size, screenshots) as (page, look):
         page.goto(f"{stack.base}/dashboard/forgot")
         expect(page.get_by_role("heading", level=1)).to_have_text("Reset your password")
         fields(page, "Email")
@@ -106,17 +99,12 @@ def test_a_forgotten_password_from_the_request_to_the_new_one(size, stack, sessi
         expect(page.get_by_role("heading", level=1)).to_have_text("This link no longer works")
         expect(page.get_by_role("link", name="Email me a new link")).to_be_visible()
         look("reset-invalid-link")
-    finally:
-        context.close()
-    assert not look.problems, look.problems
 
 
 @pytest.mark.parametrize("size", SIZES)
 def test_the_settings_page_and_what_it_refuses(size, stack, sessions, browser, screenshots):
     email = dashboard_merchant(sessions)
-    context, page = open_page(browser, SIZES[size])
-    look = Look(page, size, screenshots)
-    try:
+    with looking(browser, size, screenshots) as (page, look):
         log_in(page, stack, email)
         page.get_by_role("link", name="Settings").click()
         expect(page.get_by_role("heading", level=1)).to_have_text("Settings")
@@ -149,6 +137,3 @@ def test_the_settings_page_and_what_it_refuses(size, stack, sessions, browser, s
         page.get_by_role("button", name="Change password").click()
         expect(page.get_by_text("the current password is wrong", exact=False)).to_be_visible()
         look("settings-wrong-password")
-    finally:
-        context.close()
-    assert not look.problems, look.problems

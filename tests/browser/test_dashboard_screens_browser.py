@@ -20,7 +20,7 @@ from kassa_common import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment, WebhookEndpoint
 from tests.browser.test_dashboard_refund_browser import PASSWORD, log_in, over_paid_payment
-from tests.support.screens import SIZES, Look, fields, open_page
+from tests.support.screens import SIZES, fields, looking
 from tests.support.stack import free_port
 from tests.support.wait import until
 
@@ -102,10 +102,8 @@ def heading(page, text: str | re.Pattern) -> None:
 
 @pytest.mark.parametrize("size", SIZES)
 def test_every_dashboard_page_reads_right(size, stack, shop, browser, screenshots):
-    context, page = open_page(browser, SIZES[size])
-    look = Look(page, size, screenshots)
     base = f"{stack.base}/dashboard"
-    try:
+    with looking(browser, size, screenshots) as (page, look):
         log_in(page, stack, shop.email)
         heading(page, "Overview")
         expect(page.get_by_role("heading", name="Payments by status")).to_be_visible()
@@ -205,6 +203,3 @@ def test_every_dashboard_page_reads_right(size, stack, shop, browser, screenshot
             page.goto(f"{base}/{path}")
             heading(page, title)
             look(f"dashboard-{path.replace('/', '-')}")
-    finally:
-        context.close()
-    assert not look.problems, look.problems

@@ -13,7 +13,7 @@ from werkzeug.serving import make_server
 
 from tests.browser.test_checkout_browser import create_product
 from tests.support.axe import AXE
-from tests.support.screens import SIZES, Look, no_horizontal_scroll, open_page
+from tests.support.screens import SIZES, looking, no_horizontal_scroll, open_page
 
 DEV_CHAINS = ("LOCAL_EVM", "LOCAL_EVM_2", "BITCOIN_REGTEST")
 PUBLIC_CHAINS = ("ETHEREUM", "BASE", "POLYGON", "ARBITRUM", "OPTIMISM", "BSC", "BITCOIN")
@@ -129,11 +129,8 @@ def test_axe_finds_no_serious_problem_on_the_product_page(stack, merchant, brows
     crypto = create_product(
         stack, merchant, name="Sticker", currency_type="CRYPTO", price=5, token="USDC", network="BASE"
     )
-    problems = {}
     for size in SIZES:
-        context, page = open_page(browser, SIZES[size])
-        look = Look(page, size, screenshots)
-        try:
+        with looking(browser, size, screenshots) as (page, look):
             for product, name in ((fiat, "product-fiat"), (crypto, "product-crypto")):
                 page.goto(product["share_link"])
                 look(name)
@@ -143,7 +140,3 @@ def test_axe_finds_no_serious_problem_on_the_product_page(stack, merchant, brows
                 expect(page.get_by_text("Enter one valid email address")).to_be_visible()
                 look(f"{name}-refused-email")
             expect(page.locator(".amount")).to_contain_text("5 USDC on Base")
-        finally:
-            context.close()
-        problems.update(look.problems)
-    assert not problems, problems

@@ -4,6 +4,7 @@ every page there."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 from playwright.sync_api import expect
@@ -42,6 +43,20 @@ class Look:
         found = serious_violations(self.page)
         if found:
             self.problems[f"{name} at {self.size}"] = found
+
+
+@contextmanager
+def looking(browser, size: str, folder: Path, js: bool = True):
+    """A page at ``size`` (a key of SIZES) in a new context, and the Look that looks at it
+    there: yields (page, look), closes the context whatever happens, and once the steps
+    have all passed, fails on the serious problems axe-core found on every page looked at."""
+    context, page = open_page(browser, SIZES[size], js)
+    look = Look(page, size, folder)
+    try:
+        yield page, look
+    finally:
+        context.close()
+    assert not look.problems, look.problems
 
 
 def fields(page, *labels: str) -> None:
