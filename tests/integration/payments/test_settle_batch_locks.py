@@ -7,6 +7,7 @@ completes with."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from contextlib import contextmanager
 from decimal import Decimal
@@ -99,3 +100,49 @@ def test_a_slightly_short_payment_completes_within_the_merchants_tolerance(
         for p in (short, shorter)
     ]
     assert statuses == ["COMPLETED", "PARTIALLY_PAID"]
+
+
+def test_a_batch_writes_each_row_only_its_own_changes_as_one_report_at_a_time_would(
+    sessions, live_merchant, create_payment, client
+):
+    """One batch whose payments change different columns (a detection, a completion, a
+    detection taken back to nothing, a transfer on another network recorded as JSON) ends
+    with every payment and transfer as settling the same reports one by one does (the
+    batch writes its changes in one UPDATE per table, each row flagged with its own)."""
+
+    def scenario() -> tuple[list[dict], list]:
+        ps = [create_payment(live_merchant, LIVE_PAYMENT, mode="live") for _ in range(4)]
+        detected, completed, released, elsewhere = ps
+        dropped = tx_hash()
+        return ps, [
+            report(detected, SEEN, DUE, 1),
+            report(completed, CONFIRMED, DUE, 2),
+            report(released, SEEN, DUE, 1, tx=dropped),
+            report(released, TransferStatus.ORPHANED, DUE, 0, tx=dropped),
+            dataclasses.replace(report(elsewhere, CONFIRMED, DUE // 2, 2), network="LOCAL_EVM_2"),
+        ]
+
+    def shown(p: dict) -> dict:
+        got = client.get(f"{API}/payments/{p['id']}", headers=live_merchant.headers("live")).get_json()["data"]
+        return {
+            "status": got["status"],
+            "amount_received": got["amount_received"],
+            "confirmations": got["confirmations"],
+            "detected": got["transaction_hash"] is not None,
+            "completed": got["completed_at"] is not None,
+            "wrong_network": [(w["network"], w["amount"], w["recovery"]) for w in got["wrong_network"]],
+            "transfers": [(t["status"], t["confirmations"], t["counted"]) for t in got.get("transfers", [])],
+        }
+
+    batched, batch = scenario()
+    settle_batch(sessions, batch)
+    alone, reports = scenario()
+    settle_each(sessions, reports)
+    assert [shown(p) for p in batched] == [shown(p) for p in alone]
+    assert [(shown(p)["status"], shown(p)["detected"], shown(p)["confirmations"]) for p in batched] == [
+        ("PENDING", True, 1),
+        ("COMPLETED", True, 2),
+        ("PENDING", False, 0),
+        ("PENDING", False, 0),
+    ]
+    assert shown(batched[3])["wrong_network"] == [("LOCAL_EVM_2", "6.17", "wallet")]
