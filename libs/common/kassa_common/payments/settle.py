@@ -156,7 +156,7 @@ def _update_rows(session: Session, table: sa.Table, rows: list[tuple[uuid.UUID, 
     session.execute(_update_statement(table, names, dialect), params)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=256)  # a bound, not a behaviour  # pragma: no mutate
 def _update_statement(table: sa.Table, names: tuple[str, ...], dialect: Any) -> sa.TextClause:
     """``_update_rows``'s statement for these columns (a few shapes, each built once)."""
     arrays = [f"CAST(:ids AS {table.c.id.type.compile(dialect)}[])"]
