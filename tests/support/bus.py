@@ -1,4 +1,9 @@
-"""A private RabbitMQ topology per test run, deleted afterwards."""
+"""A private RabbitMQ topology per test run, deleted afterwards.
+
+The fixture ``bus`` is imported by the test modules that use it::
+
+    from tests.support.bus import bus  # noqa: F401  (fixture)
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import uuid
 from contextlib import ExitStack, contextmanager
 
 import pika
+import pytest
 
 from kassa_common.messaging import topology
 from kassa_common.messaging.publisher import Message, Publisher
@@ -24,6 +30,15 @@ def private_topology(rabbitmq_url: str, *, retry_delay_ms: int = topology.RETRY_
         yield prefix, topo
     finally:
         delete_queues(rabbitmq_url, topo.queues, exchange=topo.exchange)
+
+
+@pytest.fixture
+def bus(settings):
+    """A private topology and a publisher on its exchange: ``(prefix, topo, publisher)``."""
+    with private_topology(settings.rabbitmq_url) as (prefix, topo):
+        publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
+        yield prefix, topo, publisher
+        publisher.close()
 
 
 def delete_queues(rabbitmq_url: str, queues, *, exchange: str | None = None) -> None:

@@ -14,28 +14,20 @@ import pika.exceptions
 import pytest
 
 from kassa_common.messaging.consumer import Consumer
-from kassa_common.messaging.publisher import Message, Publisher
+from kassa_common.messaging.publisher import Message
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.messaging.topology import declare_queue
 from kassa_chain_watcher.main import make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed
 from tests.support.api import LIVE_PAYMENT
-from tests.support.bus import consuming, delete_queues, private_topology, queue_depth
+from tests.support.bus import bus, consuming, delete_queues, queue_depth  # noqa: F401  (fixture)
 from tests.support.wait import until
-
-
-@pytest.fixture
-def bus(settings):
-    with private_topology(settings.rabbitmq_url) as (_prefix, topo):
-        publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
-        yield topo, publisher
-        publisher.close()
 
 
 @pytest.fixture
 def processes(settings, sessions, bus):
     """``start()``: a watcher process's feed running (its watchlist of LOCAL_EVM returned)."""
-    topo, _ = bus
+    _, topo, _ = bus
     with ExitStack() as running:
         feeds = []
 
@@ -58,7 +50,7 @@ def processes(settings, sessions, bus):
 def test_every_watcher_process_gets_each_new_live_payment_and_acks_it(
     client, live_merchant, sessions, bus, processes, settings
 ):
-    _, publisher = bus
+    _, _, publisher = bus
     (first, first_feed), (second, second_feed) = processes(), processes()
 
     r = client.post("/v1/api/payments", json=LIVE_PAYMENT, headers=live_merchant.headers("live"))
@@ -72,7 +64,7 @@ def test_every_watcher_process_gets_each_new_live_payment_and_acks_it(
 
 
 def test_a_malformed_payment_created_goes_to_the_feeds_dead_letters(bus, processes, settings):
-    _, publisher = bus
+    _, _, publisher = bus
     watchlist, feed = processes()
 
     publisher.publish_batch([Message(f"evt_{uuid.uuid4().hex}", "payment.created", {"data": {}})])
@@ -84,7 +76,7 @@ def test_a_malformed_payment_created_goes_to_the_feeds_dead_letters(bus, process
 def test_a_watcher_process_feed_queue_expires_once_unused(bus, settings):
     """A stopped process leaves no queue behind: the broker deletes its feed, retry queue and
     DLQ once unused (here after 300 ms instead of minutes)."""
-    topo, _ = bus
+    _, topo, _ = bus
     feed = replace(topo.watcher_feed(secrets.token_hex(4)), expires_ms=300)
     conn = pika.BlockingConnection(pika.URLParameters(settings.rabbitmq_url))
     try:

@@ -13,13 +13,13 @@ from tests.integration.refunds.test_claim_page import GOOD, claim, path_of
 from tests.integration.workers.test_notifications import (  # noqa: F401 (fixtures)
     DASHBOARD,
     arrives,
-    bus,
     customer,
     notifier,
     settler,
     smtp,
 )
 from tests.support.api import API
+from tests.support.bus import bus  # noqa: F401 (fixture)
 from tests.support.wait import until
 
 

@@ -21,7 +21,7 @@ from aiosmtpd.controller import Controller
 
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.consumer import Delivered
-from kassa_common.messaging.publisher import Message, Publisher
+from kassa_common.messaging.publisher import Message
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import Event, Merchant, Notification, Payment, ProcessedMessage
 from kassa_common.payments import testmode
@@ -32,7 +32,7 @@ from kassa_webhook_sender.email.channel import Email
 from kassa_webhook_sender.email.main import build
 from kassa_webhook_sender.email.smtp import SmtpServer
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
-from tests.support.bus import private_topology, running_settler
+from tests.support.bus import bus, running_settler  # noqa: F401  (fixture)
 from tests.support.dashboard import csrf_of, merchant_with_password
 from tests.support.stack import free_port
 from tests.support.wait import until
@@ -73,14 +73,6 @@ def smtp_server(port: int | None = None):
 def smtp():
     with smtp_server() as server:
         yield server
-
-
-@pytest.fixture
-def bus(settings):
-    with private_topology(settings.rabbitmq_url) as (prefix, topo):
-        publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
-        yield prefix, topo, publisher
-        publisher.close()
 
 
 @pytest.fixture

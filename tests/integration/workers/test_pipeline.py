@@ -18,23 +18,15 @@ from kassa_common.models import Event, Payment, Transfer
 from kassa_common.statuses import TransferStatus
 from kassa_expirer.jobs import Jobs
 from tests.support.api import LIVE_PAYMENT
-from tests.support.bus import private_topology, queue_depth, running_settler
+from tests.support.bus import bus, queue_depth, running_settler  # noqa: F401  (fixture)
 from tests.support.transfers import report
 from tests.support.wait import until
 
 
 @pytest.fixture
-def bus(settings):
-    with private_topology(settings.rabbitmq_url) as (_prefix, topo):
-        publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
-        yield topo, publisher
-        publisher.close()
-
-
-@pytest.fixture
 def settler(bus, settings, sessions):
     """The settler running; its consumer of the chain's reports, to hand messages to directly."""
-    with running_settler(settings, bus[0], sessions) as consumers:
+    with running_settler(settings, bus[1], sessions) as consumers:
         yield consumers[0]
 
 
@@ -59,7 +51,7 @@ def events_of(sessions, pid) -> list[str]:
 
 
 def test_relay_publishes_committed_events_and_marks_them(client, merchant, sessions, bus, settings):
-    topo, publisher = bus
+    _, topo, publisher = bus
     p = new_payment(client, merchant)
     assert relay_pending(sessions, publisher) >= 1
     with sessions() as s:
@@ -69,7 +61,7 @@ def test_relay_publishes_committed_events_and_marks_them(client, merchant, sessi
 
 
 def test_test_payment_completes_through_the_settler(client, merchant, sessions, bus, settler):
-    _, publisher = bus
+    _, _, publisher = bus
     p = new_payment(client, merchant)
     jobs = Jobs(sessions, test_complete_after=timedelta(0))
     assert jobs.complete_test_payments() >= 1
@@ -154,7 +146,7 @@ def test_a_seen_transfer_holds_an_overdue_payment_open(client, merchant, session
 def test_the_settler_wakes_the_relay_process_which_publishes_at_once(client, merchant, sessions, engine, bus, settings):
     """The settler publishes nothing itself: after each commit it wakes the relay process
     (NOTIFY), whose relay publishes payment.completed at once (its poll here is a minute)."""
-    topo, publisher = bus
+    _, topo, publisher = bus
     p = new_payment(client, merchant)
     stop = threading.Event()
     relay_publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
@@ -184,7 +176,7 @@ def test_the_settler_wakes_the_relay_process_which_publishes_at_once(client, mer
 
 def test_a_relay_woken_by_nobody_still_publishes_at_its_poll(client, merchant, sessions, engine, bus, settings):
     """The web wakes nobody: the relay process's poll publishes its events."""
-    topo, _ = bus
+    _, topo, _ = bus
     stop = threading.Event()
     relay_publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
     relay = threading.Thread(target=relay_process, args=(engine, sessions, relay_publisher, stop), kwargs={"poll": 0.2})
@@ -204,7 +196,7 @@ def test_a_burst_of_test_payments_does_not_hold_up_a_live_one(
 ):
     """Test mode's simulated transfers wait in a queue of their own: a tester completing
     hundreds of payments at once must not delay the live confirmations behind them."""
-    topo, publisher = bus
+    _, topo, publisher = bus
     burst = {new_payment(client, merchant)["id"] for _ in range(300)}
     live = create_payment(live_merchant, LIVE_PAYMENT, mode="live")
     jobs = Jobs(sessions, test_complete_after=timedelta(0))
