@@ -4,6 +4,7 @@ deliveries through intake), dispatchers on a fast retry schedule, and queries.""
 from __future__ import annotations
 
 import uuid
+from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -19,6 +20,7 @@ from kassa_common.timefmt import iso, utcnow
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.intake import handle_event
+from kassa_webhook_sender.webhooks.main import build
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.receiver import Hit, Receiver  # noqa: F401  (re-exported for the tests)
 
@@ -50,6 +52,23 @@ def dispatcher(sessions):
     yield make
     for d in started:
         d.stop()
+
+
+@contextmanager
+def running_sender(settings, engine, bus_prefix: str, *, threads: int):
+    """The webhook sender as its process builds it, on the bus ``bus_prefix``, private URLs
+    allowed, retrying on ``FAST``; started for the block, stopped after it."""
+    s = build(
+        settings.with_(bus_prefix=bus_prefix, webhook_allow_private_urls=True),
+        engine=engine,
+        retry=FAST,
+        threads=threads,
+        poll_interval=0.05,
+    ).start()
+    try:
+        yield s
+    finally:
+        s.stop()
 
 
 # -- rows and queries ----------------------------------------------------------------------

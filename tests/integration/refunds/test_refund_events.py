@@ -10,40 +10,23 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
-from kassa_common.messaging.publisher import Publisher
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import Refund
 from kassa_client import verify_signature
 from kassa_expirer.jobs import Jobs
-from kassa_webhook_sender.webhooks.main import build
 from tests.integration.refunds.test_claim_page import GOOD, claim
 from tests.support.api import API, assert_error
-from tests.support.bus import private_topology
+from tests.support.bus import bus  # noqa: F401 (fixture)
 from tests.support.wait import until
-from tests.support.webhooks import FAST, add_endpoint, receiver  # noqa: F401 (fixture)
+from tests.support.webhooks import add_endpoint, receiver, running_sender  # noqa: F401 (fixture)
 
 REFUND_EVENTS = ["refund.created", "refund.claimed", "refund.canceled", "refund.expired"]
 
 
 @pytest.fixture
-def bus(settings):
-    with private_topology(settings.rabbitmq_url) as (prefix, topo):
-        publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
-        yield prefix, topo, publisher
-        publisher.close()
-
-
-@pytest.fixture
 def sender(settings, engine, bus):
-    s = build(
-        settings.with_(bus_prefix=bus[0], webhook_allow_private_urls=True),
-        engine=engine,
-        retry=FAST,
-        threads=4,
-        poll_interval=0.05,
-    ).start()
-    yield s
-    s.stop()
+    with running_sender(settings, engine, bus[0], threads=4) as s:
+        yield s
 
 
 def overdue(sessions, refund_id: str) -> None:

@@ -20,13 +20,11 @@ from kassa_common.webhooks.signing import SignatureError, compute, verify_signat
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.intake import handle_event
-from kassa_webhook_sender.webhooks.main import build
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.api import API
 from tests.support.bus import private_topology
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixtures)
-    FAST,
     add_endpoint,
     add_event,
     attempts_of,
@@ -37,6 +35,7 @@ from tests.support.webhooks import (  # noqa: F401  (fixtures)
     intake,
     publish,
     receiver,
+    running_sender,
     settled,
 )
 
@@ -51,15 +50,8 @@ def bus(settings):
 
 @pytest.fixture
 def sender(settings, engine, bus):
-    s = build(
-        settings.with_(bus_prefix=bus[0], webhook_allow_private_urls=True),
-        engine=engine,
-        retry=FAST,
-        threads=8,
-        poll_interval=0.05,
-    ).start()
-    yield s
-    s.stop()
+    with running_sender(settings, engine, bus[0], threads=8) as s:
+        yield s
 
 
 # -- intake ---------------------------------------------------------------------------------
