@@ -163,9 +163,10 @@ def harness(settings, engine, sessions, merchant, network: str, *, also: tuple[s
 
 
 @contextmanager
-def live_evm(settings, engine, sessions, make_merchant, rpc_url: str, confirmations: int):
+def live_evm(settings, engine, sessions, make_merchant, rpc_url: str, confirmations: int, *, watching: bool = False):
     """A harness on LOCAL_EVM, read through ``rpc_url`` and needing ``confirmations``, for a
-    merchant whose live EVM wallet is the published test key."""
+    merchant whose live EVM wallet is the published test key. ``watching``: with its watcher
+    started and active (``h.watcher``)."""
     from kassa_common.chains.networks import load_registry
     from tests.support.api import set_live_wallet
 
@@ -173,6 +174,28 @@ def live_evm(settings, engine, sessions, make_merchant, rpc_url: str, confirmati
     merchant = make_merchant()
     set_live_wallet(sessions, merchant.id, "evm")
     with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:
+        if watching:
+            h.watcher = h.start_watcher()
+            until(h.watcher.active.is_set, message="watcher active")
+        yield h
+
+
+@contextmanager
+def live_bitcoin(settings, engine, sessions, make_merchant, node):
+    """A harness on BITCOIN_REGTEST, read from the regtest ``node`` (``h.node``) and needing 2
+    confirmations, for a merchant whose live Bitcoin wallet is the published test xpub; its
+    watcher started and active (``h.watcher``)."""
+    from kassa_common.chains.hd import TEST_XPUBS
+    from kassa_common.chains.networks import load_registry
+    from tests.support.api import set_live_wallet
+
+    env = {"BITCOIN_REGTEST_RPC_URL": node.url, "BITCOIN_REGTEST_CONFIRMATIONS": "2"}
+    merchant = make_merchant()
+    set_live_wallet(sessions, merchant.id, "bitcoin", TEST_XPUBS["bitcoin"])
+    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "BITCOIN_REGTEST") as h:
+        watcher = h.start_watcher()
+        until(watcher.active.is_set, message="watcher active")
+        h.node, h.watcher = node, watcher
         yield h
 
 

@@ -7,26 +7,17 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.chains.hd import TEST_XPUBS
-from kassa_common.chains.networks import load_registry
 from kassa_common.messaging.relay import relay_pending
-from tests.support.api import set_live_wallet
 from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
 from tests.support.wait import until
-from tests.support.watcher import harness
+from tests.support.watcher import live_bitcoin
 
 NETWORK = "BITCOIN_REGTEST"
 
 
 @pytest.fixture
 def h(settings, engine, sessions, make_merchant, regtest_node):
-    env = {"BITCOIN_REGTEST_RPC_URL": regtest_node.url, "BITCOIN_REGTEST_CONFIRMATIONS": "2"}
-    merchant = make_merchant()
-    set_live_wallet(sessions, merchant.id, "bitcoin", TEST_XPUBS["bitcoin"])
-    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, NETWORK) as h:
-        watcher = h.start_watcher()
-        until(watcher.active.is_set, message="watcher active")
-        h.node, h.watcher = regtest_node, watcher
+    with live_bitcoin(settings, engine, sessions, make_merchant, regtest_node) as h:
         yield h
 
 

@@ -46,9 +46,7 @@ def chain(anvil_isolated):
 
 @pytest.fixture
 def h(settings, chain, engine, sessions, make_merchant):
-    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS) as h:
-        h.watcher = h.start_watcher()
-        until(h.watcher.active.is_set, message="watcher active")
+    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS, watching=True) as h:
         yield h
 
 
@@ -58,9 +56,7 @@ def geth_like(settings, chain, engine, sessions, make_merchant):
     falls back to ``debug_traceBlockByNumber`` with the call tracer (nested frames)."""
     with RpcProxy(chain.url) as proxy:
         proxy.unsupported = {"trace_block"}
-        with live_evm(settings, engine, sessions, make_merchant, proxy.url(), CONFIRMATIONS) as h:
-            h.watcher = h.start_watcher()
-            until(h.watcher.active.is_set, message="watcher active")
+        with live_evm(settings, engine, sessions, make_merchant, proxy.url(), CONFIRMATIONS, watching=True) as h:
             h.proxy = proxy
             yield h
 

@@ -50,9 +50,7 @@ def chain(anvil_isolated):
 
 @pytest.fixture
 def h(settings, chain, engine, sessions, make_merchant):
-    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS) as h:
-        h.watcher = h.start_watcher()
-        until(h.watcher.active.is_set, message="watcher active")
+    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS, watching=True) as h:
         yield h
 
 
