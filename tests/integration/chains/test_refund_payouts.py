@@ -26,13 +26,14 @@ from web3 import Web3
 
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.relay import relay_pending
-from kassa_common.models import Event, Refund
+from kassa_common.models import Event
 from kassa_common.refunds import transitions
 from kassa_chain_watcher.watchlist import reload
 from kassa_dev import chain as devchain
 from kassa_dev.cli import cmd_dev_pay_refund
 from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 from tests.support.contracts import deploy
+from tests.support.refund_payouts import claim, create_refund, get, row, status
 from tests.support.wait import until
 from tests.support.watcher import live_evm
 
@@ -84,40 +85,9 @@ def paid(h, chain, *, amount=5, pay_units: int | None = None, token="USDC") -> d
     return p
 
 
-def create_refund(h, p: dict, amount: str | None = None, reason: str | None = None) -> dict:
-    body = {k: v for k, v in (("amount", amount), ("reason", reason)) if v is not None}
-    r = h.client.post(f"{API}/payments/{p['id']}/refunds", json=body, headers=h.merchant.headers("live"))
-    assert r.status_code == 201, r.get_data(as_text=True)
-    return r.get_json()["data"]
-
-
-def claim(h, refund: dict, address: str) -> dict:
-    with unit_of_work(h.sessions) as s:
-        token = s.get(Refund, uuid.UUID(refund["id"])).claim_token
-        transitions.claim_refund(s, token, address)
-    relay_pending(h.sessions, h.publisher)  # refund.claimed reaches the watcher's feed
-    until(lambda: address.lower() in h.watchlist, message="the refund's address watched")
-    return get(h, refund)
-
-
-def get(h, refund: dict) -> dict:
-    r = h.client.get(f"{API}/refunds/{refund['id']}", headers=h.merchant.headers("live"))
-    assert r.status_code == 200, r.get_data(as_text=True)
-    return r.get_json()["data"]
-
-
 def payment_amounts(h, p: dict) -> tuple[str, str]:
     got = h.client.get(f"{API}/payments/{p['id']}", headers=h.merchant.headers("live")).get_json()["data"]
     return got["refunded_amount"], got["refundable_amount"]
-
-
-def row(h, refund: dict) -> Refund:
-    with h.sessions() as s:
-        return s.get(Refund, uuid.UUID(refund["id"]))
-
-
-def status(h, refund: dict) -> str:
-    return row(h, refund).status
 
 
 def wait_refund(h, refund: dict, wanted: str, timeout: float = TIMEOUT) -> None:

@@ -13,8 +13,8 @@ import pytest
 from kassa_common.db import unit_of_work
 from kassa_common.models import Refund
 from kassa_common.refunds import transitions
-from tests.integration.chains.test_refund_payouts import claim, create_refund, get, status
 from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
+from tests.support.refund_payouts import claim, create_refund, get, status
 from tests.support.wait import until
 from tests.support.watcher import live_bitcoin
 

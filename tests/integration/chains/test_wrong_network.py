@@ -14,66 +14,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
-from kassa_common.chains.networks import load_registry
 from kassa_dev import chain as devchain
-from tests.support.anvil import start_chain
 from tests.support.api import set_live_wallet
-from tests.support.forwarder import ensure_factory
-from tests.support.receiver import Receiver
 from tests.support.sweeper import live_pipeline, settling_merchant
+from tests.support.two_chains import SECOND, USDC, chains, env, pay_usdc, subscribe  # noqa: F401  (fixtures)
 from tests.support.wait import until
+from tests.support.webhooks import receiver  # noqa: F401  (fixture)
 
 KASSA = Path(sys.executable).with_name("kassa")
-SECOND = "LOCAL_EVM_2"
-USDC = 10**6
 TIMEOUT = 30
-
-
-@pytest.fixture(scope="module")
-def chains():
-    first = start_chain(block_time=0.5)
-    try:
-        second = start_chain(block_time=0.5, chain_id=devchain.CHAIN_ID_2)
-    except BaseException:
-        devchain.stop_anvil(first.proc)
-        raise
-    ensure_factory(second.w3)
-    yield first, second
-    devchain.stop_anvil(second.proc)
-    devchain.stop_anvil(first.proc)
-
-
-@pytest.fixture
-def env(settings, chains):
-    first, second = chains
-    return settings.with_(
-        networks=load_registry(
-            {
-                "LOCAL_EVM_RPC_URL": first.url,
-                "LOCAL_EVM_CONFIRMATIONS": "2",
-                "LOCAL_EVM_2_RPC_URL": second.url,
-                "LOCAL_EVM_2_CONFIRMATIONS": "2",
-            }
-        )
-    )
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.close()
-
-
-def subscribe(h, receiver) -> None:
-    r = h.client.post("/v1/api/webhooks", json={"url": receiver.url}, headers=h.merchant.headers("live"))
-    assert r.status_code == 201, r.get_data(as_text=True)
-
-
-def pay_usdc(chain, address: str, units: int) -> str:
-    return devchain.pay(chain.w3, to=address, amount_base_units=units, token_contract=chain.tokens["USDC"])
 
 
 def wrong_network_hook(receiver, payment_id: str) -> dict:

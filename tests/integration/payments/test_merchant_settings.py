@@ -17,7 +17,7 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import iso
-from tests.integration.web.test_cli import kassa, kassa_main  # noqa: F401 - fixtures
+from tests.support.cli import kassa, kassa_main  # noqa: F401 - fixtures
 from tests.support.dashboard import post
 from tests.support.transfers import report, settle
 

@@ -21,11 +21,11 @@ from kassa_common.retry import RetryPolicy
 from kassa_common.timefmt import utcnow
 from kassa_expirer.jobs import Jobs
 from kassa_webhook_sender.email.main import build
-from tests.integration.workers.test_notifications import smtp_server
 from tests.support.api import API, LIVE_PAYMENT, set_live_wallet
 from tests.support.bus import private_topology
 from tests.support.dashboard import csrf_of
 from tests.support.keys import fresh_key
+from tests.support.smtp import smtp_server
 from tests.support.wait import until
 
 DASHBOARD = "https://kassa.example/dashboard"

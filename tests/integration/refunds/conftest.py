@@ -5,21 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from kassa_common import payments
-from kassa_common.db import unit_of_work
-from kassa_common.statuses import TransferStatus
 from tests.support.api import API
-from tests.support.transfers import report, tx_hash
-
-
-def settle_confirmed(sessions, p: dict, units: int, *, network: str | None = None) -> None:
-    """A confirmed transfer of ``units`` of the payment's token to its address (on
-    ``network``: another network's, a wrong-network transfer)."""
-    r = report(p, TransferStatus.CONFIRMED, units, 2, tx=tx_hash())
-    if network is not None:
-        r = type(r)(**{**r.__dict__, "network": network})
-    with unit_of_work(sessions) as s:
-        payments.settle(s, r)
+from tests.support.refunds import settle_confirmed
 
 
 @pytest.fixture

@@ -10,29 +10,12 @@ import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
 from kassa_common.models import Refund
-from tests.integration.refunds.conftest import settle_confirmed
 from tests.support.api import API
-
-GOOD = "0x52908400098527886E0F7030069857D2E4169EE7"  # EIP-55's own example
-
-
-def csrf_of(page) -> str:
-    match = re.search(r'name="csrf_token" value="([^"]+)"', page.get_data(as_text=True))
-    assert match, "the page has a CSRF token"
-    return match.group(1)
-
-
-def path_of(refund: dict) -> str:
-    return "/refunds/" + refund["claim_url"].rsplit("/", 1)[1]
+from tests.support.refunds import GOOD, claim, path_of, settle_confirmed
 
 
 def text(page) -> str:
     return unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page.get_data(as_text=True))))
-
-
-def claim(client, refund, address, **extra):
-    page = client.get(path_of(refund))
-    return client.post(path_of(refund), data={"csrf_token": csrf_of(page), "address": address, **extra})
 
 
 def test_the_page_shows_the_refund_and_its_form(client, make_merchant, paid_payment, create_refund):

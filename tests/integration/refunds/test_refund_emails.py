@@ -9,17 +9,11 @@ import re
 import sqlalchemy as sa
 
 from kassa_common.models import Event, Notification
-from tests.integration.refunds.test_claim_page import GOOD, claim, path_of
-from tests.integration.workers.test_notifications import (  # noqa: F401 (fixtures)
-    DASHBOARD,
-    arrives,
-    customer,
-    notifier,
-    settler,
-    smtp,
-)
 from tests.support.api import API
 from tests.support.bus import bus  # noqa: F401 (fixture)
+from tests.support.notifications import DASHBOARD, arrives, customer, notifier, settler  # noqa: F401 (fixtures)
+from tests.support.refunds import GOOD, claim, path_of
+from tests.support.smtp import smtp  # noqa: F401 (fixture)
 from tests.support.wait import until
 
 

@@ -14,9 +14,9 @@ from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import Refund
 from kassa_client import verify_signature
 from kassa_expirer.jobs import Jobs
-from tests.integration.refunds.test_claim_page import GOOD, claim
 from tests.support.api import API, assert_error
 from tests.support.bus import bus  # noqa: F401 (fixture)
+from tests.support.refunds import GOOD, claim
 from tests.support.wait import until
 from tests.support.webhooks import add_endpoint, receiver, running_sender  # noqa: F401 (fixture)
 

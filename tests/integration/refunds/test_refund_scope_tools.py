@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import re
 
-from tests.integration.refunds.conftest import settle_confirmed
-from tests.integration.web.test_cli import kassa  # noqa: F401 (fixture)
 from tests.support.api import API, PAYMENT
+from tests.support.cli import kassa  # noqa: F401 (fixture)
 from tests.support.dashboard import post
+from tests.support.refunds import settle_confirmed
 
 
 def test_the_cli_makes_a_key_that_can_refund(kassa, make_merchant, client, sessions):

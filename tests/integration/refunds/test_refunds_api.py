@@ -140,7 +140,7 @@ def test_an_idempotency_key_answers_the_first_refund(client, make_merchant, paid
 
 
 def test_wrong_network_funds_are_refunded_on_their_network(client, make_merchant, create_payment, sessions):
-    from tests.integration.refunds.conftest import settle_confirmed
+    from tests.support.refunds import settle_confirmed
 
     m = make_merchant()
     p = create_payment(m, {"amount": 5, "token": "USDC", "network": "BASE"})

@@ -5,12 +5,8 @@ keys and wallets it makes are then used through the API. Error variants run the 
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -19,39 +15,11 @@ from kassa_common import cli
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.models import ApiKey, Merchant, Wallet
 from tests.support.api import API, LIVE_PAYMENT, PAYMENT, assert_error, new_key
+from tests.support.cli import kassa, kassa_main  # noqa: F401  (fixtures)
 from tests.support.keys import fresh_key
 
-KASSA = Path(sys.executable).with_name("kassa")
 TEST_XPUB_FIRST_EVM_ADDRESS = "0x9858EfFD232B4033E47d90003D41EC34EcaEda94"
 XPRV = "xprv9s21ZrQH143K3QTDL4LXw2F7HEK3wJUD2nW2nRk4stbPy6cq3jPPqjiChkVvvNKmPGJxWUtg6LnF5kejMRNNU3TGtRBeJgk33yuGBxrMPHi"
-
-
-@pytest.fixture(scope="module")
-def kassa(database_url):
-    """Run the console script; returns the completed process (asserts success unless ok=False)."""
-    env = {**os.environ, "DATABASE_URL": database_url, "KASSA_ENV": "development"}  # like `make run`
-
-    def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run([str(KASSA), *args], env=env, capture_output=True, text=True, timeout=60, check=False)
-        if ok:
-            assert done.returncode == 0, f"kassa {' '.join(args)}: {done.stderr}"
-        return done
-
-    return run
-
-
-@pytest.fixture
-def kassa_main(database_url, monkeypatch, capsys):
-    """The same entry point in-process: returns (exit code, stdout, stderr)."""
-    monkeypatch.setenv("DATABASE_URL", database_url)
-    monkeypatch.setenv("KASSA_ENV", "development")
-
-    def run(*args: str) -> tuple[int, str, str]:
-        code = cli.main(list(args))
-        out = capsys.readouterr()
-        return code, out.out, out.err
-
-    return run
 
 
 def email() -> str:

@@ -17,10 +17,10 @@ from kassa_common.models import Notification
 from kassa_common.retry import RetryPolicy
 from kassa_api.app import create_app
 from kassa_webhook_sender.email.main import build
-from tests.integration.workers.test_notifications import smtp_server
 from tests.support.bus import private_topology
 from tests.support.cli import cli_runner
 from tests.support.dashboard import PASSWORD, csrf_of, log_in, merchant_with_password
+from tests.support.smtp import smtp_server
 from tests.support.wait import until
 
 DASHBOARD = "https://kassa.example/dashboard"

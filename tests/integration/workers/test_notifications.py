@@ -6,100 +6,28 @@ looks only at this test's recipients and events."""
 
 from __future__ import annotations
 
-import email
-import email.policy
 import secrets
-import threading
 import uuid
-from contextlib import contextmanager
 from datetime import timedelta
-from email.message import EmailMessage
 
-import pytest
 import sqlalchemy as sa
-from aiosmtpd.controller import Controller
 
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.consumer import Delivered
 from kassa_common.messaging.publisher import Message
-from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import Event, Merchant, Notification, Payment, ProcessedMessage
 from kassa_common.payments import testmode
-from kassa_common.retry import RetryPolicy
 from kassa_expirer.jobs import Jobs
 from kassa_webhook_sender.email import intake, render
 from kassa_webhook_sender.email.channel import Email
-from kassa_webhook_sender.email.main import build
 from kassa_webhook_sender.email.smtp import SmtpServer
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
-from tests.support.bus import bus, running_settler  # noqa: F401  (fixture)
+from tests.support.bus import bus  # noqa: F401  (fixture)
 from tests.support.dashboard import csrf_of, merchant_with_password
+from tests.support.notifications import DASHBOARD, arrives, customer, notifier, settler  # noqa: F401  (fixtures)
+from tests.support.smtp import smtp, smtp_server  # noqa: F401  (fixture)
 from tests.support.stack import free_port
 from tests.support.wait import until
-
-DASHBOARD = "https://kassa.example/dashboard"
-
-
-class Inbox:
-    """What the SMTP server accepted: (envelope recipients, parsed message)."""
-
-    def __init__(self) -> None:
-        self.received: list[tuple[tuple[str, ...], EmailMessage]] = []
-        self._lock = threading.Lock()
-
-    async def handle_DATA(self, server, session, envelope):
-        msg = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        with self._lock:
-            self.received.append((tuple(envelope.rcpt_tos), msg))
-        return "250 OK"
-
-    def to(self, address: str) -> list[EmailMessage]:
-        with self._lock:
-            return [msg for rcpts, msg in self.received if address in rcpts]
-
-
-@contextmanager
-def smtp_server(port: int | None = None):
-    inbox = Inbox()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port or free_port())
-    controller.start()
-    try:
-        yield inbox, controller.port
-    finally:
-        controller.stop()
-
-
-@pytest.fixture
-def smtp():
-    with smtp_server() as server:
-        yield server
-
-
-@pytest.fixture
-def settler(bus, settings, sessions):
-    with running_settler(settings, bus[1], sessions) as consumers:
-        yield consumers[0]
-
-
-@pytest.fixture
-def notifier(bus, settings, engine, settler):
-    """``notifier(port)`` starts a notifier sending to 127.0.0.1:port (retrying after 0.3 s)."""
-    prefix, _, _ = bus
-    started = []
-
-    def start(port: int):
-        configured = settings.with_(bus_prefix=prefix, smtp_url=f"smtp://127.0.0.1:{port}", dashboard_url=DASHBOARD)
-        n = build(configured, engine=engine, retry=RetryPolicy.from_schedule((0.3,)), poll_interval=0.1).start()
-        started.append(n)
-        return n
-
-    yield start
-    for n in started:
-        n.stop()
-
-
-def customer() -> str:
-    return f"c-{secrets.token_hex(5)}@buyer.example"
 
 
 def new_payment(client, merchant, **body) -> dict:
@@ -114,16 +42,6 @@ def pay(sessions, payment_id: str, *, part: bool = False) -> None:
     """The checkout's test "pay" / "pay part": a simulated transfer through the outbox and the settler."""
     with unit_of_work(sessions) as s:
         testmode.pay(s, s.get(Payment, uuid.UUID(payment_id)), part=part)
-
-
-def arrives(sessions, publisher, condition):
-    """Relay what is committed (the relay process's job), then check ``condition``."""
-
-    def check():
-        relay_pending(sessions, publisher)
-        return condition()
-
-    return until(check, timeout=30, interval=0.1)
 
 
 def notifications_of(sessions, payment_id: str) -> list[Notification]:
