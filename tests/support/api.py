@@ -6,12 +6,15 @@ from __future__ import annotations
 import uuid
 
 from kassa_common import keys, merchants
-from kassa_common.chains.hd import TEST_XPUBS
+from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.db import unit_of_work
+from kassa_common.payments.addresses import TEST_INDEX_BASE
 
 API = "/v1/api"
 PAYMENT = {"amount": 12.34, "token": "USDC", "network": "BASE"}
 LIVE_PAYMENT = {"amount": 12.34, "token": "USDC", "network": "LOCAL_EVM"}
+# The first address of test mode's EVM wallet (the published test key).
+EVM_FIRST = derive_address("evm", TEST_XPUBS["evm"], TEST_INDEX_BASE)
 
 
 def assert_error(response, status: int, code: str) -> dict:

@@ -67,3 +67,11 @@ def settle(sessions, *reports: TransferReport) -> None:
     for r in reports:
         with unit_of_work(sessions) as s:
             payments.settle(s, r)
+
+
+def settle_batch(sessions, reports) -> None:
+    """All ``reports`` in one transaction, after locking what they pay up front."""
+    with unit_of_work(sessions) as s:
+        lock_for_reports(s, reports)
+        for r in reports:
+            payments.settle(s, r)

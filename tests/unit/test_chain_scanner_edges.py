@@ -15,7 +15,7 @@ from kassa_chain_watcher.chain import ChainMoved, Found
 from kassa_chain_watcher.scanner import SCANNED_AT_EVERY, Scanner
 from kassa_chain_watcher.store import State
 from kassa_chain_watcher.watchlist import Watchlist
-from tests.unit.test_chain_scanner import ALICE, NET, Bus, FakeChain, MemoryStore, RacingChain, run_until_idle, transfer
+from tests.support.scanner import ALICE, NET, Bus, FakeChain, MemoryStore, RacingChain, run_until_idle, transfer
 
 pytestmark = pytest.mark.unit
 

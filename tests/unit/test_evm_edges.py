@@ -9,33 +9,9 @@ import pytest
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_chain_watcher.chain import ChainMoved, Found
 from kassa_chain_watcher.evm import EvmChain
-from tests.unit.test_evm_receipts import NET, A, Node, read
+from tests.support.evm_nodes import NET, A, LogNode, Node, QueryNode, read
 
 pytestmark = pytest.mark.unit
-USDC = next(t.contract for t in NET.tokens if t.symbol == "USDC")
-
-
-class LogNode(Node):
-    """Node's blocks, and a USDC transfer log to A in block ``number`` with ``block_hash``."""
-
-    def __init__(self, blocks, receipts, number: int, block_hash: str) -> None:
-        super().__init__(blocks, receipts)
-        self.log = {
-            "blockNumber": hex(number),
-            "blockHash": block_hash,
-            "logIndex": "0x3",
-            "removed": False,
-            "transactionHash": "0x" + "7" * 64,
-            "address": USDC,
-            "data": hex(5),
-            "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + A[2:].rjust(64, "0")],
-        }
-
-        self.logs = [self.log]
-
-    def call(self, method, *params):
-        assert method == "eth_getLogs"
-        return self.logs
 
 
 def test_one_wei_sent_to_the_address_is_a_transfer():
@@ -77,20 +53,8 @@ def test_a_log_window_of_no_blocks_is_one_block():
     assert chain.log_range == chain.max_log_range == 1
 
 
-class QueryNode:
-    """Answers eth_getLogs with nothing, recording each query."""
-
-    def __init__(self) -> None:
-        self.queries: list[dict] = []
-
-    def call(self, method, query):
-        assert method == "eth_getLogs"
-        self.queries.append(query)
-        return []
-
-
 def test_a_backfill_asks_only_for_the_logs_to_its_addresses_in_the_to_topic():
-    from tests.unit.test_rpc_resilience import NET as TOKENS_ONLY  # no native coin: eth_getLogs only
+    from tests.support.limited_node import NET as TOKENS_ONLY  # no native coin: eth_getLogs only
 
     node = QueryNode()
     EvmChain(TOKENS_ONLY, node).history(5, 9, [A])

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kassa_chain_watcher.evm import EvmChain
-from tests.unit.test_evm_edges import LogNode
-from tests.unit.test_evm_receipts import A, read
+from tests.support.evm_nodes import A, LogNode, read
 
 pytestmark = pytest.mark.unit
 UNWATCHED = "0x" + "ee" * 20
@@ -28,7 +27,7 @@ def test_logs_that_are_no_watched_erc20_transfer_are_passed_over_and_the_next_on
 
 
 def test_a_node_that_answers_one_block_at_a_time_is_read_block_by_block():
-    from tests.unit.test_rpc_resilience import ALICE, LimitedNode, chain_on
+    from tests.support.limited_node import ALICE, LimitedNode, chain_on
 
     node = LimitedNode(limit=1)
     found = chain_on(node, log_range=4)._token_transfers(10, 15, {ALICE})
@@ -37,8 +36,8 @@ def test_a_node_that_answers_one_block_at_a_time_is_read_block_by_block():
 
 
 def test_a_backfill_of_one_block_asks_for_that_block():
-    from tests.unit.test_evm_edges import A, EvmChain, QueryNode
-    from tests.unit.test_rpc_resilience import NET as TOKENS_ONLY
+    from tests.support.evm_nodes import A, QueryNode
+    from tests.support.limited_node import NET as TOKENS_ONLY
 
     node = QueryNode()
     EvmChain(TOKENS_ONLY, node).history(9, 9, [A])
@@ -47,8 +46,8 @@ def test_a_backfill_of_one_block_asks_for_that_block():
 
 def test_a_long_backfill_asks_for_its_logs_in_windows_of_history_range_blocks_with_no_gap():
     from kassa_chain_watcher.evm import HISTORY_RANGE
-    from tests.unit.test_evm_edges import A, EvmChain, QueryNode
-    from tests.unit.test_rpc_resilience import NET as TOKENS_ONLY
+    from tests.support.evm_nodes import A, QueryNode
+    from tests.support.limited_node import NET as TOKENS_ONLY
 
     node = QueryNode()
     EvmChain(TOKENS_ONLY, node).history(0, HISTORY_RANGE, [A])
@@ -59,8 +58,8 @@ def test_a_long_backfill_asks_for_its_logs_in_windows_of_history_range_blocks_wi
 
 
 def test_a_backfill_reads_every_block_for_native_coin_once_in_batches():
-    from tests.unit.test_evm_receipts import NET as WITH_NATIVE
-    from tests.unit.test_evm_receipts import Node
+    from tests.support.evm_nodes import NET as WITH_NATIVE
+    from tests.support.evm_nodes import Node
 
     node = Node([[]] * 5, {})
     EvmChain(WITH_NATIVE, node, batch=2).history(1, 5, [A])
@@ -70,8 +69,8 @@ def test_a_backfill_reads_every_block_for_native_coin_once_in_batches():
 @pytest.mark.parametrize("broken", ["missing", "another parent"])
 def test_a_block_missing_or_not_following_during_a_backfill_means_the_chain_moved(broken):
     from kassa_chain_watcher.chain import ChainMoved
-    from tests.unit.test_evm_receipts import NET as WITH_NATIVE
-    from tests.unit.test_evm_receipts import Node
+    from tests.support.evm_nodes import NET as WITH_NATIVE
+    from tests.support.evm_nodes import Node
 
     class Broken(Node):
         def _block(self, n):

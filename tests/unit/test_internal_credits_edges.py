@@ -8,7 +8,7 @@ import pytest
 from kassa_common.chains.rpc import RpcError, RpcUnavailable
 from kassa_chain_watcher.balances import InternalCredits, calls_from_parity, capped
 from kassa_chain_watcher.chain import Found
-from tests.unit.test_internal_credits import A, Node, chain, parity_call
+from tests.support.internal_credits import A, Node, chain, parity_call
 
 pytestmark = pytest.mark.unit
 

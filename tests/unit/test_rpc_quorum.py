@@ -16,7 +16,7 @@ from kassa_chain_watcher.chain import Found
 from kassa_chain_watcher.quorum import NoQuorum, Quorum
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.watchlist import Watchlist
-from tests.unit.test_chain_scanner import ALICE, Bus, FakeChain, MemoryStore, transfer
+from tests.support.scanner import ALICE, Bus, FakeChain, MemoryStore, transfer
 
 URLS = ("http://reader:1", "http://other:2")
 NET = Network("QNET", "evm", 1, 3, 1.0, URLS[0], (), rpc_urls=URLS, rpc_quorum=2)

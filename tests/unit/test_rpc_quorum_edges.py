@@ -14,7 +14,7 @@ from kassa_common.chains.nodes import NodePool
 from kassa_common.chains.rpc import RpcUnavailable
 from kassa_chain_watcher.chain import Found
 from kassa_chain_watcher.quorum import NoQuorum, Quorum
-from tests.unit.test_chain_scanner import ALICE, FakeChain, transfer
+from tests.support.scanner import ALICE, FakeChain, transfer
 
 pytestmark = pytest.mark.unit
 

@@ -8,8 +8,7 @@ import logging
 import pytest
 import requests
 
-from kassa_common.chains.evm import TRANSFER_TOPIC
-from kassa_common.chains.networks import Network, Token
+from kassa_common.chains.networks import Network
 from kassa_common.chains.rpc import (
     JsonRpc,
     RangeTooLarge,
@@ -21,7 +20,7 @@ from kassa_common.chains.rpc import (
     scrub,
 )
 from kassa_chain_watcher import evm
-from kassa_chain_watcher.evm import EvmChain
+from tests.support.limited_node import ALICE, LimitedNode, chain_on
 
 SECRET_URLS = [
     ("https://mainnet.infura.io/v3/SECRETKEY123", "https://mainnet.infura.io"),
@@ -199,43 +198,6 @@ def test_retry_after_header(value, seconds):
 
 
 # -- the adaptive eth_getLogs window -----------------------------------------------------------
-USDC = "0x" + "aa" * 20
-ALICE = "0x" + "a1" * 20
-NET = Network("TESTNET", "evm", 1, 3, 1.0, "http://node", (Token("USDC", USDC, 6, False),))
-
-
-class LimitedNode:
-    """eth_getLogs over blocks each holding one USDC transfer to ALICE; a range over ``limit``
-    blocks is refused the way Infura does. Records every range asked for."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit, self.asked = limit, []
-
-    def call(self, method, query):
-        lo, hi = int(query["fromBlock"], 16), int(query["toBlock"], 16)
-        self.asked.append((lo, hi))
-        if hi - lo + 1 > self.limit:
-            raise RangeTooLarge("eth_getLogs: query returned more than 10000 results")
-        return [
-            {
-                "blockNumber": hex(n),
-                "blockHash": f"0x{n:064x}",
-                "logIndex": "0x0",
-                "removed": False,
-                "transactionHash": f"0x{n:064x}",
-                "address": USDC,
-                "data": hex(n),
-                "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + ALICE[2:].rjust(64, "0")],
-            }
-            for n in range(lo, hi + 1)
-        ]
-
-    def close(self) -> None:
-        pass
-
-
-def chain_on(node, log_range=64) -> EvmChain:
-    return EvmChain(NET, node, log_range=log_range)  # NET has no native coin: eth_getLogs only
 
 
 def test_a_refused_range_is_read_in_halves_completely_and_in_order():

@@ -14,8 +14,7 @@ from kassa_common import cli
 from kassa_common.chains import forwarder
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.models import Payment, Wallet
-from tests.integration.web.test_dashboard_manage import EVM_FIRST
-from tests.support.api import API
+from tests.support.api import API, EVM_FIRST
 from tests.support.dashboard import post
 from tests.support.forwarder import fresh_address
 

@@ -22,10 +22,10 @@ from kassa_common.pricing.service import make_rates
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
 from kassa_api.app import create_app
-from tests.integration.web.test_dashboard_overview import shop  # noqa: F401 - fixture
 from tests.support.api import API, assert_error, set_live_wallet
 from tests.support.dashboard import csrf_of, merchant_with_password
 from tests.support.rate_doubles import settings_for, start_all
+from tests.support.shop import shop  # noqa: F401 - fixture
 from tests.support.transfers import report
 
 

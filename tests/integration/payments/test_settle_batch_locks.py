@@ -18,10 +18,9 @@ import sqlalchemy as sa
 from kassa_common import payments
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant
-from kassa_common.payments.settle import lock_for_reports
 from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
-from tests.support.transfers import report, tx_hash
+from tests.support.transfers import report, settle_batch, tx_hash
 
 SEEN, CONFIRMED = TransferStatus.SEEN, TransferStatus.CONFIRMED
 DUE = 12_340_000  # LIVE_PAYMENT's 12.34 USDC
@@ -42,13 +41,6 @@ def reads(engine):
         yield seen
     finally:
         sa.event.remove(engine, "before_cursor_execute", record)
-
-
-def settle_batch(sessions, reports) -> None:
-    with unit_of_work(sessions) as s:
-        lock_for_reports(s, reports)
-        for r in reports:
-            payments.settle(s, r)
 
 
 def settle_each(sessions, reports) -> None:

@@ -16,9 +16,8 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Transfer
 from kassa_common.statuses import TransferStatus
-from tests.integration.payments.test_settle_batch_locks import settle_batch
 from tests.support.api import API, LIVE_PAYMENT
-from tests.support.transfers import report, tx_hash
+from tests.support.transfers import report, settle_batch, tx_hash
 
 SEEN, CONFIRMED = TransferStatus.SEEN, TransferStatus.CONFIRMED
 DUE = 12_340_000  # LIVE_PAYMENT's 12.34 USDC

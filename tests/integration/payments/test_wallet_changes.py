@@ -17,18 +17,13 @@ from kassa_common import merchants
 from kassa_common.chains.hd import derive_address
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Wallet, WalletChange
-from kassa_common.retry import RetryPolicy
 from kassa_common.timefmt import utcnow
 from kassa_expirer.jobs import Jobs
-from kassa_webhook_sender.email.main import build
 from tests.support.api import API, LIVE_PAYMENT, set_live_wallet
-from tests.support.bus import private_topology
 from tests.support.dashboard import csrf_of
 from tests.support.keys import fresh_key
-from tests.support.smtp import smtp_server
+from tests.support.mail_notifier import DASHBOARD, notifier  # noqa: F401  (fixture)
 from tests.support.wait import until
-
-DASHBOARD = "https://kassa.example/dashboard"
 
 
 @pytest.fixture
@@ -84,18 +79,6 @@ def live_address(client, merchant) -> str:
     r = client.post(f"{API}/payments", json=LIVE_PAYMENT, headers=merchant.headers("live"))
     assert r.status_code == 201, r.get_data(as_text=True)
     return r.get_json()["data"]["address"]
-
-
-@pytest.fixture
-def notifier(settings, engine):
-    """A notifier sending to a real SMTP server: yields its inbox."""
-    with smtp_server() as (inbox, port), private_topology(settings.rabbitmq_url) as (prefix, _):
-        configured = settings.with_(bus_prefix=prefix, smtp_url=f"smtp://127.0.0.1:{port}", dashboard_url=DASHBOARD)
-        n = build(configured, engine=engine, retry=RetryPolicy.from_schedule((0.3,)), poll_interval=0.1).start()
-        try:
-            yield inbox
-        finally:
-            n.stop()
 
 
 def test_a_live_change_is_held_emailed_and_canceled_from_the_emails_link(production, shop, sessions, notifier):

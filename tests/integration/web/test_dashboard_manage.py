@@ -9,13 +9,12 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.chains.hd import TEST_XPUBS, derive_address
+from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.models import ApiKey, Product, Wallet, WebhookDelivery, WebhookEndpoint
-from kassa_common.payments.addresses import TEST_INDEX_BASE
+from tests.support.api import EVM_FIRST
 from tests.support.dashboard import post
 
 # the published test key's first address in test mode: index 1,000,000,000 (test payments' range)
-EVM_FIRST = derive_address("evm", TEST_XPUBS["evm"], TEST_INDEX_BASE)
 
 
 def test_create_a_fiat_product_and_see_its_share_link(dash, sessions, settings):

@@ -12,9 +12,9 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.models import WebhookEndpoint
 from kassa_common.timefmt import utcnow
-from tests.integration.payments.test_wallet_changes import notifier  # noqa: F401  (fixture)
 from tests.support.api import API
 from tests.support.dashboard import csrf_of, log_in, merchant_with_password
+from tests.support.mail_notifier import notifier  # noqa: F401  (fixture)
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixtures)
     add_endpoint,

@@ -20,7 +20,7 @@ from kassa_common.retry import DEFAULT_POLICY
 from kassa_webhook_sender.engine.dispatcher import AHEAD, Dispatcher
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.transport import Transport
-from tests.integration.workers.test_webhook_deadline import RawServer, drip, silent
+from tests.support.raw_server import RawServer, drip, silent
 from tests.support.wait import until
 from tests.support.webhooks import Receiver, add_endpoint, add_event, count_settled, intake
 
