@@ -13,8 +13,7 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.test_dashboard_manage_browser import dashboard_merchant, log_in
-from tests.browser.test_password_reset_browser import emailed_link
+from tests.support.browser_dashboard import dashboard_merchant, emailed_link, log_in
 from tests.support.screens import SIZES, fields, looking
 
 NEW_PASSWORD = "another long passphrase"

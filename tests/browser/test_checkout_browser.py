@@ -3,57 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 import re
 import uuid
 
-import requests
-import sqlalchemy as sa
-import zxingcpp
-from PIL import Image
 from playwright.sync_api import expect
 
 from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
-from kassa_common.models import Payment
 from kassa_common.statuses import TransferStatus
+from tests.support.browser_checkout import (
+    TIMEOUT_MS,
+    api_payment,
+    create_product,
+    held_payment,
+    qr_text,
+)
 from tests.support.screens import no_horizontal_scroll
 from tests.support.transfers import report
-
-TIMEOUT_MS = 20_000
-
-
-def create_payment(stack, merchant, **extra) -> dict:
-    body = {"amount": 12.34, "token": "USDC", "network": "BASE", **extra}
-    r = requests.post(f"{stack.api}/payments", json=body, headers=merchant.headers(), timeout=5)
-    assert r.status_code == 201, r.text
-    return r.json()["data"]
-
-
-def held_payment(stack, merchant, sessions, **extra) -> dict:
-    """A test payment that stays PENDING until the tester acts (no automatic completion)."""
-    p = create_payment(stack, merchant, **extra)
-    with sessions.begin() as s:
-        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"])).values(test_auto_complete=False))
-    return p
-
-
-def api_payment(stack, merchant, ref: str) -> dict:
-    return requests.get(f"{stack.api}/payments/{ref}", headers=merchant.headers(), timeout=5).json()["data"]
-
-
-def create_product(stack, merchant, **fields) -> dict:
-    body = {"name": "Blue mug", "description": "Stoneware, 350 ml.", "price": 19.99, **fields}
-    r = requests.post(f"{stack.api}/products", json=body, headers=merchant.headers(), timeout=5)
-    assert r.status_code == 201, r.text
-    return r.json()["data"]
-
-
-def qr_text(page) -> str:
-    """What a wallet app reads from the QR code on the page."""
-    shot = Image.open(io.BytesIO(page.locator(".qr svg").screenshot()))
-    (code,) = zxingcpp.read_barcodes(shot)
-    return code.text
 
 
 def test_customer_pays_a_test_payment_and_lands_on_redirect_url(stack, merchant, sessions, page):

@@ -20,8 +20,8 @@ from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
 from kassa_common.models import Payment
 from kassa_common.statuses import TransferStatus
-from tests.browser.test_checkout_browser import TIMEOUT_MS, api_payment, held_payment
 from tests.support.axe import AXE, serious_violations
+from tests.support.browser_checkout import TIMEOUT_MS, api_payment, held_payment
 from tests.support.screens import DESKTOP, SIZES, no_horizontal_scroll, open_page
 from tests.support.transfers import report
 

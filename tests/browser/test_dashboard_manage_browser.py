@@ -4,33 +4,14 @@ fits a 390×844 phone screen."""
 from __future__ import annotations
 
 import re
-import secrets
 
 from playwright.sync_api import expect
 
-from kassa_common import merchants
 from kassa_common.chains.hd import TEST_XPUBS
-from kassa_common.db import unit_of_work
 from kassa_common.payments.addresses import first_address
-from tests.browser.test_checkout_browser import no_horizontal_scroll
+from tests.support.browser_dashboard import dashboard_merchant, log_in
+from tests.support.screens import no_horizontal_scroll
 from tests.support.wait import until
-
-PASSWORD = "correct horse battery"
-
-
-def dashboard_merchant(sessions) -> str:
-    email = f"dash-{secrets.token_hex(4)}@example.com"
-    with unit_of_work(sessions) as s:
-        merchants.create_merchant(s, email, PASSWORD, "Corner Shop", activate=True)
-    return email
-
-
-def log_in(page, stack, email: str) -> None:
-    page.goto(f"{stack.base}/dashboard/login")
-    page.locator("#email").fill(email)
-    page.locator("#password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(re.compile(r"/dashboard/overview$"))
 
 
 def reloaded_text(page, selector: str) -> str:

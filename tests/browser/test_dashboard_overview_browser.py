@@ -3,49 +3,10 @@ the volume chart shows 30 bars within the screen's width."""
 
 from __future__ import annotations
 
-import uuid
-from datetime import timedelta
-
-import requests
-import sqlalchemy as sa
 from playwright.sync_api import expect
 
-from kassa_common import keys, merchants
-from kassa_common.db import unit_of_work
-from kassa_common.models import Payment
-from kassa_common.timefmt import utcnow
-from tests.browser.test_checkout_browser import no_horizontal_scroll
-from tests.browser.test_dashboard_manage_browser import dashboard_merchant, log_in
-from tests.support.wait import until
-
-AMOUNTS = ["1250.00", "80.00", "432.10", "15.99", "999.00", "260.00", "49.50"]
-
-
-def completed_across_the_month(stack, sessions, email: str) -> None:
-    """Test payments that the stack completes by itself, then moved to days spread over the 30."""
-    with unit_of_work(sessions) as s:
-        key = keys.create_key(s, merchants.merchant_by_email(s, email).id, "test", ["payments:create"]).key
-    ids = []
-    for amount in AMOUNTS:
-        r = requests.post(
-            f"{stack.api}/payments",
-            json={"amount": float(amount), "token": "USDC", "network": "BASE"},
-            headers={"X-Api-Key": key},
-            timeout=5,
-        )
-        assert r.status_code == 201, r.text
-        ids.append(uuid.UUID(r.json()["data"]["id"]))
-
-    def all_completed() -> bool:
-        with sessions() as s:
-            return s.scalar(
-                sa.select(sa.func.count()).where(Payment.id.in_(ids), Payment.status == "COMPLETED")
-            ) == len(ids)
-
-    until(all_completed, 60, message="the stack to complete the test payments")
-    with unit_of_work(sessions) as s:
-        for back, pid in zip((0, 2, 5, 9, 16, 23, 29), ids, strict=False):
-            s.execute(sa.update(Payment).where(Payment.id == pid).values(completed_at=utcnow() - timedelta(days=back)))
+from tests.support.browser_dashboard import completed_across_the_month, dashboard_merchant, log_in
+from tests.support.screens import no_horizontal_scroll
 
 
 def test_the_overview_chart_fits_a_phone_screen(stack, sessions, phone, tmp_path):

@@ -9,9 +9,8 @@ from playwright.sync_api import expect
 
 from kassa_common import keys, merchants
 from kassa_common.db import unit_of_work
-from tests.browser.test_checkout_browser import no_horizontal_scroll
-from tests.browser.test_dashboard_manage_browser import dashboard_merchant, log_in
-from tests.browser.test_dashboard_overview_browser import completed_across_the_month
+from tests.support.browser_dashboard import completed_across_the_month, dashboard_merchant, log_in
+from tests.support.screens import no_horizontal_scroll
 
 MIN_LABEL_PX = 12  # the smallest chart text a phone shows, in CSS pixels
 

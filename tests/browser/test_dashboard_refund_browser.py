@@ -13,19 +13,16 @@ import uuid
 from pathlib import Path
 
 import pytest
-import requests
-import sqlalchemy as sa
 from playwright.sync_api import expect
 
-from kassa_common import keys, merchants, payments
+from kassa_common import keys, merchants
 from kassa_common.db import unit_of_work
-from kassa_common.models import Payment, Refund
+from kassa_common.models import Refund
 from kassa_common.refunds import transitions
-from kassa_common.statuses import TransferStatus
-from tests.browser.test_checkout_browser import no_horizontal_scroll, qr_text
-from tests.support.transfers import report
+from tests.support.browser_checkout import qr_text
+from tests.support.browser_dashboard import PASSWORD, log_in, over_paid_payment
+from tests.support.screens import no_horizontal_scroll
 
-PASSWORD = "correct horse battery"
 CUSTOMER = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 BASE_USDC = "0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913"
 SENT = "0x" + "ab" * 32
@@ -55,27 +52,6 @@ def merchant_with_key(sessions) -> tuple[str, str]:
         m = merchants.create_merchant(s, email, PASSWORD, "Corner Shop", activate=True)
         key = keys.create_key(s, m.id, "test", ["payments:create", "payments:read"]).key
     return email, key
-
-
-def over_paid_payment(stack, sessions, key: str) -> dict:
-    """A test payment of 12.34 USDC on BASE that received 15 (confirmed)."""
-    body = {"amount": 12.34, "token": "USDC", "network": "BASE"}
-    r = requests.post(f"{stack.api}/payments", json=body, headers={"X-Api-Key": key}, timeout=5)
-    assert r.status_code == 201, r.text
-    p = r.json()["data"]
-    with unit_of_work(sessions) as s:
-        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(p["id"])).values(test_auto_complete=False))
-    with unit_of_work(sessions) as s:
-        payments.settle(s, report(p, TransferStatus.CONFIRMED, 15_000_000, 12))
-    return p
-
-
-def log_in(page, stack, email: str) -> None:
-    page.goto(f"{stack.base}/dashboard/login")
-    page.locator("#email").fill(email)
-    page.locator("#password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(re.compile(r"/dashboard/overview$"))
 
 
 def claim(sessions, refund_id: str, address: str) -> None:

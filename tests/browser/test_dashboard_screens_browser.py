@@ -19,7 +19,7 @@ from playwright.sync_api import expect
 from kassa_common import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment, WebhookEndpoint
-from tests.browser.test_dashboard_refund_browser import PASSWORD, log_in, over_paid_payment
+from tests.support.browser_dashboard import PASSWORD, log_in, over_paid_payment
 from tests.support.screens import SIZES, fields, looking
 from tests.support.stack import free_port
 from tests.support.wait import until

@@ -13,8 +13,8 @@ from playwright.sync_api import expect
 from kassa_common import keys
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant
-from tests.browser.test_checkout_browser import no_horizontal_scroll
-from tests.browser.test_dashboard_manage_browser import dashboard_merchant, log_in
+from tests.support.browser_dashboard import dashboard_merchant, log_in
+from tests.support.screens import no_horizontal_scroll
 
 
 def test_merchant_sets_payment_settings_on_a_phone(stack, sessions, phone, tmp_path):

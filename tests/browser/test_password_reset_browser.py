@@ -7,29 +7,12 @@ from __future__ import annotations
 
 import re
 import secrets
-from urllib.parse import urlsplit
 
-import sqlalchemy as sa
 from playwright.sync_api import expect
 
-from kassa_common.models import Notification
-from tests.browser.test_dashboard_manage_browser import dashboard_merchant, log_in
-from tests.support.wait import until
+from tests.support.browser_dashboard import dashboard_merchant, emailed_link, log_in
 
 NEW_PASSWORD = "a brand new passphrase"
-
-
-def emailed_link(sessions, email: str) -> str:
-    def body():
-        with sessions() as s:
-            return s.scalar(
-                sa.select(Notification.body_text).where(
-                    Notification.recipient == email, Notification.kind == "password_reset"
-                )
-            )
-
-    text = until(body, timeout=15, message="the password reset email")
-    return urlsplit(re.search(r"https?://\S+/dashboard/reset/\S+", text).group(0)).path
 
 
 def test_reset_a_forgotten_password_on_a_phone(stack, sessions, phone, browser, artifacts):

@@ -11,8 +11,8 @@ import requests
 from playwright.sync_api import expect
 from werkzeug.serving import make_server
 
-from tests.browser.test_checkout_browser import create_product
 from tests.support.axe import AXE
+from tests.support.browser_checkout import create_product
 from tests.support.screens import SIZES, looking, no_horizontal_scroll, open_page
 
 DEV_CHAINS = ("LOCAL_EVM", "LOCAL_EVM_2", "BITCOIN_REGTEST")

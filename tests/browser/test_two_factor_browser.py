@@ -11,7 +11,7 @@ import time
 import pyotp
 from playwright.sync_api import expect
 
-from tests.browser.test_dashboard_manage_browser import PASSWORD, dashboard_merchant, log_in
+from tests.support.browser_dashboard import PASSWORD, dashboard_merchant, log_in
 
 
 def password_step(page, stack, email: str) -> None:
