@@ -354,3 +354,61 @@ def test_settings_alone_read_the_environment():
         "kassa_common.config",
         "kassa_common.envfile",
     ]
+
+
+# Test modules share fixtures and helpers through tests/support (and conftest files), never
+# by importing them from another test module.
+TEST_PACKAGES = ("tests.integration", "tests.e2e", "tests.browser", "tests.unit")
+
+
+def imports_of_test_modules(path: Path, tree: ast.Module) -> list[str]:
+    """Where the test file at ``path`` imports from a test module: ``file:line: module``."""
+    package = list(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            names = [".".join([*base, *([node.module] if node.module else [])])]
+        else:
+            continue
+        found += [
+            f"{path.relative_to(ROOT)}:{node.lineno}: {name}"
+            for name in names
+            if any(name == p or name.startswith(p + ".") for p in TEST_PACKAGES)
+        ]
+    return found
+
+
+def sources_of_tests() -> list[Path]:
+    """Every test file but tests/support's and the conftest files."""
+    return [
+        p
+        for p in sorted((ROOT / "tests").rglob("*.py"))
+        if p.relative_to(ROOT).parts[1] != "support" and p.name != "conftest.py"
+    ]
+
+
+def test_no_test_module_imports_from_another_test_module():
+    files = sources_of_tests()
+    assert ROOT / "tests" / "unit" / "test_architecture.py" in files
+    assert [hit for p in files for hit in imports_of_test_modules(p, ast.parse(p.read_text(), str(p)))] == []
+
+
+def test_the_test_import_check_would_see_one():
+    probe = ROOT / "tests" / "integration" / "web" / "probe.py"
+    source = (
+        "from tests.integration.web.test_cli import kassa\nimport tests.unit.test_evm_edges\n"
+        "from .test_cli import kassa\nfrom ..refunds.conftest import paid_payment\n"
+        "from tests.e2e import test_x\nfrom tests.browser.test_y import z\n"
+        "from tests.support.cli import kassa\nfrom tests.conftest import pg\nimport tests.support.anvil\n"
+    )
+    assert [hit.split(": ")[1] for hit in imports_of_test_modules(probe, ast.parse(source))] == [
+        "tests.integration.web.test_cli",
+        "tests.unit.test_evm_edges",
+        "tests.integration.web.test_cli",
+        "tests.integration.refunds.conftest",
+        "tests.e2e",
+        "tests.browser.test_y",
+    ]
