@@ -54,7 +54,9 @@ def settle_rate(sessions, addresses: list[str]) -> float:
 
 
 def run(b: Bench) -> list[Result]:
-    small, large, k = (2_000, 20_000, 50) if b.smoke else (10_000, 1_000_000, 2_000)  # k: ~5 s a side
+    # k: ~2 s a side at ~1,400 transfers/s. The warm-up, reference and measured addresses start
+    # at 2, 3 and 4, each stepping by a multiple of the small table's step: none is settled twice
+    small, large, k = (2_000, 20_000, 50) if b.smoke else (10_000, 1_000_000, 3_000)
     with b.engine(2) as (engine, sessions):
         fill(engine, b.merchant_id, small, tag="S", base=BASE)
         step = small // k
@@ -62,7 +64,7 @@ def run(b: Bench) -> list[Result]:
         reference = settle_rate(sessions, [address(BASE, i) for i in range(3, small, step)][:k])
         fill(engine, b.merchant_id, large - small, tag="L", base=BASE + small)
         step = large // k
-        measured = settle_rate(sessions, [address(BASE, i) for i in range(5, large, step)][:k])
+        measured = settle_rate(sessions, [address(BASE, i) for i in range(4, large, step)][:k])
     ratio = measured / reference
     return [
         Result(
