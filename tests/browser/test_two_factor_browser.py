@@ -11,15 +11,11 @@ import time
 import pyotp
 from playwright.sync_api import expect
 
-from tests.support.browser_dashboard import PASSWORD, dashboard_merchant, log_in
+from tests.support.browser_dashboard import dashboard_merchant, log_in
 
 
 def password_step(page, stack, email: str) -> None:
-    page.goto(f"{stack.base}/dashboard/login")
-    page.locator("#email").fill(email)
-    page.locator("#password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(re.compile(r"/dashboard/login/code$"))
+    log_in(page, stack, email, lands_on="/dashboard/login/code")
 
 
 def log_out(page) -> None:

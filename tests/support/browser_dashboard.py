@@ -30,12 +30,14 @@ def dashboard_merchant(sessions) -> str:
     return email
 
 
-def log_in(page, stack, email: str) -> None:
+def log_in(page, stack, email: str, lands_on: str = "/dashboard/overview") -> None:
+    """Sign in with the password; ``lands_on``: the page that follows (the code step for an
+    account with two-factor sign-in)."""
     page.goto(f"{stack.base}/dashboard/login")
     page.locator("#email").fill(email)
     page.locator("#password").fill(PASSWORD)
     page.get_by_role("button", name="Log in").click()
-    page.wait_for_url(re.compile(r"/dashboard/overview$"))
+    page.wait_for_url(re.compile(re.escape(lands_on) + "$"))
 
 
 def emailed_link(sessions, email: str) -> str:
