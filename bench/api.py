@@ -17,7 +17,7 @@ from contextlib import ExitStack
 
 import sqlalchemy as sa
 
-from bench.common import Bench, Result, gunicorn, stop, wrk
+from bench.common import Bench, Result, cpu_seconds, gunicorn, stop, wrk
 
 SERVERS = {  # name: (application, path)
     "bare": ("bench.bare_app:app", "/v1/api/payments"),
@@ -46,12 +46,12 @@ def run(b: Bench) -> list[Result]:
         for _ in range(rounds):
             for name, url in urls.items():
                 web, db = _processes(procs[name].pid), _backends(engine, b.name)
-                before = {pid: _cpu_seconds(pid) for pid in web + db}
+                before = {pid: _cpu(pid) for pid in web + db}
                 measured[name].append(wrk(url, f"{seconds}s", key=key.get(name, "")))
                 requests = measured[name][-1] * seconds
                 cpu[name].append(
                     {
-                        part: round(1000 * sum(_cpu_seconds(pid) - before[pid] for pid in pids) / requests, 3)
+                        part: round(1000 * sum(_cpu(pid) - before[pid] for pid in pids) / requests, 3)
                         for part, pids in (("web", web), ("database", db))
                     }
                 )
@@ -92,14 +92,9 @@ def run(b: Bench) -> list[Result]:
     return results
 
 
-def _cpu_seconds(pid: int) -> float:
-    """A process's CPU time so far (user and system), 0 once it is gone (Linux ``/proc``)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _cpu(pid: int) -> float:
+    """``cpu_seconds``, 0 once the process is gone."""
+    return cpu_seconds(pid) or 0.0
 
 
 def _processes(root: int) -> list[int]:

@@ -137,6 +137,17 @@ def bench_database(admin_url: str, smoke: bool):
 
 
 # -- processes ------------------------------------------------------------------------------
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (Linux), None where it cannot be read
+    (no /proc, or the process is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def gunicorn(app: str, env: dict[str, str]) -> tuple[subprocess.Popen, str]:
     """``app`` on the API's gunicorn configuration, on a free port; waits until it answers."""
     port = free_port()

@@ -21,7 +21,7 @@ from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import Payment
 from kassa_common.payments.events import record_payment_events
 from kassa_common.timefmt import utcnow
-from bench.common import ROOT, Bench, Result, stop
+from bench.common import ROOT, Bench, Result, cpu_seconds, stop
 from bench.fill import fill
 from kassa_api.app import create_app
 from tests.support.bus import private_topology
@@ -48,16 +48,6 @@ def wait_for_consumer(rabbitmq_url: str, queue: str, timeout: float) -> None:
         )
     finally:
         conn.close()
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process so far (Linux), None where /proc is not there."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def run(b: Bench) -> list[Result]:
