@@ -9,38 +9,28 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from contextlib import contextmanager
 from decimal import Decimal
 
 import pytest
-import sqlalchemy as sa
 
 from kassa_common import payments
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant
 from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
+from tests.support.statements import statements
 from tests.support.transfers import report, settle_batch, tx_hash
 
 SEEN, CONFIRMED = TransferStatus.SEEN, TransferStatus.CONFIRMED
 DUE = 12_340_000  # LIVE_PAYMENT's 12.34 USDC
 
 
-@contextmanager
-def reads(engine):
-    """The tables the SELECT statements run meanwhile read first, ``+lock`` when FOR UPDATE."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        if statement.lstrip().upper().startswith("SELECT"):
-            table = re.search(r"FROM (\w+)", statement).group(1)
-            seen.append(table + ("+lock" if "FOR UPDATE" in statement.upper() else ""))
-
-    sa.event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", record)
+def read(statement: str, _parameters) -> str | None:
+    """The table a SELECT reads first, ``+lock`` when FOR UPDATE."""
+    if not statement.lstrip().upper().startswith("SELECT"):
+        return None
+    table = re.search(r"FROM (\w+)", statement).group(1)
+    return table + ("+lock" if "FOR UPDATE" in statement.upper() else "")
 
 
 def settle_each(sessions, reports) -> None:
@@ -57,16 +47,16 @@ def test_a_batch_locks_its_payments_and_transfers_once_then_settles_from_what_it
     # an address no payment has: a claimed refund's, maybe (one look at the refunds waiting there)
     stranger = dict(ps[0], address="0x" + "ab" * 20)
     first = [report(p, SEEN, DUE, 1, tx=t) for p, t in zip(ps, txs, strict=True)] + [report(stranger, SEEN, DUE, 1)]
-    with reads(engine) as read:
+    with statements(engine, read) as reads:
         settle_batch(sessions, first)
-    assert read == ["payments+lock", "transfers+lock", "refunds+lock"]
+    assert reads == ["payments+lock", "transfers+lock", "refunds+lock"]
 
     again = [report(p, CONFIRMED, DUE, 2, tx=t) for p, t in zip(ps, txs, strict=True)] + [
         report(stranger, CONFIRMED, DUE, 2)
     ]
-    with reads(engine) as read:
+    with statements(engine, read) as reads:
         settle_batch(sessions, again)
-    assert read == ["payments+lock", "transfers+lock", "refunds+lock"]  # the known transfers, their totals: all held
+    assert reads == ["payments+lock", "transfers+lock", "refunds+lock"]  # the known transfers, their totals: all held
 
     for p, t in zip(ps, txs, strict=True):
         got = client.get(f"{API}/payments/{p['id']}", headers=live_merchant.headers("live")).get_json()["data"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from contextlib import contextmanager
 
 import sqlalchemy as sa
 
@@ -17,27 +16,17 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Transfer
 from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
+from tests.support.statements import statements
 from tests.support.transfers import report, settle_batch, tx_hash
 
 SEEN, CONFIRMED = TransferStatus.SEEN, TransferStatus.CONFIRMED
 DUE = 12_340_000  # LIVE_PAYMENT's 12.34 USDC
 
 
-@contextmanager
-def writes(engine):
-    """The statements that write, as ``VERB table`` (COPY included), in order."""
-    seen: list[str] = []
-
-    def record(conn, cursor, statement, parameters, context, executemany):
-        m = re.match(r"\s*(INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)", statement, re.IGNORECASE)
-        if m:
-            seen.append(f"{m.group(1).split()[0].upper()} {m.group(2)}")
-
-    sa.event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", record)
+def write(statement: str, _parameters) -> str | None:
+    """A statement that writes, as ``VERB table``."""
+    m = re.match(r"\s*(INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)", statement, re.IGNORECASE)
+    return f"{m.group(1).split()[0].upper()} {m.group(2)}" if m else None
 
 
 def events_of(sessions, ids) -> Counter:
@@ -71,7 +60,7 @@ def test_a_batch_with_duplicates_and_one_transaction_paying_two_payments_writes_
         report(ps[2], SEEN, DUE, 1, tx=own[0]),  # the same report twice in the batch
         report(ps[3], SEEN, DUE // 2, 1, tx=own[1]),
     ]
-    with writes(engine) as written:
+    with statements(engine, write) as written:
         settle_batch(sessions, first)
     assert Counter(written) == {"INSERT transfers": 1, "UPDATE payments": 1}  # no event yet (DETECT has one: COPY)
     assert events_of(sessions, ids) == {(i, "payment.detected"): 1 for i in ids}
@@ -84,11 +73,11 @@ def test_a_batch_with_duplicates_and_one_transaction_paying_two_payments_writes_
         report(ps[3], CONFIRMED, DUE // 2, 2, tx=own[1]),
         report(ps[3], CONFIRMED, DUE // 2, 2, tx=tx_hash()),  # a second, new transfer completing it
     ]
-    with writes(engine) as written:
+    with statements(engine, write) as written:
         settle_batch(sessions, second)
     assert Counter(written) == {"INSERT transfers": 1, "UPDATE transfers": 1, "UPDATE payments": 1}
 
-    with writes(engine) as written:
+    with statements(engine, write) as written:
         settle_batch(sessions, second)  # the batch delivered again: nothing changes
     assert written == []
 

@@ -14,6 +14,7 @@ from kassa_common.chains.networks import load_registry
 from kassa_common.models import Event, Transfer
 from kassa_common.statuses import TransferStatus
 from tests.support.api import API, LIVE_PAYMENT
+from tests.support.statements import statements
 from tests.support.transfers import report, settle, settler_batches  # noqa: F401 (autouse)
 from tests.support.transfers import tx_hash as tx
 
@@ -173,17 +174,14 @@ def test_a_seen_transfer_never_counts_toward_completion(client, sessions, live_m
 def test_the_settlers_address_lookup_is_an_index_scan(engine, sessions, live):
     """With sequential scans priced out, a query no index can serve still plans a Seq Scan:
     so the plan below proves an index answers it, whatever the table's size."""
-    seen: list[tuple[str, dict]] = []
 
-    def capture(conn, cursor, statement, parameters, context, executemany):
+    def by_address(statement: str, parameters):
         if "FROM payments" in statement and "address" in statement.split("WHERE", 1)[-1]:
-            seen.append((statement, parameters))
+            return statement, parameters
+        return None
 
-    sa.event.listen(engine, "before_cursor_execute", capture)
-    try:
+    with statements(engine, by_address) as seen:
         settle(sessions, report(live, SEEN, 1, 1))
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", capture)
     assert seen, "the settler looked the payment up by its address"
     statement, parameters = seen[0]
     with engine.connect() as conn:

@@ -23,6 +23,7 @@ from kassa_webhook_sender.webhooks.intake import handle_event
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.api import API
 from tests.support.bus import private_topology
+from tests.support.statements import statements
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixtures)
     add_endpoint,
@@ -96,20 +97,14 @@ def test_events_taken_in_one_transaction_get_their_own_deliveries_from_one_inser
         add_event(sessions, merchant.id, "payment.created"),
         add_event(sessions, merchant.id, "payment.completed"),
     ]
-    inserts: list[str] = []
 
-    def count(conn, cursor, statement, *args) -> None:
-        if "INSERT INTO webhook_deliveries" in statement:
-            inserts.append(statement)
+    def inserting(statement: str, _parameters) -> str | None:
+        return statement if "INSERT INTO webhook_deliveries" in statement else None
 
-    sa.event.listen(engine, "before_cursor_execute", count)
-    try:
-        with unit_of_work(sessions) as s:
-            handed = [handle_event(s, Delivered(e.id, e.type, e.payload, 1)) for e in events]
-            again = handle_event(s, Delivered("another-message", events[0].type, events[0].payload, 1))
-            assert handed == [[], [], []] and inserts == []  # written when the transaction commits
-    finally:
-        sa.event.remove(engine, "before_cursor_execute", count)
+    with statements(engine, inserting) as inserts, unit_of_work(sessions) as s:
+        handed = [handle_event(s, Delivered(e.id, e.type, e.payload, 1)) for e in events]
+        again = handle_event(s, Delivered("another-message", events[0].type, events[0].payload, 1))
+        assert handed == [[], [], []] and inserts == []  # written when the transaction commits
 
     assert len(inserts) == 1 and again == []
     for event, ids in zip(events, handed, strict=True):
