@@ -256,6 +256,11 @@ class Refund(Base):
     payout_units: Mapped[Decimal | None] = mapped_column(sa.Numeric(78, 0))
     payout_block_number: Mapped[int | None] = mapped_column(sa.BigInteger)
     payout_block_hash: Mapped[str | None] = mapped_column(sa.String(100))
+    # 1-999 base units the merchant pays on top of the amount (``payout_amount``), set at the
+    # claim: unique among open refunds claimed to one address on one network (DESIGN §8)
+    payout_tag: Mapped[int | None] = mapped_column(sa.Integer)
+    payout_from: Mapped[str | None] = mapped_column(sa.String(100))  # the payout's sender
+    funds_reorged: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
     confirmations: Mapped[int] = mapped_column(sa.Integer, nullable=False, server_default="0")
     created_at: Mapped[datetime] = _created()
     updated_at: Mapped[datetime] = _created()
@@ -276,6 +281,15 @@ class Refund(Base):
         sa.Index("refunds_address", sa.func.lower(address)),  # payouts match any case
         sa.Index("refunds_payment", "payment_id"),
         sa.Index("refunds_unclaimed_expiry", "expires_at", postgresql_where=sa.text("status = 'AWAITING_ADDRESS'")),
+        sa.CheckConstraint("payout_tag BETWEEN 1 AND 999", name="refunds_payout_tag_range"),
+        sa.Index(
+            "refunds_open_payout_tag",
+            "network",
+            sa.func.lower(address),
+            "payout_tag",
+            unique=True,
+            postgresql_where=sa.text("status = 'AWAITING_PAYMENT' AND payout_tag IS NOT NULL"),
+        ),
     )
 
 
