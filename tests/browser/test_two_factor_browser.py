@@ -11,7 +11,7 @@ import time
 import pyotp
 from playwright.sync_api import expect
 
-from tests.support.browser_dashboard import dashboard_merchant, log_in
+from tests.support.browser_dashboard import PASSWORD, dashboard_merchant, log_in
 
 
 def password_step(page, stack, email: str) -> None:
@@ -31,6 +31,7 @@ def test_enrol_then_sign_in_with_a_code_a_wrong_code_and_a_recovery_code(stack, 
     assert page.locator("#totp-qr").evaluate("img => img.naturalWidth") > 0  # the SVG QR code renders
     secret = page.locator("#totp-secret").inner_text().strip()
     totp = pyotp.TOTP(secret)
+    page.locator("#enrol-password").fill(PASSWORD)  # turning it on asks for the password again
     page.locator("#enrol-code").fill(totp.now())
     page.get_by_role("button", name="Turn on two-factor sign-in").click()
     expect(page.locator("#two-factor-status")).to_contain_text("on")

@@ -89,3 +89,21 @@ def assert_clean(page: str, element_id: str) -> None:
 def value_of(page: str, element_id: str) -> str:
     match = re.search(r'value="([^"]*)"', tag_of(page, element_id))
     return html.unescape(match.group(1)) if match else ""
+
+
+def cookie_text(client) -> str:
+    """What the browser's session cookie says to anyone holding it: Flask signs it, it does
+    not hide it (base64 of the JSON, zlib-compressed when that is shorter)."""
+    import base64
+    import zlib
+
+    value = client.get_cookie("session").value
+    compressed = value.startswith(".")
+    payload = value.lstrip(".").split(".")[0]
+    raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+    return (zlib.decompress(raw) if compressed else raw).decode()
+
+
+def opens_dashboard(client) -> bool:
+    """Whether ``client``'s login still opens a dashboard page."""
+    return client.get("/dashboard/payments").status_code == 200

@@ -15,13 +15,14 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, cast
 
 from pika.exceptions import AMQPError
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kassa_common import envfile, keys, merchants, twofactor
+from kassa_common import envfile, keys, logins, merchants, twofactor
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
@@ -68,13 +69,19 @@ def _set_flag(flag: str, value: bool) -> Callable:
 
 
 def cmd_merchant_2fa(args, settings: Settings) -> None:
-    """Show whether two-factor sign-in is on; ``--disable`` turns it off (a merchant who lost the device)."""
+    """Show whether two-factor sign-in is on; ``--disable`` turns it off (a merchant who lost
+    the device) and signs every login of the merchant out, as any two-factor change does."""
     with unit_of_work_for(settings) as s:
         m = merchants.merchant_by_email(s, args.email)
+        signed_out = None
         if args.disable:
             twofactor.disable(m)
+            signed_out = logins.make_store(cast(Engine, s.get_bind()), settings.redis_url).revoke_all(m.id)
         data = {"email": m.email, "two_factor": m.totp_enabled_at is not None}
-    _out(args, data, f"merchant {data['email']}: two-factor sign-in {'on' if data['two_factor'] else 'off'}")
+    if signed_out is not None:
+        data["logins_signed_out"] = signed_out
+    text = f"merchant {data['email']}: two-factor sign-in {'on' if data['two_factor'] else 'off'}"
+    _out(args, data, text + (f"; {signed_out} login(s) signed out" if signed_out is not None else ""))
 
 
 def cmd_merchant_settings(args, settings: Settings) -> None:

@@ -1,14 +1,21 @@
 """Two-factor sign-in with TOTP (RFC 6238, ``pyotp``): 6 digits, 30 s steps, one step of
 clock drift either way, each step's code accepted once (a code seen on the wire cannot be
 replayed). Enrolment shows a QR code (``segno``, an SVG data URI) and the secret, and
-takes effect only once a code from the merchant's app confirms it; it makes ten one-time
-recovery codes, shown once and stored as SHA-256 hashes (they are random, not passwords).
-An operator resets it with ``kassa merchant 2fa EMAIL --disable``.
+takes effect only once a code from the merchant's app confirms it; until then the secret
+is kept nowhere: it is derived again at each request from SECRET_KEY, the login and a
+random nonce (``enrolment_secret``), so the browser's cookie never holds it. Enrolment
+makes ten one-time recovery codes, shown once and stored salted: PBKDF2-HMAC-SHA256 with a
+random salt per code (``pbkdf2_sha256$<iterations>$<salt>$<hash>``; a few thousand
+iterations, since all ten are tried at each use). Codes stored before that, as a bare
+SHA-256, keep working until used or replaced. An operator resets it with
+``kassa merchant 2fa EMAIL --disable``.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import re
 import secrets
 import time
@@ -31,6 +38,13 @@ _ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"
 
 def new_secret() -> str:
     return pyotp.random_base32()
+
+
+def enrolment_secret(key: str, login_ref: str, nonce: str) -> str:
+    """The secret offered to a login while it enrols (160 bits, base32): the same for the
+    same login and nonce, unknowable without ``key`` (the server's SECRET_KEY)."""
+    message = f"totp-enrolment|{login_ref}|{nonce}".encode()
+    return base64.b32encode(hmac.new(key.encode(), message, hashlib.sha256).digest()[:20]).decode()
 
 
 def provisioning_uri(secret: str, email: str) -> str:
@@ -73,8 +87,39 @@ def check_code(session: Session, merchant: Merchant, code: str) -> bool:
     return bool(used)
 
 
-def _hash(code: str) -> str:
-    return hashlib.sha256(code.strip().lower().replace("-", "").encode()).hexdigest()
+HASH_SCHEME, HASH_ITERATIONS = "pbkdf2_sha256", 5000
+
+
+def _normal(code: str) -> str:
+    return code.strip().lower().replace("-", "").replace(" ", "")
+
+
+def _legacy_hash(code: str) -> str:
+    """How codes were stored before salting (a bare SHA-256): read, never written."""
+    return hashlib.sha256(_normal(code).encode()).hexdigest()
+
+
+def _salted(normal: str, salt: bytes, iterations: int) -> str:
+    return hashlib.pbkdf2_hmac("sha256", normal.encode(), salt, iterations).hex()
+
+
+def hash_recovery_code(code: str) -> str:
+    """The stored form of a recovery code: salted, so one leaked table cannot be looked up."""
+    salt = secrets.token_bytes(16)
+    return f"{HASH_SCHEME}${HASH_ITERATIONS}${salt.hex()}${_salted(_normal(code), salt, HASH_ITERATIONS)}"
+
+
+def _matches(stored: str, code: str) -> bool:
+    parts = stored.split("$")
+    if len(parts) == 1:  # the older unsalted form
+        return hmac.compare_digest(stored, _legacy_hash(code))
+    if len(parts) != 4 or parts[0] != HASH_SCHEME or not parts[1].isdigit() or int(parts[1]) > 1_000_000:
+        return False
+    try:
+        salt = bytes.fromhex(parts[2])
+    except ValueError:
+        return False
+    return hmac.compare_digest(parts[3], _salted(_normal(code), salt, int(parts[1])))
 
 
 def new_recovery_codes() -> list[str]:
@@ -86,16 +131,20 @@ def new_recovery_codes() -> list[str]:
 
 
 def use_recovery_code(session: Session, merchant: Merchant, code: str) -> bool:
-    """Spend one recovery code (each works once)."""
+    """Spend one recovery code (each works once: the entry it matched is removed, and two
+    uses at once cannot both remove it)."""
     if merchant.totp_enabled_at is None or not code.strip() or len(code) > 40:
         return False
-    digest = _hash(code)
+    stored = session.scalar(sa.select(Merchant.recovery_code_hashes).where(Merchant.id == merchant.id)) or []
+    entry = next((e for e in stored if _matches(e, code)), None)
+    if entry is None:
+        return False
     spent = cast(
         sa.CursorResult[Any],
         session.execute(
             sa.update(Merchant)
-            .where(Merchant.id == merchant.id, Merchant.recovery_code_hashes.any(digest))  # type: ignore[arg-type]
-            .values(recovery_code_hashes=sa.func.array_remove(Merchant.recovery_code_hashes, digest))
+            .where(Merchant.id == merchant.id, Merchant.recovery_code_hashes.any(entry))  # type: ignore[arg-type]
+            .values(recovery_code_hashes=sa.func.array_remove(Merchant.recovery_code_hashes, entry))
         ),
     ).rowcount
     return bool(spent)
@@ -109,7 +158,7 @@ def enable(session: Session, merchant: Merchant, secret: str, code: str) -> list
         return None
     codes = new_recovery_codes()
     merchant.totp_secret, merchant.totp_enabled_at, merchant.totp_last_step = secret, utcnow(), step
-    merchant.recovery_code_hashes = [_hash(c) for c in codes]
+    merchant.recovery_code_hashes = [hash_recovery_code(c) for c in codes]
     session.flush()
     return codes
 

@@ -2,9 +2,10 @@
 
 A change of where live money goes (an extended public key or an EVM settlement address),
 asked for in the dashboard with the password again, is stored here and held for
-``WALLET_CHANGE_HOLD_HOURS``; the merchant is emailed at once with a link that cancels it
-(a random one-time token, only its SHA-256 kept; the link can only cancel, so it needs no
-login and no CSRF token). Payments created meanwhile use the wallet in force. The expirer
+``WALLET_CHANGE_HOLD_HOURS``; the merchant is emailed at once with a link to cancel it (a
+random one-time token, only its SHA-256 kept). The link opens a page whose button (a POST,
+with the page's CSRF token) cancels: it needs no login, since it can only stop a change,
+and a mail scanner fetching the link cancels nothing. Payments created meanwhile use the wallet in force. The expirer
 applies due changes (``apply_due``): the one writer of held changes into ``wallets``, so the
 statement that creates a payment keeps reading one table, and a change applies at its time
 even if nobody opens the dashboard.
@@ -113,18 +114,23 @@ def cancel(session: Session, change: WalletChange, now: datetime | None = None) 
     change.canceled_at = now or utcnow()
 
 
+def _of_token(token: str):
+    return sa.select(WalletChange).where(
+        WalletChange.cancel_token_hash == _hash(token[:100]),
+        WalletChange.applied_at.is_(None),
+        WalletChange.canceled_at.is_(None),
+    )
+
+
+def pending_by_token(session: Session, token: str) -> WalletChange | None:
+    """The pending change this link's token cancels (read only: opening the link changes nothing)."""
+    return session.scalars(_of_token(token)).first()
+
+
 def cancel_by_token(session: Session, token: str) -> WalletChange | None:
     """Cancel the pending change of this token; None when there is none (unknown token,
     already applied or canceled: the link works once)."""
-    change = session.scalars(
-        sa.select(WalletChange)
-        .where(
-            WalletChange.cancel_token_hash == _hash(token[:100]),
-            WalletChange.applied_at.is_(None),
-            WalletChange.canceled_at.is_(None),
-        )
-        .with_for_update()
-    ).first()
+    change = session.scalars(_of_token(token).with_for_update()).first()
     if change is not None:
         cancel(session, change)
     return change

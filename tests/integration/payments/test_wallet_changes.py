@@ -1,7 +1,7 @@
 """Guarded live wallet changes (DESIGN.md section 10), as a merchant meets them: a change asked
 for in the dashboard in live mode is held for WALLET_CHANGE_HOLD_HOURS (payments keep
-going to the current wallet), emailed with a link (a real SMTP server) that cancels it
-without a login, and applied by the expirer once its time has come."""
+going to the current wallet), emailed with a link (a real SMTP server) to a page whose button cancels it
+without a login (opening the link cancels nothing), and applied by the expirer once its time has come."""
 
 from __future__ import annotations
 
@@ -99,9 +99,21 @@ def test_a_live_change_is_held_emailed_and_canceled_from_the_emails_link(product
     link = re.search(rf"{re.escape(DASHBOARD)}/wallets/cancel/\S+", body).group(0)
 
     stranger = production()  # the link needs no login
-    r = stranger.get(urlsplit(link).path)
+    path = urlsplit(link).path
+    for _ in range(2):  # opening it (a mail scanner fetching it) cancels nothing: it asks
+        r = stranger.get(path)
+        page = r.get_data(as_text=True)
+        assert r.status_code == 200 and "is canceled" not in page and "Cancel this change" in page
+    assert 'id="pending-evm"' in client.get("/dashboard/wallets").get_data(as_text=True)
+    form = re.search(r'<form[^>]*method="post"[^>]*action="([^"]+)"', page)
+    assert form and form.group(1) == path
+    assert stranger.post(path, data={}).status_code == 403  # a forged cross-site post: no token
+    assert stranger.post(path, data={"csrf_token": "forged"}).status_code == 403
+    assert 'id="pending-evm"' in client.get("/dashboard/wallets").get_data(as_text=True)
+    r = stranger.post(path, data={"csrf_token": csrf_of(page)})  # the page's button
     assert r.status_code == 200 and "is canceled" in r.get_data(as_text=True)
-    assert stranger.get(urlsplit(link).path).status_code == 404  # once only
+    assert stranger.get(path).status_code == 404  # once only
+    assert stranger.post(path, data={"csrf_token": csrf_of(page)}).status_code == 404
 
     # even past its time, a canceled change never applies
     with unit_of_work(sessions) as s:

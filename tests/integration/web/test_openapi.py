@@ -247,18 +247,35 @@ def test_healthz(client):
 
 def test_readyz_checks_the_database(client):
     r = client.get("/readyz")
+    assert r.status_code == 200 and r.json == {"status": "ok"}  # ready, and nothing more to anyone
+
+
+def test_readyz_details_need_the_metrics_token(settings, engine):
+    token = "readyz-" + "t" * 24
+    client = create_app(settings.with_(metrics_token=token), engine=engine).test_client()
+    for headers in ({}, {"Authorization": "Bearer not-it"}, {"Authorization": token}):
+        r = client.get("/readyz", headers=headers)
+        assert r.status_code == 200 and r.json == {"status": "ok"}
+    r = client.get("/readyz", headers={"Authorization": f"Bearer {token}"})
     assert r.status_code == 200 and r.json["status"] == "ok" and r.json["database"] == "ok"
+    assert "dead_letters" in r.json or "bus" in r.json
 
 
 def test_readyz_is_503_when_the_database_is_unreachable(settings):
-    url = "postgresql://postgres@127.0.0.1:1/nowhere"
+    url = "postgresql://kassa_reader@127.0.0.1:1/nowhere"
+    token = "readyz-" + "t" * 24
     engine = make_engine(url, pool_size=1)
     try:
-        r = create_app(settings.with_(database_url=url), engine=engine).test_client().get("/readyz")
+        client = create_app(settings.with_(database_url=url, metrics_token=token), engine=engine).test_client()
+        r = client.get("/readyz")
+        detailed = client.get("/readyz", headers={"Authorization": f"Bearer {token}"})
     finally:
         engine.dispose()
-    assert r.status_code == 503 and r.json["status"] == "unavailable"
-    assert "password" not in r.get_data(as_text=True)
+    assert r.status_code == 503 and r.json == {"status": "unavailable"}  # no host, port or user to anyone
+    assert "127.0.0.1" not in r.get_data(as_text=True) and "kassa_reader" not in r.get_data(as_text=True)
+    assert detailed.status_code == 503 and detailed.json["status"] == "unavailable"
+    assert "127.0.0.1" in detailed.json["database"]  # the operator's token shows why
+    assert "password" not in detailed.get_data(as_text=True)
 
 
 def test_the_docs_renderer_is_the_pinned_npm_swagger_ui():

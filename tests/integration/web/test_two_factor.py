@@ -24,9 +24,14 @@ def enrol(client) -> tuple[str, list[str]]:
     assert 'src="data:image/svg+xml' in page
     secret = re.search(r'id="totp-secret" class="value">([A-Z2-7]+)<', page).group(1)
     token = csrf_of(client.get("/dashboard/settings/2fa"))
-    wrong = client.post("/dashboard/settings/2fa/enable", data={"csrf_token": token, "code": "000000"})
+    wrong = client.post(
+        "/dashboard/settings/2fa/enable", data={"csrf_token": token, "password": "s3cret-pass", "code": "000000"}
+    )
     assert wrong.status_code == 400
-    r = client.post("/dashboard/settings/2fa/enable", data={"csrf_token": token, "code": pyotp.TOTP(secret).now()})
+    r = client.post(
+        "/dashboard/settings/2fa/enable",
+        data={"csrf_token": token, "password": "s3cret-pass", "code": pyotp.TOTP(secret).now()},
+    )
     body = r.get_data(as_text=True)
     assert r.status_code == 200 and "Two-factor sign-in is <strong>on</strong>" in body
     codes = re.findall(r"<li><code>([a-z2-9]{5}-[a-z2-9]{5})</code></li>", body)

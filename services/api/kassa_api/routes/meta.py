@@ -4,6 +4,7 @@ page, health."""
 from __future__ import annotations
 
 import hmac
+import logging
 import time
 
 from flask import Blueprint, current_app, make_response, redirect, request, send_from_directory, url_for
@@ -19,6 +20,7 @@ from kassa_api.schemas import NetworkOut
 from kassa_api.web import secure
 
 bp = Blueprint("meta", __name__)
+log = logging.getLogger(__name__)
 DOCS_HTML = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Kassa API reference</title><link rel="icon" href="data:,"><link rel="stylesheet" href="{css}"></head>
@@ -101,14 +103,32 @@ def bus_status() -> tuple[list[admin.QueueDepth] | None, str | None]:
     return cache[1], cache[2]
 
 
+def _operator() -> bool:
+    """Whether the request bears ``METRICS_TOKEN`` (``Authorization: Bearer <token>``); never
+    true while the setting is unset."""
+    token = deps().settings.metrics_token
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if not token or scheme.lower() != "bearer":
+        return False
+    return hmac.compare_digest(given.strip().encode(), token.encode())
+
+
 @bp.get("/readyz")
 def readyz():
     """503 without the database (the web cannot serve); 200 otherwise, "degraded" while the
-    broker is unreachable (the outbox keeps events) or a dead-letter queue holds messages."""
+    broker is unreachable (the outbox keeps events) or a dead-letter queue holds messages.
+
+    To anyone, only ``{"status": "ok"}`` or ``{"status": "unavailable"}`` (ready or not): why
+    (the database's error names its host and user, the queues' names and depths) is the
+    operator's, shown to a request bearing METRICS_TOKEN as ``/metrics`` asks."""
     try:
         db().connection().exec_driver_sql("SELECT 1")
     except Exception as exc:  # noqa: BLE001 - readiness reports any failure
-        return {"status": "unavailable", "database": str(exc).splitlines()[0]}, 503
+        reason = str(exc).splitlines()[0]
+        log.warning("not ready: the database: %s", reason)
+        return {"status": "unavailable", **({"database": reason} if _operator() else {})}, 503
+    if not _operator():
+        return {"status": "ok"}
     depths, error = bus_status()
     if depths is None:
         return {"status": "degraded", "database": "ok", "bus": error}
@@ -141,16 +161,12 @@ def metrics():
 
     With METRICS_TOKEN set, only a request bearing it (``Authorization: Bearer <token>``)
     reads them; anyone else gets 401 (keep the port private otherwise)."""
-    token = deps().settings.metrics_token
-    if token:
-        sent = request.headers.get("Authorization", "")
-        scheme, _, given = sent.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
-            return (
-                "metrics need the bearer token (METRICS_TOKEN)\n",
-                401,
-                {"WWW-Authenticate": 'Bearer realm="metrics"', "Content-Type": "text/plain; charset=utf-8"},
-            )
+    if deps().settings.metrics_token and not _operator():
+        return (
+            "metrics need the bearer token (METRICS_TOKEN)\n",
+            401,
+            {"WWW-Authenticate": 'Bearer realm="metrics"', "Content-Type": "text/plain; charset=utf-8"},
+        )
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_BusCollector())
     return generate_latest(registry), 200, {"Content-Type": "text/plain; version=0.0.4; charset=utf-8"}

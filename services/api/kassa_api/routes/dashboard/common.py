@@ -1,5 +1,6 @@
 """What every dashboard view shares: the logged-in merchant, the owner it acts as, page
-rendering, and guards that turn a missing object into the 404 page (flaskr's ``get_post``).
+rendering, guards that turn a missing object into the 404 page (flaskr's ``get_post``), and
+the step-up check (the password or a code asked again behind a login).
 
 Resource modules import this one and it imports none of them (it names their endpoints
 as strings), so the dashboard's imports form a tree.
@@ -12,12 +13,15 @@ from contextlib import contextmanager
 from functools import wraps
 
 from flask import abort, g, redirect, request, session, url_for
+from sqlalchemy.orm import Session
 
+from kassa_common import merchants, twofactor
 from kassa_common.errors import NotFound
 from kassa_common.models import Merchant, Payment, Product, WebhookEndpoint
 from kassa_common.owner import Owner, owned
 from kassa_common.payments import find_payment
 from kassa_api.deps import db, deps, make_owner
+from kassa_api.ratelimit import wait_text
 from kassa_api.web import page
 
 LOGIN, ONBOARDING = "dashboard.accounts.login", "dashboard.accounts.onboarding"
@@ -27,6 +31,7 @@ NO_PAYMENT = "No such payment in this mode."
 NO_PRODUCT = "No such product in this mode."
 NO_WEBHOOK = "No such webhook in this mode."
 NO_DELIVERY = "No such delivery."
+THROTTLED, WRONG_PASSWORD, WRONG_CODE = "throttled", "password", "code"  # what step_up answers
 
 
 def login_required(view):
@@ -106,3 +111,35 @@ def get_webhook_or_404(ref: str) -> WebhookEndpoint:
     """The live webhook endpoint of this merchant and mode, or the 404 page."""
     with not_found_as_404(NO_WEBHOOK):
         return owned(db(), WebhookEndpoint, ref, current_owner(), what="webhook")
+
+
+def step_up(s: Session, password: str, code: str | None = None) -> str | None:
+    """Check the signed-in merchant's password (and ``code``, a current code of its
+    authenticator, when given) asked again before a sensitive change: None when right,
+    else ``WRONG_PASSWORD``, ``WRONG_CODE`` or ``THROTTLED``.
+
+    Throttled like the login (DESIGN §10): failures count per merchant (``LOGIN_FAILURES``
+    per window) and per client address with the login's failures (``LOGIN_FAILURES_PER_ADDRESS``),
+    so a stolen session cannot guess the password, then the code, as fast as argon2 runs.
+    Past either limit nothing is checked (no argon2, no code) until the window ends; the
+    code is not tried (nor used up) without the right password.
+    """
+    key, address_key = f"step-up:{g.merchant.id}", f"login-address:{request.remote_addr}"
+    failures, by_address = deps().login_failures, deps().login_failures_by_address
+    if failures.exceeded(key) or by_address.exceeded(address_key):
+        return THROTTLED
+    if not merchants.check_password(g.merchant.password_hash, password[:1000]):
+        wrong = WRONG_PASSWORD
+    elif code is not None and not twofactor.check_code(s, g.merchant, code[:20]):
+        wrong = WRONG_CODE
+    else:
+        failures.clear(key)
+        return None
+    failures.hit(key)
+    by_address.hit(address_key)
+    return wrong
+
+
+def step_up_wait() -> str:
+    """What a throttled step-up says (both counters share the login's window)."""
+    return f"Too many wrong attempts. Try again in {wait_text(deps().login_failures)}."

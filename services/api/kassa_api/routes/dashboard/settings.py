@@ -3,7 +3,10 @@ confirmed payment may fall and still complete, and the pricing terms (the rate s
 how long a quoted rate holds: ``kassa_common.pricing.terms``).
 
 The page also lists the merchant's active logins (browser, address, last seen) with a
-button to revoke each, and changes the password: that revokes every other login.
+button to revoke each, and changes the password: that revokes every other login. Two-factor
+sign-in is turned on (the password and a code of the new secret) and off (the password and
+a current code) on its own page; either change revokes every other login too. The password
+and codes asked again here are step-up checks, throttled like the login (``common.step_up``).
 
 They belong to the merchant, not to a mode, so the page looks the same switched to test
 or live. The rules and the writing live in ``kassa_common.merchants``, which
@@ -13,6 +16,8 @@ or live. The rules and the writing live in ``kassa_common.merchants``, which
 
 from __future__ import annotations
 
+import secrets
+
 from flask import Blueprint, g, redirect, request, session, url_for
 
 from kassa_common import merchants, twofactor
@@ -20,7 +25,7 @@ from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
 from kassa_api.deps import deps, transaction
 from kassa_api.routes.dashboard.accounts import new_password_problems
-from kassa_api.routes.dashboard.common import login_required, render
+from kassa_api.routes.dashboard.common import THROTTLED, login_required, render, step_up, step_up_wait
 from kassa_api.routes.dashboard.forms import FormError, Problems, refusal
 
 bp = Blueprint("settings", __name__)
@@ -95,7 +100,11 @@ def change_password():
     form = request.form
     current, new = form.get("current_password", ""), form.get("new_password", "")
     problems = new_password_problems(new, form.get("confirm_password", ""), "new_password")
-    if not merchants.check_password(g.merchant.password_hash, current[:1000]):
+    with transaction() as s:
+        wrong = step_up(s, current)
+    if wrong == THROTTLED:
+        return _page(429, password_error=step_up_wait())
+    if wrong:
         problems.add("current_password", "the current password is wrong")
     try:
         problems.raise_any()
@@ -117,15 +126,23 @@ def revoke_login(ref: str):
     return redirect(url_for("dashboard.settings.index"), 303)
 
 
+def _pending_secret() -> str:
+    """The secret being enrolled in this login: derived on the server from SECRET_KEY, the
+    login and a random nonce kept in the cookie, so the cookie (signed, not hidden) never
+    holds the secret itself; a new nonce (after the secret is confirmed) makes a new one."""
+    nonce = session.get("totp_nonce")
+    if not isinstance(nonce, str):
+        nonce = session["totp_nonce"] = secrets.token_urlsafe(16)
+    return twofactor.enrolment_secret(deps().settings.secret_key, g.login.ref, nonce)
+
+
 def _two_factor_page(status: int = 200, /, **context):
     merchant = g.merchant
     if merchant.totp_enabled_at is not None:
         return render(
             "two_factor.html", status, enabled=True, recovery_left=len(merchant.recovery_code_hashes or []), **context
         )
-    secret = session.get("totp_pending")
-    if not isinstance(secret, str):
-        secret = session["totp_pending"] = twofactor.new_secret()
+    secret = _pending_secret()
     uri = twofactor.provisioning_uri(secret, merchant.email)
     return render(
         "two_factor.html",
@@ -138,6 +155,11 @@ def _two_factor_page(status: int = 200, /, **context):
     )
 
 
+def _sign_out_others() -> None:
+    """Any two-factor change signs every other login of the merchant out (DESIGN §10)."""
+    deps().logins.revoke_all(g.merchant.id, keep=session.get("sid"))
+
+
 @bp.get("/settings/2fa")
 @login_required
 def two_factor():
@@ -147,20 +169,28 @@ def two_factor():
 @bp.post("/settings/2fa/enable")
 @login_required
 def enable_two_factor():
-    secret = session.get("totp_pending")
-    if g.merchant.totp_enabled_at is not None or not isinstance(secret, str):
+    """Turn two-factor sign-in on: the password again (a stolen session alone cannot put the
+    thief's authenticator on the account), then a code of the new secret."""
+    if g.merchant.totp_enabled_at is not None or not isinstance(session.get("totp_nonce"), str):
         return redirect(url_for("dashboard.settings.two_factor"), 303)
+    secret = _pending_secret()
     with transaction() as s:
-        codes = twofactor.enable(s, g.merchant, secret, request.form.get("code", "")[:20])
+        wrong = step_up(s, request.form.get("password", ""))
+        codes = None if wrong else twofactor.enable(s, g.merchant, secret, request.form.get("code", "")[:20])
+    if wrong == THROTTLED:
+        return _two_factor_page(429, error=step_up_wait())
+    if wrong:
+        return _two_factor_page(400, error="That is not your password: turning two-factor on needs it again.")
     if codes is None:
         return _two_factor_page(400, error="That code does not match. Enter the current code from your app.")
-    session.pop("totp_pending", None)
+    session.pop("totp_nonce", None)
+    _sign_out_others()
     return render(
         "two_factor.html",
         enabled=True,
         recovery_codes=codes,
         recovery_left=len(codes),
-        notice="Two-factor sign-in is on.",
+        notice="Two-factor sign-in is on. Every other login was signed out.",
     )
 
 
@@ -171,11 +201,12 @@ def disable_two_factor():
     if deps().settings.require_2fa:
         return _two_factor_page(403, error="Two-factor sign-in is required on this server.")
     with transaction() as s:
-        ok = merchants.check_password(g.merchant.password_hash, form.get("password", "")) and twofactor.check_code(
-            s, g.merchant, form.get("code", "")[:20]
-        )
-        if ok:
+        wrong = step_up(s, form.get("password", ""), form.get("code", ""))
+        if wrong is None:
             twofactor.disable(g.merchant)
-    if not ok:
+    if wrong == THROTTLED:
+        return _two_factor_page(429, error=step_up_wait())
+    if wrong:
         return _two_factor_page(400, error="Wrong password or code.")
-    return _two_factor_page(notice="Two-factor sign-in is off.")
+    _sign_out_others()
+    return _two_factor_page(notice="Two-factor sign-in is off. Every other login was signed out.")

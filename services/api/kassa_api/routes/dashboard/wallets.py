@@ -18,13 +18,22 @@ import uuid
 
 from flask import Blueprint, g, redirect, request, url_for
 
-from kassa_common import merchants, twofactor, walletchanges
+from kassa_common import merchants, walletchanges
 from kassa_common.chains.forwarder import factory_address
 from kassa_common.errors import DomainError
 from kassa_common.payments.addresses import first_address, first_index
 from kassa_common.payments.gap import bitcoin_watch_only
 from kassa_api.deps import db, deps, transaction
-from kassa_api.routes.dashboard.common import current_owner, login_required, render
+from kassa_api.routes.dashboard.common import (
+    THROTTLED,
+    WRONG_CODE,
+    WRONG_PASSWORD,
+    current_owner,
+    login_required,
+    render,
+    step_up,
+    step_up_wait,
+)
 from kassa_api.routes.dashboard.forms import FormError, Problems, refusal
 
 bp = Blueprint("wallets", __name__)
@@ -57,21 +66,24 @@ def _page(status: int = 200, /, **context):
     return render("wallets.html", status, chains=chains, factory=factory_address(), **context)
 
 
-WRONG_PASSWORD = "changing where live payments go needs your password again: that is not it"
-WRONG_CODE = "that code does not match: enter the current code from your app"
+PASSWORD_NOT_IT = "changing where live payments go needs your password again: that is not it"
+CODE_NOT_IT = "that code does not match: enter the current code from your app"
 FIELDS = ("xpub", "settlement_address", "password", "code")
 
 
-def _confirm(problems: Problems, password: str, code: str) -> None:
+def _confirm(problems: Problems, password: str, code: str) -> bool:
     """The merchant's password (and, with two-factor sign-in on, a current code), asked again
-    before a live wallet changes: a stolen session alone cannot redirect the money."""
-    merchant = g.merchant
-    if not merchants.check_password(merchant.password_hash, password[:1000]):
-        problems.add("password", WRONG_PASSWORD)  # the code is not tried (nor used up) without it
-    elif merchant.totp_enabled_at is not None:
-        with transaction() as s:
-            if not twofactor.check_code(s, merchant, code[:20]):
-                problems.add("code", WRONG_CODE)
+    before a live wallet changes: a stolen session alone cannot redirect the money. False
+    when the step-up checks are throttled (nothing was checked)."""
+    with transaction() as s:
+        wrong = step_up(s, password, code if g.merchant.totp_enabled_at is not None else None)
+    if wrong == THROTTLED:
+        return False
+    if wrong == WRONG_PASSWORD:
+        problems.add("password", PASSWORD_NOT_IT)  # the code is not tried (nor used up) without it
+    elif wrong == WRONG_CODE:
+        problems.add("code", CODE_NOT_IT)
+    return True
 
 
 @bp.route("/wallets", methods=["GET", "POST"])
@@ -94,8 +106,8 @@ def index():
             form.get("xpub", ""),
             allow_test_keys=settings.development,
         )
-    if not owner.test_mode:
-        _confirm(problems, form.get("password", ""), form.get("code", ""))
+    if not owner.test_mode and not _confirm(problems, form.get("password", ""), form.get("code", "")):
+        return _page(429, error=step_up_wait())
     try:
         problems.raise_any()
     except FormError as exc:
@@ -156,11 +168,19 @@ def cancel_pending(change_id: str):
     return redirect(url_for("dashboard.wallets.index"), 303)
 
 
-@bp.route("/wallets/cancel/<token>", methods=["GET"])
+@bp.route("/wallets/cancel/<token>", methods=["GET", "POST"])
 def cancel_by_link(token: str):
-    """The emailed link: cancels without a login (whoever holds the link can only stop a
-    change, never make one, so a forged or prefetched request does no harm)."""
+    """The emailed link: a page naming the pending change, whose button cancels it without a
+    login (whoever holds the link can only stop a change, never make one). Opening it
+    cancels nothing, so a mail scanner that fetches links does no harm; the button is a
+    POST with the page's CSRF token, so another site cannot post it either."""
     with transaction() as s:
-        change = walletchanges.cancel_by_token(s, token)
-        shown = {"mode": change.mode, "chain": change.chain} if change else None
-    return render("wallet_cancel.html", 200 if shown else 404, change=shown)
+        if request.method == "POST":
+            change = walletchanges.cancel_by_token(s, token)
+        else:  # GET or HEAD
+            change = walletchanges.pending_by_token(s, token)
+        shown = {"mode": change.mode, "chain": change.chain, "applies_at": change.applies_at} if change else None
+    action = url_for("dashboard.wallets.cancel_by_link", token=token)
+    return render(
+        "wallet_cancel.html", 200 if shown else 404, change=shown, canceled=request.method == "POST", action=action
+    )
