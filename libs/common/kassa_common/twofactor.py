@@ -109,7 +109,7 @@ def hash_recovery_code(code: str) -> str:
     return f"{HASH_SCHEME}${HASH_ITERATIONS}${salt.hex()}${_salted(_normal(code), salt, HASH_ITERATIONS)}"
 
 
-def _matches(stored: str, code: str) -> bool:
+def matches_recovery_code(stored: str, code: str) -> bool:
     parts = stored.split("$")
     if len(parts) == 1:  # the older unsalted form
         return hmac.compare_digest(stored, _legacy_hash(code))
@@ -136,7 +136,7 @@ def use_recovery_code(session: Session, merchant: Merchant, code: str) -> bool:
     if merchant.totp_enabled_at is None or not code.strip() or len(code) > 40:
         return False
     stored = session.scalar(sa.select(Merchant.recovery_code_hashes).where(Merchant.id == merchant.id)) or []
-    entry = next((e for e in stored if _matches(e, code)), None)
+    entry = next((e for e in stored if matches_recovery_code(e, code)), None)
     if entry is None:
         return False
     spent = cast(

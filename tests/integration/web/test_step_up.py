@@ -36,6 +36,7 @@ from tests.support.dashboard import (
 from tests.support.keys import fresh_key
 
 NEW = "n3w-pass-word"
+REDIS = "redis://127.0.0.1:6379/0"
 
 
 @pytest.fixture
@@ -47,8 +48,8 @@ def web(settings, engine):
     if left < 20:
         time.sleep(left + 1)
 
-    def make(per_address: int = 20):
-        app = create_app(settings.with_(login_failures_per_address=per_address), engine=engine)
+    def make(per_address: int = 20, redis_url: str | None = None):
+        app = create_app(settings.with_(login_failures_per_address=per_address, redis_url=redis_url), engine=engine)
 
         def browser(address: str | None = None):
             client = app.test_client()
@@ -209,9 +210,12 @@ def test_turning_two_factor_on_asks_for_the_password(web, sessions):
     assert two_factor_on(sessions, email)
 
 
-def test_every_two_factor_change_signs_the_other_logins_out(web, sessions, settings):
+@pytest.mark.parametrize("store", ["postgres", "redis"])
+def test_every_two_factor_change_signs_the_other_logins_out(web, sessions, settings, store):
+    """Logins kept in PostgreSQL, or in Redis (the operator's command then reaches them there)."""
+    redis_url = REDIS if store == "redis" else None
     email = merchant_with_password(sessions)
-    browser = web()
+    browser = web(redis_url=redis_url)
     laptop, phone = browser(), browser()
     log_in(laptop, email)
     log_in(phone, email)
@@ -227,6 +231,8 @@ def test_every_two_factor_change_signs_the_other_logins_out(web, sessions, setti
 
     enrol(laptop)  # and the operator's reset signs every login out
     env = {**os.environ, "DATABASE_URL": settings.database_url, "KASSA_ENV": "development"}
+    if redis_url:
+        env["REDIS_URL"] = redis_url
     out = subprocess.run(
         [str(Path(sys.executable).with_name("kassa")), "merchant", "2fa", email, "--disable"],
         env=env,

@@ -4,6 +4,7 @@ throttle, REQUIRE_2FA and the operator's reset."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import time
 
@@ -143,3 +144,21 @@ def test_a_code_of_a_neighbouring_step_counts_and_others_do_not():
     assert twofactor.matching_step(secret, totp.at(now - 30), now) is not None
     assert twofactor.matching_step(secret, totp.at(now - 120), now) is None
     assert twofactor.matching_step(secret, "12a456", now) is None
+
+
+def test_recovery_codes_are_stored_salted_and_read_in_either_form():
+    code = "abcde-23456"
+    one, two = twofactor.hash_recovery_code(code), twofactor.hash_recovery_code(code)
+    assert one != two and one.startswith("pbkdf2_sha256$")  # a salt of its own each time
+    assert twofactor.matches_recovery_code(one, "ABCDE23456") and not twofactor.matches_recovery_code(
+        one, "abcde-23457"
+    )
+    assert twofactor.matches_recovery_code(hashlib.sha256(b"abcde23456").hexdigest(), code)  # stored before salting
+    for broken in (
+        "",
+        "pbkdf2_sha256$x$00$00",
+        "pbkdf2_sha256$5000$zz$00",
+        "md5$1$00$00",
+        "pbkdf2_sha256$9999999$00$00",
+    ):
+        assert not twofactor.matches_recovery_code(broken, code)
