@@ -110,6 +110,8 @@ def hash_recovery_code(code: str) -> str:
 
 
 def matches_recovery_code(stored: str, code: str) -> bool:
+    """Whether ``code`` is the recovery code stored as ``stored`` (salted, or the older bare
+    SHA-256); a malformed entry matches nothing."""
     parts = stored.split("$")
     if len(parts) == 1:  # the older unsalted form
         return hmac.compare_digest(stored, _legacy_hash(code))
