@@ -12,6 +12,10 @@ import logging
 import threading
 import time
 
+import sqlalchemy as sa
+
+from kassa_common.db import unit_of_work
+from kassa_common.models import Event
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.transport import Transport
@@ -40,9 +44,7 @@ def test_a_late_recorder_whose_lease_was_taken_over_writes_nothing(sessions, mer
     [did] = intake(sessions, add_event(sessions, merchant.id))
     receiver.fail(1, 500)
     receiver.delay = HELD
-    late = Dispatcher(
-        sessions, Webhooks(Transport(timeout=5, allow_private=True)), lease_seconds=0.3, retry=FAST
-    )
+    late = Dispatcher(sessions, Webhooks(Transport(timeout=5, allow_private=True)), lease_seconds=0.3, retry=FAST)
     [job] = late.claim(1, [did])
     outcomes = []
     sending = threading.Thread(target=lambda: outcomes.append(late.attempt(job)))
@@ -90,3 +92,28 @@ def test_a_redeliver_posted_while_an_attempt_is_in_flight_is_sent_after_it(
     d = delivery(sessions, did)
     assert (d.status, d.attempts, d.lease_until, d.last_status_code) == ("SUCCEEDED", 1, None, 200)
     assert len(receiver.for_delivery(did)) == 2
+
+
+def test_a_delivery_whose_event_is_deleted_in_flight_ends_and_the_rest_of_its_batch_is_recorded(
+    sessions, merchant, receiver, caplog
+):
+    """Retention deletes an event (and, by its foreign key, its deliveries) while one of them
+    is being sent. That delivery ends there (no row is left PENDING, nothing is retried),
+    and its outcome, recorded in one batch with another delivery's, neither fails the batch
+    nor leaves the other delivery leased (to be sent again once the lease runs out)."""
+    add_endpoint(sessions, merchant.id, receiver.url)
+    gone, kept = add_event(sessions, merchant.id), add_event(sessions, merchant.id)
+    [gone_id], [kept_id] = intake(sessions, gone), intake(sessions, kept)
+    sender = Dispatcher(sessions, Webhooks(Transport(timeout=5, allow_private=True)))
+    jobs = sender.claim(2, [gone_id, kept_id])
+    outcomes = [sender.attempt(job) for job in sorted(jobs, key=lambda j: j.delivery_id != gone_id)]
+    with unit_of_work(sessions) as s:  # as retention's DELETE of an event past its window
+        s.execute(sa.delete(Event).where(Event.id == gone.id))
+
+    with caplog.at_level(logging.WARNING, logger="kassa.webhooks"):
+        sender.record(outcomes)
+    assert delivery(sessions, gone_id) is None and attempts_of(sessions, gone_id) == []
+    done = delivery(sessions, kept_id)
+    assert (done.status, done.attempts, done.lease_until) == ("SUCCEEDED", 1, None)
+    assert [a.status_code for a in attempts_of(sessions, kept_id)] == [200]
+    assert any(str(gone_id) in r.getMessage() for r in caplog.records)

@@ -229,7 +229,9 @@ class Webhooks:
         """Every outcome in a few statements: delivery rows, their attempt rows, released
         leases; each only where the row still carries this claim's lease. An outcome whose
         lease was taken (it ran out and another sender claimed the row, or a redeliver took
-        the row back) is not recorded at all, attempt included: the row is the new holder's."""
+        the row back) is not recorded at all, attempt included: the row is the new holder's.
+        Nor is one whose row is gone (retention deleted its event, and so the delivery): the
+        rows are written after the UPDATE finds them, so it never fails the batch."""
         settled = [o for o in outcomes if o.status is not None]
         released = [o for o in outcomes if o.status is None]
         kept: set[uuid.UUID] = set()
@@ -252,8 +254,8 @@ class Webhooks:
         for o in settled:
             if o.job.delivery_id not in kept:
                 log.warning(
-                    "%s: its lease was taken over (it ran out, or a redeliver took the row back) before "
-                    "this outcome was recorded; not recorded (%s, HTTP %s)",
+                    "%s: its lease was taken over (it ran out, or a redeliver took the row back), or the "
+                    "row is gone (its event deleted), before this outcome was recorded; not recorded (%s, HTTP %s)",
                     self.describe(o.job),
                     o.status,
                     o.result.status_code,
