@@ -164,11 +164,11 @@ class EvmChain:
             )
         out: list[tuple[int, str, Found]] = []
         ranks: dict[tuple[str, str], int] = {}
-        for t in sorted(kept, key=lambda t: (t.block, t.index)):
+        for t in sorted(kept, key=lambda t: (t.block, t.log_index)):
             if t.to not in watched:
                 continue
             rank = ranks[(t.tx_hash, t.to)] = ranks.get((t.tx_hash, t.to), -1) + 1
-            out.append((t.block, t.block_hash, Found(t.tx_hash, t.index, t.token, t.to, t.amount, rank)))
+            out.append((t.block, t.block_hash, Found(t.tx_hash, t.log_index, t.token, t.to, t.amount, rank)))
         return out
 
     def _get_logs(self, start: int, end: int, query: dict[str, Any]) -> list[dict[str, Any]]:
@@ -233,7 +233,7 @@ class TransferLog(NamedTuple):
     block: int
     block_hash: str
     tx_hash: str
-    index: int
+    log_index: int
     token: str  # the configured token's symbol
     to: str  # lower case
     amount: int  # base units: at most 2**256 - 1
@@ -263,7 +263,9 @@ def transfer_log(entry: Any, tokens: Mapping[str, str]) -> TransferLog | None:
         return None  # an address fills the word's last 20 bytes only
     block, index = entry.get("blockNumber"), entry.get("logIndex")
     block_hash, tx_hash = entry.get("blockHash"), entry.get("transactionHash")
-    if not all(isinstance(v, str) and QUANTITY.fullmatch(v) for v in (block, index)):
+    if not (
+        isinstance(block, str) and QUANTITY.fullmatch(block) and isinstance(index, str) and QUANTITY.fullmatch(index)
+    ):
         return None
     if not (isinstance(block_hash, str) and isinstance(tx_hash, str) and WORD.fullmatch(tx_hash)):
         return None  # (a block hash is compared with the block's own: a wrong one is another fork)
