@@ -45,6 +45,11 @@ class Node:
         raise RpcError(f"{method}: {{'code': -32601}}")
 
 
+def word(n: int) -> str:
+    """``n`` as one 32-byte ABI word, as a node sends a uint256 log's data."""
+    return f"0x{n:064x}"
+
+
 def read(node, watched=(A, B)):
     return EvmChain(NET, node).blocks(1, len(node.blocks), set(watched))
 
@@ -64,7 +69,7 @@ class LogNode(Node):
             "removed": False,
             "transactionHash": "0x" + "7" * 64,
             "address": USDC,
-            "data": hex(5),
+            "data": word(5),
             "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + A[2:].rjust(64, "0")],
         }
 

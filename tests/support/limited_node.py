@@ -33,7 +33,7 @@ class LimitedNode:
                 "removed": False,
                 "transactionHash": f"0x{n:064x}",
                 "address": USDC,
-                "data": hex(n),
+                "data": f"0x{n:064x}",
                 "topics": [TRANSFER_TOPIC, "0x" + "0" * 64, "0x" + ALICE[2:].rjust(64, "0")],
             }
             for n in range(lo, hi + 1)

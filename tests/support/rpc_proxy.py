@@ -15,7 +15,10 @@ hosted URL carries its key there: tests give it a fake one), except:
   ``parentHash``, any ``blockHash``) is replaced by another, consistently: a node on
   another fork, or a lying one;
 - ``after(predicate, action)``: once, when a request matches ``predicate``, ``action`` runs
-  after the node answered it and before the answer is sent back (a reorg in that window).
+  after the node answered it and before the answer is sent back (a reorg in that window);
+- ``extra_logs``: logs added to every single ``eth_getLogs`` answer whose block range holds
+  their ``blockNumber``, whatever the query's addresses and topics (a lying node's); a
+  ``blockHash`` of None is filled with the node's hash of that block.
 
 ``counts`` and ``log_ranges`` (the spans of the ``eth_getLogs`` it forwarded) let a test
 check what happened. Each answer closes its connection (HTTP/1.0), so ``down()`` is seen
@@ -49,6 +52,7 @@ class RpcProxy:
         self.log_ranges: list[tuple[int, int]] = []  # (fromBlock, toBlock) of each forwarded eth_getLogs
         self._refuse, self._retry_after = 0, 1
         self.rewrite_hashes = False
+        self.extra_logs: list[dict[str, Any]] = []
         self._after: tuple[Callable[[Any], bool], Callable[[], None]] | None = None
         self.after_done = threading.Event()  # set once the action of ``after`` has run
         self._lock = threading.Lock()
@@ -142,10 +146,24 @@ class RpcProxy:
         if hook is not None:
             hook[1]()
             self.after_done.set()
+        if span is not None and self.extra_logs:
+            added = [dict(g) for g in self.extra_logs if span[0] <= int(g["blockNumber"], 16) <= span[1]]
+            for g in added:
+                if g.get("blockHash") is None:
+                    g["blockHash"] = self._block_hash(g["blockNumber"])
+            if added:
+                self.counts["injected"] += len(added)
+                answer = json.loads(content)
+                answer["result"] = [*added, *answer.get("result", [])]
+                content = json.dumps(answer).encode()
         if self.rewrite_hashes:
             self.counts["rewritten"] += 1
             content = json.dumps(_rewritten(json.loads(content))).encode()
         return resp.status_code, {}, content
+
+    def _block_hash(self, number: str) -> str:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "eth_getBlockByNumber", "params": [number, False]}
+        return requests.post(self.target, json=call, timeout=30).json()["result"]["hash"]
 
     @staticmethod
     def _log_span(request) -> tuple[int, int] | None:

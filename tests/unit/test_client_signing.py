@@ -164,3 +164,31 @@ def test_a_signed_body_that_is_not_an_event_is_a_format_error():
     body = b'{"hello": "world"}'
     with pytest.raises(ResponseFormatError, match="Event without"):
         construct_event(body, sender.sign(SECRET, T, body), SECRET, now=T)
+
+
+# Timestamps no real header carries: each is refused as malformed (the library's
+# SignatureVerificationError), never an OverflowError from the age check or a timestamp read
+# from non-ASCII digits.
+ODD_TIMESTAMPS = [
+    "9" * 400,
+    "9" * 5000,
+    "١٧٦٧٢٢٥٦٠٠",
+    "𝟏𝟕𝟔𝟕𝟐𝟐𝟓𝟔𝟎𝟎",
+    "-1",
+    "+1767225600",
+    "1_767_225_600",
+    " 1767225600 1",
+]
+
+
+@pytest.mark.parametrize("tolerance", [300, None])
+@pytest.mark.parametrize("timestamp", ODD_TIMESTAMPS)
+def test_a_timestamp_that_is_not_a_plain_number_of_seconds_is_a_verification_error(timestamp, tolerance):
+    with pytest.raises(SignatureVerificationError, match="malformed timestamp"):
+        verify_signature(SECRET, f"t={timestamp},v1=00", BODY, tolerance=tolerance, now=T)
+
+
+@pytest.mark.parametrize("header", ["t=,v1=00", "t=1767225600,", ",", "t=1767225600,v1=é", "t=1767225600,v1=\x00"])
+def test_any_other_malformed_header_is_a_verification_error(header):
+    with pytest.raises(SignatureVerificationError):
+        verify_signature(SECRET, header, BODY, now=T)

@@ -80,3 +80,52 @@ def test_a_block_missing_or_not_following_during_a_backfill_means_the_chain_move
 
     with pytest.raises(ChainMoved):
         EvmChain(WITH_NATIVE, Broken([[]] * 4, {})).history(1, 4, [A])
+
+
+# -- what a lying or broken node may answer to eth_getLogs ----------------------------------
+
+
+def test_logs_of_an_unconfigured_contract_or_malformed_transfers_are_passed_over_never_raised():
+    """A node may answer logs it was not asked for: another contract's Transfer (whose
+    symbol nobody configured), data longer than one uint256 word (an amount past what
+    Numeric(78,0) holds), a recipient topic that is no address, fields of the wrong shape.
+    Each is passed over, and the real transfer beside them is still read."""
+    from tests.support.evm_nodes import word
+
+    node = LogNode([[], []], {}, number=2, block_hash="h2")
+    good = node.log
+    to = good["topics"][2]
+    odd = [
+        {**good, "logIndex": "0x1", "address": UNWATCHED},  # a contract that is no configured token
+        {**good, "logIndex": "0x2", "data": word(7) + "00" * 32},  # 64 bytes of data
+        {**good, "logIndex": "0x3", "data": "0x" + "ff" * 33},  # 33 bytes
+        {**good, "logIndex": "0x4", "data": "0x"},  # none
+        {**good, "logIndex": "0x5", "data": "0x" + "zz" * 32},  # not hex
+        {**good, "logIndex": "0x6", "topics": [good["topics"][0], good["topics"][1], "0x" + "ff" * 32]},
+        {**good, "logIndex": "0x7", "topics": ["0x" + "12" * 32, good["topics"][1], to]},  # another event
+        {**good, "logIndex": "0x8", "topics": [good["topics"][0], good["topics"][1], to[:-2]]},  # 31 bytes
+        {**good, "logIndex": "0x9", "topics": "not a list"},
+        {**good, "logIndex": "zz"},
+        {**good, "logIndex": "0xa", "blockNumber": None},
+        {**good, "logIndex": "0xb", "transactionHash": 7},
+        {**good, "logIndex": "0xc", "address": None},
+        "not a log",
+        {**good, "logIndex": "0xd", "blockNumber": hex(99)},  # a block outside the range asked for
+    ]
+    node.logs = [*odd, {**good, "logIndex": "0xe"}]
+    [found] = read(node)[1].transfers
+    assert (found.index, found.token, found.to, found.amount_units) == (14, "USDC", A, 5)
+
+
+def test_a_transfer_log_is_decoded_only_as_one_word_of_data_to_an_address_topic():
+    from kassa_chain_watcher.evm import transfer_log
+    from tests.support.evm_nodes import USDC, word
+
+    tokens = {USDC.lower(): "USDC"}
+    good = LogNode([[], []], {}, number=2, block_hash="h2").log
+    top = 2**256 - 1
+    assert transfer_log({**good, "data": word(top)}, tokens).amount == top
+    assert transfer_log({**good, "address": USDC.upper().replace("0X", "0x")}, tokens).token == "USDC"
+    assert transfer_log({**good, "data": word(top) + "00"}, tokens) is None
+    assert transfer_log({**good, "removed": True}, tokens) is None
+    assert transfer_log(good, {}) is None

@@ -114,3 +114,30 @@ def test_signing_with_the_new_and_the_old_secret_gives_both_entries_new_first():
         assert verify_signature(secret, header, body, now=t)
     with pytest.raises(SignatureError):
         verify_signature("whsec_other", header, body, now=t)
+
+
+# Timestamps no real header carries: each is refused as malformed (a SignatureError), never
+# an OverflowError from the age check or a timestamp read from non-ASCII digits.
+ODD_TIMESTAMPS = [
+    "9" * 400,
+    "9" * 5000,
+    "١٧٦٧٢٢٥٦٠٠",
+    "𝟏𝟕𝟔𝟕𝟐𝟐𝟓𝟔𝟎𝟎",
+    "-1",
+    "+1767225600",
+    "1_767_225_600",
+    " 1767225600 1",
+]
+
+
+@pytest.mark.parametrize("tolerance", [300, None])
+@pytest.mark.parametrize("timestamp", ODD_TIMESTAMPS)
+def test_a_timestamp_that_is_not_a_plain_number_of_seconds_is_a_signature_error(timestamp, tolerance):
+    with pytest.raises(SignatureError, match="malformed timestamp"):
+        verify_signature(SECRET, f"t={timestamp},v1=00", BODY, tolerance=tolerance, now=T)
+
+
+@pytest.mark.parametrize("header", ["t=,v1=00", "t=1767225600,", ",", "t=1767225600,v1=é", "t=1767225600,v1=\x00"])
+def test_any_other_malformed_header_is_a_signature_error(header):
+    with pytest.raises(SignatureError):
+        verify_signature(SECRET, header, BODY, now=T)

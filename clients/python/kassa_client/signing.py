@@ -37,6 +37,7 @@ from kassa_client.models.events import Event
 
 SIGNATURE_HEADER = "X-Kassa-Signature"
 SCHEME = "v1"
+MAX_TIMESTAMP_DIGITS = 12  # unix seconds: 10 digits until the year 2286
 DEFAULT_TOLERANCE = 300  # seconds
 
 
@@ -66,6 +67,15 @@ def signature_header(
     return f"t={when}," + ",".join(f"{SCHEME}={compute_signature(s, when, raw_body)}" for s in secrets)
 
 
+def _timestamp(value: str) -> int:
+    """The ``t=`` value as whole seconds: ASCII digits only, at most ``MAX_TIMESTAMP_DIGITS``
+    of them. A sign, separators, other scripts' digits or a number of hundreds of digits
+    (whose age check would overflow a float) are a malformed header, not another error."""
+    if not (0 < len(value) <= MAX_TIMESTAMP_DIGITS and value.isascii() and value.isdigit()):
+        raise SignatureVerificationError("malformed timestamp in signature header")
+    return int(value)
+
+
 def parse_signature_header(header: str | None) -> tuple[int, list[str]]:
     """``(timestamp, [v1 signatures])`` from the header; unknown schemes are ignored."""
     if not header or not isinstance(header, str):
@@ -77,10 +87,7 @@ def parse_signature_header(header: str | None) -> tuple[int, list[str]]:
         if not sep:
             raise SignatureVerificationError("malformed signature header")
         if key == "t":
-            try:
-                timestamp = int(value)
-            except ValueError:
-                raise SignatureVerificationError("malformed timestamp in signature header") from None
+            timestamp = _timestamp(value)
         elif key == SCHEME:
             signatures.append(value.strip())
     if timestamp is None:

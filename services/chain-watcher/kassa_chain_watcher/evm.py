@@ -13,8 +13,9 @@ addresses (``balances.py``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Container
-from typing import Any
+import re
+from collections.abc import Collection, Container, Mapping
+from typing import Any, NamedTuple
 
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import Network
@@ -149,31 +150,25 @@ class EvmChain:
         if recipients:
             topics += [None, ["0x" + a[2:].rjust(64, "0") for a in recipients]]
         logs = self._get_logs(start, end, {"address": list(self.tokens), "topics": topics})
+        live = [g for g in logs if not (isinstance(g, dict) and g.get("removed"))]
+        decoded = (transfer_log(g, self.tokens) for g in live)
+        kept = [t for t in decoded if t is not None and start <= t.block <= end]
+        if len(kept) < len(live):  # a broken or lying node's answer: never a reason to stop scanning
+            log.warning(
+                "%s: eth_getLogs of blocks %d..%d answered %d log(s) that are no Transfer of a configured "
+                "token in that range (another contract, a malformed log, another block): passed over",
+                self.network.name,
+                start,
+                end,
+                len(live) - len(kept),
+            )
         out: list[tuple[int, str, Found]] = []
         ranks: dict[tuple[str, str], int] = {}
-        for log in sorted(logs, key=lambda g: (int(g["blockNumber"], 16), int(g["logIndex"], 16))):
-            topics_ = log["topics"]
-            if log.get("removed") or len(topics_) != 3:
-                continue  # not an ERC-20 Transfer(address,address,uint256) with indexed addresses
-            to = "0x" + topics_[2][-40:].lower()
-            if to not in watched:
+        for t in sorted(kept, key=lambda t: (t.block, t.log_index)):
+            if t.to not in watched:
                 continue
-            rank = ranks[(log["transactionHash"], to)] = ranks.get((log["transactionHash"], to), -1) + 1
-            data = log["data"]
-            out.append(
-                (
-                    int(log["blockNumber"], 16),
-                    log["blockHash"],
-                    Found(
-                        log["transactionHash"],
-                        int(log["logIndex"], 16),
-                        self.tokens[log["address"].lower()],
-                        to,
-                        int(data, 16) if data not in ("0x", "") else 0,
-                        rank,
-                    ),
-                )
-            )
+            rank = ranks[(t.tx_hash, t.to)] = ranks.get((t.tx_hash, t.to), -1) + 1
+            out.append((t.block, t.block_hash, Found(t.tx_hash, t.log_index, t.token, t.to, t.amount, rank)))
         return out
 
     def _get_logs(self, start: int, end: int, query: dict[str, Any]) -> list[dict[str, Any]]:
@@ -230,6 +225,52 @@ class EvmChain:
 
     def close(self) -> None:
         self.rpc.close()
+
+
+class TransferLog(NamedTuple):
+    """An ERC-20 ``Transfer(address,address,uint256)`` log of a configured token, decoded."""
+
+    block: int
+    block_hash: str
+    tx_hash: str
+    log_index: int
+    token: str  # the configured token's symbol
+    to: str  # lower case
+    amount: int  # base units: at most 2**256 - 1
+
+
+WORD = re.compile(r"0x[0-9a-fA-F]{64}")  # one 32-byte ABI word (a topic, a uint256, a hash)
+QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,16}")  # a block number or log index
+
+
+def transfer_log(entry: Any, tokens: Mapping[str, str]) -> TransferLog | None:
+    """``entry`` decoded if it is a Transfer log of a token in ``tokens`` (contract → symbol),
+    else None: a removed log, another contract's (a node may answer logs it was not asked
+    for), another event, a Transfer with a fourth topic (an NFT's token id), a recipient
+    topic that is no address, data that is not exactly one 32-byte word (an amount past
+    uint256), or fields that are not what a node sends. One node's bad answer never
+    raises: it is passed over, and the quorum, where configured, holds back what it
+    alone reports."""
+    if not isinstance(entry, dict) or entry.get("removed"):
+        return None
+    address, topics, data = entry.get("address"), entry.get("topics"), entry.get("data")
+    token = tokens.get(address.lower()) if isinstance(address, str) else None
+    if token is None or not isinstance(topics, list) or len(topics) != 3:
+        return None
+    if not all(isinstance(t, str) and WORD.fullmatch(t) for t in topics) or topics[0].lower() != TRANSFER_TOPIC:
+        return None
+    if int(topics[2][2:26], 16) or not (isinstance(data, str) and WORD.fullmatch(data)):
+        return None  # an address fills the word's last 20 bytes only
+    block, index = entry.get("blockNumber"), entry.get("logIndex")
+    block_hash, tx_hash = entry.get("blockHash"), entry.get("transactionHash")
+    if not (
+        isinstance(block, str) and QUANTITY.fullmatch(block) and isinstance(index, str) and QUANTITY.fullmatch(index)
+    ):
+        return None
+    if not (isinstance(block_hash, str) and isinstance(tx_hash, str) and WORD.fullmatch(tx_hash)):
+        return None  # (a block hash is compared with the block's own: a wrong one is another fork)
+    to = "0x" + topics[2][-40:].lower()
+    return TransferLog(int(block, 16), block_hash, tx_hash, int(index, 16), token, to, int(data, 16))
 
 
 def _succeeded(receipt: dict[str, Any]) -> bool:

@@ -17,11 +17,12 @@ from kassa_common.messaging.consumer import Delivered
 from kassa_common.messaging.publisher import Message
 from kassa_common.models import Event, Merchant, Notification, Payment, ProcessedMessage
 from kassa_common.payments import testmode
+from kassa_common.timefmt import utcnow
 from kassa_expirer.jobs import Jobs
 from kassa_webhook_sender.email import intake, render
 from kassa_webhook_sender.email.channel import Email
 from kassa_webhook_sender.email.smtp import SmtpServer
-from kassa_webhook_sender.engine.dispatcher import Dispatcher
+from kassa_webhook_sender.engine.dispatcher import Dispatcher, Outcome, Result
 from tests.support.bus import bus  # noqa: F401  (fixture)
 from tests.support.dashboard import csrf_of, merchant_with_password
 from tests.support.notifications import DASHBOARD, arrives, customer, notifier, settler  # noqa: F401  (fixtures)
@@ -212,6 +213,51 @@ def test_the_dashboard_switches_notifications_off_and_on(client, sessions):
     assert notify_email() is False and "checked" not in client.get("/dashboard/notifications").get_data(as_text=True)
     on = client.post("/dashboard/notifications", data={"csrf_token": token, "notify_email": "on"})
     assert "Email notifications are on." in on.get_data(as_text=True) and notify_email() is True
+
+
+def _claim_row(sender: Dispatcher, row_id):
+    """Claim until ``row_id`` is among the claimed (other tests' due rows are released again)."""
+
+    def claimed():
+        found = None
+        for job in sender.claim(5):
+            if job.id == row_id:
+                found = job
+            else:
+                sender.record([Outcome(job)])
+        return found
+
+    return until(claimed, timeout=15, message="the notification claimed")
+
+
+def test_a_late_recorder_whose_lease_was_taken_over_leaves_the_sent_email_alone(
+    client, merchant, sessions, smtp, caplog
+):
+    """Sender A's lease runs out mid-send; sender B claims the row and sends it (SENT); A's
+    send then ends in a temporary failure. A's outcome must not put SENT back to PENDING
+    (which would email the customer again): it is dropped, with a warning."""
+    inbox, port = smtp
+    p = new_payment(client, merchant)
+    rcpt = customer()
+    with unit_of_work(sessions) as s:
+        created = s.scalar(sa.select(Event.id).where(Event.payment_id == uuid.UUID(p["id"])))
+        [row_id] = intake.record(s, created, [render.Email("receipt", rcpt, "Receipt", ("Thanks.",))])
+    server = SmtpServer.from_url(f"smtp://127.0.0.1:{port}")
+    late = Dispatcher(sessions, Email(server, "Kassa <k@shop.example>"), lease_seconds=0.2)
+    first = _claim_row(late, row_id)
+    fresh = Dispatcher(sessions, Email(server, "Kassa <k@shop.example>"))
+    second = _claim_row(fresh, row_id)  # once A's lease has run out
+    fresh.record([fresh.attempt(second)])
+    fresh.stop()
+    failed = Outcome(first, "PENDING", utcnow(), utcnow() + timedelta(minutes=1), Result(error="421 try again later"))
+    with caplog.at_level("WARNING", logger="kassa.notifier"):
+        late.record([failed])
+    late.stop()
+    with sessions() as s:
+        row = s.get(Notification, row_id)
+        assert (row.status, row.attempts, row.lease_until, row.last_error) == ("SENT", 1, None, None)
+    assert len(inbox.to(rcpt)) == 1
+    assert any(str(row_id) in r.getMessage() and "lease" in r.getMessage() for r in caplog.records)
 
 
 def test_a_send_interrupted_before_its_outcome_was_recorded_goes_again_with_a_warning(

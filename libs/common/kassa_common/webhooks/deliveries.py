@@ -99,10 +99,16 @@ def get_delivery(
 
 
 def redeliver(session: Session, owner: Owner, ref: str, delivery_ref: str) -> WebhookDelivery:
-    """Send the delivery again now, whatever its status (same event id, new attempt)."""
+    """Send the delivery again now, whatever its status (same event id, new attempt).
+
+    An attempt in flight (the row leased) loses its lease: the redeliver wins. The row is due
+    at once, so a sender claims it and sends it again while or after the first request ends,
+    and that first attempt's outcome is not recorded (the sender's recorder writes only
+    while the row carries its own lease), so it never overwrites the redeliver."""
     hook, found = get_delivery(session, owner, ref, delivery_ref, lock=True)
     require_active(hook)
     found.status, found.next_attempt_at, found.updated_at = DeliveryStatus.PENDING, utcnow(), utcnow()
+    found.lease_until = None
     return found
 
 

@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 
 SCHEME = "v1"
+MAX_TIMESTAMP_DIGITS = 12  # unix seconds: 10 digits until the year 2286
 DEFAULT_TOLERANCE = 300
 
 
@@ -49,6 +50,15 @@ def sign(secret: str | bytes | Sequence[str | bytes], timestamp: int, raw_body: 
     return f"t={int(timestamp)}," + ",".join(f"{SCHEME}={compute(s, timestamp, raw_body)}" for s in secrets)
 
 
+def _timestamp(value: str) -> int:
+    """The ``t=`` value as whole seconds: ASCII digits only, at most ``MAX_TIMESTAMP_DIGITS``
+    of them. A sign, separators, other scripts' digits or a number of hundreds of digits
+    (whose age check would overflow a float) are a malformed header, not another error."""
+    if not (0 < len(value) <= MAX_TIMESTAMP_DIGITS and value.isascii() and value.isdigit()):
+        raise SignatureError("malformed timestamp in signature header")
+    return int(value)
+
+
 def parse_header(header: str) -> tuple[int, list[str]]:
     """``(timestamp, [v1 signatures])``; unknown schemes are ignored."""
     if not header or not isinstance(header, str):
@@ -60,10 +70,7 @@ def parse_header(header: str) -> tuple[int, list[str]]:
         if not sep:
             raise SignatureError("malformed signature header")
         if key == "t":
-            try:
-                timestamp = int(value)
-            except ValueError:
-                raise SignatureError("malformed timestamp in signature header") from None
+            timestamp = _timestamp(value)
         elif key == SCHEME:
             signatures.append(value.strip())
     if timestamp is None:

@@ -67,7 +67,7 @@ CLAIM = sa.text("""
     UPDATE notifications n SET lease_until = now() + make_interval(secs => :lease)
     FROM due WHERE n.id = due.id
     RETURNING n.id, n.event_id, n.kind, n.recipient, n.subject, n.body_text, n.body_html, n.attempts,
-              n.created_at, due.lease_until IS NOT NULL AS interrupted
+              n.created_at, due.lease_until IS NOT NULL AS interrupted, n.lease_until AS lease
 """)
 
 
@@ -83,6 +83,7 @@ class Job:
     attempts: int  # attempts recorded before this one
     created_at: datetime
     interrupted: bool  # an earlier claim ran out without an outcome: it may have been sent
+    lease: datetime | None = None  # the lease_until this claim set: its outcome is recorded only while the row has it
 
 
 class Email:
@@ -157,6 +158,9 @@ class Email:
         return f"notification {job.id} ({job.kind} of {job.event_id}) via {self.server}"
 
     def record(self, session: Session, outcomes: list[Outcome[Job]]) -> None:
+        """Each outcome, where the row still carries this claim's lease (and is PENDING): a
+        sender whose lease ran out and was taken over records nothing (logged), so a late
+        failure never puts SENT back to PENDING."""
         for o in outcomes:
             values: dict[str, object] = {"lease_until": None}
             if o.status is not None:
@@ -170,7 +174,16 @@ class Email:
                     values["sent_at"] = sa.func.now()
                 if o.next_attempt_at is not None:
                     values["next_attempt_at"] = o.next_attempt_at
-            session.execute(sa.update(Notification).where(Notification.id == o.job.id).values(**values))
+            mine = sa.and_(Notification.id == o.job.id, Notification.lease_until == o.job.lease)
+            if o.status is not None:
+                mine = sa.and_(mine, Notification.status == NotificationStatus.PENDING)
+            done = session.execute(sa.update(Notification).where(mine).values(**values).returning(Notification.id))
+            if done.first() is None and o.status is not None:
+                log.warning(
+                    "%s: its lease was taken over (it ran out) before this outcome was recorded; not recorded (%s)",
+                    self.describe(o.job),
+                    o.status,
+                )
 
     def idle(self) -> None:
         """Let the SMTP connection go (idle, or broken by a failure)."""

@@ -57,6 +57,7 @@ CLAIM = """
     FROM due, webhook_endpoints w, events e
     WHERE d.id = due.id AND w.id = d.endpoint_id AND e.id = d.event_id
     RETURNING d.id AS delivery_id, d.event_id, d.event_type, d.attempts, d.created_at, d.endpoint_id,
+              d.lease_until AS lease,
               w.url, w.secret, w.active AND w.deleted_at IS NULL AS endpoint_live, e.payload,
               CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret END AS previous_secret
 """
@@ -81,6 +82,7 @@ class Job:
     payload: dict[str, Any]
     previous_secret: str | None = None  # still signs beside ``secret`` after a rotation
     endpoint_id: uuid.UUID | None = None
+    lease: datetime | None = None  # the lease_until this claim set: its outcome is recorded only while the row has it
 
     @property
     def body(self) -> bytes:
@@ -103,16 +105,25 @@ INSERT_ATTEMPTS = sa.text("""
         CAST(:status_codes AS smallint[]), CAST(:durations AS int[]), CAST(:bodies AS text[]),
         CAST(:errors AS text[]), CAST(:next_retries AS timestamptz[]), CAST(:attempted AS timestamptz[])) AS a
 """)
+# Both apply to a row only while it still carries the claim's own lease (``lease_until`` as
+# that claim set it: a later claim's is always later): a sender whose lease ran out and was
+# taken over, or whose row a redeliver took back, writes nothing.
 UPDATE_DELIVERIES = sa.text("""
     UPDATE webhook_deliveries d
     SET status = u.status, attempts = u.attempts, next_attempt_at = u.next_attempt_at, lease_until = NULL,
         last_status_code = u.status_code, last_error = u.error, updated_at = now()
     FROM unnest(CAST(:ids AS uuid[]), CAST(:statuses AS text[]), CAST(:attempts AS int[]),
-                CAST(:next_attempts AS timestamptz[]), CAST(:status_codes AS smallint[]), CAST(:errors AS text[]))
-         AS u(id, status, attempts, next_attempt_at, status_code, error)
-    WHERE d.id = u.id
+                CAST(:next_attempts AS timestamptz[]), CAST(:status_codes AS smallint[]), CAST(:errors AS text[]),
+                CAST(:leases AS timestamptz[]))
+         AS u(id, status, attempts, next_attempt_at, status_code, error, lease)
+    WHERE d.id = u.id AND d.lease_until = u.lease AND d.status = :pending
+    RETURNING d.id
 """)
-RELEASE = sa.text("UPDATE webhook_deliveries SET lease_until = NULL WHERE id = ANY(:ids)")
+RELEASE = sa.text("""
+    UPDATE webhook_deliveries d SET lease_until = NULL
+    FROM unnest(CAST(:ids AS uuid[]), CAST(:leases AS timestamptz[])) AS u(id, lease)
+    WHERE d.id = u.id AND d.lease_until = u.lease
+""")
 
 
 FAILING_DAYS = 3  # an endpoint failing every attempt this long is disabled (as Stripe does)
@@ -215,10 +226,41 @@ class Webhooks:
         return f"delivery {job.delivery_id} to {sanitize_url(job.url)}"
 
     def record(self, session: Session, outcomes: list[Outcome[Job]]) -> None:
-        """Every outcome in a few statements: attempt rows, delivery rows, released leases."""
-        attempted = [o for o in outcomes if o.attempted]
+        """Every outcome in a few statements: delivery rows, their attempt rows, released
+        leases; each only where the row still carries this claim's lease. An outcome whose
+        lease was taken (it ran out and another sender claimed the row, or a redeliver took
+        the row back) is not recorded at all, attempt included: the row is the new holder's.
+        Nor is one whose row is gone (retention deleted its event, and so the delivery): the
+        rows are written after the UPDATE finds them, so it never fails the batch."""
         settled = [o for o in outcomes if o.status is not None]
-        released = [o.job.delivery_id for o in outcomes if o.status is None]
+        released = [o for o in outcomes if o.status is None]
+        kept: set[uuid.UUID] = set()
+        if settled:
+            kept = set(
+                session.scalars(
+                    UPDATE_DELIVERIES,
+                    {
+                        "ids": [o.job.delivery_id for o in settled],
+                        "statuses": [str(o.status) for o in settled],
+                        "attempts": [o.job.attempts + (1 if o.attempted else 0) for o in settled],
+                        "next_attempts": [o.next_attempt_at for o in settled],
+                        "status_codes": [o.result.status_code for o in settled],
+                        "errors": [_text(o.result.error) for o in settled],
+                        "leases": [o.job.lease for o in settled],
+                        "pending": DeliveryStatus.PENDING,
+                    },
+                )
+            )
+        for o in settled:
+            if o.job.delivery_id not in kept:
+                log.warning(
+                    "%s: its lease was taken over (it ran out, or a redeliver took the row back), or the "
+                    "row is gone (its event deleted), before this outcome was recorded; not recorded (%s, HTTP %s)",
+                    self.describe(o.job),
+                    o.status,
+                    o.result.status_code,
+                )
+        attempted = [o for o in settled if o.attempted and o.job.delivery_id in kept]
         if attempted:
             session.execute(
                 INSERT_ATTEMPTS,
@@ -233,20 +275,10 @@ class Webhooks:
                     "attempted": [o.attempted_at for o in attempted],
                 },
             )
-        if settled:
-            session.execute(
-                UPDATE_DELIVERIES,
-                {
-                    "ids": [o.job.delivery_id for o in settled],
-                    "statuses": [str(o.status) for o in settled],
-                    "attempts": [o.job.attempts + (1 if o.attempted else 0) for o in settled],
-                    "next_attempts": [o.next_attempt_at for o in settled],
-                    "status_codes": [o.result.status_code for o in settled],
-                    "errors": [_text(o.result.error) for o in settled],
-                },
-            )
         if released:
-            session.execute(RELEASE, {"ids": released})
+            session.execute(
+                RELEASE, {"ids": [o.job.delivery_id for o in released], "leases": [o.job.lease for o in released]}
+            )
         if attempted:
             _failure_streaks(session, attempted)
 
