@@ -141,7 +141,10 @@ class EventOut(BaseModel):
     event: EventName
     timestamp: str
     test_mode: bool
-    data: dict[str, Any] = Field(description="the payment object at the time of the event, with payment_id")
+    data: dict[str, Any] = Field(
+        description="the payment object at the time of the event, with payment_id; for refund.* events the refund "
+        "object with refund_id and payment_id, without its claim_url (claimable says whether it awaits an address)"
+    )
 
 
 class EventPage(BaseModel):
