@@ -105,6 +105,28 @@ def test_test_mode_emails_say_so_in_the_subject_and_the_body():
     assert "no funds moved" in merchant.text and "no funds moved" in receipt.text
 
 
+def test_test_mode_never_emails_a_customer():
+    """A test payment's receipt and a test refund's claim link go to the merchant's own address."""
+    _, receipt = render.emails(event(EventType.PAYMENT_COMPLETED, test_mode=True), SHOP, DASHBOARD)
+    assert receipt.recipient == SHOP.email and "your customer (jane@buyer.example) would get" in receipt.text
+    refund = {"id": "r1", "payment_id": "p1", "amount": "2.5", "token": "USDC", "network": "BASE"}
+    paid = render.RefundedPayment("7KQ2M9XR4T", "jane@buyer.example", "Jane", "https://pay.example.com/refunds/t0k")
+    for test_mode, recipient in ((True, SHOP.email), (False, "jane@buyer.example")):
+        created = PaymentEvent(
+            "evt_2", EventType.REFUND_CREATED, "2026-01-01T00:10:00.000Z", test_mode, {**refund, "expires_at": "x"}
+        )
+        [link] = render.refund_emails(created, SHOP, paid, DASHBOARD)
+        assert link.recipient == recipient and "https://pay.example.com/refunds/t0k" in link.text
+        assert link.subject.startswith("[TEST] ") == test_mode
+
+
+def test_a_customer_name_is_one_line_in_every_email():
+    e = event(EventType.PAYMENT_COMPLETED, customer_name="Jane\r\nBcc: all@evil.example")
+    merchant, receipt = render.emails(e, SHOP, DASHBOARD)
+    assert receipt.text.startswith("Hello Jane Bcc: all@evil.example,\n")
+    assert "Jane Bcc: all@evil.example <jane@buyer.example>" in merchant.text
+
+
 def test_a_subject_is_one_line_whatever_the_business_name_holds():
     sly = render.Merchant("o@x.example", "Evil\r\nBcc: everyone@example.com")
     receipt = render.receipt(event(EventType.PAYMENT_COMPLETED), sly)

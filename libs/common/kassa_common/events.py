@@ -1,6 +1,9 @@
 """Events as the merchant reads them (DESIGN.md §3 "Events"): every payment event of the
 last 30 days, per merchant and mode, exactly as its webhooks carry it; and a resend of
 one to a chosen endpoint (the dashboard's events log), through the redeliver path.
+
+A refund's claim link never leaves through an event (DESIGN §8): events are written without
+it, and one stored before that rule is shown and sent without it too (``body_of``).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from kassa_common.fields import EventName, ListPage, PageMeta
 from kassa_common.models import Event, WebhookDelivery, WebhookEndpoint
 from kassa_common.owner import Owner, owned
 from kassa_common.paging import page_of
+from kassa_common.refunds.shape import without_claim_link
 from kassa_common.statuses import DeliveryStatus
 from kassa_common.timefmt import utcnow
 from kassa_common.webhooks import deliveries
@@ -48,6 +52,15 @@ def _visible(owner: Owner) -> list:
     ]
 
 
+def body_of(payload: dict[str, Any]) -> dict[str, Any]:
+    """An event's body as the API, the dashboard and webhooks show it: the stored payload, a
+    refund's ``claim_url`` left out (an event stored before events lost it still has one)."""
+    data = payload.get("data")
+    if not isinstance(data, dict) or "claim_url" not in data:
+        return payload
+    return {**payload, "data": without_claim_link(data)}
+
+
 def list_events(
     session: Session,
     owner: Owner,
@@ -70,7 +83,7 @@ def list_events(
     if created_lte is not None:
         conds.append(Event.created_at <= _utc(created_lte))
     rows, total = page_of(session, Event, conds, page, page_size)
-    return [e.payload for e in rows], total
+    return [body_of(e.payload) for e in rows], total
 
 
 def find_event(session: Session, owner: Owner, event_id: str) -> Event:
@@ -128,7 +141,10 @@ class EventOut(BaseModel):
     event: EventName
     timestamp: str
     test_mode: bool
-    data: dict[str, Any] = Field(description="the payment object at the time of the event, with payment_id")
+    data: dict[str, Any] = Field(
+        description="the payment object at the time of the event, with payment_id; for refund.* events the refund "
+        "object with refund_id and payment_id, without its claim_url (claimable says whether it awaits an address)"
+    )
 
 
 class EventPage(BaseModel):

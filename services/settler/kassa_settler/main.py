@@ -12,6 +12,8 @@ Reports may then be settled out of order, which settlement is built for (a confi
 transfer is final; the payment's row lock orders the changes). The watchers' watermarks
 (``chain.watermark``) come through the same queue and move a network's settled line only
 once every report before them is applied, whatever the order (``payments.watermark``).
+A report that loses a payment confirmed funds in a deep reorg also flags the payment's open
+refunds (``refunds.reorgs``), in the same transaction.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from kassa_common.payments import settle
 from kassa_common.payments.settle import lock_for_reports
 from kassa_common.payments.watermark import apply_watermark
 from kassa_common.pricing.service import RateService, make_rates
+from kassa_common.refunds.reorgs import flag_funds_reorged
 from kassa_common.worker import bootstrap, run_together
 
 BATCH = 10  # reports per transaction: ~10 commits saved per 10, ~30 ms of waiting at most
@@ -65,7 +68,9 @@ def handle_transfer(
         report = TransferReport.from_message(msg.routing_key, msg.body)
     except (KeyError, ValueError, TypeError) as exc:
         raise Reject(f"malformed transfer report: {exc!r}") from None
-    settle(session, report, rates)
+    lost = settle(session, report, rates)
+    if lost is not None:  # a deep reorg took confirmed funds of this payment
+        flag_funds_reorged(session, lost, report.network)
     SETTLED.labels(report.status).inc()
 
 

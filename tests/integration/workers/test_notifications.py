@@ -9,6 +9,7 @@ from __future__ import annotations
 import secrets
 import uuid
 from datetime import timedelta
+from decimal import Decimal
 
 import sqlalchemy as sa
 
@@ -23,9 +24,11 @@ from kassa_webhook_sender.email import intake, render
 from kassa_webhook_sender.email.channel import Email
 from kassa_webhook_sender.email.smtp import SmtpServer
 from kassa_webhook_sender.engine.dispatcher import Dispatcher, Outcome, Result
+from tests.support.api import LIVE_PAYMENT
 from tests.support.bus import bus  # noqa: F401  (fixture)
 from tests.support.dashboard import csrf_of, merchant_with_password
 from tests.support.notifications import DASHBOARD, arrives, customer, notifier, settler  # noqa: F401  (fixtures)
+from tests.support.refunds import settle_confirmed
 from tests.support.smtp import smtp, smtp_server  # noqa: F401  (fixture)
 from tests.support.stack import free_port
 from tests.support.wait import until
@@ -66,30 +69,58 @@ def all_sent(sessions, payment_id: str) -> list[Notification]:
     )
 
 
-def test_a_completed_test_payment_emails_the_merchant_and_the_customer(client, merchant, sessions, bus, smtp, notifier):
+def test_a_completed_test_payment_emails_the_merchant_and_its_receipt_goes_to_the_merchant_too(
+    client, merchant, sessions, bus, smtp, notifier
+):
+    """Test mode never emails a customer (DESIGN §10): the receipt comes to the merchant,
+    marked TEST, so a test key is no mail relay; a newline in the name stays one line."""
     _, _, publisher = bus
     inbox, port = smtp
     notifier(port)
     buyer = customer()
-    p = new_payment(client, merchant, customer_email=buyer, customer_name="Jane")
+    p = new_payment(client, merchant, customer_email=buyer, customer_name="Jane\nSubject: you won")
     pay(sessions, p["id"])
-    arrives(sessions, publisher, lambda: inbox.to(merchant.email) and inbox.to(buyer))
+    arrives(sessions, publisher, lambda: len(inbox.to(merchant.email)) == 2)
 
-    [to_merchant], [receipt] = inbox.to(merchant.email), inbox.to(buyer)
+    by_kind = {msg["Message-ID"].split(".")[1].split("@")[0]: msg for msg in inbox.to(merchant.email)}
+    to_merchant, receipt = by_kind["merchant"], by_kind["receipt"]
     assert to_merchant["Subject"] == f"[TEST] Payment {p['short_id']} completed: 25.00 USD"
     assert to_merchant["From"] == "Kassa <no-reply@localhost>" and to_merchant["To"] == merchant.email
     text = to_merchant.get_body(("plain",)).get_content()
     assert f"{DASHBOARD}/payments/{p['short_id']}" in text and "COMPLETED" in text
+    assert "Jane Subject: you won <" in text  # the name on one line
     assert to_merchant.get_body(("html",)) is not None
 
-    assert receipt["Subject"] == "[TEST] Receipt for your payment to Acme Ltd"
+    assert receipt["Subject"] == "[TEST] Receipt for your payment to Acme Ltd" and receipt["To"] == merchant.email
     body = receipt.get_body(("plain",)).get_content()
-    assert "Hello Jane," in body and "25 USDC" in body and "BASE" in body and "test_tx_" in body
-    assert "no funds moved" in body
+    assert "Hello Jane Subject: you won," in body and "25 USDC" in body and "BASE" in body and "test_tx_" in body
+    assert "no funds moved" in body and f"your customer ({buyer}) would get" in body
     rows = all_sent(sessions, p["id"])
-    assert [(n.kind, n.status, n.attempts) for n in rows] == [("merchant", "SENT", 1), ("receipt", "SENT", 1)]
-    assert to_merchant["Message-ID"] == f"<{rows[0].event_id}.merchant@localhost>"
+    assert [(n.kind, n.status, n.recipient) for n in rows] == [
+        ("merchant", "SENT", merchant.email),
+        ("receipt", "SENT", merchant.email),
+    ]
     assert receipt["Message-ID"] == f"<{rows[0].event_id}.receipt@localhost>"
+    assert inbox.to(buyer) == []  # never the customer
+
+
+def test_a_completed_live_payment_sends_its_receipt_to_the_customer_on_one_line(
+    client, live_merchant, sessions, bus, smtp, notifier
+):
+    _, _, publisher = bus
+    inbox, port = smtp
+    notifier(port)
+    buyer = customer()
+    body = {**LIVE_PAYMENT, "customer_email": buyer, "customer_name": "Jane\r\nBcc: all@evil.example"}
+    r = client.post("/v1/api/payments", json=body, headers=live_merchant.headers("live"))
+    assert r.status_code == 201, r.json
+    p = r.json["data"]
+    settle_confirmed(sessions, p, int(Decimal(p["crypto_amount"]) * 10**6))
+    arrives(sessions, publisher, lambda: inbox.to(buyer))
+    [receipt] = inbox.to(buyer)
+    assert receipt["Subject"] == "Receipt for your payment to Acme Ltd" and receipt["Bcc"] is None
+    text = receipt.get_body(("plain",)).get_content()
+    assert text.startswith("Hello Jane Bcc: all@evil.example,\r\n\r\n") and "would get" not in text
 
 
 def test_a_partially_paid_payment_emails_the_merchant_only(client, merchant, sessions, bus, smtp, notifier):
@@ -131,7 +162,7 @@ def test_a_late_payment_emails_the_merchant(client, merchant, sessions, bus, smt
     assert [n.kind for n in all_sent(sessions, p["id"])] == ["merchant"]  # no receipt: not completed
 
 
-def test_notifications_off_send_the_merchant_nothing(client, merchant, sessions, bus, smtp, notifier):
+def test_notifications_off_send_the_merchant_nothing_but_test_receipts(client, merchant, sessions, bus, smtp, notifier):
     _, _, publisher = bus
     inbox, port = smtp
     with unit_of_work(sessions) as s:
@@ -140,9 +171,10 @@ def test_notifications_off_send_the_merchant_nothing(client, merchant, sessions,
     buyer = customer()
     p = new_payment(client, merchant, customer_email=buyer)
     pay(sessions, p["id"])
-    arrives(sessions, publisher, lambda: inbox.to(buyer))  # the customer's receipt still goes
+    arrives(sessions, publisher, lambda: inbox.to(merchant.email))  # the receipt still goes (test mode: to them)
     assert [n.kind for n in all_sent(sessions, p["id"])] == ["receipt"]
-    assert inbox.to(merchant.email) == []
+    [receipt] = inbox.to(merchant.email)
+    assert receipt["Subject"].startswith("[TEST] Receipt") and inbox.to(buyer) == []
 
 
 def test_a_redelivered_event_sends_nothing_twice(client, merchant, sessions, bus, smtp, notifier):
@@ -152,7 +184,7 @@ def test_a_redelivered_event_sends_nothing_twice(client, merchant, sessions, bus
     buyer = customer()
     p = new_payment(client, merchant, customer_email=buyer)
     pay(sessions, p["id"])
-    arrives(sessions, publisher, lambda: inbox.to(merchant.email) and inbox.to(buyer))
+    arrives(sessions, publisher, lambda: len(inbox.to(merchant.email)) == 2)  # test mode: the receipt too
     all_sent(sessions, p["id"])
     with sessions() as s:
         completed = s.scalar(
@@ -171,7 +203,7 @@ def test_a_redelivered_event_sends_nothing_twice(client, merchant, sessions, bus
         ("merchant", "SENT"),
         ("receipt", "SENT"),
     ]
-    assert len(inbox.to(merchant.email)) == 1 and len(inbox.to(buyer)) == 1
+    assert len(inbox.to(merchant.email)) == 2 and inbox.to(buyer) == []
 
 
 def test_an_smtp_server_that_is_down_gets_the_emails_once_it_is_up(client, merchant, sessions, bus, notifier):
@@ -190,9 +222,9 @@ def test_an_smtp_server_that_is_down_gets_the_emails_once_it_is_up(client, merch
     assert "Connection" in notifications_of(sessions, p["id"])[0].last_error
 
     with smtp_server(port) as (inbox, _):
-        until(lambda: inbox.to(merchant.email) and inbox.to(buyer), timeout=30, message="the emails after the outage")
+        until(lambda: len(inbox.to(merchant.email)) == 2, timeout=30, message="the emails after the outage")
         all_sent(sessions, p["id"])
-        assert len(inbox.to(merchant.email)) == 1 and len(inbox.to(buyer)) == 1
+        assert len(inbox.to(merchant.email)) == 2 and inbox.to(buyer) == []  # test mode: the receipt to them
     assert all(n.attempts >= 2 and n.last_error is None for n in notifications_of(sessions, p["id"]))
 
 

@@ -14,7 +14,10 @@ REFUND_STATUSES = ("AWAITING_ADDRESS", "AWAITING_PAYMENT", "COMPLETED", "CANCELE
 @dataclass(frozen=True, kw_only=True)
 class Refund(KassaObject):
     """``amount`` in token units of the payment's token; ``claim_url`` is the page where
-    the customer gives the address (``address`` stays None until then)."""
+    the customer gives the address (``address`` stays None until then): only answers to a
+    ``refunds:manage`` key carry it, never events or webhooks, which say ``claimable``
+    instead. ``funds_reorged``: the payment's funds were lost in a deep reorg; check before
+    paying."""
 
     id: str
     payment_id: str
@@ -24,6 +27,8 @@ class Refund(KassaObject):
     network: str
     reason: str | None = None
     claim_url: str | None = None
+    claimable: bool | None = None
+    funds_reorged: bool = False
     address: str | None = None
     transaction_hash: str | None = None
     confirmations: int = 0

@@ -30,6 +30,8 @@ confirmations replaced is reported ``reorged`` by the watcher. It is recorded as
 (status ``REORGED``, not counted), the payment's ``amount_received`` becomes what its
 standing confirmed transfers add up to, and ``payment.reorged`` fires with an ERROR log.
 The status stays: a delivered order is never silently un-completed; the merchant decides.
+``settle`` returns the payment's id then, for its caller (the settler) to flag the payment's
+open refunds on that network (``refunds.reorgs``): this package never writes refunds.
 Mined again (another block), the transfer is confirmed and counted again.
 
 Wrong network: an EVM payment's address is the same on every EVM network, and the watchers
@@ -352,38 +354,41 @@ def confirmed_total(transfers: list[Any]) -> int:
     return sum(int(t.amount_units) for t in transfers if t.counted and t.status == CONFIRMED)
 
 
-def settle(session: Session, r: TransferReport, rates: RateService | None = None) -> None:
+def settle(session: Session, r: TransferReport, rates: RateService | None = None) -> uuid.UUID | None:
     """Apply one transfer report to its payment. Idempotent for the same report. ``rates``:
-    values funds arriving after the payment's rate lock (``pricing.arrival``)."""
+    values funds arriving after the payment's rate lock (``pricing.arrival``). Returns the
+    payment's id when this report lost it confirmed funds in a deep reorg (once per loss:
+    the caller flags its open refunds), else None."""
     if r.amount_units <= 0:
         log.info("zero-value transfer %s:%s to %s ignored", r.tx_hash, r.log_index, r.to)
-        return
+        return None
     found = payment_for_address(session, r.to)
     if found[0] is None:
         from kassa_common.refunds.payouts import apply_report  # a claimed refund's payout?
 
         if apply_report(session, r) is None:
             log.info("transfer %s:%s to %s matches no payment and no refund", r.tx_hash, r.log_index, r.to)
-        return
+        return None
     payment, tolerance = found
     transfer, before = _upsert_transfer(session, payment, r)
     if before is None and transfer.counted and payment.status in OPEN:
         transfer.exchange_rate = arrival.rate_at_arrival(rates, payment, transfer.created_at)
     if r.status == REORGED and before == CONFIRMED and transfer.status == REORGED:
         _record_reorg(session, payment, transfer)
-        return
+        return payment.id
     if transfer.status != r.status:
-        return  # a report the transfer's record already outran (see _upsert_transfer)
+        return None  # a report the transfer's record already outran (see _upsert_transfer)
     if r.network != payment.network and r.status == CONFIRMED and before not in (CONFIRMED, REORGED):
         _record_wrong_network(session, payment, transfer)
-        return
+        return None
     if not transfer.counted:
-        return  # recorded, never counted (another token or network)
+        return None  # recorded, never counted (another token or network)
     if r.status == CONFIRMED:
         if before != CONFIRMED:
             _count_confirmed(session, payment, transfer, tolerance)
-        return
+        return None
     _follow_unconfirmed(session, payment, transfer, r.status, before)
+    return None
 
 
 def _follow_unconfirmed(

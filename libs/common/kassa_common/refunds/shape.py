@@ -1,4 +1,9 @@
-"""The refund object as the API, its webhooks and the claim page show it (DESIGN §8)."""
+"""The refund object as the API, its webhooks and the claim page show it (DESIGN §8).
+
+The claim link is a bearer capability: whoever opens it first says where the money goes. So
+``claim_url`` is in the answers to ``refunds:manage`` keys and on the dashboard only; events
+(``GET /events`` needs only ``payments:read``) and webhooks carry the refund without it, with
+``claimable`` saying whether it still waits for an address (``without_claim_link``)."""
 
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstr
 from kassa_common.fields import NetworkCode, Strict
 from kassa_common.models import Refund
 from kassa_common.pricing.amounts import units_text
+from kassa_common.statuses import RefundStatus
 from kassa_common.timefmt import iso
 
 
@@ -22,12 +28,21 @@ def checkout_base(checkout_url: Any) -> str:
 
 
 def claim_url(refund: Refund, checkout_url: Any) -> str:
-    return f"{checkout_base(checkout_url)}/refunds/{refund.claim_token}"
+    return claim_link(refund.claim_token, checkout_url)
 
 
-def refund_out(refund: Refund, checkout_url: Any) -> dict[str, Any]:
-    """The refund object. ``checkout_url``: ``CHECKOUT_URL`` or the settings."""
-    return {
+def claim_link(claim_token: str, checkout_url: Any) -> str:
+    """The claim page of the refund with this token: ``{CHECKOUT_URL}/refunds/{token}``."""
+    return f"{checkout_base(checkout_url)}/refunds/{claim_token}"
+
+
+CLAIM_LINK = "claim_url"  # the one field only refunds:manage keys and the dashboard see
+
+
+def refund_out(refund: Refund, checkout_url: Any = None) -> dict[str, Any]:
+    """The refund object. ``checkout_url`` (``CHECKOUT_URL`` or the settings) only for those
+    who may hold the claim link: without it there is no ``claim_url`` (an event's refund)."""
+    shown = {
         "id": str(refund.id),
         "payment_id": str(refund.payment_id),
         "status": refund.status,
@@ -35,7 +50,9 @@ def refund_out(refund: Refund, checkout_url: Any) -> dict[str, Any]:
         "token": refund.token,
         "network": refund.network,
         "reason": refund.reason,
-        "claim_url": claim_url(refund, checkout_url),
+        CLAIM_LINK: claim_url(refund, checkout_url) if checkout_url is not None else None,
+        "claimable": refund.status == RefundStatus.AWAITING_ADDRESS,
+        "funds_reorged": bool(refund.funds_reorged),
         "address": refund.address,
         "transaction_hash": refund.transaction_hash,
         "confirmations": refund.confirmations,
@@ -47,6 +64,16 @@ def refund_out(refund: Refund, checkout_url: Any) -> dict[str, Any]:
         "canceled_at": iso(refund.canceled_at),
         "expires_at": iso(refund.expires_at),
     }
+    return shown if checkout_url is not None else without_claim_link(shown)
+
+
+def without_claim_link(shown: dict[str, Any]) -> dict[str, Any]:
+    """A refund object as events and webhooks carry it: no ``claim_url``, and ``claimable``
+    (true while it waits for an address). Also what an event stored before this rule, with
+    its claim link, is shown as."""
+    out = {k: v for k, v in shown.items() if k != CLAIM_LINK}
+    out.setdefault("claimable", out.get("status") == RefundStatus.AWAITING_ADDRESS)
+    return out
 
 
 EXAMPLE: dict[str, Any] = {
@@ -58,6 +85,8 @@ EXAMPLE: dict[str, Any] = {
     "network": "BASE",
     "reason": "over-paid",
     "claim_url": "https://pay.example.com/refunds/Q2xhaW0tbGluay1zZWNyZXQtb2YtNDMtY2hhcmFjdGVycw",
+    "claimable": False,
+    "funds_reorged": False,
     "address": "0x52908400098527886E0F7030069857D2E4169EE7",
     "transaction_hash": None,
     "confirmations": 0,
@@ -83,7 +112,15 @@ class RefundOut(BaseModel):
     token: str
     network: str
     reason: str | None
-    claim_url: str = Field(description="the customer's claim page: {CHECKOUT_URL}/refunds/{token}")
+    claim_url: str = Field(
+        description="the customer's claim page: {CHECKOUT_URL}/refunds/{token}; whoever opens it says where the "
+        "refund goes, so only refunds:manage answers carry it, never events or webhooks"
+    )
+    claimable: bool = Field(description="true while it waits for the customer's address (AWAITING_ADDRESS)")
+    funds_reorged: bool = Field(
+        description="the payment's own funds on this network were lost in a reorg deeper than the required "
+        "confirmations after the refund was made: check the payment before paying it"
+    )
     address: str | None = Field(description="where the customer wants it; null until claimed")
     transaction_hash: str | None = Field(description="the payout, once seen on chain")
     confirmations: int = Field(description="of the payout")

@@ -61,18 +61,10 @@ def lock(session: Session, refund_id: uuid.UUID) -> Refund:
     return session.execute(stmt).scalar_one()
 
 
-def checkout_base_of(session: Session, refund: Refund) -> str:
-    """``CHECKOUT_URL`` as it was when the refund's payment was made (its checkout URL is
-    ``{CHECKOUT_URL}/pay/{short_id}``): the claim URL of the refund's events."""
-    url = session.scalar(sa.select(Payment.checkout_url).where(Payment.id == refund.payment_id)) or ""
-    return url.rsplit("/pay/", 1)[0]
-
-
-def record_refund_event(
-    session: Session, refund: Refund, event_type: EventType, *, now: datetime, checkout_url: Any = None
-) -> None:
-    """The event of a refund's change, in the outbox (``data``: the refund object)."""
-    shown = refund_out(refund, checkout_url if checkout_url is not None else checkout_base_of(session, refund))
+def record_refund_event(session: Session, refund: Refund, event_type: EventType, *, now: datetime) -> None:
+    """The event of a refund's change, in the outbox (``data``: the refund object without its
+    claim link, which only refunds:manage keys and the dashboard see)."""
+    shown = refund_out(refund)
     data = {"refund_id": shown["id"], **shown}
     event = PaymentEvent(new_event_id(), event_type, iso(now), refund.test_mode, data)
     outbox.record(
@@ -146,7 +138,6 @@ def create_refund(
     *,
     network: str | None = None,
     claim_days: float = 30.0,
-    checkout_url: Any = None,
     now: datetime | None = None,
     refund_id: uuid.UUID | None = None,
 ) -> Refund:
@@ -199,8 +190,7 @@ def create_refund(
     )
     session.add(refund)
     session.flush()
-    base = checkout_url if checkout_url is not None else payment.checkout_url.rsplit("/pay/", 1)[0]
-    record_refund_event(session, refund, EventType.REFUND_CREATED, now=now, checkout_url=base)
+    record_refund_event(session, refund, EventType.REFUND_CREATED, now=now)
     return refund
 
 

@@ -36,4 +36,4 @@ def list_events(query: ListEvents):
 @bp.get("/events/<event_id>")
 @endpoint("Get an event by id", scope=SCOPE, tag="events", response=EventOut, errors=(404,))
 def get_event(event_id: str):
-    return h.find_event(db(), owner(), event_id).payload
+    return h.body_of(h.find_event(db(), owner(), event_id).payload)

@@ -109,7 +109,6 @@ def create_refund(ref: str, body: CreateRefund):
             body.reason or None,
             network=body.network,
             claim_days=s.refund_claim_days,
-            checkout_url=s,
             refund_id=refund_id,
         )
         shown = refund_out(refund, s)

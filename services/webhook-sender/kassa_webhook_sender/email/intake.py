@@ -22,6 +22,7 @@ from kassa_common.emails import is_valid_email
 from kassa_common.messaging.consumer import Delivered, Reject
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Notification
+from kassa_common.refunds.shape import claim_link
 from kassa_common.statuses import NotificationStatus
 from kassa_webhook_sender.email import render
 
@@ -30,7 +31,9 @@ NOTIFIED = (EventType.PAYMENT_COMPLETED, EventType.PAYMENT_PARTIALLY_PAID, Event
 REFUND_NOTIFIED = (EventType.REFUND_CREATED, EventType.REFUND_CLAIMED)
 
 PAYMENT_OF_REFUND = sa.text("""
-    SELECT p.short_id, p.customer_email, p.customer_name FROM payments p WHERE p.id = :payment_id
+    SELECT p.short_id, p.customer_email, p.customer_name, p.checkout_url, r.claim_token
+    FROM payments p LEFT JOIN refunds r ON r.id = :refund_id AND r.payment_id = p.id
+    WHERE p.id = :payment_id
 """)
 
 MERCHANT_OF_EVENT = sa.text("""
@@ -45,9 +48,14 @@ def merchant_of(session: Session, event_id: str) -> render.Merchant | None:
     return render.Merchant(row.email, row.business_name, row.notify_email) if row else None
 
 
-def payment_of(session: Session, payment_id: str) -> render.RefundedPayment | None:
-    row = session.execute(PAYMENT_OF_REFUND, {"payment_id": payment_id}).first()
-    return render.RefundedPayment(row.short_id, row.customer_email, row.customer_name) if row else None
+def payment_of(session: Session, payment_id: str, refund_id: str) -> render.RefundedPayment | None:
+    """The refund's payment, with the refund's claim link: read here, never from the event
+    (events carry no claim link), on the ``CHECKOUT_URL`` the payment was made with."""
+    row = session.execute(PAYMENT_OF_REFUND, {"payment_id": payment_id, "refund_id": refund_id}).first()
+    if row is None:
+        return None
+    link = claim_link(row.claim_token, row.checkout_url.rsplit("/pay/", 1)[0]) if row.claim_token else None
+    return render.RefundedPayment(row.short_id, row.customer_email, row.customer_name, link)
 
 
 def record(session: Session, event_id: str, emails: list[render.Email]) -> list[uuid.UUID]:
@@ -93,7 +101,9 @@ def handler(dashboard_url: str) -> Callable[[Session, Delivered], list[uuid.UUID
                 log.warning("event %s: not in the events table (purged?); no email", event.id)
                 return None
             if event.event in REFUND_NOTIFIED:
-                payment = payment_of(session, str(uuid.UUID(event.data["payment_id"])))
+                payment = payment_of(
+                    session, str(uuid.UUID(event.data["payment_id"])), str(uuid.UUID(event.data["id"]))
+                )
                 if payment is None:
                     log.warning("event %s: its payment is gone; no email", event.id)
                     return None

@@ -4,7 +4,10 @@ event), so a retry sends what the first attempt would have, whatever the payment
 One ``Email`` holds the content once (subject, paragraphs, label/value facts, a link,
 a footer); ``text`` and ``html`` are two renderings of it, never two texts to keep in step.
 A test-mode payment's emails are sent too (merchants test their flow with them) and say
-"[TEST]" in the subject.
+"[TEST]" in the subject; but test mode never emails a customer (DESIGN §10): the receipt and
+the refund claim link of a test object go to the merchant's own address instead, so a test
+key (no funds, no wallet) is no relay for mail to strangers. A customer's name is one line
+wherever an email shows it.
 """
 
 from __future__ import annotations
@@ -101,6 +104,7 @@ def _usd(data: Mapping[str, Any]) -> str:
 
 def _customer(data: Mapping[str, Any]) -> str | None:
     name, email = data.get("customer_name"), data.get("customer_email")
+    name = one_line(name) if name else None
     if name and email:
         return f"{name} <{email}>"
     return name or email
@@ -164,14 +168,33 @@ def merchant_email(event: PaymentEvent, merchant: Merchant, dashboard_url: str) 
     )
 
 
+def _greeting(name: str | None) -> str:
+    return f"Hello {one_line(name)}," if name and one_line(name) else "Hello,"
+
+
+def _test_copy(event: PaymentEvent, merchant: Merchant, customer_email: str) -> tuple[str, list[str]]:
+    """Who gets a customer's email and what it says first: the customer, or in test mode the
+    merchant (never a customer: a test key must not send mail to strangers), told why."""
+    if not event.test_mode:
+        return customer_email, []
+    why = (
+        f"Test mode: this is the email your customer ({customer_email}) would get for a live payment. "
+        "Test mode never emails customers; it comes to you instead."
+    )
+    return merchant.email, [why]
+
+
 def receipt(event: PaymentEvent, merchant: Merchant) -> Email | None:
-    """To the payment's ``customer_email``, on completion only (None otherwise, or without one)."""
+    """To the payment's ``customer_email`` (in test mode to the merchant's own address), on
+    completion only (None otherwise, or without one)."""
     d = event.data
     if event.event != EventType.PAYMENT_COMPLETED or not d.get("customer_email"):
         return None
     business = one_line(merchant.business_name)
+    recipient, first = _test_copy(event, merchant, d["customer_email"])
     paragraphs = [
-        f"Hello {d['customer_name']}," if d.get("customer_name") else "Hello,",
+        *first,
+        _greeting(d.get("customer_name")),
         f"Thank you for your payment to {business}. This is your receipt.",
     ]
     facts = [
@@ -189,7 +212,7 @@ def receipt(event: PaymentEvent, merchant: Merchant) -> Email | None:
         footer.insert(0, "This is the receipt of a test payment: no funds moved.")
     return Email(
         RECEIPT,
-        d["customer_email"],
+        recipient,
         subject(f"Receipt for your payment to {business}", event.test_mode),
         tuple(paragraphs),
         tuple(facts),
@@ -205,18 +228,22 @@ class RefundedPayment:
     short_id: str
     customer_email: str | None
     customer_name: str | None
+    claim_url: str | None = None  # the refund's claim link (never in the event: it is read from the refund)
 
 
 def refund_claim_link(event: PaymentEvent, merchant: Merchant, payment: RefundedPayment) -> Email | None:
-    """On ``refund.created``, to the payment's ``customer_email`` (None without one): the
-    claim link, where the customer gives the address to refund to."""
+    """On ``refund.created``, to the payment's ``customer_email`` (None without one; in test
+    mode to the merchant's own address): the claim link, where the customer gives the address
+    to refund to."""
     d = event.data
-    if event.event != EventType.REFUND_CREATED or not payment.customer_email:
+    if event.event != EventType.REFUND_CREATED or not payment.customer_email or not payment.claim_url:
         return None
     business = one_line(merchant.business_name)
     amount = f"{d['amount']} {d['token']}"
+    recipient, first = _test_copy(event, merchant, payment.customer_email)
     paragraphs = [
-        f"Hello {one_line(payment.customer_name)}," if payment.customer_name else "Hello,",
+        *first,
+        _greeting(payment.customer_name),
         f"{business} is refunding {amount} of your payment {payment.short_id}.",
         (
             f"Open the link below and give the address of your own wallet that receives {d['token']} on "
@@ -237,11 +264,11 @@ def refund_claim_link(event: PaymentEvent, merchant: Merchant, payment: Refunded
         footer.insert(0, "This is a test refund: no funds move.")
     return Email(
         CUSTOMER,
-        payment.customer_email,
+        recipient,
         subject(f"Your refund from {business}: claim it", event.test_mode),
         tuple(paragraphs),
         tuple(facts),
-        ("Claim your refund", d["claim_url"]),
+        ("Claim your refund", payment.claim_url),
         tuple(footer),
     )
 

@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common import notices
+from kassa_common.events import body_of
 from kassa_common.statuses import DeliveryStatus
 from kassa_common.webhooks.signing import sign
 from kassa_webhook_sender.engine.dispatcher import AHEAD, Outcome, Result
@@ -86,9 +87,11 @@ class Job:
 
     @property
     def body(self) -> bytes:
-        """The JSON sent (and signed): compact, envelope keys first (JSONB forgets key order)."""
-        ordered = {k: self.payload[k] for k in ENVELOPE_ORDER if k in self.payload}
-        ordered.update(self.payload)
+        """The JSON sent (and signed): compact, envelope keys first (JSONB forgets key order);
+        never a refund's claim link (``events.body_of``: an event stored with one loses it)."""
+        payload = body_of(self.payload)
+        ordered = {k: payload[k] for k in ENVELOPE_ORDER if k in payload}
+        ordered.update(payload)
         return json.dumps(ordered, separators=(",", ":")).encode()
 
 

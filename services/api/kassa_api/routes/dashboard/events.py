@@ -46,6 +46,7 @@ def _page(event_id: str, status: int = 200, /, **context):
         "event.html",
         status,
         event=event,
+        body=h.body_of(event.payload),
         deliveries=event_deliveries(db(), event.id),
         endpoints=active_endpoints(db(), owner.merchant_id, owner.test_mode),
         **context,

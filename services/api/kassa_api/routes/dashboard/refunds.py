@@ -172,7 +172,6 @@ def create(ref: str):
                 body.reason,
                 network=body.network,
                 claim_days=settings.refund_claim_days,
-                checkout_url=settings,
             )
             refund_id = refund.id
     except NotFound:
