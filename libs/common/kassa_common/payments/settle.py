@@ -354,7 +354,9 @@ def confirmed_total(transfers: list[Any]) -> int:
 
 def settle(session: Session, r: TransferReport, rates: RateService | None = None) -> None:
     """Apply one transfer report to its payment. Idempotent for the same report. ``rates``:
-    values funds arriving after the payment's rate lock (``pricing.arrival``)."""
+    values funds arriving after the payment's rate lock, or confirming long after it
+    (``pricing.arrival``), from its cache only: a rate it lacks raises ``RateNotCached``
+    (fetched outside the transaction, then the report is settled again)."""
     if r.amount_units <= 0:
         log.info("zero-value transfer %s:%s to %s ignored", r.tx_hash, r.log_index, r.to)
         return
@@ -381,6 +383,9 @@ def settle(session: Session, r: TransferReport, rates: RateService | None = None
         return  # recorded, never counted (another token or network)
     if r.status == CONFIRMED:
         if before != CONFIRMED:
+            if payment.status in OPEN:  # held unconfirmed past its rate's hold: the rate of now
+                late = arrival.rate_at_confirmation(rates, payment, transfer, utcnow())
+                transfer.exchange_rate = late if late is not None else transfer.exchange_rate
             _count_confirmed(session, payment, transfer, tolerance)
         return
     _follow_unconfirmed(session, payment, transfer, r.status, before)
