@@ -12,6 +12,10 @@ Reports may then be settled out of order, which settlement is built for (a confi
 transfer is final; the payment's row lock orders the changes). The watchers' watermarks
 (``chain.watermark``) come through the same queue and move a network's settled line only
 once every report before them is applied, whatever the order (``payments.watermark``).
+Rates (funds after a payment's rate lock, or confirmed after their rate's hold) come from
+the rate service's cache only: a batch's transaction holds payment rows and asks no source.
+A rate the cache lacks rolls the batch back; the consumer fetches it with no transaction
+open and settles the batch again (``errors.Unprepared``, ``pricing.arrival``).
 """
 
 from __future__ import annotations

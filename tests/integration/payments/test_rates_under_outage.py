@@ -8,6 +8,7 @@ in the mempool within the rate lock keep the locked rate only for a bounded grac
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from datetime import timedelta
@@ -80,26 +81,26 @@ def test_while_every_source_hangs_the_stale_price_is_cached_not_asked_for_on_eve
     settings, engine, base_env, live, doubles
 ):
     api = app_with(
-        settings, engine, base_env, doubles, rates_timeout_seconds=0.3, rates_cache_seconds=1, rates_stale_seconds=120
+        settings, engine, base_env, doubles, rates_timeout_seconds=1, rates_cache_seconds=2, rates_stale_seconds=120
     )
     assert created(pay(api, live, amount=30, token="ETH"))["exchange_rate"] == "3000"
     hang_all(doubles, 3)
-    time.sleep(1.1)  # past the cache: the next quote asks, and every source hangs
+    time.sleep(2.1)  # past the cache: the next quote asks, and every source hangs
     hits = {n: d.hits for n, d in doubles.items()}
     started = time.monotonic()
     for _ in range(20):
         p = created(pay(api, live, amount=30, token="ETH"))
         assert p["exchange_rate"] == "3000" and " s old" in p["rate_source"]
     elapsed = time.monotonic() - started
-    assert elapsed < 4, f"20 quotes took {elapsed:.1f} s: the sources were asked again and again"
+    assert elapsed < 8, f"20 quotes took {elapsed:.1f} s: the sources were asked again and again"  # was 20
     asked = {n: d.hits - hits[n] for n, d in doubles.items()}
-    assert all(1 <= n <= 1 + elapsed // 1 for n in asked.values()), asked  # once per cache period
+    assert all(1 <= n <= 1 + elapsed // 2 for n in asked.values()), asked  # once per cache period
 
 
 def test_with_no_price_at_all_and_every_source_hanging_twenty_quotes_take_about_one_timeout(
     settings, engine, base_env, live, doubles
 ):
-    api = app_with(settings, engine, base_env, doubles, rates_timeout_seconds=0.3, rates_cache_seconds=5)
+    api = app_with(settings, engine, base_env, doubles, rates_timeout_seconds=1, rates_cache_seconds=5)
     hang_all(doubles, 3)
     started = time.monotonic()
     for _ in range(20):
@@ -107,7 +108,7 @@ def test_with_no_price_at_all_and_every_source_hanging_twenty_quotes_take_about_
         assert_error(r, 503, "SERVICE_UNAVAILABLE")
         assert int(r.headers["Retry-After"]) >= 1
     elapsed = time.monotonic() - started
-    assert elapsed < 3, f"20 quotes took {elapsed:.1f} s"
+    assert elapsed < 6, f"20 quotes took {elapsed:.1f} s"  # was 20: each asked every source
     assert all(d.hits == 1 for d in doubles.values()), {n: d.hits for n, d in doubles.items()}
 
 
@@ -129,7 +130,7 @@ def test_no_quote_waits_behind_another_quotes_slow_source_call(settings, engine,
     waited = time.monotonic() - started
     slow.join(10)
     assert p["exchange_rate"] == "3000" and " s old" in p["rate_source"]
-    assert waited < 0.7, f"the second quote waited {waited:.1f} s behind the first one's sources"
+    assert waited < 1.2, f"the second quote waited {waited:.1f} s behind the first one's sources"
     assert created(first["r"])["exchange_rate"] == "3000"
     assert all(d.hits == 2 for d in doubles.values())  # the second quote asked nobody
 
@@ -217,7 +218,7 @@ def test_a_crypto_product_worth_more_than_a_payment_holds_is_a_400_and_the_page_
 
 
 def test_the_settler_asks_no_rate_source_while_its_transaction_holds_the_payment(
-    settings, engine, base_env, sessions, live, doubles
+    settings, engine, base_env, sessions, live, doubles, caplog
 ):
     api = app_with(settings, engine, base_env, doubles)
     p = created(pay(api, live, amount=30, token="ETH"))
@@ -242,6 +243,7 @@ def test_the_settler_asks_no_rate_source_while_its_transaction_holds_the_payment
         d.set(ETH="2000")
         d.on_request = row_locked
     rates = make_rates(settings.with_(**settings_for(doubles)))
+    caplog.set_level(logging.INFO, logger="kassa.bus")
     with private_topology(settings.rabbitmq_url) as (_prefix, topo):
         publisher = Publisher(settings.rabbitmq_url, topo.exchange, declare=topo.declare)
         with running_settler(settings, topo, sessions, rates=rates):
@@ -251,6 +253,9 @@ def test_the_settler_asks_no_rate_source_while_its_transaction_holds_the_payment
     after = shown(api, live, p)
     assert after["status"] == "PARTIALLY_PAID" and after["arrival_exchange_rate"] == "2000"
     assert asked_while_locked and not any(asked_while_locked), asked_while_locked
+    fetched = [r.getMessage() for r in caplog.records if "outside the transaction" in r.getMessage()]
+    failed = [r.getMessage() for r in caplog.records if r.name == "kassa.bus" and "failed (attempt" in r.getMessage()]
+    assert fetched and not failed  # the rate was fetched with the batch rolled back; no attempt spent
 
 
 # ---- funds held in the mempool -----------------------------------------------------------------
