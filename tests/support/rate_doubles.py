@@ -4,13 +4,15 @@ real request and response format (Coinbase ``/v2/exchange-rates``, Kraken
 
 Each double prices what its ``prices`` holds (USD per unit, coins and fiat alike); a test
 changes them, or sets ``down`` (HTTP 503) or ``hang`` (answers after the client's timeout),
-between requests. ``hits`` counts the requests it answered."""
+between requests. ``hits`` counts the requests it answered; ``on_request`` (if set) is called
+on each request before it is answered (a test looks at the database while a source is asked)."""
 
 from __future__ import annotations
 
 import json
 import threading
 import time
+from collections.abc import Callable
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -45,11 +47,14 @@ class RateDouble:
         self.down = False
         self.hang = 0.0
         self.hits = 0
+        self.on_request: Callable[[], None] | None = None
         double = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):
                 double.hits += 1
+                if double.on_request is not None:
+                    double.on_request()
                 if double.hang:
                     time.sleep(double.hang)
                 if double.down:
@@ -202,3 +207,21 @@ def settings_for(doubles: dict[str, RateDouble], **overrides) -> dict:
         "fixed_rates_allow_live": False,
         **overrides,
     }
+
+
+def settle_with_rates(sessions, r, rates) -> None:
+    """Settle report ``r`` as the settler does: in a transaction that reads rates from the
+    cache only; a rate missing there is fetched with the transaction rolled back, then the
+    report is settled again (``errors.Unprepared``)."""
+    from kassa_common.db import unit_of_work
+    from kassa_common.errors import Unprepared
+    from kassa_common.payments.settle import settle
+
+    for _ in range(3):
+        try:
+            with unit_of_work(sessions) as s:
+                settle(s, r, rates)
+            return
+        except Unprepared as exc:
+            exc.prepare()
+    raise AssertionError("the rate was still missing after fetching it")

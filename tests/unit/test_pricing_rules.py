@@ -82,6 +82,39 @@ def test_too_few_or_disagreeing_sources_give_no_price(answers, why):
         combine(answers, min_sources=2, max_deviation_pct=D(1))
 
 
+@pytest.mark.parametrize(
+    "answers, kept, price",
+    [
+        ({"a": D(3000), "b": D(3030)}, ("a", "b"), D(3015)),  # exactly 1% apart: agreeing
+        ({"a": D(2990), "b": D(3020), "c": D(3050)}, ("b", "c"), D(3035)),  # b-c 0.99%, a-b 1.003%
+        ({"a": D(3000), "b": D(3010), "c": D(3020), "d": D(3100)}, ("a", "b", "c"), D(3010)),
+        ({"a": D(3000), "b": D(3015), "c": D(3030)}, ("a", "b", "c"), D(3015)),  # all within 1%
+    ],
+)
+def test_the_answers_kept_agree_with_each_other_not_only_with_their_median(answers, kept, price):
+    c = combine(answers, min_sources=2, max_deviation_pct=D(1))
+    assert (c.used, c.price) == (kept, price)
+
+
+def test_two_sources_twice_the_limit_apart_give_no_price_though_each_is_within_it_of_their_median():
+    with pytest.raises(NoConsensus, match="disagree"):
+        combine({"coinbase": D(3000), "kraken": D(3059)}, min_sources=2, max_deviation_pct=D(1))
+
+
+def test_rates_and_amounts_use_60_digits():
+    from kassa_common.pricing.fixed import RateUnavailable
+    from kassa_common.pricing.service import _rate
+
+    big = _rate(D(10**12), D("0.0067"))  # 1.49e14 per unit: 33 digits at 18 places
+    assert terms.stored(big) == D("149253731343283.582089552238805970")
+    assert terms.with_spread(big, D(1)) < big
+    with pytest.raises(RateUnavailable, match="too large"):
+        _rate(D("1e18"), D(1))
+    assert valued_units(P(D(10**12)), [Row(10**40, True, "CONFIRMED", D(10**12) / 2, T0)]) == 10**40 // 2
+    with pytest.raises(Exception, match="largest amount"):
+        terms.price_units(D(10**9), "JPY", D(10**8), 8)
+
+
 def test_one_source_is_enough_when_the_operator_says_so():
     assert combine({"url": D(5)}, min_sources=1, max_deviation_pct=D(1)).describe() == "url"
 
@@ -152,8 +185,10 @@ def test_rate_settings_are_read_and_checked():
             "RATES_STALE_SECONDS": "60",
             "STABLECOIN_PEG_TOLERANCE_PCT": "2",
             "RATES_KRAKEN_URL": "http://127.0.0.1:9/",
+            "RATE_HOLD_GRACE_MINUTES": "0",
         }
     )
+    assert s.rate_hold_grace_minutes == 0 and Settings().rate_hold_grace_minutes == 60
     assert s.rates_providers == ("kraken", "coingecko") and s.rates_max_deviation_pct == D("0.5")
     assert s.rates_kraken_url == "http://127.0.0.1:9" and s.stablecoin_peg_tolerance_pct == D(2)
     assert Settings.from_env({"RATES_PROVIDERS": "none"}).rates_providers == ()
@@ -164,6 +199,7 @@ def test_rate_settings_are_read_and_checked():
         ({"RATES_MAX_DEVIATION_PCT": "-1"}, "RATES_MAX_DEVIATION_PCT"),
         ({"RATES_CACHE_SECONDS": "60", "RATES_STALE_SECONDS": "30"}, "RATES_STALE_SECONDS"),
         ({"FIXED_RATES": "EUR=0"}, "FIXED_RATES"),
+        ({"RATE_HOLD_GRACE_MINUTES": "-1"}, "RATE_HOLD_GRACE_MINUTES"),
     ]:
         with pytest.raises(ValueError, match=name):
             Settings.from_env(env)

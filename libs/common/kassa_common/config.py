@@ -231,6 +231,9 @@ class Settings:
     rates_stale_seconds: float = 300.0
     rates_timeout_seconds: float = 3.0
     stablecoin_peg_tolerance_pct: Decimal = Decimal(1)
+    # funds seen within the rate lock keep the locked rate if confirmed this long after it ends
+    # (an unconfirmed transaction is no free option on the price); later: the rate at confirmation
+    rate_hold_grace_minutes: int = 60
     db_pool_size: int = 10
     settler_consumers: int = 2  # consumers (threads, each its own broker connection) per settler process
     log_level: str = "INFO"
@@ -304,6 +307,9 @@ class Settings:
             rates_cache_seconds=_maybe(env, "RATES_CACHE_SECONDS", _positive_seconds, d.rates_cache_seconds),
             rates_stale_seconds=_maybe(env, "RATES_STALE_SECONDS", _positive_seconds, d.rates_stale_seconds),
             rates_timeout_seconds=_maybe(env, "RATES_TIMEOUT_SECONDS", _positive_seconds, d.rates_timeout_seconds),
+            rate_hold_grace_minutes=_maybe(
+                env, "RATE_HOLD_GRACE_MINUTES", _non_negative_int, d.rate_hold_grace_minutes
+            ),
             stablecoin_peg_tolerance_pct=_maybe(
                 env, "STABLECOIN_PEG_TOLERANCE_PCT", _pct("0", "50"), d.stablecoin_peg_tolerance_pct
             ),

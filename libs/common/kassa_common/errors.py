@@ -59,6 +59,12 @@ class InvalidCurrency(DomainError):
     code = "VALIDATION_ERROR"
 
 
+class AmountTooLarge(DomainError):
+    """A price worth more, at today's rate, than a payment's ``amount`` can hold."""
+
+    code = "VALIDATION_ERROR"
+
+
 class InvalidRefund(DomainError):
     """A refund request the payment cannot take (an amount above what is refundable, more
     decimals than the token has): 400 naming the field."""
@@ -70,3 +76,13 @@ class InvalidClaim(DomainError):
     """A claim page's address that cannot receive the refund: 400 with the reason."""
 
     code = "VALIDATION_ERROR"
+
+
+class Unprepared(Exception):
+    """A consumer's handler needs something fetched outside its transaction first (the
+    settler: a rate the cache does not hold; no network call is made while rows are locked).
+    The consumer rolls the batch back, calls ``prepare()`` with no transaction open and
+    handles the batch again, its attempts unspent (``consumer.PREPARE_ROUNDS`` times at most)."""
+
+    def prepare(self) -> None:
+        raise NotImplementedError

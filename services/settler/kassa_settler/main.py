@@ -14,6 +14,10 @@ transfer is final; the payment's row lock orders the changes). The watchers' wat
 once every report before them is applied, whatever the order (``payments.watermark``).
 A report that loses a payment confirmed funds in a deep reorg also flags the payment's open
 refunds (``refunds.reorgs``), in the same transaction.
+Rates (funds after a payment's rate lock, or confirmed after their rate's hold) come from
+the rate service's cache only: a batch's transaction holds payment rows and asks no source.
+A rate the cache lacks rolls the batch back; the consumer fetches it with no transaction
+open and settles the batch again (``errors.Unprepared``, ``pricing.arrival``).
 """
 
 from __future__ import annotations

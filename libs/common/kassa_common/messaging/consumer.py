@@ -28,7 +28,11 @@ something (the webhook sender hands new deliveries to its dispatcher); ``after_c
 runs once per committed batch (the settler wakes the outbox relay: the events it just
 wrote leave at once instead of at the relay's next poll). ``prepare(session, messages)``
 runs first in each batch's transaction, with the messages not handled before (the settler
-locks all the payments they pay in one round trip).
+locks all the payments they pay in one round trip). A handler that finds something missing
+that must be fetched over the network (the settler: a rate its cache lacks) raises
+``errors.Unprepared``: the batch is rolled back, ``prepare()`` fetches it with no
+transaction open (no row stays locked across a network call) and the batch runs again, its
+attempts unspent.
 
 The queue is declared on each connect: the topology's, and ``queue`` itself when it is not
 one of them (a chain watcher's feed, its process's own). ``consuming`` is set while the
@@ -54,10 +58,12 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
 from kassa_common.db import unit_of_work
+from kassa_common.errors import Unprepared
 from kassa_common.messaging import topology
 from kassa_common.messaging.publisher import Nodes
 
 log = logging.getLogger("kassa.bus")
+PREPARE_ROUNDS = 3  # fetches outside the transaction (``Unprepared``) before a batch's failure counts
 ATTEMPT_HEADER = "x-kassa-attempt"
 
 
@@ -331,7 +337,18 @@ class Consumer:
 
     def handle_many(self, msgs: list[Delivered]) -> list[Any]:
         """Run the handler for each message not handled before, all in one transaction; the
-        handlers' results in order (None for a message already handled)."""
+        handlers' results in order (None for a message already handled). A handler that needs
+        something fetched first (``Unprepared``) has the transaction rolled back, the fetch done
+        with no transaction open, and the batch run again (at most ``PREPARE_ROUNDS`` times)."""
+        for _ in range(PREPARE_ROUNDS):
+            try:
+                return self._handle_many_once(msgs)
+            except Unprepared as exc:
+                log.info("consumer %s: %s; fetching it outside the transaction, then again", self.name, exc)
+                exc.prepare()
+        return self._handle_many_once(msgs)  # still missing: a failure like any other
+
+    def _handle_many_once(self, msgs: list[Delivered]) -> list[Any]:
         with unit_of_work(self.sessions) as session:
             fresh = set(
                 session.scalars(RECORD_PROCESSED, {"consumer": self.queue.name, "ids": [m.message_id for m in msgs]})
@@ -346,6 +363,8 @@ class Consumer:
                 fresh.discard(m.message_id)  # the same message twice in one batch: once
                 try:
                     results.append(self.handler(session, m))
+                except Unprepared:
+                    raise  # nobody's failure: fetched, then the whole batch again
                 except Exception as exc:
                     if len(msgs) == 1 or _unattributable(exc):
                         raise

@@ -356,7 +356,9 @@ def confirmed_total(transfers: list[Any]) -> int:
 
 def settle(session: Session, r: TransferReport, rates: RateService | None = None) -> uuid.UUID | None:
     """Apply one transfer report to its payment. Idempotent for the same report. ``rates``:
-    values funds arriving after the payment's rate lock (``pricing.arrival``). Returns the
+    values funds arriving after the payment's rate lock, or confirming long after it
+    (``pricing.arrival``), from its cache only: a rate it lacks raises ``RateNotCached``
+    (fetched outside the transaction, then the report is settled again). Returns the
     payment's id when this report lost it confirmed funds in a deep reorg (once per loss:
     the caller flags its open refunds), else None."""
     if r.amount_units <= 0:
@@ -385,6 +387,9 @@ def settle(session: Session, r: TransferReport, rates: RateService | None = None
         return None  # recorded, never counted (another token or network)
     if r.status == CONFIRMED:
         if before != CONFIRMED:
+            if payment.status in OPEN:  # held unconfirmed past its rate's hold: the rate of now
+                late = arrival.rate_at_confirmation(rates, payment, transfer, utcnow())
+                transfer.exchange_rate = late if late is not None else transfer.exchange_rate
             _count_confirmed(session, payment, transfer, tolerance)
         return None
     _follow_unconfirmed(session, payment, transfer, r.status, before)

@@ -95,10 +95,12 @@ class PaymentOut(BaseModel):
     rate_source: str | None = Field(description="where the rate came from and how the sources were combined")
     rate_locked_until: str = Field(
         description="the quoted crypto amount holds until then; funds arriving later "
-        "are valued at the rate of their arrival"
+        "are valued at the rate of their arrival, and funds confirmed long after it "
+        "(RATE_HOLD_GRACE_MINUTES) at the rate of their confirmation"
     )
     arrival_exchange_rate: str | None = Field(
-        description="the rate funds arriving after the lock were valued at (the latest); null when none did"
+        description="the rate funds arriving after the lock, or confirmed after their rate's hold, were valued "
+        "at (the latest); null when none were"
     )
     confirmations: int
     required_confirmations: int

@@ -55,8 +55,12 @@ def from_base_units(units: int, decimals: int) -> Decimal:
 
 
 def plain(value: Decimal) -> str:
-    """A decimal as the API shows it: no exponent, no trailing zeros beyond the point."""
-    return format(value.normalize(), "f")
+    """A decimal as the API shows it: no exponent, no trailing zeros beyond the point. Exact:
+    ``normalize`` rounds to the context's precision (28 digits by default; a stored rate has up
+    to 36, an amount in base units up to 78)."""
+    with localcontext() as ctx:
+        ctx.prec = max(ctx.prec, len(value.as_tuple().digits))
+        return format(value.normalize(), "f")
 
 
 def units_text(units: int | Decimal, decimals: int) -> str:

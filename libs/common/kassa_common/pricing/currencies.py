@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from decimal import ROUND_HALF_UP, Decimal
 
+MAX_AMOUNT = Decimal("9999999999999999.99")  # the largest payments.amount (NUMERIC(18, 2)) holds
+
 # ISO 4217 currencies in use, with no minor units (the rest have two; see the module's note)
 ZERO_DECIMALS = frozenset(
     ["BIF", "CLP", "DJF", "GNF", "ISK", "JPY", "KMF", "KRW", "PYG", "RWF", "UGX", "VND", "VUV", "XAF", "XOF", "XPF"]

@@ -9,7 +9,7 @@ ERRORS = Counter("kassa_rate_source_errors_total", "Requests to a rate source th
 DEVIATION = Gauge(
     "kassa_rate_source_deviation_pct", "A source's latest distance from the median, percent", ["source", "symbol"]
 )
-EXCLUDED = Counter("kassa_rate_source_excluded_total", "Answers left out for being too far from the median", ["source"])
+EXCLUDED = Counter("kassa_rate_source_excluded_total", "Answers left out for not agreeing with the others", ["source"])
 UNAVAILABLE = Counter("kassa_rate_unavailable_total", "Rates refused: too few sources answered or agreed")
-STALE = Counter("kassa_rate_stale_served_total", "Rates served from the cache after a failed refresh")
+STALE = Counter("kassa_rate_stale_served_total", "Rates served stale (a refresh failed or is under way)")
 STABLECOIN = Gauge("kassa_stablecoin_price_usd", "A stablecoin's market price in USD", ["symbol"])

@@ -17,10 +17,10 @@ from datetime import datetime, timedelta
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any, NamedTuple
 
-from kassa_common.errors import DomainError
+from kassa_common.errors import AmountTooLarge, DomainError
 from kassa_common.pricing import currencies
 from kassa_common.pricing.amounts import crypto_amount, to_base_units
-from kassa_common.pricing.service import RATE_PLACES
+from kassa_common.pricing.service import RATE_DIGITS, RATE_PLACES
 
 MAX_SPREAD = Decimal(10)
 SPREAD_STEP = Decimal("0.01")
@@ -99,13 +99,16 @@ def with_spread(market_rate: Decimal, spread_pct: Decimal) -> Decimal:
     if not spread_pct:
         return market_rate
     with localcontext() as ctx:
-        ctx.prec = 40
+        ctx.prec = RATE_DIGITS
         return market_rate / (1 + spread_pct / 100)
 
 
 def stored(rate: Decimal) -> Decimal:
-    """A rate as payments and transfers store it (18 places)."""
-    return rate.quantize(RATE_PLACES, ROUND_HALF_UP)
+    """A rate as payments and transfers store it (18 places; up to 36 digits, past the default
+    context's 28)."""
+    with localcontext() as ctx:
+        ctx.prec = RATE_DIGITS
+        return rate.quantize(RATE_PLACES, ROUND_HALF_UP)
 
 
 def price_amount(amount: Decimal, currency: str, market_rate: Decimal, decimals: int, spread_pct: Decimal) -> Priced:
@@ -113,7 +116,7 @@ def price_amount(amount: Decimal, currency: str, market_rate: Decimal, decimals:
     rate), spread included."""
     rate = with_spread(market_rate, spread_pct)
     with localcontext() as ctx:
-        ctx.prec = 60  # the last digits of a division are noise far below any token's smallest unit
+        ctx.prec = RATE_DIGITS  # the last digits of a division are noise far below any token's smallest unit
         tokens = (amount / rate).quantize(NOISE, ROUND_HALF_EVEN)
     return Priced(
         amount, to_base_units(crypto_amount(tokens, Decimal(1), decimals), decimals), stored(rate), spread_pct
@@ -121,8 +124,18 @@ def price_amount(amount: Decimal, currency: str, market_rate: Decimal, decimals:
 
 
 def price_units(units_decimal: Decimal, currency: str, market_rate: Decimal, decimals: int) -> Priced:
-    """A price in token units (a CRYPTO product): what it is worth in the currency; no spread."""
-    amount = currencies.rounded(units_decimal * market_rate, currency)
+    """A price in token units (a CRYPTO product): what it is worth in the currency; no spread.
+    Worth more than a payment's ``amount`` holds (``currencies.MAX_AMOUNT``): ``AmountTooLarge``."""
+    with localcontext() as ctx:
+        ctx.prec = RATE_DIGITS
+        worth = units_decimal * market_rate
+        if worth > currencies.MAX_AMOUNT:
+            raise AmountTooLarge(
+                f"at today's rate this price is worth {worth:.4E} {currency}, more than the largest amount "
+                f"a payment holds ({currencies.MAX_AMOUNT} {currency})",
+                [{"field": "product_id", "message": "worth more than the largest amount a payment holds"}],
+            )
+        amount = currencies.rounded(worth, currency)
     return Priced(amount, to_base_units(units_decimal, decimals), stored(market_rate), Decimal(0))
 
 
