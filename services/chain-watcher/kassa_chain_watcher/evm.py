@@ -99,7 +99,8 @@ class EvmChain:
             if to and to.lower() in watched:
                 value = int(tx["value"], 16)
                 if value > 0:
-                    found.append(Found(tx["hash"], NATIVE, self.native, to.lower(), value))
+                    sender = (tx.get("from") or "").lower() or None
+                    found.append(Found(tx["hash"], NATIVE, self.native, to.lower(), value, sender=sender))
         return found
 
     def _drop_reverted(self, blocks: list[Block]) -> None:
@@ -171,6 +172,7 @@ class EvmChain:
                         to,
                         int(data, 16) if data not in ("0x", "") else 0,
                         rank,
+                        sender="0x" + topics_[1][-40:].lower(),
                     ),
                 )
             )
