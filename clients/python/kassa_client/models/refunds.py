@@ -14,7 +14,9 @@ REFUND_STATUSES = ("AWAITING_ADDRESS", "AWAITING_PAYMENT", "COMPLETED", "CANCELE
 @dataclass(frozen=True, kw_only=True)
 class Refund(KassaObject):
     """``amount`` in token units of the payment's token; ``claim_url`` is the page where
-    the customer gives the address (``address`` stays None until then)."""
+    the customer gives the address (``address`` stays None until then). ``payout_amount``
+    (None until claimed) is what the merchant pays, exactly: the amount plus a tag of a few
+    base units by which Kassa knows the payout; ``payout_from`` is the payout's sender."""
 
     id: str
     payment_id: str
@@ -25,6 +27,8 @@ class Refund(KassaObject):
     reason: str | None = None
     claim_url: str | None = None
     address: str | None = None
+    payout_amount: Decimal | None = None
+    payout_from: str | None = None
     transaction_hash: str | None = None
     confirmations: int = 0
     test_mode: bool | None = None
