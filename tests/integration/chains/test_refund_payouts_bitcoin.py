@@ -1,7 +1,7 @@
 """A Bitcoin refund on the regtest double (or a real bitcoind -regtest when BITCOIN_RPC_URL is
 set): the payout of its ``payout_amount`` to the claimed address is seen in the mempool and
-completes the refund at the network's confirmations (the bare amount does not); a refund completed by a submitted txid, refused while it is
-unmined, checked on the node."""
+completes the refund at the network's confirmations (the bare amount does not); a refund
+completed by a submitted txid, refused while it is unmined, checked on the node."""
 
 from __future__ import annotations
 
