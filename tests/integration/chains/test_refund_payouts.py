@@ -161,6 +161,7 @@ def test_a_native_eth_refund_is_completed_by_its_payout(h, chain):
     chain.mine(CONFIRMATIONS)
     wait_refund(h, refund, "COMPLETED")
     assert get(h, refund)["transaction_hash"] == tx
+    assert get(h, refund)["payout_from"].lower() == merchant_wallet(chain).lower()  # the transaction's sender
 
 
 def test_a_native_refund_paid_from_inside_a_contract_completes_and_a_reverted_frame_pays_nothing(h, chain):
