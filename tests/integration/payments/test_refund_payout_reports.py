@@ -269,3 +269,15 @@ def test_a_test_refund_is_never_paid_by_a_chain_transfer(sessions, claimed):
     settle(sessions, payout(CONFIRMED, 1_000_005, REQUIRED, tx_=tx()), payout(CONFIRMED, 1_000_006, REQUIRED, tx_=tx()))
     assert refund(sessions, squatter).status == "AWAITING_PAYMENT" and refund(sessions, squatter).transfer_ref is None
     assert refund(sessions, live).status == "COMPLETED"
+
+
+def test_a_refund_reorged_back_whose_tag_a_newer_claim_took_gets_another(sessions, claimed):
+    first = claimed(tag=7, ago=60)
+    paid = tx()
+    settle(sessions, payout(CONFIRMED, 1_000_007, REQUIRED, tx_=paid))
+    assert refund(sessions, first).status == "COMPLETED"
+    newer = claimed(tag=7)  # claimed after the tag's rest (the row says so): the same tag, open
+    settle(sessions, payout(REORGED, 1_000_007, REQUIRED, tx_=paid))  # before: the unique index's error
+    back, other = refund(sessions, first), refund(sessions, newer)
+    assert back.status == other.status == "AWAITING_PAYMENT"
+    assert other.payout_tag == 7 and back.payout_tag not in (None, 7)

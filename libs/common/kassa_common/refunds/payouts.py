@@ -52,6 +52,7 @@ from kassa_common.messaging.messages import EventType, TransferReport
 from kassa_common.models import Payment, Refund, Sweep
 from kassa_common.owner import Owner
 from kassa_common.refunds import onchain, transitions
+from kassa_common.refunds.addresses import payout_tag
 from kassa_common.refunds.onchain import Payout, PayoutConflict, PayoutRefused, Reader
 from kassa_common.refunds.shape import due_units
 from kassa_common.statuses import RefundStatus, TransferStatus
@@ -277,8 +278,33 @@ def revert_payout(session: Session, payout: Payout, *, lost: bool) -> Refund | N
         _forget(refund, now)
         refund.transaction_hash = None
         refund.completed_at = None
+        _keep_tag_unique(session, refund)
         transitions._transition(session, refund, AWAITING_PAYMENT, EventType.REFUND_REORGED)
     return refund
+
+
+def _keep_tag_unique(session: Session, refund: Refund) -> None:
+    """A refund back to AWAITING_PAYMENT keeps its tag (its payout, mined again, completes it
+    again) unless an open refund claimed to the same address since holds that tag (a claim
+    after the tag's rest, ``addresses.TAG_REST``): then it takes a free one, and its new
+    ``payout_amount`` is in ``refund.reorged`` (the old payout, mined again, is then proven by
+    its hash). Never the unique index's error in the settler."""
+    if refund.payout_tag is None or refund.address is None:
+        return
+    clash = session.scalar(
+        sa.select(
+            sa.exists().where(
+                Refund.network == refund.network,
+                sa.func.lower(Refund.address) == refund.address.lower(),
+                Refund.payout_tag == refund.payout_tag,
+                Refund.status == AWAITING_PAYMENT,
+                Refund.id != refund.id,
+            )
+        )
+    )
+    if clash:
+        refund.payout_tag = payout_tag(session, refund, refund.address)
+        log.error("refund %s: its tag was taken by a newer claim to %s; a new payout_amount", refund.id, refund.address)
 
 
 # -- a hash the merchant submits -------------------------------------------------------------
