@@ -4,8 +4,10 @@
 first account: the amount still due by default, or ``--amount`` in token units.
 
 ``kassa dev pay-refund REFUND_ID [--amount DECIMAL]`` pays a claimed live LOCAL_EVM refund
-from anvil's second account (the merchant's wallet in the walk-through): its amount, in its
-token (an ERC-20 transfer, or native coin), to the address the customer claimed it to.
+from anvil's second account (the merchant's wallet in the walk-through): its
+``payout_amount`` (the amount plus the claim's tag), in its token (an ERC-20 transfer, or
+native coin), to the address the customer claimed it to. A claimed test-mode refund (any
+network) never touches a chain: its payout is simulated and it is completed at once.
 
 The operator CLI does not know about this module: the package registers ``add_parser``
 in the ``kassa.cli`` entry-point group, and ``kassa`` calls every plugin it finds there.
@@ -22,6 +24,7 @@ from kassa_common.config import Settings
 from kassa_common.models import Payment, Refund
 from kassa_common.payments import find_by_short_id, remaining_units
 from kassa_common.pricing.amounts import from_base_units, to_base_units
+from kassa_common.refunds.shape import due_units
 from kassa_dev.listen import add_listen_parser
 
 NETWORK = "LOCAL_EVM"
@@ -116,7 +119,7 @@ def find_refund(settings: Settings, refund_id: str) -> Refund:
     if refund is None:
         raise ValueError(f"no refund with id {refund_id}")
     if refund.test_mode:
-        raise ValueError(f"refund {refund_id} is a test-mode refund: it never touches a chain")
+        return refund
     if refund.network.upper() != NETWORK:
         raise ValueError(f"refund {refund_id} is on {refund.network}; `kassa dev pay-refund` only pays on {NETWORK}")
     if refund.status != "AWAITING_PAYMENT" or not refund.address:
@@ -125,15 +128,52 @@ def find_refund(settings: Settings, refund_id: str) -> Refund:
     return refund
 
 
+def simulate_refund(args: argparse.Namespace, settings: Settings, refund: Refund) -> None:
+    """A test refund's payout, simulated (no chain): completed at once."""
+    from kassa_common.errors import DomainError
+    from kassa_common.refunds.payouts import simulate_payout
+
+    try:
+        with unit_of_work_for(settings) as s:
+            done = simulate_payout(s, refund.id)
+            data = {
+                "tx_hash": done.transaction_hash,
+                "refund_id": str(done.id),
+                "address": done.address,
+                "token": done.token,
+                "amount": str(from_base_units(int(done.payout_units or 0), done.decimals)),
+                "simulated": True,
+            }
+    except DomainError as exc:
+        raise ValueError(f"refund {refund.id} cannot be paid: {exc.message}") from None
+    print(
+        json.dumps(data)
+        if getattr(args, "json", False)
+        else f"simulated the payout of test refund {data['refund_id']}: {data['amount']} {data['token']} to "
+        f"{data['address']} in {data['tx_hash']}"
+    )
+
+
 def cmd_dev_pay_refund(args: argparse.Namespace, settings: Settings) -> None:
     from kassa_dev import chain
 
     refund = find_refund(settings, args.refund_id)
+    if refund.test_mode:
+        if refund.status != "AWAITING_PAYMENT" or not refund.address:
+            why = (
+                "the customer has not claimed it yet"
+                if refund.status == "AWAITING_ADDRESS"
+                else f"it is {refund.status}"
+            )
+            raise ValueError(f"refund {args.refund_id} cannot be paid: {why}")
+        simulate_refund(args, settings, refund)
+        return
     network, w3 = _node(settings)
     token = network.token(refund.token)
     if token is None:
         raise ValueError(f"{refund.token} is not a {NETWORK} token")
-    units = to_base_units(args.amount, token.decimals) if args.amount is not None else int(refund.amount_units)
+    due = due_units(refund) or int(refund.amount_units)
+    units = to_base_units(args.amount, token.decimals) if args.amount is not None else due
     accounts = w3.eth.accounts
     if len(accounts) < 2:
         raise ValueError(f"the {NETWORK} node has no second unlocked account to pay from")
@@ -159,9 +199,11 @@ def add_parser(sub) -> None:
     p.add_argument("--amount", type=_decimal, help="token units (default: what is still due)")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     p.set_defaults(run=cmd_dev_pay)
-    r = dev.add_parser("pay-refund", help=f"pay a claimed {NETWORK} refund from anvil's second account")
+    r = dev.add_parser(
+        "pay-refund", help=f"pay a claimed {NETWORK} refund from anvil's second account (a test refund: simulated)"
+    )
     r.add_argument("refund_id")
-    r.add_argument("--amount", type=_decimal, help="token units (default: the refund's amount)")
+    r.add_argument("--amount", type=_decimal, help="token units (default: the refund's payout_amount)")
     r.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     r.set_defaults(run=cmd_dev_pay_refund)
     add_listen_parser(dev)

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -126,7 +127,14 @@ def test_every_walkthrough_block_runs_and_the_payment_completes(make_run_stack):
         assert {h.json["event"] for h in receiver.all()} >= {"payment.created", "payment.detected", "payment.completed"}
         refunded = until(lambda: receiver.events("refund.completed"), timeout=20, message="refund.completed")[0]
         assert refunded.json["data"]["address"] == "0x90F79bf6EB2c4f870365E785982E1f101E93b906"
-        assert anvil.w3.eth.get_transaction(refunded.json["data"]["transaction_hash"])["from"] == anvil.accounts[1]
+        payout = refunded.json["data"]
+        assert anvil.w3.eth.get_transaction(payout["transaction_hash"])["from"] == anvil.accounts[1]
+        assert payout["payout_from"].lower() == anvil.accounts[1].lower()
+        tag = Decimal(payout["payout_amount"]) - Decimal("2.5")
+        assert Decimal("0.000001") <= tag <= Decimal("0.000999"), payout  # 1-999 base units of USDC
+        assert re.search(rf"^{re.escape(payout['payout_amount'])}$", done.stdout, flags=re.MULTILINE), output
+        receipt = anvil.w3.eth.get_transaction_receipt(payout["transaction_hash"])
+        assert int(receipt["logs"][0]["data"].hex(), 16) == int(Decimal(payout["payout_amount"]) * 10**6)
         assert re.search(r"^2\.5$", done.stdout, flags=re.MULTILINE), output  # refunded_amount
     finally:
         receiver.close()

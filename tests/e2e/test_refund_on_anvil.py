@@ -1,7 +1,7 @@
 """A refund from end to end on a `make run`-like stack (every Procfile process, the chain
 watcher included, anvil with 1 s blocks and the dev tokens): an over-paid USDC payment is
 refunded in part through the API, the customer claims it on the claim page in Chromium, the merchant
-pays it with ``kassa dev pay-refund`` (a real transaction from anvil's second account), the
+pays its ``payout_amount`` with ``kassa dev pay-refund`` (a real transaction from anvil's second account), the
 watcher sees the payout and the refund is COMPLETED with its hash; ``refund.created``,
 ``refund.claimed`` and ``refund.completed`` reach the merchant's receiver signed, and the
 payment shows ``refunded_amount``."""
@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import uuid
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -132,11 +133,13 @@ def test_an_over_paid_usdc_payment_is_refunded_in_part_on_chain(chain_stack, bro
             context.close()
         claimed = requests.get(f"{api}/refunds/{refund['id']}", headers=h, timeout=5).json()["data"]
         assert (claimed["status"], claimed["address"]) == ("AWAITING_PAYMENT", address)
+        due = int(Decimal(claimed["payout_amount"]) * 10**6)  # the amount plus its tag
+        assert 2_000_000 < due < 2_001_000
 
         before = devchain.token_balance(anvil.w3, anvil.tokens["USDC"], address)
         out = kassa(terminal, "dev", "pay-refund", refund["id"], "--json")
         tx = json.loads(out)["tx_hash"]
-        assert devchain.token_balance(anvil.w3, anvil.tokens["USDC"], address) == before + 2_000_000
+        assert devchain.token_balance(anvil.w3, anvil.tokens["USDC"], address) == before + due
         assert anvil.w3.eth.get_transaction(tx)["from"] == anvil.accounts[1]
 
         def completed() -> dict | None:

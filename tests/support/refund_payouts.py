@@ -23,7 +23,7 @@ def create_refund(h, p: dict, amount: str | None = None, reason: str | None = No
 def claim(h, refund: dict, address: str) -> dict:
     with unit_of_work(h.sessions) as s:
         token = s.get(Refund, uuid.UUID(refund["id"])).claim_token
-        transitions.claim_refund(s, token, address)
+        transitions.claim_refund(s, token, address, registry=h.settings.networks)
     relay_pending(h.sessions, h.publisher)  # refund.claimed reaches the watcher's feed
     until(lambda: address.lower() in h.watchlist, message="the refund's address watched")
     return get(h, refund)

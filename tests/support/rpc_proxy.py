@@ -14,6 +14,8 @@ hosted URL carries its key there: tests give it a fake one), except:
 - ``rewrite_hashes = True``: every block hash in its answers (a block's ``hash`` and
   ``parentHash``, any ``blockHash``) is replaced by another, consistently: a node on
   another fork, or a lying one;
+- ``rewrite = f``: every answer is ``f(request, answer)`` (the request and the answer
+  parsed), a node that lies about whatever ``f`` changes;
 - ``after(predicate, action)``: once, when a request matches ``predicate``, ``action`` runs
   after the node answered it and before the answer is sent back (a reorg in that window);
 - ``extra_logs``: logs added to every single ``eth_getLogs`` answer whose block range holds
@@ -53,6 +55,7 @@ class RpcProxy:
         self._refuse, self._retry_after = 0, 1
         self.rewrite_hashes = False
         self.extra_logs: list[dict[str, Any]] = []
+        self.rewrite: Callable[[Any, Any], Any] | None = None
         self._after: tuple[Callable[[Any], bool], Callable[[], None]] | None = None
         self.after_done = threading.Event()  # set once the action of ``after`` has run
         self._lock = threading.Lock()
@@ -159,6 +162,9 @@ class RpcProxy:
         if self.rewrite_hashes:
             self.counts["rewritten"] += 1
             content = json.dumps(_rewritten(json.loads(content))).encode()
+        rewrite = self.rewrite
+        if rewrite is not None:
+            content = json.dumps(rewrite(request, json.loads(content))).encode()
         return resp.status_code, {}, content
 
     def _block_hash(self, number: str) -> str:

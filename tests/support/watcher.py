@@ -163,14 +163,24 @@ def harness(settings, engine, sessions, merchant, network: str, *, also: tuple[s
 
 
 @contextmanager
-def live_evm(settings, engine, sessions, make_merchant, rpc_url: str, confirmations: int, *, watching: bool = False):
+def live_evm(
+    settings,
+    engine,
+    sessions,
+    make_merchant,
+    rpc_url: str,
+    confirmations: int,
+    *,
+    watching: bool = False,
+    env: dict[str, str] | None = None,
+):
     """A harness on LOCAL_EVM, read through ``rpc_url`` and needing ``confirmations``, for a
     merchant whose live EVM wallet is the published test key. ``watching``: with its watcher
-    started and active (``h.watcher``)."""
+    started and active (``h.watcher``). ``env``: more network settings (several nodes, a quorum)."""
     from kassa_common.chains.networks import load_registry
     from tests.support.api import set_live_wallet
 
-    env = {"LOCAL_EVM_RPC_URL": rpc_url, "LOCAL_EVM_CONFIRMATIONS": str(confirmations)}
+    env = {"LOCAL_EVM_RPC_URL": rpc_url, "LOCAL_EVM_CONFIRMATIONS": str(confirmations), **(env or {})}
     merchant = make_merchant()
     set_live_wallet(sessions, merchant.id, "evm")
     with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:

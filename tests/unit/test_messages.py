@@ -114,3 +114,17 @@ def test_statuses_compare_equal_to_what_the_database_and_api_hold():
     assert PaymentStatus.PARTIALLY_PAID == "PARTIALLY_PAID"
     assert {"SEEN": 1}[TransferStatus.SEEN] == 1
     assert json.dumps([PaymentStatus.COMPLETED]) == '["COMPLETED"]'
+
+
+def test_a_transfer_reports_sender_travels_and_older_messages_have_none():
+    from kassa_common.messaging.messages import TransferReport
+    from kassa_common.statuses import TransferStatus
+
+    r = TransferReport(
+        TransferStatus.SEEN, "LOCAL_EVM", "0x" + "ab" * 32, 0, "USDC", "0x" + "11" * 20, 5, sender="0x" + "22" * 20
+    )
+    message = r.to_message()
+    assert TransferReport.from_message(message.routing_key, message.body).sender == "0x" + "22" * 20
+    old = {k: v for k, v in message.body.items() if k != "sender"}
+    assert TransferReport.from_message(message.routing_key, old).sender is None
+    assert r.default_id() == TransferReport(**{**r.__dict__, "sender": None}).default_id()  # not part of its identity

@@ -18,6 +18,10 @@ class Found:
     ``position``: its place inside its transaction where that differs from ``index`` (an
     ERC-20 log's rank among the transaction's transfer logs to ``to``), which stays the
     same when a reorg moves the transaction to another block.
+
+    ``sender``: who sent it where the chain says (an ERC-20 log's ``from``, a native
+    transaction's ``from``), None elsewhere; not part of what the transfer is (comparisons
+    and the quorum's cross-check ignore it: blocks stored before it was read have none).
     """
 
     tx_hash: str
@@ -26,6 +30,7 @@ class Found:
     to: str
     amount_units: int
     position: int | None = None
+    sender: str | None = field(default=None, compare=False)
 
     @property
     def key(self) -> tuple[str, int]:
@@ -47,11 +52,13 @@ class Found:
         d = {"tx": self.tx_hash, "i": self.index, "token": self.token, "to": self.to, "units": str(self.amount_units)}
         if self.position is not None:
             d["p"] = self.position
+        if self.sender is not None:
+            d["from"] = self.sender
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Found:
-        return cls(d["tx"], int(d["i"]), d["token"], d["to"], int(d["units"]), d.get("p"))
+        return cls(d["tx"], int(d["i"]), d["token"], d["to"], int(d["units"]), d.get("p"), d.get("from"))
 
 
 @dataclass

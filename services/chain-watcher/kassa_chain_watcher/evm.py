@@ -100,7 +100,8 @@ class EvmChain:
             if to and to.lower() in watched:
                 value = int(tx["value"], 16)
                 if value > 0:
-                    found.append(Found(tx["hash"], NATIVE, self.native, to.lower(), value))
+                    sender = (tx.get("from") or "").lower() or None
+                    found.append(Found(tx["hash"], NATIVE, self.native, to.lower(), value, sender=sender))
         return found
 
     def _drop_reverted(self, blocks: list[Block]) -> None:
@@ -168,7 +169,8 @@ class EvmChain:
             if t.to not in watched:
                 continue
             rank = ranks[(t.tx_hash, t.to)] = ranks.get((t.tx_hash, t.to), -1) + 1
-            out.append((t.block, t.block_hash, Found(t.tx_hash, t.log_index, t.token, t.to, t.amount, rank)))
+            found = Found(t.tx_hash, t.log_index, t.token, t.to, t.amount, rank, sender=t.sender)
+            out.append((t.block, t.block_hash, found))
         return out
 
     def _get_logs(self, start: int, end: int, query: dict[str, Any]) -> list[dict[str, Any]]:
@@ -237,6 +239,7 @@ class TransferLog(NamedTuple):
     token: str  # the configured token's symbol
     to: str  # lower case
     amount: int  # base units: at most 2**256 - 1
+    sender: str | None = None  # lower case: the ``from`` topic
 
 
 WORD = re.compile(r"0x[0-9a-fA-F]{64}")  # one 32-byte ABI word (a topic, a uint256, a hash)
@@ -269,8 +272,8 @@ def transfer_log(entry: Any, tokens: Mapping[str, str]) -> TransferLog | None:
         return None
     if not (isinstance(block_hash, str) and isinstance(tx_hash, str) and WORD.fullmatch(tx_hash)):
         return None  # (a block hash is compared with the block's own: a wrong one is another fork)
-    to = "0x" + topics[2][-40:].lower()
-    return TransferLog(int(block, 16), block_hash, tx_hash, int(index, 16), token, to, int(data, 16))
+    to, sender = "0x" + topics[2][-40:].lower(), "0x" + topics[1][-40:].lower()
+    return TransferLog(int(block, 16), block_hash, tx_hash, int(index, 16), token, to, int(data, 16), sender)
 
 
 def _succeeded(receipt: dict[str, Any]) -> bool:

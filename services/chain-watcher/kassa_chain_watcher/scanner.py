@@ -84,6 +84,7 @@ def report(
         block.hash if block else None,
         confirmations,
         f.position,
+        sender=f.sender,
     )
     if not sighting:
         return r.to_message()

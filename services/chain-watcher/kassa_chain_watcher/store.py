@@ -94,6 +94,7 @@ class Store:
                 sa.select(sa.func.lower(Refund.address), Refund.claim_block).where(
                     Refund.network == self.network,
                     Refund.status == RefundStatus.AWAITING_PAYMENT,
+                    Refund.test_mode.is_(False),  # no chain transfer pays a test refund
                     sa.func.lower(Refund.address).in_(wanted),
                 )
             ).all()

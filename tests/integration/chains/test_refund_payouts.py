@@ -1,12 +1,13 @@
 """Refund payouts on anvil with the real contracts, the real watcher and settler (DESIGN §8):
 
-- an over-paid USDC payment refunded in part: claimed, paid with ``kassa dev pay-refund``,
-  COMPLETED with the payout's hash once confirmed, ``refunded_amount`` on the payment;
+- an over-paid USDC payment refunded in part: claimed, paid with ``kassa dev pay-refund``
+  (its ``payout_amount``), COMPLETED with the payout's hash once confirmed,
+  ``refunded_amount`` on the payment;
 - a native ETH refund, paid by a top-level transfer, and one paid from inside a contract;
 - a payout inside a call frame that reverted, a payout smaller than the refund, and one
   to a canceled refund complete nothing;
-- two refunds claimed to one address and one payout: the older claim completes, the other
-  waits for a payout of its own;
+- two refunds claimed to one address: each is completed by its own payout (its
+  ``payout_amount``), whichever is paid first;
 - a refund completed by a submitted transaction hash (``POST /refunds/:id/complete``), and
   the hashes refused: paying someone else, too small, not yet confirmed, already used;
 - a completed refund whose payout a reorg deeper than the confirmations took away goes back
@@ -116,6 +117,11 @@ def pay_refund(chain, refund: dict, settings, amount: Decimal | None = None) -> 
     return out[-1].rsplit(" ", 1)[-1]
 
 
+def tag(h, refund: dict) -> int:
+    """The refund's payout tag: its ``payout_amount`` is its amount plus these base units."""
+    return row(h, refund).payout_tag
+
+
 def settled_up_to_here(h, chain) -> None:
     """Everything mined so far is confirmed and settled: a payment paid after it completes."""
     paid(h, chain, amount=1)
@@ -151,10 +157,11 @@ def test_a_native_eth_refund_is_completed_by_its_payout(h, chain):
     claim(h, refund, customer(chain))
     before = chain.w3.eth.get_balance(customer(chain))
     tx = pay_refund(chain, refund, h.settings)
-    assert chain.w3.eth.get_balance(customer(chain)) == before + 4 * 10**15
+    assert chain.w3.eth.get_balance(customer(chain)) == before + 4 * 10**15 + tag(h, refund)
     chain.mine(CONFIRMATIONS)
     wait_refund(h, refund, "COMPLETED")
     assert get(h, refund)["transaction_hash"] == tx
+    assert get(h, refund)["payout_from"].lower() == merchant_wallet(chain).lower()  # the transaction's sender
 
 
 def test_a_native_refund_paid_from_inside_a_contract_completes_and_a_reverted_frame_pays_nothing(h, chain):
@@ -165,13 +172,13 @@ def test_a_native_refund_paid_from_inside_a_contract_completes_and_a_reverted_fr
     claim(h, real, customer(chain, 5))
     until(lambda: customer(chain, 4).lower() in h.watchlist.native, message="followed by balance")
     sender = chain.w3.eth.accounts[0]
-    fake = payer.functions.payThenFake(customer(chain, 4), 0, 4 * 10**15, 1, 0).transact(
-        {"from": sender, "value": 4 * 10**15}
+    faked_due = 4 * 10**15 + tag(h, faked)  # its payout_amount, in a frame that reverts
+    fake = payer.functions.payThenFake(customer(chain, 4), 0, faked_due, 1, 0).transact(
+        {"from": sender, "value": faked_due}
     )
     assert chain.w3.eth.wait_for_transaction_receipt(fake).status == 1  # the transaction itself succeeded
-    sent = payer.functions.payThenFake(customer(chain, 5), 3 * 10**15, 0, 1, 0).transact(
-        {"from": sender, "value": 3 * 10**15}
-    )
+    due = 3 * 10**15 + tag(h, real)  # its payout_amount
+    sent = payer.functions.payThenFake(customer(chain, 5), due, 0, 1, 0).transact({"from": sender, "value": due})
     assert chain.w3.eth.wait_for_transaction_receipt(sent).status == 1
     chain.mine(CONFIRMATIONS)
     wait_refund(h, real, "COMPLETED")
@@ -218,10 +225,11 @@ def test_two_refunds_claimed_to_one_address_need_two_payouts(h, chain):
     first, second = create_refund(h, p, amount="1"), create_refund(h, p, amount="1")
     claim(h, second, customer(chain))  # claimed first: the older claim
     claim(h, first, customer(chain))
+    assert tag(h, first) != tag(h, second)
     one = devchain.pay(
         chain.w3,
         to=customer(chain),
-        amount_base_units=USDC,
+        amount_base_units=USDC + tag(h, second),
         token_contract=chain.tokens["USDC"],
         sender=merchant_wallet(chain),
     )

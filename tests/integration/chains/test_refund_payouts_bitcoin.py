@@ -1,7 +1,7 @@
 """A Bitcoin refund on the regtest double (or a real bitcoind -regtest when BITCOIN_RPC_URL is
-set): the payout to the claimed address is seen in the mempool and completes the refund at
-the network's confirmations; a refund completed by a submitted txid, refused while it is
-unmined, checked on the node."""
+set): the payout of its ``payout_amount`` to the claimed address is seen in the mempool and
+completes the refund at the network's confirmations (the bare amount does not); a refund
+completed by a submitted txid, refused while it is unmined, checked on the node."""
 
 from __future__ import annotations
 
@@ -39,18 +39,21 @@ def test_a_bitcoin_refund_is_completed_by_its_payout_and_another_by_its_txid(h):
     p = paid_btc(h)
     refund = create_refund(h, p, amount="0.0001")
     address = h.node.new_address()
-    claim(h, refund, address)
-    txid = h.node.send(address, Decimal("0.0001"))
+    claimed = claim(h, refund, address)
+    due = Decimal(claimed["payout_amount"])
+    assert Decimal("0.0001") < due < Decimal("0.0001") + Decimal("0.00001")  # 1-999 satoshis more
+    bare = h.node.send(address, Decimal("0.0001"))  # the amount without its tag pays nothing
+    txid = h.node.send(address, due)
     until(lambda: get(h, refund)["confirmations"] == 0 and status(h, refund) == "AWAITING_PAYMENT", message="waiting")
     h.node.mine(2)
     until(lambda: status(h, refund) == "COMPLETED", 30, message="refund completed")
-    assert get(h, refund)["transaction_hash"] == txid
+    assert get(h, refund)["transaction_hash"] == txid != bare
 
     h.stop_watchers()  # the next one is completed by its txid alone
     second = create_refund(h, p, amount="0.0002")
     other = h.node.new_address()
     claim_without_watcher(h, second, other)
-    sent = h.node.send(other, Decimal("0.0002"))
+    sent = h.node.send(other, Decimal("0.0002"))  # at least the amount: a submitted txid needs no tag
 
     def complete(tx: str):
         return h.client.post(
@@ -69,4 +72,6 @@ def test_a_bitcoin_refund_is_completed_by_its_payout_and_another_by_its_txid(h):
 
 def claim_without_watcher(h, refund: dict, address: str) -> None:
     with unit_of_work(h.sessions) as s:
-        transitions.claim_refund(s, s.get(Refund, uuid.UUID(refund["id"])).claim_token, address)
+        transitions.claim_refund(
+            s, s.get(Refund, uuid.UUID(refund["id"])).claim_token, address, registry=h.settings.networks
+        )

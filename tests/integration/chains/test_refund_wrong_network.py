@@ -44,7 +44,9 @@ def test_funds_on_the_wrong_network_are_refunded_on_that_network(
         until(lambda: customer.lower() in h.watchlists[SECOND], TIMEOUT, message="watched on LOCAL_EVM_2")
         assert customer.lower() not in h.watchlists["LOCAL_EVM"]
 
-        usdc = {"token_contract": first.tokens["USDC"], "amount_base_units": 5 * USDC, "to": customer}
+        with sessions() as s:
+            due = 5 * USDC + s.get(Refund, uuid.UUID(refund["id"])).payout_tag  # its payout_amount
+        usdc = {"token_contract": first.tokens["USDC"], "amount_base_units": due, "to": customer}
         devchain.pay(first.w3, sender=wallet, **usdc)  # the right amount on the other chain: not this refund's
         paid = devchain.pay(second.w3, sender=wallet, **{**usdc, "token_contract": second.tokens["USDC"]})
 

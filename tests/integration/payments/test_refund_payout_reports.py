@@ -47,7 +47,13 @@ def claimed(sessions, payment):
     """Claimed refunds of the payment (rows as the refund package leaves them at the claim)."""
 
     def make(
-        units: int = 1_000_000, *, address: str = ADDRESS, claim_block: int | None = 90, ago: int = 0
+        units: int = 1_000_000,
+        *,
+        address: str = ADDRESS,
+        claim_block: int | None = 90,
+        ago: int = 0,
+        tag: int | None = None,
+        test_mode: bool = False,
     ) -> uuid.UUID:
         now = utcnow()
         with unit_of_work(sessions) as s:
@@ -56,8 +62,9 @@ def claimed(sessions, payment):
                 id=uuid.uuid4(),
                 merchant_id=p.merchant_id,
                 payment_id=p.id,
-                test_mode=False,
+                test_mode=test_mode,
                 status="AWAITING_PAYMENT",
+                payout_tag=tag,
                 amount_units=units,
                 token=p.token,
                 network=p.network,
@@ -87,9 +94,20 @@ def payout(
     to: str | None = None,
     token: str = "USDC",
     log_index: int = 0,
+    sender: str | None = None,
 ) -> TransferReport:
     return TransferReport(
-        status, "LOCAL_EVM", tx_, log_index, token, (to or ADDRESS).lower(), units, block, block_hash, confirmations
+        status,
+        "LOCAL_EVM",
+        tx_,
+        log_index,
+        token,
+        (to or ADDRESS).lower(),
+        units,
+        block,
+        block_hash,
+        confirmations,
+        sender=sender,
     )
 
 
@@ -227,3 +245,39 @@ def test_a_payout_seen_unmined_then_mined_before_the_claim_is_let_go(sessions, c
     assert (refund(sessions, rid).status, refund(sessions, rid).transfer_ref) == ("AWAITING_PAYMENT", None)
     settle(sessions, payout(CONFIRMED, 1_000_000, REQUIRED, tx_=later, block=101, block_hash="0xb2"))
     assert refund(sessions, rid).transaction_hash == later
+
+
+def test_only_exactly_payout_amount_from_another_address_pays_a_tagged_refund(sessions, claimed):
+    rid = claimed(tag=417)
+    settle(
+        sessions,
+        payout(CONFIRMED, 1_000_000, REQUIRED, tx_=tx()),  # the bare amount
+        payout(CONFIRMED, 5_000_000, REQUIRED, tx_=tx()),  # an unrelated, bigger inflow
+        payout(CONFIRMED, 1_000_418, REQUIRED, tx_=tx()),  # one base unit off
+        payout(CONFIRMED, 1_000_417, REQUIRED, tx_=tx(), sender=ADDRESS),  # the customer's own, to itself
+    )
+    assert refund(sessions, rid).status == "AWAITING_PAYMENT" and refund(sessions, rid).transfer_ref is None
+    paid, sender = tx(), "0x" + "5a" * 20
+    settle(sessions, payout(CONFIRMED, 1_000_417, REQUIRED, tx_=paid, sender=sender))
+    done = refund(sessions, rid)
+    assert (done.status, done.transaction_hash, done.payout_from) == ("COMPLETED", paid, sender)
+
+
+def test_a_test_refund_is_never_paid_by_a_chain_transfer(sessions, claimed):
+    squatter = claimed(tag=5, test_mode=True, ago=60)  # the older claim, of test mode
+    live = claimed(tag=6)
+    settle(sessions, payout(CONFIRMED, 1_000_005, REQUIRED, tx_=tx()), payout(CONFIRMED, 1_000_006, REQUIRED, tx_=tx()))
+    assert refund(sessions, squatter).status == "AWAITING_PAYMENT" and refund(sessions, squatter).transfer_ref is None
+    assert refund(sessions, live).status == "COMPLETED"
+
+
+def test_a_refund_reorged_back_whose_tag_a_newer_claim_took_gets_another(sessions, claimed):
+    first = claimed(tag=7, ago=60)
+    paid = tx()
+    settle(sessions, payout(CONFIRMED, 1_000_007, REQUIRED, tx_=paid))
+    assert refund(sessions, first).status == "COMPLETED"
+    newer = claimed(tag=7)  # claimed after the tag's rest (the row says so): the same tag, open
+    settle(sessions, payout(REORGED, 1_000_007, REQUIRED, tx_=paid))  # before: the unique index's error
+    back, other = refund(sessions, first), refund(sessions, newer)
+    assert back.status == other.status == "AWAITING_PAYMENT"
+    assert other.payout_tag == 7 and back.payout_tag not in (None, 7)

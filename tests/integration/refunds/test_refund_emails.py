@@ -68,9 +68,11 @@ def test_the_customer_gets_the_claim_link_and_the_merchant_the_pay_it_email(
     # the customer follows the link and claims
     assert claim(client, refund, GOOD).status_code == 303
     [pay_it] = arrives(sessions, publisher, lambda: refund_mail(inbox, m.email))
-    assert pay_it["Subject"] == "Refund claimed: pay 2.66 USDC on LOCAL_EVM"
+    due = client.get(f"{API}/refunds/{refund['id']}", headers=m.headers("live")).get_json()["data"]["payout_amount"]
+    assert due.startswith("2.66") and due != "2.66"  # the amount and its tag: exactly what to pay
+    assert pay_it["Subject"] == f"Refund claimed: pay {due} USDC on LOCAL_EVM"
     text = pay_it.get_body(("plain",)).get_content()
-    assert GOOD in text and "2.66 USDC" in text and "over-paid" in text and p["short_id"] in text
+    assert GOOD in text and f"{due} USDC" in text and "over-paid" in text and p["short_id"] in text
     assert f"{DASHBOARD}/payments/{p['short_id']}" in text and refund["claim_url"] not in text
     until(
         lambda: (
@@ -123,6 +125,6 @@ def test_without_a_customer_email_there_is_no_claim_link_email_but_the_merchant_
         s.commit()
     assert claim(client, refund, GOOD).status_code == 303
     [pay_it] = arrives(sessions, publisher, lambda: refund_mail(inbox, m.email))
-    assert re.match(r"\[TEST\] Refund claimed: pay 15 USDC on BASE", pay_it["Subject"])
+    assert re.match(r"\[TEST\] Refund claimed: pay 15\.000\d+ USDC on BASE", pay_it["Subject"])
     assert [kind for _, kind, _ in refund_notifications(sessions, refund["id"])] == ["merchant"]
     assert client.get(path_of(refund)).status_code == 200

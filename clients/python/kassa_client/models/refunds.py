@@ -17,7 +17,9 @@ class Refund(KassaObject):
     the customer gives the address (``address`` stays None until then): only answers to a
     ``refunds:manage`` key carry it, never events or webhooks, which say ``claimable``
     instead. ``funds_reorged``: the payment's funds were lost in a deep reorg; check before
-    paying."""
+    paying. ``payout_amount`` (None until claimed) is what the merchant pays, exactly: the
+    amount plus a tag of a few base units by which Kassa knows the payout; ``payout_from``
+    is the payout's sender."""
 
     id: str
     payment_id: str
@@ -30,6 +32,8 @@ class Refund(KassaObject):
     claimable: bool | None = None
     funds_reorged: bool = False
     address: str | None = None
+    payout_amount: Decimal | None = None
+    payout_from: str | None = None
     transaction_hash: str | None = None
     confirmations: int = 0
     test_mode: bool | None = None

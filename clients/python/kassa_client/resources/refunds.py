@@ -46,11 +46,14 @@ class Refunds(Resource):
         return self._object(Refund, "GET", f"/refunds/{segment(refund_id)}")
 
     def cancel(self, refund_id: str) -> Refund:
-        """Cancel a refund not yet COMPLETED (``ConflictError`` once COMPLETED, CANCELED or EXPIRED)."""
+        """Cancel a refund whose payout is not yet seen (``ConflictError`` once a payout is seen on
+        chain, and once COMPLETED, CANCELED or EXPIRED)."""
         return self._object(Refund, "POST", f"/refunds/{segment(refund_id)}/cancel")
 
     def complete(self, refund_id: str, transaction_hash: str) -> Refund:
-        """Complete a refund with the payout's transaction hash (checked on chain by Kassa)."""
+        """Complete a live refund with the payout's transaction hash (checked on chain by Kassa,
+        under the network's RPC quorum; ``ConflictError`` for a test refund, which only a
+        simulation completes)."""
         return self._object(
             Refund, "POST", f"/refunds/{segment(refund_id)}/complete", body={"transaction_hash": transaction_hash}
         )

@@ -2,8 +2,10 @@
 
 EVM: ``0x`` and 40 hex digits, with a right EIP-55 checksum when mixed-case, and not the
 zero address (``forwarder.settlement_address``'s rules). Bitcoin: the network's segwit
-addresses (BIP173 bech32 for version 0, BIP350 bech32m for versions 1 to 16, with the
-network's prefix) and its base58check P2PKH and P2SH addresses. ``InvalidAddress`` says why
+addresses (BIP173 bech32 for version 0, BIP350 bech32m for version 1, taproot, with the
+network's prefix) and its base58check P2PKH and P2SH addresses. Witness versions 2 to 16
+are valid BIP350 strings but no wallet can spend from them yet (they are reserved for
+future soft forks, and anyone could spend them if one gave them meaning): refused. ``InvalidAddress`` says why
 not, in words a customer understands.
 """
 
@@ -79,6 +81,13 @@ def _segwit(text: str, hrp: str) -> str | None:
         raise InvalidAddress("the address's checksum is wrong: check it for a typo")
     if version == 0 and len(program) not in (20, 32):
         raise InvalidAddress("not a valid segwit version 0 address")
+    if version > 1:
+        raise InvalidAddress(
+            f"segwit witness version {version} is not in use yet: funds sent there could be lost; "
+            "give a version 0 (bc1q…) or taproot (bc1p…) address"
+        )
+    if version == 1 and len(program) != 32:
+        raise InvalidAddress("not a valid taproot (segwit version 1) address")
     return lower
 
 

@@ -103,6 +103,8 @@ class TransferReport:
     tx_hash, position, to), and so is the message id: one transaction paying several
     payments (a batch payout) is as many transfers and messages. Amounts are exact integers in the token's base units
     (a string on the wire). ``simulated``: test mode's, routed apart from the chain's.
+    ``sender``: who sent it, where the watcher knows (an ERC-20 log's ``from``, a native
+    transaction's ``from``; None on Bitcoin and in older messages): a refund's payout records it.
     """
 
     status: TransferStatus
@@ -117,6 +119,7 @@ class TransferReport:
     confirmations: int = 0
     position: int | None = None
     simulated: bool = False
+    sender: str | None = None
 
     @property
     def place(self) -> int:
@@ -148,6 +151,8 @@ class TransferReport:
         }
         if self.position is not None:
             body["position"] = self.position
+        if self.sender is not None:
+            body["sender"] = self.sender
         return body
 
     def to_message(self, message_id: str | None = None) -> Message:
@@ -170,6 +175,7 @@ class TransferReport:
             block_hash=body.get("block_hash"),
             confirmations=int(body.get("confirmations") or 0),
             position=int(body["position"]) if body.get("position") is not None else None,
+            sender=str(body["sender"]) if body.get("sender") is not None else None,
         )
 
 

@@ -1,14 +1,20 @@
 """Refund payouts: the on-chain transfer that pays a claimed refund, from the chain watcher's
-reports or from a transaction hash the merchant submits (``complete_with_hash``).
+reports or from a transaction hash the merchant submits (``complete_with_hash``), and test
+mode's simulated payout (``simulate_payout``).
 
-A claimed refund (``AWAITING_PAYMENT``) is paid by a transfer of its token on its network to
-its address, of at least its amount, in a block after the one its network's watcher stood
-at when it was claimed (``claim_block``), from any sender. The chain watcher watches the
-addresses of claimed refunds like the payments' (``kassa_chain_watcher.watchlist``) and its
-reports reach the settler, which hands those that pay no payment to ``apply_report``:
+A claimed live refund (``AWAITING_PAYMENT``) is paid by a transfer of its token on its
+network to its address of exactly its ``payout_amount`` (the amount plus the claim's tag,
+unique among the open refunds claimed to that address: ``addresses.payout_tag``), in a block
+after the one its network stood at when it was claimed (``claim_block``), not sent from the
+address itself. So an unrelated inflow to a busy address (an exchange's) pays nothing, and
+of several refunds claimed to one address (any merchant's) each is paid by its own payout.
+The chain watcher watches the addresses of claimed refunds like the payments'
+(``kassa_chain_watcher.watchlist``) and its reports reach the settler, which hands those
+that pay no payment to ``apply_report``:
 
 - ``seen`` (not yet confirmed): ``record_payout`` records the transfer on the refund
-  (``transfer_ref``, ``payout_units``, its block, ``confirmations``); the refund waits;
+  (``transfer_ref``, ``payout_units``, ``payout_from``, its block, ``confirmations``); the
+  refund waits, and can no longer be canceled;
 - ``confirmed`` (the network's required confirmations): ``confirm_payout`` completes the
   refund (``COMPLETED`` with ``transaction_hash`` and ``completed_at``, ``refund.completed``);
 - ``orphaned`` (left the chain before it was confirmed): ``revert_payout`` forgets it;
@@ -16,18 +22,23 @@ reports reach the settler, which hands those that pay no payment to ``apply_repo
   refund goes back to ``AWAITING_PAYMENT`` with ``refund.reorged``; mined again, the
   transfer is reported again and completes it again.
 
+Mode and merchant never mix: a chain transfer completes only live refunds; a test-mode
+refund is completed only by ``simulate_payout`` (``kassa dev pay-refund``, the claim page's
+test button), whose transaction is ``test_tx_…``, a ref no chain transfer has; a submitted
+hash only a refund of the submitting merchant and mode (and never a test one: 409).
+
 One transfer pays at most one refund: ``transfer_ref`` (the transfer's transaction, its place
 there and, on EVM, its recipient: what a reorg that moves it cannot change) is unique per
-network. Of several refunds claimed to one address, a transfer pays the oldest-claimed one
-whose amount it covers that no other transfer pays yet; the others keep waiting. A transfer
-to a payment's own address (a deposit) never reaches here: the settler gives it to its
-payment. A ``CANCELED`` or ``EXPIRED`` refund is never completed by a later payout.
+network. A transfer to a payment's own address (a deposit) never reaches here: the settler
+gives it to its payment; a Kassa sweep is never a payout. A ``CANCELED`` or ``EXPIRED``
+refund is never completed by a later payout.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import secrets
 import uuid
 from datetime import datetime
 from decimal import Decimal
@@ -38,9 +49,12 @@ from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
 from kassa_common.messaging.messages import EventType, TransferReport
-from kassa_common.models import Refund, Sweep
+from kassa_common.models import Payment, Refund, Sweep
+from kassa_common.owner import Owner
 from kassa_common.refunds import onchain, transitions
+from kassa_common.refunds.addresses import payout_tag
 from kassa_common.refunds.onchain import Payout, PayoutConflict, PayoutRefused, Reader
+from kassa_common.refunds.shape import due_units
 from kassa_common.statuses import RefundStatus, TransferStatus
 from kassa_common.timefmt import utcnow
 
@@ -54,6 +68,7 @@ __all__ = [
     "confirm_payout",
     "record_payout",
     "revert_payout",
+    "simulate_payout",
 ]
 log = logging.getLogger("kassa.refunds")
 SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
@@ -71,6 +86,7 @@ def from_report(r: TransferReport) -> Payout:
         r.block_number,
         r.block_hash,
         r.confirmations,
+        r.sender.lower() if r.sender else None,
     )
 
 
@@ -91,13 +107,15 @@ def apply_report(session: Session, r: TransferReport) -> Refund | None:
 
 
 def _lock(session: Session, payout: Payout) -> list[Refund]:
-    """The refunds at the payout's address that it may concern, locked, oldest claim first:
-    those waiting for a payout, and whichever this very transfer pays already."""
+    """The live refunds at the payout's address that it may concern, locked, oldest claim
+    first: those waiting for a payout, and whichever this very transfer pays already. A test
+    refund is never among them: no chain transfer pays it."""
     return list(
         session.scalars(
             sa.select(Refund)
             .where(
                 Refund.network == payout.network,
+                Refund.test_mode.is_(False),
                 sa.func.lower(Refund.address) == payout.to.lower(),
                 sa.or_(Refund.status == AWAITING_PAYMENT, Refund.transfer_ref == payout.ref),
             )
@@ -113,14 +131,22 @@ def after_claim(refund: Refund, block_number: int | None) -> bool:
     return block_number is None or refund.claim_block is None or block_number > refund.claim_block
 
 
+def from_itself(refund: Refund, payout: Payout) -> bool:
+    """The payout comes from the claimed address itself (the customer moving their own funds)."""
+    return bool(payout.sender) and str(payout.sender).lower() == (refund.address or "").lower()
+
+
 def covers(refund: Refund, payout: Payout) -> bool:
-    """The payout is of the refund's token, on its network, of at least its amount, after its claim."""
+    """The watcher's rule: a live refund's payout is of its token, on its network, of exactly
+    its ``payout_amount``, after its claim, not from its own address."""
     return (
         refund.status == AWAITING_PAYMENT
+        and not refund.test_mode
         and refund.network.upper() == payout.network
         and refund.token.upper() == payout.token.upper()
-        and payout.amount_units >= int(refund.amount_units)
+        and payout.amount_units == due_units(refund)
         and after_claim(refund, payout.block_number)
+        and not from_itself(refund, payout)
     )
 
 
@@ -159,12 +185,13 @@ def _hold(refund: Refund, payout: Payout, now: datetime) -> None:
     refund.payout_units = Decimal(payout.amount_units)
     refund.payout_block_number = payout.block_number
     refund.payout_block_hash = payout.block_hash
+    refund.payout_from = payout.sender
     refund.confirmations = payout.confirmations
     refund.updated_at = now
 
 
 def _forget(refund: Refund, now: datetime) -> None:
-    refund.transfer_ref = refund.payout_units = None
+    refund.transfer_ref = refund.payout_units = refund.payout_from = None
     refund.payout_block_number = refund.payout_block_hash = None
     refund.confirmations = 0
     refund.updated_at = now
@@ -251,30 +278,39 @@ def revert_payout(session: Session, payout: Payout, *, lost: bool) -> Refund | N
         _forget(refund, now)
         refund.transaction_hash = None
         refund.completed_at = None
+        _keep_tag_unique(session, refund)
         transitions._transition(session, refund, AWAITING_PAYMENT, EventType.REFUND_REORGED)
     return refund
+
+
+def _keep_tag_unique(session: Session, refund: Refund) -> None:
+    """A refund back to AWAITING_PAYMENT keeps its tag (its payout, mined again, completes it
+    again) unless an open refund claimed to the same address since holds that tag (a claim
+    after the tag's rest, ``addresses.TAG_REST``): then it takes a free one, and its new
+    ``payout_amount`` is in ``refund.reorged`` (the old payout, mined again, is then proven by
+    its hash). Never the unique index's error in the settler."""
+    if refund.payout_tag is None or refund.address is None:
+        return
+    clash = session.scalar(
+        sa.select(
+            sa.exists().where(
+                Refund.network == refund.network,
+                sa.func.lower(Refund.address) == refund.address.lower(),
+                Refund.payout_tag == refund.payout_tag,
+                Refund.status == AWAITING_PAYMENT,
+                Refund.id != refund.id,
+            )
+        )
+    )
+    if clash:
+        refund.payout_tag = payout_tag(session, refund, refund.address)
+        log.error("refund %s: its tag was taken by a newer claim to %s; a new payout_amount", refund.id, refund.address)
 
 
 # -- a hash the merchant submits -------------------------------------------------------------
 
 HEX64 = re.compile(r"^[0-9a-fA-F]{64}$")
 HASH_PATTERN = r"^\s*(0[xX])?[0-9a-fA-F]{64}\s*$"  # what ``POST /refunds/:id/complete`` documents
-
-
-def lock_refund(session: Session, merchant_id: uuid.UUID, refund_id: uuid.UUID | str) -> Refund:
-    try:
-        rid = refund_id if isinstance(refund_id, uuid.UUID) else uuid.UUID(str(refund_id))
-    except ValueError:
-        raise NotFound("no such refund") from None
-    refund = session.scalars(
-        sa.select(Refund)
-        .where(Refund.id == rid, Refund.merchant_id == merchant_id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).first()
-    if refund is None:
-        raise NotFound("no such refund")
-    return refund
 
 
 def check_hash_format(kind: str, tx_hash: Any) -> str:
@@ -292,46 +328,39 @@ def check_hash_format(kind: str, tx_hash: Any) -> str:
 
 
 def complete_with_hash(
-    session: Session, merchant_id: uuid.UUID, refund_id: uuid.UUID | str, tx_hash: Any, reader: Reader | None
+    session: Session, owner: Owner, refund_id: uuid.UUID | str, tx_hash: Any, reader: Reader | None
 ) -> Refund:
-    """Complete a claimed refund by the transaction the merchant says paid it, once it is
-    checked on chain: a transfer of the refund's token to its address of at least its amount,
-    in a block after the claim, at the network's required confirmations, paying no other
-    refund. ``reader``: ``onchain.Reader`` of the refund's network (None in test mode, where no
-    chain is read). Raises PayoutRefused (400) or PayoutConflict (409) saying why not.
+    """Complete a claimed live refund by the transaction the merchant says paid it, once it
+    is checked on chain under the network's RPC quorum (``onchain.transfers_in``): a transfer
+    of the refund's token to its address of at least its amount (the tag is the watcher's
+    way to know a payout; a merchant naming the transaction needs none), in a block after
+    the claim, at the network's required confirmations, paying no other refund, and none of
+    what is never a payout: a transfer from the claimed address itself, a Kassa sweep, or a
+    transaction moving a payment's deposit (to a deposit address, or out of one). ``owner``:
+    the submitting merchant and mode (another's refund is NotFound); a test-mode refund is
+    completed only by simulation (409). ``reader``: ``onchain.Reader`` of the refund's network
+    (None: no node configured). Raises PayoutRefused (400) or PayoutConflict (409) saying why
+    not.
 
     The chain is read before the refund is locked (a node may be slow), then everything is
     checked again under the lock."""
     refund = session.get(Refund, _uuid(refund_id))
-    if refund is None or refund.merchant_id != merchant_id:
+    if refund is None or refund.merchant_id != owner.merchant_id or refund.test_mode != owner.test_mode:
         raise NotFound("no such refund")
-    kind = "bitcoin" if refund.network.upper().startswith("BITCOIN") else "evm"
-    if refund.test_mode:  # no chain: any hash of the network's form completes it
-        tx_hash = check_hash_format(kind, tx_hash)
-        payouts = [
-            Payout(
-                refund.network.upper(),
-                tx_hash,
-                0,
-                refund.token,
-                refund.address or "",
-                int(refund.amount_units),
-                None,
-                None,
-                0,
-            )
-        ]
-    else:
-        tx_hash = check_hash_format(kind, tx_hash)
-        _must_await(refund)
-        if reader is None:
-            raise PayoutConflict(f"no {refund.network} node is configured: the transaction cannot be checked")
-        payouts = onchain.transfers_in(reader, tx_hash, refund)
-        required = reader.required
-    refund = _lock_with_neighbours(session, refund) if refund.address else lock_refund(session, merchant_id, refund.id)
-    _must_await(refund)
     if refund.test_mode:
-        return complete(session, refund, payouts[0])
+        raise PayoutConflict(
+            "a test-mode refund moves no funds, so no transaction completes it: simulate its payout with "
+            "`kassa dev pay-refund` or the claim page's test button"
+        )
+    kind = "bitcoin" if refund.network.upper().startswith("BITCOIN") else "evm"
+    tx_hash = check_hash_format(kind, tx_hash)
+    _must_await(refund)
+    if reader is None:
+        raise PayoutConflict(f"no {refund.network} node is configured: the transaction cannot be checked")
+    payouts = onchain.transfers_in(reader, tx_hash, refund)
+    required = reader.required
+    refund = _lock_with_neighbours(session, refund)
+    _must_await(refund)
     to_it = [
         p for p in payouts if p.to.lower() == (refund.address or "").lower() and p.token.upper() == refund.token.upper()
     ]
@@ -347,6 +376,7 @@ def complete_with_hash(
             ),
             [{"field": "transaction_hash", "issue": "wrong_recipient"}],
         )
+    _refuse_non_payouts(session, refund, tx_hash, payouts, to_it)
     big_enough = [p for p in to_it if p.amount_units >= int(refund.amount_units)]
     if not big_enough:
         from kassa_common.pricing.amounts import units_text
@@ -376,6 +406,56 @@ def complete_with_hash(
             "confirmation(s); submit it again once it has them"
         )
     return complete(session, refund, payout)
+
+
+def _refuse_non_payouts(
+    session: Session, refund: Refund, tx_hash: str, payouts: list[Payout], to_it: list[Payout]
+) -> None:
+    """PayoutRefused when the transaction is none of the merchant's to give: sent from the
+    claimed address itself, a Kassa sweep, or one moving a payment's deposit (paying a
+    deposit address, or sent from one)."""
+    if all(from_itself(refund, p) for p in to_it):
+        raise PayoutRefused(
+            f"transaction {tx_hash} comes from the refund's address itself, its own address: the customer's own "
+            "transfer pays no refund",
+            [{"field": "transaction_hash", "issue": "from_recipient"}],
+        )
+    if _is_sweep(session, to_it[0]):
+        raise PayoutRefused(
+            f"transaction {tx_hash} is a Kassa sweep of payments' funds, not a payout of the merchant's",
+            [{"field": "transaction_hash", "issue": "sweep"}],
+        )
+    touched = {p.to.lower() for p in payouts} | {p.sender.lower() for p in payouts if p.sender}
+    if touched and session.scalar(sa.select(sa.exists().where(sa.func.lower(Payment.address).in_(sorted(touched))))):
+        raise PayoutRefused(
+            f"transaction {tx_hash} moves a payment's deposit (to or from a Kassa deposit address): "
+            "it is no payout of a refund",
+            [{"field": "transaction_hash", "issue": "deposit"}],
+        )
+
+
+def simulate_payout(session: Session, refund_id: uuid.UUID, *, now: datetime | None = None) -> Refund:
+    """Test mode's payout: the claimed test refund COMPLETED at once by a simulated transfer of
+    its ``payout_amount``, whose transaction ``test_tx_…`` no chain transfer can have. Raises
+    PayoutConflict (409) for a live refund (only a chain transfer pays it) and for one not
+    awaiting a payout."""
+    refund = transitions.lock(session, refund_id)
+    if not refund.test_mode:
+        raise PayoutConflict("a live refund is completed by its payout on chain, never by a simulation")
+    _must_await(refund)
+    tx_hash = "test_tx_" + secrets.token_hex(16)
+    payout = Payout(
+        refund.network.upper(),
+        tx_hash,
+        0,
+        refund.token,
+        refund.address or "",
+        due_units(refund) or int(refund.amount_units),
+        None,
+        None,
+        0,
+    )
+    return complete(session, refund, payout, now)
 
 
 def _is_native(refund: Refund) -> bool:

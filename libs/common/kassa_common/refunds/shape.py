@@ -36,6 +36,14 @@ def claim_link(claim_token: str, checkout_url: Any) -> str:
     return f"{checkout_base(checkout_url)}/refunds/{claim_token}"
 
 
+def due_units(refund: Refund) -> int | None:
+    """What the merchant is asked to pay in base units: the amount plus the claim's tag
+    (None until claimed; a refund claimed before tags existed pays its bare amount)."""
+    if refund.address is None:
+        return None
+    return int(refund.amount_units) + (refund.payout_tag or 0)
+
+
 CLAIM_LINK = "claim_url"  # the one field only refunds:manage keys and the dashboard see
 
 
@@ -54,6 +62,8 @@ def refund_out(refund: Refund, checkout_url: Any = None) -> dict[str, Any]:
         "claimable": refund.status == RefundStatus.AWAITING_ADDRESS,
         "funds_reorged": bool(refund.funds_reorged),
         "address": refund.address,
+        "payout_amount": None if (due := due_units(refund)) is None else units_text(due, refund.decimals),
+        "payout_from": refund.payout_from,
         "transaction_hash": refund.transaction_hash,
         "confirmations": refund.confirmations,
         "test_mode": refund.test_mode,
@@ -88,6 +98,8 @@ EXAMPLE: dict[str, Any] = {
     "claimable": False,
     "funds_reorged": False,
     "address": "0x52908400098527886E0F7030069857D2E4169EE7",
+    "payout_amount": "2.660417",
+    "payout_from": None,
     "transaction_hash": None,
     "confirmations": 0,
     "test_mode": False,
@@ -122,6 +134,12 @@ class RefundOut(BaseModel):
         "confirmations after the refund was made: check the payment before paying it"
     )
     address: str | None = Field(description="where the customer wants it; null until claimed")
+    payout_amount: str | None = Field(
+        description="what the merchant pays, exactly: amount plus a tag of 1-999 base units of the token chosen at "
+        "the claim (unique among the open refunds claimed to the same address), so the watcher tells this payout "
+        "from any other transfer to the address; null until claimed"
+    )
+    payout_from: str | None = Field(description="the sender of the payout that completed it; null until paid")
     transaction_hash: str | None = Field(description="the payout, once seen on chain")
     confirmations: int = Field(description="of the payout")
     test_mode: bool

@@ -25,7 +25,7 @@ from kassa_common.owner import Owner
 from kassa_common.payments.queries import find_payment
 from kassa_common.payments.shape import transfers_of
 from kassa_common.pricing.amounts import to_base_units, units_text
-from kassa_common.refunds.addresses import check_address, watcher_height
+from kassa_common.refunds.addresses import check_address, claim_height, payout_tag
 from kassa_common.refunds.amounts import NONE, decimals_on, refundable
 from kassa_common.refunds.queries import find_by_claim_token, find_refund, refund_totals
 from kassa_common.refunds.shape import refund_out
@@ -198,13 +198,16 @@ def claim_refund(
     session: Session, claim_token: str, address: str, *, registry: Any = None, now: datetime | None = None
 ) -> Refund:
     """The customer's claim: ``address`` (checked for the refund's network: InvalidClaim with
-    the reason) becomes the refund's destination, and the merchant is asked to pay it.
-    NotFound for an unknown token; InvalidTransition (409) once it is no longer awaiting an
-    address (claimed, canceled, expired)."""
+    the reason) becomes the refund's destination, with a payout tag of its own there
+    (``payout_amount``), and the merchant is asked to pay it. ``claim_block`` is the
+    network's tip, read before the row is locked (a node may be slow). NotFound for an
+    unknown token; InvalidTransition (409) once it is no longer awaiting an address
+    (claimed, canceled, expired)."""
     now = now or utcnow()
     found = find_by_claim_token(session, claim_token)
     if found is None:
         raise NotFound("refund not found")
+    block = claim_height(session, found, registry=registry) if found.status == AWAITING_ADDRESS else None
     refund = lock(session, found.id)
     reason = refusal(refund.status, EventType.REFUND_CLAIMED)
     if reason:
@@ -220,16 +223,24 @@ def claim_refund(
         now=now,
         address=destination,
         claimed_at=now,
-        claim_block=watcher_height(session, refund),
+        claim_block=block,
+        payout_tag=payout_tag(session, refund, destination, now=now),
     )
 
 
 def cancel_refund(session: Session, owner: Owner, refund_ref: str, *, now: datetime | None = None) -> Refund:
-    """The merchant's cancel, any time before the refund is COMPLETED (409 from then on, and
-    once CANCELED or EXPIRED). NotFound for another merchant's or mode's refund."""
+    """The merchant's cancel, any time before the refund's payout is seen on chain (409 from
+    then on, as for a payment with a seen transfer, and once CANCELED or EXPIRED): funds
+    already on their way must not become refundable again. NotFound for another merchant's
+    or mode's refund."""
     now = now or utcnow()
     found = find_refund(session, owner, refund_ref)
     refund = lock(session, found.id)
+    if refund.status == AWAITING_PAYMENT and refund.transfer_ref is not None:
+        raise InvalidTransition(
+            f"the refund's payout {refund.transfer_ref.split(':')[0]} is already seen on chain "
+            f"({refund.confirmations} confirmation(s)): it cannot be canceled"
+        )
     return _transition(session, refund, CANCELED, EventType.REFUND_CANCELED, now=now, canceled_at=now)
 
 

@@ -12,7 +12,9 @@ from kassa_common.errors import DomainError, InvalidClaim, InvalidTransition, No
 from kassa_common.ids import parse_uuid
 from kassa_common.models import Merchant, Product, Refund
 from kassa_common.pricing.amounts import units_text
+from kassa_common.refunds.payouts import simulate_payout
 from kassa_common.refunds.queries import find_by_claim_token
+from kassa_common.refunds.shape import due_units
 from kassa_common.refunds.transitions import claim_refund
 from kassa_common.statuses import PaymentStatus, RefundStatus
 from kassa_common.timefmt import utcnow
@@ -240,6 +242,8 @@ def _refund_page(refund: Refund, http_status: int = 200, error: str | None = Non
         refund=refund,
         state=_refund_state(refund),
         amount=units_text(refund.amount_units, refund.decimals),
+        payout_amount=None if (due := due_units(refund)) is None else units_text(due, refund.decimals),
+        paid=None if refund.payout_units is None else units_text(int(refund.payout_units), refund.decimals),
         business_name=merchant.business_name if merchant else None,
         network_kind=network.kind if network else "evm",
         payout_url=network.explorer_url(refund.transaction_hash) if network else None,
@@ -272,4 +276,23 @@ def claim(token: str):
         return _refund_page(found, 409, exc.message)
     except NotFound:
         return error_page(404, "There is no refund at this address. Check the link you were given.")
+    return redirect(url_for("pages.refund", token=token), 303)
+
+
+@bp.post("/refunds/<token>/simulate")
+def simulate_refund_payout(token: str):
+    """A test refund's "simulate the payout" button (CSRF-checked): the merchant's payout,
+    simulated, completes it (test mode moves no funds). 404 for a live refund, which only
+    its payout on chain completes; 409 once it no longer waits for one."""
+    found, missing = _refund_or_404(token)
+    if missing:
+        return missing
+    if not found.test_mode:
+        return error_page(404, "There is no test control for a live refund.")
+    try:
+        with transaction() as session:
+            simulate_payout(session, found.id)
+    except InvalidTransition as exc:
+        db().refresh(found)
+        return _refund_page(found, 409, exc.message)
     return redirect(url_for("pages.refund", token=token), 303)

@@ -1,10 +1,13 @@
 """POST /refunds/:id/complete: the merchant says which transaction paid a claimed refund;
-Kassa checks it on the refund's network before completing it (``refunds.payouts``).
+Kassa checks it on the refund's network, under its RPC quorum, before completing it
+(``refunds.payouts``).
 
 400 when the transaction does not pay the refund (someone else, another token, too small,
-before the claim, reverted, unknown); 409 when it may but not now or not this refund (not
-yet confirmed, already used for another refund, the refund not awaiting a payout); 503 when
-the network's node does not answer. Scope refunds:manage."""
+before the claim, reverted, unknown, from the claimed address itself, a Kassa sweep, a
+payment's deposit); 409 when it may but not now or not this refund (not yet confirmed, too
+few nodes agree, already used for another refund, the refund not awaiting a payout) and
+for a test-mode refund, which only a simulation completes; 503 when the network's node
+does not answer. Scope refunds:manage."""
 
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ def complete(ref: str, body: CompleteRefund):
     reader = None if refund.test_mode else onchain.reader_for(settings.networks.get(refund.network))
     try:
         with transaction() as session:
-            done = payouts.complete_with_hash(session, who.merchant_id, refund.id, body.transaction_hash, reader)
+            done = payouts.complete_with_hash(session, who, refund.id, body.transaction_hash, reader)
             shown = refund_out(done, settings)
     finally:
         if reader is not None:

@@ -277,15 +277,17 @@ def refund_claimed(event: PaymentEvent, merchant: Merchant, payment: RefundedPay
     """On ``refund.claimed``, to the merchant: "refund claimed: pay it", with exactly what to
     send where. Sent whatever the notification setting: it asks for an action."""
     d = event.data
-    amount = f"{d['amount']} {d['token']}"
+    refunded = f"{d['amount']} {d['token']}"
+    amount = f"{d.get('payout_amount') or d['amount']} {d['token']}"  # the amount and its tag
     paragraphs = [
         (
-            f"The customer of payment {payment.short_id} claimed a refund of {amount}. Pay it: send exactly "
+            f"The customer of payment {payment.short_id} claimed a refund of {refunded}. Pay it: send exactly "
             f"{amount} on {d['network']} to the address below, from any wallet."
         ),
         (
-            "Kassa watches the address and completes the refund once the transfer is confirmed on chain; you can "
-            "also submit the transaction hash on the payment's page."
+            "The few base units over the refund's amount are its tag: Kassa watches the address for a transfer of "
+            "exactly this amount and completes the refund once it is confirmed on chain; you can also submit the "
+            "transaction hash on the payment's page."
         ),
         (
             "The address came from the claim link: whoever has the link could give it. If you did not send the link "
@@ -293,7 +295,10 @@ def refund_claimed(event: PaymentEvent, merchant: Merchant, payment: RefundedPay
         ),
     ]
     if event.test_mode:
-        paragraphs.append("This is a test-mode refund: no funds move.")
+        paragraphs.append(
+            "This is a test-mode refund: no funds move. Simulate its payout on its page in your dashboard "
+            "(test mode) or with `kassa dev pay-refund`."
+        )
     facts = [
         ("Pay", amount),
         ("Network", d["network"]),

@@ -1,6 +1,7 @@
 """Refunds: the list (status filter), one refund's page (its claim link; once claimed what to
-pay, as an EIP-681 / BIP-21 URI with its QR code, copy buttons, a browser wallet button and a
-transaction hash form), refunding from a payment's page, and cancel."""
+pay, ``payout_amount``, as an EIP-681 / BIP-21 URI with its QR code, copy buttons, a browser
+wallet button and a transaction hash form; for a test refund a button that simulates the
+payout instead), refunding from a payment's page, and cancel (not once a payout is seen)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from kassa_common.paging import page_meta
 from kassa_common.pricing.amounts import units_text
 from kassa_common.refunds import onchain, payouts
 from kassa_common.refunds import transitions as refunds
-from kassa_common.refunds.shape import CreateRefund, refund_out
+from kassa_common.refunds.shape import CreateRefund, due_units, refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_api import query
 from kassa_api.checkout import qr_svg
@@ -85,12 +86,13 @@ def _page(refund: Refund, status: int = 200, **extra):
     out = refund_out(refund, settings)
     context: dict[str, Any] = {"uri": None, "qr": None, "wallet": None, "seen": None}
     if refund.status == RefundStatus.AWAITING_PAYMENT and refund.address:
-        uri = payment_request(network, refund.token, refund.address or "", int(refund.amount_units), refund.decimals)
+        due = due_units(refund) or int(refund.amount_units)  # payout_amount: the watcher knows it by its tag
+        uri = payment_request(network, refund.token, refund.address or "", due, refund.decimals)
         context.update(uri=uri, qr=qr_svg(uri))
-        if network is not None and network.kind == "evm":
+        if network is not None and network.kind == "evm" and not refund.test_mode:
             token = network.token(refund.token)
             context["wallet"] = {
-                "units": str(int(refund.amount_units)),
+                "units": str(due),
                 "token": token.contract if token and not token.native else None,
                 "chain_id": network.chain_id,
             }
@@ -122,7 +124,7 @@ def complete(refund_id: str):
     reader = None if refund.test_mode else onchain.reader_for(deps().settings.networks.get(refund.network))
     try:
         with transaction() as s:
-            payouts.complete_with_hash(s, refund.merchant_id, refund.id, tx_hash, reader)
+            payouts.complete_with_hash(s, current_owner(), refund.id, tx_hash, reader)
     except onchain.ChainUnavailable as exc:
         return _page(get_refund_or_404(refund_id), 503, error=f"{exc}. Try again in a moment.")
     except onchain.PayoutRefused as exc:  # what the hash names does not pay this refund
@@ -133,6 +135,19 @@ def complete(refund_id: str):
     finally:
         if reader is not None:
             reader.close()
+    return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
+
+
+@bp.post("/refunds/<refund_id>/simulate")
+@login_required
+def simulate(refund_id: str):
+    """A test refund's payout, simulated (test mode moves no funds): it is completed at once."""
+    refund = get_refund_or_404(refund_id)
+    try:
+        with transaction() as s:
+            payouts.simulate_payout(s, refund.id)
+    except DomainError as exc:
+        return _page(get_refund_or_404(refund_id), 409, error=exc.message)
     return redirect(url_for("dashboard.refunds.detail", refund_id=refund_id), 303)
 
 
