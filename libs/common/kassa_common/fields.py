@@ -171,8 +171,28 @@ BLANK = r"\t\n\x0b\x0c\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\
 VISIBLE = f"[^{BLANK}]"
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=VISIBLE)]
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
+_BOUND = float(10 ** (numbers.MAX_EXPONENT + 1))
+_TINY = float(f"1e-{numbers.MAX_EXPONENT}")
 MetaValue = Annotated[
-    Annotated[str, StringConstraints(max_length=500)] | int | float | bool | None, WrapValidator(_meta_value)
+    Annotated[str, StringConstraints(max_length=META_TEXT)] | int | float | bool | None,
+    WrapValidator(_meta_value),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "maxLength": META_TEXT},
+                # numbers within the bound (kassa_common.numbers): below 1e31, and none
+                # closer to zero than 1e-30 but zero itself
+                {"type": "integer", "exclusiveMinimum": -_BOUND, "exclusiveMaximum": _BOUND},
+                {"type": "number", "minimum": _TINY, "exclusiveMaximum": _BOUND},
+                {"type": "number", "exclusiveMinimum": -_BOUND, "maximum": -_TINY},
+                {"type": "number", "const": 0},
+                {"type": "boolean"},
+                {"type": "null"},
+            ],
+            "description": "a string (up to 500 characters), a number (kept as sent: a decimal "
+            "a 64-bit float would change is refused, send it as a string), a boolean or null",
+        }
+    ),
 ]
 if TYPE_CHECKING:
     EventName = str

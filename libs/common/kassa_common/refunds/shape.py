@@ -127,11 +127,12 @@ TokenAmount = Annotated[
         {
             "oneOf": [
                 # a positive plain decimal ("2.5", "0.001"; not "0" nor "0.00"),
-                # and within the bound on numbers: up to 31 whole digits, 1e-30 at the smallest
+                # and within the bound on numbers (kassa_common.numbers): up to 31 whole digits
+                # and 30 places, 1e-30 at the smallest
                 {
                     "type": "string",
                     "maxLength": 100,
-                    "pattern": r"^(0*[1-9]\d{0,30}(\.\d+)?|0+\.0{0,29}[1-9]\d*)$",
+                    "pattern": r"^(0*[1-9]\d{0,30}(\.\d{1,30})?|0+\.0{0,29}[1-9]\d{0,29})$",
                 },
                 {"type": "number", "minimum": 1e-30, "exclusiveMaximum": 1e31},
             ],
