@@ -7,7 +7,7 @@ PACKAGES := -e . -e dev -e clients/python
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt requirements-dev.txt pyproject.toml dev/pyproject.toml clients/*/pyproject.toml | sha1sum | cut -c1-12)
 PYTEST_WORKERS ?= 2
 
-.PHONY: run lint test test-unit test-integration test-e2e test-browser bench chaos chaos-ha mutate deps clean tools-test tools-bench tools-chaos
+.PHONY: run lint test test-unit test-integration test-e2e test-browser bench chaos chaos-ha mutate fuzz deps clean tools-test tools-bench tools-chaos
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -55,6 +55,11 @@ test-e2e: deps
 	$(BIN)/pytest tests/e2e
 test-browser: deps tools-test
 	$(BIN)/pytest tests/browser
+
+# Schemathesis against the API over HTTP (tests/fuzz; docs/architecture.md#tests): every
+# check and phase, a test-mode and a live-mode key, FUZZ_MAX_TIME seconds each (default 120).
+fuzz: deps
+	KASSA_FUZZ=1 $(BIN)/pytest -p no:xdist tests/fuzz -s -q
 
 bench: deps tools-bench
 	$(BIN)/python -m bench.run $(BENCH_ARGS)

@@ -18,7 +18,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
-from kassa_common.fields import EventName, ListPage, PageMeta
+from kassa_common.fields import EventName, ListPage, PageMeta, QueryTime
 from kassa_common.models import Event, WebhookDelivery, WebhookEndpoint
 from kassa_common.owner import Owner, owned
 from kassa_common.paging import page_of
@@ -69,8 +69,8 @@ def list_events(
     *,
     type: str | None = None,
     payment_id: uuid.UUID | None = None,
-    created_gte: datetime | None = None,
-    created_lte: datetime | None = None,
+    created_gte: QueryTime | None = None,
+    created_lte: QueryTime | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """A page of events, newest first, each as its webhook body."""
     conds = _visible(owner)
@@ -130,8 +130,8 @@ def resend(session: Session, owner: Owner, event_id: str, webhook_ref: str) -> W
 class ListEvents(ListPage):
     type: EventName | None = Field(None, description="only events of this type")
     payment_id: uuid.UUID | None = Field(None, description="only events of this payment (its UUID)")
-    created_gte: datetime | None = Field(None, description="created at or after (ISO 8601; UTC if no offset)")
-    created_lte: datetime | None = Field(None, description="created at or before (ISO 8601; UTC if no offset)")
+    created_gte: QueryTime | None = Field(None, description="created at or after (ISO 8601; UTC if no offset)")
+    created_lte: QueryTime | None = Field(None, description="created at or before (ISO 8601; UTC if no offset)")
 
 
 class EventOut(BaseModel):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -17,11 +18,11 @@ from pydantic import (
     ConfigDict,
     Field,
     StringConstraints,
-    ValidationError,
     WithJsonSchema,
     WrapValidator,
 )
 
+from kassa_common import numbers
 from kassa_common.emails import valid_email
 from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.pricing import currencies
@@ -38,7 +39,9 @@ class FieldsError(ValueError):
 def _number(value: Any) -> Any:
     if isinstance(value, bool) or not isinstance(value, (int, float, Decimal)):
         raise ValueError("must be a JSON number")  # noqa: TRY004 - pydantic reports a ValueError
-    return value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return numbers.check(value)
 
 
 def _email(value: str) -> str:
@@ -60,16 +63,34 @@ def _http_url(value: str) -> str:
     return value
 
 
+META_TEXT = 500  # characters of a metadata string
+
+
 def _meta_value(value: Any, handler: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValueError("metadata numbers must be finite")
-    try:
-        result = handler(value)
-    except ValidationError:
-        raise ValueError("metadata values are strings (up to 500 characters), numbers, booleans or null") from None
-    if isinstance(result, float) and not math.isfinite(result):
-        raise ValueError("metadata numbers must be finite")
-    return result
+    """A metadata value, kept exactly as sent: a string stays a string (a numeric one too),
+    an integer an integer, and a decimal number is taken only if the float it is stored as
+    is that same number (``0.1``, ``2.5e-7``); one a float would round (``0.12345678901234567890``)
+    is refused, to be sent as a string, rather than changed. Every number is bounded first."""
+    if value is None or isinstance(value, (bool, str)):
+        if isinstance(value, str) and len(value) > META_TEXT:
+            raise ValueError(f"metadata strings have at most {META_TEXT} characters")
+        return value
+    if isinstance(value, int):
+        if not numbers.within(value):
+            raise numbers.NumberOutOfBounds
+        return value
+    if isinstance(value, (float, Decimal)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError("metadata numbers must be finite")
+        exact = numbers.check(value)
+        kept = float(exact)
+        if Decimal(repr(kept)) != exact:
+            raise ValueError(
+                "metadata numbers are kept as 64-bit floats: this one would change (at most 17 "
+                "significant digits); send it as a string to keep it exactly"
+            )
+        return kept
+    raise ValueError(f"metadata values are strings (up to {META_TEXT} characters), numbers, booleans or null")
 
 
 def _currency(value: str) -> str:
@@ -143,10 +164,35 @@ Code = Annotated[str, BeforeValidator(_upper), StringConstraints(min_length=1, m
 # wherever this marker is (case-insensitive on input, upper case on output).
 TokenCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": "tokens"})]
 NetworkCode = Annotated[Code, WithJsonSchema({"type": "string", "x-kassa-values": "networks"})]
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=r"\S")]
+# White space as Python strips it and as JSON Schema's \s (ECMA-262) knows it: the two
+# differ (U+0085 and U+001C-U+001F are only Python's, U+FEFF only ECMA's), so a name must
+# have a character outside both, spelled out so the server and the document agree.
+BLANK = r"\t\n\x0b\x0c\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+VISIBLE = f"[^{BLANK}]"
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=VISIBLE)]
 MetaKey = Annotated[str, StringConstraints(min_length=1, max_length=40)]
+_BOUND = float(10 ** (numbers.MAX_EXPONENT + 1))
+_TINY = float(f"1e-{numbers.MAX_EXPONENT}")
 MetaValue = Annotated[
-    Annotated[str, StringConstraints(max_length=500)] | int | float | bool | None, WrapValidator(_meta_value)
+    Annotated[str, StringConstraints(max_length=META_TEXT)] | int | float | bool | None,
+    WrapValidator(_meta_value),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "string", "maxLength": META_TEXT},
+                # numbers within the bound (kassa_common.numbers): below 1e31, and none
+                # closer to zero than 1e-30 but zero itself
+                {"type": "integer", "exclusiveMinimum": -_BOUND, "exclusiveMaximum": _BOUND},
+                {"type": "number", "minimum": _TINY, "exclusiveMaximum": _BOUND},
+                {"type": "number", "exclusiveMinimum": -_BOUND, "maximum": -_TINY},
+                {"type": "number", "const": 0},
+                {"type": "boolean"},
+                {"type": "null"},
+            ],
+            "description": "a string (up to 500 characters), a number (kept as sent: a decimal "
+            "a 64-bit float would change is refused, send it as a string), a boolean or null",
+        }
+    ),
 ]
 if TYPE_CHECKING:
     EventName = str
@@ -165,9 +211,33 @@ class PageMeta(BaseModel):
     pages: int
 
 
+def _whole(value: Any) -> Any:
+    """A query's whole number: digits only (no sign, point or exponent; at most 9 of them)."""
+    if isinstance(value, str) and not re.fullmatch(r"[0-9]{1,9}", value):
+        raise ValueError("must be a whole number written with digits only")
+    return value
+
+
+_ISO_TIME = re.compile(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}(\.[0-9]{1,9})?)?)?([Zz]|[+-][0-9]{2}:?[0-9]{2})?"
+)
+
+
+def _iso_time(value: Any) -> Any:
+    """A query's moment: ISO 8601 text only (pydantic alone also takes a Unix time, "0.5")."""
+    if isinstance(value, str) and not _ISO_TIME.fullmatch(value):
+        raise ValueError("must be an ISO 8601 date and time, such as 2026-03-31T12:00:00Z")
+    return value
+
+
+# Query parameters: a whole number or a moment, as the document says, bounded by its text.
+QueryInt = Annotated[int, BeforeValidator(_whole)]
+QueryTime = Annotated[datetime, BeforeValidator(_iso_time)]
+
+
 class ListPage(Strict):
-    page: int = Field(1, ge=1, le=1_000_000)
-    pageSize: int = Field(10, ge=1, le=100)
+    page: QueryInt = Field(1, ge=1, le=1_000_000)
+    pageSize: QueryInt = Field(10, ge=1, le=100)
 
 
 class Deleted(BaseModel):

@@ -9,12 +9,12 @@ import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from flask import request
 from pydantic import BaseModel, ValidationError
 
+from kassa_common import numbers
 from kassa_api import words
 from kassa_api.auth import authenticate
 from kassa_api.errors import ApiError
@@ -38,46 +38,55 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _nul_paths(data: Any) -> list[str]:
-    """Where a string (or key) holds a NUL character: PostgreSQL text cannot store one.
+class Unbounded(str):
+    """A JSON number beyond the bound of ``kassa_common.numbers``, kept as the text it was
+    (never turned into a value) until the body is walked and the refusal names its field."""
+
+
+def _number(text: str) -> Any:
+    """A JSON number exactly as written: an int or a Decimal, or Unbounded. Checked on its
+    text, before ``int()`` (so no integer-to-string limit is reached, no ``10**1e9`` built)."""
+    try:
+        value = numbers.parse(text)
+    except numbers.NumberOutOfBounds:
+        return Unbounded(text)
+    return int(text) if text.lstrip("-").isdigit() else value
+
+
+def _refusals(data: Any) -> list[dict[str, str]]:
+    """Each place where a string (or key) holds a NUL character (PostgreSQL text cannot
+    store one) or a number is beyond the bound, as an error detail naming the field.
     Iterative, so a deeply nested body cannot exhaust the stack."""
-    found: list[str] = []
+    found: list[dict[str, str]] = []
     stack: list[tuple[str, Any]] = [("", data)]
     while stack:
         path, value = stack.pop()
-        if isinstance(value, str):
+        if isinstance(value, Unbounded):
+            found.append({"field": path, "message": numbers.MESSAGE, "type": "number_out_of_bounds"})
+        elif isinstance(value, str):
             if "\x00" in value:
-                found.append(path)
+                found.append({"field": path, "message": "must not contain NUL characters", "type": "nul_character"})
         elif isinstance(value, (dict, list)):
             items = value.items() if isinstance(value, dict) else enumerate(value)
             for k, v in items:
                 sub = f"{path}.{k}" if path else str(k)
                 if isinstance(k, str) and "\x00" in k:
-                    found.append(sub)
+                    found.append({"field": sub, "message": "must not contain NUL characters", "type": "nul_character"})
                 else:
                     stack.append((sub, v))
-    return sorted(found)
+    return sorted(found, key=lambda d: d["field"])
 
 
-def _no_nul(data: Any, code: str, message: str) -> None:
-    paths = _nul_paths(data)
-    if paths:
-        raise ApiError(
-            400,
-            message,
-            code=code,
-            details=[
-                {
-                    "field": p.replace("\x00", "\\u0000"),
-                    "message": "must not contain NUL characters",
-                    "type": "nul_character",
-                }
-                for p in paths
-            ],
-        )
+def _refuse_any(data: Any, code: str, message: str) -> None:
+    details = _refusals(data)
+    if details:
+        for d in details:
+            d["field"] = d["field"].replace("\x00", "\\u0000")
+        raise ApiError(400, message, code=code, details=details)
 
 
 def parse_json_body() -> Any:
+    """The body as JSON: numbers exact (ints and Decimals) and bounded (``Unbounded`` beyond it)."""
     raw = request.get_data(cache=True)
     if not raw.strip():
         raise ApiError(400, "request body must be a JSON object", code="BAD_REQUEST")
@@ -85,7 +94,7 @@ def parse_json_body() -> Any:
     if mimetype and mimetype != "application/json" and not mimetype.endswith("+json"):
         raise ApiError(415, "send the body as Content-Type: application/json")
     try:
-        return json.loads(raw, parse_float=Decimal, parse_constant=_reject_constant)
+        return json.loads(raw, parse_float=_number, parse_int=_number, parse_constant=_reject_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"malformed JSON: {exc}", code="BAD_REQUEST") from None
     except RecursionError:
@@ -98,7 +107,7 @@ def validate_body(model: type[BaseModel], *, required: bool = True) -> BaseModel
     data = parse_json_body()
     if not isinstance(data, dict):
         raise ApiError(400, "request body must be a JSON object", code="BAD_REQUEST")
-    _no_nul(data, "VALIDATION_ERROR", "the request body is invalid")
+    _refuse_any(data, "VALIDATION_ERROR", "the request body is invalid")
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -112,7 +121,7 @@ def validate_query(model: type[BaseModel]) -> BaseModel:
     for key in request.args:
         values = request.args.getlist(key)
         args[key] = values[0] if len(values) == 1 else values
-    _no_nul(args, "BAD_REQUEST", "the query string is invalid")
+    _refuse_any(args, "BAD_REQUEST", "the query string is invalid")
     try:
         return model.model_validate(args)
     except ValidationError as exc:

@@ -5,8 +5,10 @@ Every value a page reads from its query string goes through here: a page number 
 whole number from 1 to ``MAX_PAGE``, a filter one of its known values, a text at most
 ``MAX_TEXT`` characters. Anything else answers the 400 page, never a 500: no offset
 overflows the database's bigint, and no NUL reaches PostgreSQL (which refuses it in text).
-``guard`` refuses a NUL or an overlong value in any query parameter or path part of a page
-before its view runs.
+``guard`` refuses a NUL or an overlong value in any query parameter or path part of a page,
+and a NUL in any field (name or value) of a posted form, before its view runs: the one check
+of every page and dashboard form (the login and password-reset forms included), so a NUL
+(``%00`` in the body) is the 400 page and never reaches PostgreSQL as a 500.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ def _refuse(message: str) -> None:
 
 
 def guard() -> None:
-    """``before_request`` of the pages: no NUL, no overlong value, anywhere in the URL's parameters."""
+    """``before_request`` of the pages: no NUL, no overlong value, anywhere in the URL's
+    parameters; no NUL in a posted form."""
     for values in request.args.listvalues():
         for value in values:
             if "\x00" in value or len(value) > MAX_VALUE:
@@ -37,6 +40,8 @@ def guard() -> None:
     for value in (request.view_args or {}).values():
         if isinstance(value, str) and ("\x00" in value or len(value) > MAX_VALUE):
             _refuse("The address of this page holds a value it cannot take.")
+    if request.method == "POST" and any("\x00" in k or any("\x00" in v for v in vs) for k, vs in request.form.lists()):
+        _refuse("A field of this form holds a NUL character (U+0000), which no field takes. Remove it and try again.")
 
 
 def page_number(name: str = "page") -> int:

@@ -19,6 +19,7 @@ from kassa_common.fields import (
     Name,
     NetworkCode,
     PageMeta,
+    QueryInt,
     Strict,
     TokenCode,
 )
@@ -73,8 +74,8 @@ class CreatePayment(Strict):
 
 
 class ListPayments(Strict):
-    page: int = Field(1, ge=1, le=1_000_000)
-    pageSize: int = Field(10, ge=1, le=100)
+    page: QueryInt = Field(1, ge=1, le=1_000_000)
+    pageSize: QueryInt = Field(10, ge=1, le=100)
     status: StatusName | None = None
     search: Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)] | None = None
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from decimal import ROUND_CEILING, Decimal, localcontext
 
+from kassa_common import numbers
+
 MAX_PLACES = 8  # quoted amounts never carry more than 8 decimal places
 
 
@@ -30,10 +32,14 @@ def crypto_amount(usd: Decimal, rate: Decimal, decimals: int) -> Decimal:
 def to_base_units(amount: Decimal, decimals: int) -> int:
     """Exact integer amount in the token's smallest unit (wei, satoshi, ...).
 
-    Raises ValueError if ``amount`` has more places than the token allows.
+    Raises ValueError if ``amount`` has more places than the token allows, or lies beyond
+    the bound on every number (``kassa_common.numbers``: no ``10**1e9`` is ever computed).
     """
     if not amount.is_finite():
         raise ValueError(f"amount must be finite, got {amount!r}")
+    numbers.check(amount)  # NumberOutOfBounds is a ValueError
+    if not 0 <= decimals <= numbers.MAX_DIGITS:
+        raise ValueError(f"decimals must be from 0 to {numbers.MAX_DIGITS}, got {decimals}")
     sign, digits, exponent = amount.as_tuple()
     coefficient = int("".join(map(str, digits)) or "0")
     assert isinstance(exponent, int)  # finite: no 'n', 'N' or 'F'

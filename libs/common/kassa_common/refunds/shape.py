@@ -7,12 +7,14 @@ The claim link is a bearer capability: whoever opens it first says where the mon
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
 
+from kassa_common import numbers
 from kassa_common.fields import NetworkCode, Strict
 from kassa_common.models import Refund
 from kassa_common.pricing.amounts import units_text
@@ -159,15 +161,15 @@ def _token_amount(value: Any) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (str, int, float, Decimal)):
         raise ValueError("must be a decimal string or a number")  # noqa: TRY004 - pydantic reports a ValueError
     if not isinstance(value, str):
-        number = Decimal(str(value))  # a JSON number arrives as a Decimal, exactly as written
-        if not number.is_finite():
+        if isinstance(value, float) and not math.isfinite(value):
             raise ValueError("must be a finite number")
-        return number
+        # a JSON number arrives as a Decimal (or an int), exactly as written; bounded first
+        return numbers.check(value)
     text = value.strip()
     if len(text) > 100 or not _DECIMAL.match(text):
         raise ValueError('must be a plain decimal number, such as "2.5"')
     try:
-        return Decimal(text)
+        return numbers.parse(text)
     except InvalidOperation:
         raise ValueError('must be a plain decimal number, such as "2.5"') from None
 
@@ -179,9 +181,15 @@ TokenAmount = Annotated[
     WithJsonSchema(
         {
             "oneOf": [
-                # a positive plain decimal ("2.5", "0.001"; not "0" nor "0.00")
-                {"type": "string", "maxLength": 100, "pattern": r"^(\d*[1-9]\d*(\.\d+)?|\d+\.\d*[1-9]\d*)$"},
-                {"type": "number", "exclusiveMinimum": 0},
+                # a positive plain decimal ("2.5", "0.001"; not "0" nor "0.00"),
+                # and within the bound on numbers (kassa_common.numbers): up to 31 whole digits
+                # and 30 places, 1e-30 at the smallest
+                {
+                    "type": "string",
+                    "maxLength": 100,
+                    "pattern": r"^(0*[1-9]\d{0,30}(\.\d{1,30})?|0+\.0{0,29}[1-9]\d{0,29})$",
+                },
+                {"type": "number", "minimum": 1e-30, "exclusiveMaximum": 1e31},
             ],
             "description": "in the payment's token, at most the token's decimals (a decimal string keeps it exact)",
             "examples": ["2.5", 2.5],
