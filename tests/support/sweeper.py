@@ -25,9 +25,9 @@ from kassa_common.messaging.publisher import Publisher
 from kassa_common.messaging.relay import run_relay
 from kassa_common.models import Event, Payment, Sweep, Transfer
 from kassa_common.payments import settle
-from kassa_common.payments.sweeps import SweepPolicy
 from kassa_common.pricing.fixed import FixedRates, parse_fixed_rates
 from kassa_common.statuses import SweepStatus, TransferStatus
+from kassa_common.sweeps import SweepPolicy
 from kassa_dev import chain as devchain
 from kassa_sweeper.chain import DepositChain, web3_for
 from kassa_sweeper.engine import NetworkSweeper

@@ -1,8 +1,8 @@
 """The layout's rules, checked on the source itself (read with ``ast``, nothing imported):
 no import cycles; nothing below imports above (libs/common, the domain, imports no service,
 no web framework and no development tooling; a service imports no other service and no
-development tooling); only the payment package writes payment rows and only the refund
-package refund rows; the production image
+development tooling); only the payment package writes payment rows, only the refund
+package refund rows and only the sweep package sweep rows; the production image
 holds no dev code; one pyproject builds the product."""
 
 from __future__ import annotations
@@ -41,6 +41,13 @@ REFUND_ONLY = {
 }
 # A refund has a transaction hash too: the refund package may set it.
 SHARED_WITH_REFUNDS = {"transaction_hash"}
+SWEEPS = "kassa_common.sweeps"
+# Sweep rows: a sweep, a held deposit, what a sweep moved (model, table, columns only it has).
+SWEEP_ROWS = [
+    ("Sweep", "sweeps", {"nonce", "gas_limit", "gas_used", "effective_gas_price", "cost_units", "deposit_count"}),
+    ("SweepHold", "sweep_holds", {"times_held"}),
+    ("SweepItem", "sweep_items", set()),
+]
 
 
 @dataclass(frozen=True)
@@ -165,8 +172,8 @@ def test_there_are_no_import_cycles():
 
 def row_writes(module: Module, model: str, table: str, columns: set[str]) -> list[str]:
     """Where ``module`` writes a row of ``model`` (table ``table``): constructs one, updates,
-    inserts or deletes it, assigns one of its own ``columns`` or to a variable named like it,
-    or holds SQL writing the table."""
+    inserts or deletes it, assigns one of its own ``columns`` or to a variable named like it
+    (``setattr`` too), or holds SQL writing the table."""
     found = []
     variable = model.lower()
     for node in ast.walk(module.tree):
@@ -175,7 +182,11 @@ def row_writes(module: Module, model: str, table: str, columns: set[str]) -> lis
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             args = [a.id for a in node.args if isinstance(a, ast.Name)]
-            if name == model or (name in {"update", "insert", "delete"} and model in args):
+            if (
+                name == model
+                or (name in {"update", "insert", "delete"} and model in args)
+                or (name == "setattr" and args[:1] == [variable])
+            ):
                 found.append(f"{where}: {ast.unparse(node)[:80]}")
         elif isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -187,7 +198,7 @@ def row_writes(module: Module, model: str, table: str, columns: set[str]) -> lis
                         found.append(f"{where}: {ast.unparse(t)}")
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             sql = " ".join(node.value.upper().split())
-            if f"UPDATE {table.upper()}" in sql or f"INSERT INTO {table.upper()}" in sql:
+            if any(f"{verb} {table.upper()}" in sql for verb in ("UPDATE", "INSERT INTO", "DELETE FROM")):
                 found.append(f"{where}: SQL writes {table}")
     return found
 
@@ -199,6 +210,10 @@ def payment_writes(module: Module) -> list[str]:
 
 def refund_writes(module: Module) -> list[str]:
     return row_writes(module, "Refund", "refunds", REFUND_ONLY)
+
+
+def sweep_writes(module: Module) -> list[str]:
+    return [w for model, table, columns in SWEEP_ROWS for w in row_writes(module, model, table, columns)]
 
 
 def in_package(name: str, package: str) -> bool:
@@ -214,6 +229,13 @@ def test_only_the_refund_package_writes_refund_rows():
     assert REFUNDS in MODULES
     outside = [m for name, m in MODULES.items() if not in_package(name, REFUNDS)]
     assert [w for m in outside for w in refund_writes(m)] == []
+
+
+def test_only_the_sweep_package_writes_sweep_rows():
+    # the sweeper process decides (receipts, nonces, holds) and calls kassa_common.sweeps
+    assert SWEEPS in MODULES and "kassa_sweeper.engine" in MODULES
+    outside = [m for name, m in MODULES.items() if not in_package(name, SWEEPS)]
+    assert [w for m in outside for w in sweep_writes(m)] == []
 
 
 def test_the_write_check_would_see_a_write():
@@ -235,6 +257,17 @@ def test_the_write_check_would_see_a_write():
         ),
     )
     assert len(refund_writes(probe)) == 5
+    probe = Module(
+        "probe",
+        ROOT / "probe.py",
+        ast.parse(
+            "sweep.status = 'X'\nsetattr(sweep, 'status', 'X')\nrow.gas_used = 1\ns.add(Sweep(id=1))\n"
+            "s.execute(sa.update(Sweep).values(a=1))\ns.execute(insert(SweepHold).values(a=1))\n"
+            "s.execute(sa.delete(SweepHold))\nSweepItem(sweep_id=1)\nq = 'delete from sweep_items'\n"
+            "q = 'UPDATE sweeps SET status = 1'\nrow.times_held += 1\n"
+        ),
+    )
+    assert len(sweep_writes(probe)) == 11
 
 
 def test_no_product_code_imports_the_development_tooling():

@@ -10,8 +10,8 @@ import pytest
 
 from kassa_common.chains.networks import load_registry
 from kassa_common.config import Settings
-from kassa_common.payments.sweeps import SweepPolicy, usd_value
 from kassa_common.pricing.fixed import FixedRates
+from kassa_common.sweeps import SweepPolicy, usd_value
 from kassa_sweeper.options import SweepOptions
 from kassa_sweeper.txs import Fees, Signer
 

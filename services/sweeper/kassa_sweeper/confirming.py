@@ -20,10 +20,8 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains import forwarder
 from kassa_common.models import Sweep
-from kassa_common.payments import sweep_holds, sweeps
-from kassa_common.payments.sweep_holds import HoldStatus
 from kassa_common.pricing.amounts import units_text
-from kassa_common.statuses import SweepStatus
+from kassa_common.sweeps import Cost, HoldStatus, holds, records
 from kassa_common.timefmt import utcnow
 from kassa_sweeper import metrics
 from kassa_sweeper.isolation import refused_reason
@@ -39,7 +37,6 @@ if TYPE_CHECKING:
     from kassa_sweeper.txs import Signer
 
 log = logging.getLogger("kassa.sweeper")
-MINED, CONFIRMED, FAILED = SweepStatus.MINED, SweepStatus.CONFIRMED, SweepStatus.FAILED
 
 
 class Confirming:
@@ -51,17 +48,15 @@ class Confirming:
         w3: Web3
         signer: Signer | None
 
-        def _set(self, sweep: Sweep, **values: Any) -> None: ...
         def _usd(self, cost_units: int) -> Decimal | None: ...
 
     def _mined(self, s: Session, sweep: Sweep, receipt: dict[str, Any]) -> Step:
         tx_hash = "0x" + bytes(receipt["transactionHash"]).hex()
         if receipt["status"] != 1:
-            self._set(sweep, tx_hash=tx_hash, block_number=receipt["blockNumber"], **self._costs(receipt))
+            records.reverted(sweep, tx_hash, receipt["blockNumber"], self._cost(receipt), now=utcnow())
             self._after_revert(s, sweep)
             return self._fail(s, sweep, f"{tx_hash} reverted")
-        if (sweep.status, sweep.tx_hash, sweep.block_number) != (MINED, tx_hash, receipt["blockNumber"]):
-            self._set(sweep, status=MINED, tx_hash=tx_hash, block_number=receipt["blockNumber"])
+        records.mined(sweep, tx_hash, receipt["blockNumber"], now=utcnow())
         confirmations = self.w3.eth.block_number - receipt["blockNumber"] + 1
         if confirmations < self.network.required_confirmations:
             return Step(Outcome.WAITING, sweep)
@@ -72,25 +67,19 @@ class Confirming:
         moved_at = self.chain.moved(receipt)
         moved = {uuid.UUID(d["payment_id"]): moved_at.get(d["address"].lower(), {}) for d in sweep.deposits}
         left = self._left(sweep.deposits, moved)
-        paid = sweeps.record_sweep(
+        paid = records.confirmed(
             s,
-            sweep.id,
-            sweep.tx_hash,
-            moved,
-            now=now,
-            left={uuid.UUID(d["payment_id"]): set(units) for d, units in left},
-        )
-        self._set(
             sweep,
-            status=CONFIRMED,
             block_number=receipt["blockNumber"],
-            confirmed_at=now,
+            cost=self._cost(receipt),
+            moved=moved,
+            left={uuid.UUID(d["payment_id"]): set(units) for d, units in left},
             error=_left_behind(sweep.deposits, moved),
-            **self._costs(receipt),
+            now=now,
         )
         self._hold_left(s, sweep, receipt, left)
         kept = {d["payment_id"] for d, _ in left}
-        sweep_holds.clear(
+        holds.clear(
             s,
             self.network.name,
             [uuid.UUID(d["payment_id"]) for d in sweep.deposits if d.get("solo") and d["payment_id"] not in kept],
@@ -108,8 +97,7 @@ class Confirming:
         return Step(Outcome.CONFIRMED, sweep)
 
     def _fail(self, s: Session, sweep: Sweep, why: str) -> Step:
-        released = sweeps.release(s, sweep.id)
-        self._set(sweep, status=FAILED, error=why)
+        released = records.failed(s, sweep, why, now=utcnow())
         log.error(
             "%s: sweep %s failed (%s); %d transfer(s) wait for the next one",
             self.network.name,
@@ -129,7 +117,7 @@ class Confirming:
                 if alone
                 else f"in sweep {sweep.tx_hash}, which reverted on chain"
             )
-            sweep_holds.hold(
+            holds.hold(
                 s,
                 self.network.name,
                 uuid.UUID(d["payment_id"]),
@@ -191,21 +179,14 @@ class Confirming:
                 self._amount,
                 forwarder.NATIVE_GAS,
             )
-            sweep_holds.hold(
-                s, self.network.name, uuid.UUID(d["payment_id"]), reason, held=units, now=now, sweep_id=sweep.id
-            )
+            holds.hold(s, self.network.name, uuid.UUID(d["payment_id"]), reason, held=units, now=now, sweep_id=sweep.id)
             log.error("%s: deposit %s of payment %s held: %s", self.network.name, d["address"], d["short_id"], reason)
         metrics.HELD.labels(self.network.name).inc(len(left))
 
     # -- helpers ------------------------------------------------------------------------------
-    def _costs(self, receipt: dict[str, Any]) -> dict[str, Any]:
-        cost = int(receipt["gasUsed"]) * int(receipt["effectiveGasPrice"])
-        return {
-            "gas_used": int(receipt["gasUsed"]),
-            "effective_gas_price": int(receipt["effectiveGasPrice"]),
-            "cost_units": cost,
-            "cost_usd": self._usd(cost),
-        }
+    def _cost(self, receipt: dict[str, Any]) -> Cost:
+        units = int(receipt["gasUsed"]) * int(receipt["effectiveGasPrice"])
+        return Cost(int(receipt["gasUsed"]), int(receipt["effectiveGasPrice"]), units, self._usd(units))
 
     def _amount(self, symbol: str, units: int) -> str:
         token = self.network.token(symbol)

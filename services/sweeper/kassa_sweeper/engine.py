@@ -2,7 +2,7 @@
 
 A step follows the sweep in flight, or plans and sends the next one:
 
-- **plan**: the deposits due (``payments.sweeps.deposits_due``: never a held one) and what
+- **plan**: the deposits due (``sweeps.deposits_due``: never a held one) and what
   each holds on chain now; a deposit that holds nothing was flushed already (anyone may
   flush one) and is simply done; the rest go into one ``flushMany``, each with the tokens
   it holds (``sending``: a solo deposit alone, a failing one isolated and held, the batch
@@ -36,16 +36,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from web3.exceptions import TransactionNotFound, Web3Exception
 from web3.types import TxParams
 
+from kassa_common import sweeps
 from kassa_common.chains import forwarder
 from kassa_common.chains.locks import lock_key
 from kassa_common.chains.networks import Network
 from kassa_common.chains.rpc import scrub
 from kassa_common.db import unit_of_work
 from kassa_common.models import Sweep
-from kassa_common.payments import sweeps
-from kassa_common.payments.sweeps import Deposit, SweepPolicy
 from kassa_common.pricing.fixed import RateProvider
 from kassa_common.statuses import SweepStatus
+from kassa_common.sweeps import Deposit, SweepPolicy, records
 from kassa_common.timefmt import utcnow
 from kassa_sweeper import budget, metrics
 from kassa_sweeper.chain import DepositChain
@@ -179,7 +179,7 @@ class NetworkSweeper(Sending, Confirming):
             return self._mined(s, sweep, receipt)
         if sweep.status == MINED:  # its block left the chain: it is pending again
             log.warning("%s: sweep %s was reorganised out; sending it again", self.network.name, sweep.tx_hash)
-            self._set(sweep, status=PENDING, block_number=None)
+            records.reorged(sweep, now=utcnow())
             return Step(Outcome.WAITING, sweep, sweep.attempts[-1]["raw"])
         if used > sweep.nonce:
             return self._fail(s, sweep, f"nonce {sweep.nonce} was used by another transaction")
@@ -208,7 +208,8 @@ class NetworkSweeper(Sending, Confirming):
         last = sweep.attempts[-1]
         fees = Fees(last["max_fee_per_gas"], last["max_priority_fee_per_gas"]).replacing(market_fees(self.w3))
         tx_hash, raw = self._sign(self.call_for(sweep.deposits), sweep.nonce, sweep.gas_limit, fees)
-        self._set(sweep, tx_hash=tx_hash, attempts=[*sweep.attempts, attempt(tx_hash, raw, fees, utcnow())])
+        now = utcnow()
+        records.replaced(sweep, tx_hash, attempt(tx_hash, raw, fees, now), now=now)
         log.warning(
             "%s: sweep nonce %d unmined for %s; replaced by %s (max fee %d)",
             self.network.name,
@@ -220,11 +221,6 @@ class NetworkSweeper(Sending, Confirming):
         return Step(Outcome.REPLACED, sweep, raw)
 
     # -- helpers ------------------------------------------------------------------------------
-    def _set(self, sweep: Sweep, **values: Any) -> None:
-        for column, value in values.items():
-            setattr(sweep, column, value)
-        sweep.updated_at = utcnow()
-
     def _usd(self, cost_units: int) -> Decimal | None:
         value = sweeps.usd_value(self.network, {self.chain.native_token().symbol: cost_units}, self.rates)
         return value.quantize(Decimal("0.01")) if value is not None else None

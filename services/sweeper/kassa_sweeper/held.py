@@ -18,10 +18,9 @@ from kassa_common import merchants
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
-from kassa_common.payments import sweep_holds
-from kassa_common.payments.sweep_holds import Held
 from kassa_common.pricing.amounts import units_text
 from kassa_common.pricing.service import make_rates
+from kassa_common.sweeps import Held, holds
 from kassa_common.timefmt import utcnow
 from kassa_sweeper import budget
 from kassa_sweeper.options import SweepOptions
@@ -47,13 +46,13 @@ def as_dict(h: Held) -> dict[str, Any]:
 def release(sessions, network: Network, refs: list[str]) -> list[uuid.UUID]:
     """Release the held deposits of payments ``refs`` on ``network``: their ids."""
     with unit_of_work(sessions) as s:
-        return [sweep_holds.release(s, ref, network=network.name, now=utcnow())[0].payment_id for ref in refs]
+        return [holds.release(s, ref, network=network.name, now=utcnow())[0].payment_id for ref in refs]
 
 
 def held_since(sessions, network: Network, since: datetime) -> list[Held]:
     """The deposits held (or made solo) on ``network`` from ``since`` on."""
     with sessions() as s:
-        return sweep_holds.listing(s, network=network.name, since=since)
+        return holds.listing(s, network=network.name, since=since)
 
 
 def show(args, settings: Settings, options: SweepOptions, emit: Callable[..., None]) -> None:
@@ -65,17 +64,17 @@ def show(args, settings: Settings, options: SweepOptions, emit: Callable[..., No
         sessions = make_session_factory(engine)
         with sessions() as s:
             merchant_id = merchants.merchant_by_email(s, args.email).id if args.email else None
-            holds = sweep_holds.listing(s, network=network.name if network else None, merchant_id=merchant_id)
+            found = holds.listing(s, network=network.name if network else None, merchant_id=merchant_id)
             spending = _spending(s, settings, options, [network] if network else options.sweepable(settings))
     finally:
         engine.dispose()
-    data = {"held": [as_dict(h) for h in holds], "spending": spending}
+    data = {"held": [as_dict(h) for h in found], "spending": spending}
     lines = [
         f"{h.status.lower():5} {h.network} {h.short_id} {h.address} since {h.since:%Y-%m-%d %H:%M} UTC"
         + (f", held {h.times_held} times" if h.times_held > 1 else "")
         + (f"\n      holds {_amounts(settings, h)}" if h.held else "")
         + f"\n      {h.reason}"
-        for h in holds
+        for h in found
     ] or ["no held deposits"]
     lines += [
         f"{x['network']}: the sweeper key spent {x['spent']} {x['symbol']} in the last hour, of "

@@ -24,7 +24,7 @@ from decimal import Decimal
 
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
-from kassa_common.payments.sweeps import SweepPolicy
+from kassa_common.sweeps import SweepPolicy
 from kassa_sweeper.txs import Signer
 
 

@@ -2,7 +2,7 @@
 the batch (``isolation``), whether the key may spend that much this hour (``budget``),
 then the signed transaction recorded with its deposits claimed, before it is broadcast.
 
-- a solo deposit (``sweep_holds``) goes alone; the others go together, oldest first;
+- a solo deposit (``sweeps.holds``) goes alone; the others go together, oldest first;
 - a batch whose estimation fails (or finds more than ``GAS_PER_DEPOSIT`` a deposit) is
   bisected; the deposits that fail alone are held and the step ends (``HELD``: the next
   one, at once, sends the rest); if no deposit fails alone, a half is sent;
@@ -22,10 +22,9 @@ from requests import RequestException
 from sqlalchemy.orm import Session
 from web3.exceptions import Web3Exception
 
-from kassa_common.models import Sweep
-from kassa_common.payments import sweep_holds, sweeps
+from kassa_common import sweeps
 from kassa_common.pricing.amounts import units_text
-from kassa_common.statuses import SweepStatus
+from kassa_common.sweeps import holds, records
 from kassa_common.timefmt import utcnow
 from kassa_sweeper import metrics
 from kassa_sweeper.budget import Spending
@@ -37,7 +36,7 @@ if TYPE_CHECKING:
     from web3 import Web3
 
     from kassa_common.chains.networks import Network
-    from kassa_common.payments.sweeps import Deposit
+    from kassa_common.sweeps import Deposit
     from kassa_sweeper.chain import DepositChain
     from kassa_sweeper.steps import Plan
     from kassa_sweeper.txs import Signer
@@ -92,7 +91,7 @@ class Sending:
                 ", ".join(d.short_id for d in empty),
             )
             sweeps.already_empty(s, self.network.name, [d.payment_id for d in empty])
-            sweep_holds.clear(s, self.network.name, [d.payment_id for d in empty if d.solo])
+            holds.clear(s, self.network.name, [d.payment_id for d in empty if d.solo])
         full = self.planned(plan)
         if not full:
             return Step(Outcome.IDLE)
@@ -147,23 +146,17 @@ class Sending:
         nonce = self.w3.eth.get_transaction_count(self._key.address, "pending")
         tx_hash, raw = self._sign(self.call_for(batch), nonce, gas, fees)
         now = utcnow()
-        sweep = Sweep(
-            id=uuid.uuid4(),
+        sweep = records.sent(
+            s,
             network=self.network.name,
             sender=self._key.address,
             nonce=nonce,
-            status=SweepStatus.PENDING,
             tx_hash=tx_hash,
-            attempts=[attempt(tx_hash, raw, fees, now)],
+            attempt=attempt(tx_hash, raw, fees, now),
             deposits=batch,
-            deposit_count=len(batch),
             gas_limit=gas,
-            created_at=now,
-            updated_at=now,
+            now=now,
         )
-        s.add(sweep)
-        s.flush()
-        sweeps.claim(s, sweep.id, self.network.name, [uuid.UUID(d["payment_id"]) for d in batch])
         log.info("%s: sweep %s of %d deposit(s), nonce %d", self.network.name, tx_hash, len(batch), nonce)
         return Step(Outcome.SENT, sweep, raw)
 
@@ -210,7 +203,7 @@ class Sending:
     def _hold(self, s: Session, bad: list[tuple[dict[str, Any], str]]) -> Step:
         now = utcnow()
         for d, reason in bad:
-            sweep_holds.hold(
+            holds.hold(
                 s,
                 self.network.name,
                 uuid.UUID(d["payment_id"]),

@@ -8,7 +8,7 @@ from enum import StrEnum
 from typing import Any
 
 from kassa_common.models import Sweep
-from kassa_common.payments.sweeps import Deposit
+from kassa_common.sweeps import Deposit
 from kassa_sweeper.txs import Fees
 
 

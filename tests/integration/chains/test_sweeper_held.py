@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from kassa_common import merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, SweepHold
-from kassa_common.payments import sweep_holds
+from kassa_common.sweeps import holds
 from kassa_common.timefmt import utcnow
 from kassa_dev import chain as devchain
 from kassa_sweeper.engine import Outcome
@@ -152,7 +152,7 @@ def test_a_released_deposit_goes_alone_and_is_free_again_once_swept(held, chain,
     _merchant, p, refuser = held
     accept_the_coin(chain, refuser)
     with unit_of_work(sessions) as s:
-        sweep_holds.release(s, p["short_id"], network=NETWORK, now=utcnow())
+        holds.release(s, p["short_id"], network=NETWORK, now=utcnow())
     assert hold_of(sessions, p).status == "SOLO"
     sweeper = sweeper_for(chain_settings(settings, chain), sessions)  # the process, not the command
 

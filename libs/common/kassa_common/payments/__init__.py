@@ -13,8 +13,6 @@ Where to look:
 - ``testmode``: simulated transfers for test payments.
 - ``addresses``: the next address of the merchant's extended public key, or the
   payment's forwarder deposit address.
-- ``sweeps``: forwarder deposits due for a sweep, and what a confirmed sweep records
-  (``payment.swept``); the sweeper process does the chain work.
 - ``queries``: reading payments; ``shape``: their JSON (API, webhooks, checkout);
   ``export``: the dashboard's CSV of them; ``reports``: the dashboard's history, sweeps,
   daily volume and counts per status.
@@ -22,7 +20,8 @@ Where to look:
   wallet must look past (reads only).
 
 The API routes, the dashboard, the checkout pages, the settler and the expirer call the
-functions below and hold no payment logic.
+functions below and hold no payment logic. Sweeps of forwarder deposits (what is due, what
+a confirmed sweep records as ``payment.swept``) are ``kassa_common.sweeps``.
 """
 
 from kassa_common.payments.cancel import cancel, cancel_payment, cancel_refusal

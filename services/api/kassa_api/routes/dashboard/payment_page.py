@@ -10,10 +10,11 @@ from sqlalchemy.orm import Session
 
 from kassa_common import payments
 from kassa_common.models import Payment, Refund
-from kassa_common.payments import reports, sweep_holds, transfers_of
+from kassa_common.payments import reports, transfers_of
 from kassa_common.pricing.amounts import units_text
 from kassa_common.refunds.amounts import NONE, decimals_on, received, refundable
 from kassa_common.refunds.queries import refund_totals, refunds_of
+from kassa_common.sweeps import holds
 from kassa_api.deps import db, deps
 from kassa_api.routes.dashboard.common import render
 from kassa_api.routes.dashboard.sweeps import token_amount
@@ -25,7 +26,7 @@ def detail_page(payment: Payment, status: int = 200, /, **context):
     sweepable = {n.name for n in deps().settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory}
     shown = payments.payment_to_dict(payment)
     transfers = shown["transfers"]  # with why each does not count
-    held = sweep_holds.listing(db(), payment_ref=str(payment.id)) if payment.settlement_address else []
+    held = holds.listing(db(), payment_ref=str(payment.id)) if payment.settlement_address else []
     return render(
         "payment.html",
         status,

@@ -9,8 +9,9 @@ from flask import Blueprint
 
 from kassa_common.chains import forwarder
 from kassa_common.chains.networks import shipped
-from kassa_common.payments import reports, sweep_holds
+from kassa_common.payments import reports
 from kassa_common.pricing.amounts import units_text
+from kassa_common.sweeps import holds
 from kassa_api.deps import db, deps
 from kassa_api.routes.dashboard.common import current_owner, login_required, render
 
@@ -29,7 +30,7 @@ def token_amount(network: str, symbol: str, units) -> str:
 @login_required
 def index():
     owner = current_owner()
-    held = sweep_holds.listing(db(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, limit=100)
+    held = holds.listing(db(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, limit=100)
     return render(
         "sweeps.html",
         rows=reports.swept(db(), owner.merchant_id, owner.test_mode),

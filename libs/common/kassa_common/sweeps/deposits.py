@@ -1,5 +1,5 @@
-"""Sweeps, the payment side: which forwarder deposits hold confirmed funds due for a sweep,
-and what a confirmed sweep records on each payment.
+"""The deposits' side of sweeps: which forwarder deposits hold confirmed funds due for a
+sweep, and what a confirmed sweep records on each payment.
 
 A confirmed transfer to a forwarder deposit (counted or not: the payment's own token,
 a stray token, a late payment) is due for a sweep (``transfers.sweep_due``, set by
@@ -8,9 +8,9 @@ sends (``claim``), gives them back if that sweep fails (``release``), and once t
 is confirmed records what it moved (``record_sweep``): the transfers are done, the
 amounts are kept per payment and token, and each payment whose deposit gave something
 gets ``payment.swept`` through ``apply``; funds a sweep left in a deposit stay due, for
-the sweep after the operator releases its hold (``sweep_holds``: a held deposit is never
-due, a solo one comes first). Chain work (balances, signing, receipts) is the sweeper's,
-in the chain-watcher service; this module only reads and writes rows.
+the sweep after the operator releases its hold (``holds``: a held deposit is never
+due, a solo one comes first). Chain work (balances, signing, receipts) is the sweeper
+service's; this module only reads and writes rows (the sweep row itself: ``records``).
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from sqlalchemy.orm import Session
 
 from kassa_common.chains.networks import Network
 from kassa_common.models import Payment, SweepItem, Transfer
-from kassa_common.payments import sweep_holds
 from kassa_common.payments.transitions import Trigger, apply
 from kassa_common.pricing.amounts import from_base_units
 from kassa_common.pricing.fixed import RateProvider, RateUnavailable
 from kassa_common.statuses import TransferStatus
+from kassa_common.sweeps import holds
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ class Deposit:
     salt: str  # 0x + 64 hex
     due: dict[str, int] = field(default_factory=dict)  # token symbol -> confirmed base units
     since: datetime | None = None  # when the oldest of those funds was first seen
-    solo: bool = False  # to be swept on its own (``sweep_holds``)
+    solo: bool = False  # to be swept on its own (``holds``)
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def deposits_due(
         sa.select(
             Transfer.payment_id, Transfer.token, sa.func.sum(Transfer.amount_units), sa.func.min(Transfer.created_at)
         )
-        .where(*_unclaimed(network.name), ~sweep_holds.held_clause(network.name, Transfer.payment_id))
+        .where(*_unclaimed(network.name), ~holds.held_clause(network.name, Transfer.payment_id))
         .group_by(Transfer.payment_id, Transfer.token)
     )
     if merchant_id is not None:
@@ -121,7 +121,7 @@ def deposits_due(
         due[payment_id][token] = int(units)
         since[payment_id] = min(since.get(payment_id, first), first)
     chosen = [pid for pid in due if policy is None or policy.due(usd_value(network, due[pid], rates), since[pid], now)]
-    alone = sweep_holds.solo(session, network.name, chosen)
+    alone = holds.solo(session, network.name, chosen)
     chosen = sorted(chosen, key=lambda pid: (pid not in alone, since[pid]))[:limit]
     if not chosen:
         return []

@@ -1,0 +1,54 @@
+"""SQLAlchemy models: the tables of Kassa, one module per resource (the schema is owned by the
+Alembic migrations, which read ``Base.metadata``: importing this package registers every table).
+
+Where to look:
+
+- ``base``: ``Base`` and the column helpers;
+- ``accounts``: merchants, API keys, dashboard sessions, wallets, wallet changes;
+- ``products``; ``payments``: payments, their transfers, idempotency keys; ``refunds``;
+- ``sweeps``: sweeps, held deposits, what each sweep moved;
+- ``webhooks``: endpoints, deliveries, attempts, and the notifier's emails;
+- ``events``: the outbox and the consumers' processed messages;
+- ``chains``: the watchers' cursors, reports, watermarks, blocks and mempool.
+
+Import from here (``from kassa_common.models import Payment``), not from the modules.
+"""
+
+from kassa_common.models.accounts import ApiKey, DashboardSession, Merchant, Wallet, WalletChange
+from kassa_common.models.base import NOW, Base
+from kassa_common.models.chains import ChainBlock, ChainCursor, ChainMempoolTransfer, ChainReport, SettledWatermark
+from kassa_common.models.events import Event, ProcessedMessage
+from kassa_common.models.payments import IdempotencyKey, Payment, Transfer
+from kassa_common.models.products import Product
+from kassa_common.models.refunds import Refund
+from kassa_common.models.sweeps import Sweep, SweepHold, SweepItem
+from kassa_common.models.webhooks import DeliveryAttempt, Notification, WebhookDelivery, WebhookEndpoint
+
+__all__ = [
+    "NOW",
+    "ApiKey",
+    "Base",
+    "ChainBlock",
+    "ChainCursor",
+    "ChainMempoolTransfer",
+    "ChainReport",
+    "DashboardSession",
+    "DeliveryAttempt",
+    "Event",
+    "IdempotencyKey",
+    "Merchant",
+    "Notification",
+    "Payment",
+    "ProcessedMessage",
+    "Product",
+    "Refund",
+    "SettledWatermark",
+    "Sweep",
+    "SweepHold",
+    "SweepItem",
+    "Transfer",
+    "Wallet",
+    "WalletChange",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+]
