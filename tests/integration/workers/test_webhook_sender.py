@@ -23,7 +23,7 @@ from kassa_webhook_sender.webhooks.intake import handle_event
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.api import API
 from tests.support.bus import private_topology
-from tests.support.receiver import receiver
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.statements import statements
 from tests.support.wait import until
 from tests.support.webhooks import (  # noqa: F401  (fixture)
@@ -36,7 +36,6 @@ from tests.support.webhooks import (  # noqa: F401  (fixture)
     dispatcher,
     intake,
     publish,
-    receiver,
     running_sender,
     settled,
     webhook_dispatcher,
