@@ -7,7 +7,7 @@ import pytest
 from kassa_common.db import make_engine, make_session_factory
 from tests.conftest import fresh_database
 from tests.support.bus import private_topology
-from tests.support.receiver import Receiver
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.stack import Stack
 from tests.support.tcpproxy import TcpProxy
 
@@ -57,10 +57,3 @@ def stack(base_env, stack_database_url, broker_proxy, tmp_path_factory):
         s = Stack(env, tmp_path_factory.mktemp("stack-logs")).start_all()
         yield s
         s.stop_all()
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.close()

@@ -4,11 +4,15 @@ Use from a test module or conftest::
 
     from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
 
+or, where the module's tests name the chain ``chain``, with ``chain`` too.
+
 ``anvil`` is session-scoped: one fresh anvil per test session (per xdist worker)
 on a free port, in automine mode (every transaction gets its own block at once;
 empty blocks only via ``mine()``), with USDC/USDT deployed and minted.
 ``anvil_isolated`` is the same chain, rolled back with evm_snapshot/evm_revert
 after the test, so a test's transfers and blocks do not leak into the next.
+``chain`` is ``anvil_isolated`` under the name the chain tests use (``tests.support.watcher``
+and ``tests.support.rpc_proxy`` build on it).
 """
 
 from __future__ import annotations
@@ -141,3 +145,8 @@ def anvil_isolated(anvil: AnvilChain) -> Iterator[AnvilChain]:
         yield anvil
     finally:
         anvil.revert(snapshot_id)
+
+
+@pytest.fixture
+def chain(anvil_isolated: AnvilChain) -> AnvilChain:
+    return anvil_isolated

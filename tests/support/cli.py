@@ -33,13 +33,19 @@ def cli_runner(monkeypatch, capsys, env: dict[str, str]):
     return run
 
 
+def run_kassa(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    """``kassa ARGS`` as a subprocess with ``env`` over this process's environment, on a
+    development stack (``KASSA_ENV=development``, like `make run`); the completed process."""
+    env = {**os.environ, "KASSA_ENV": "development", **env}
+    return subprocess.run([str(KASSA), *args], env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
 @pytest.fixture(scope="module")
 def kassa(database_url):
     """Run the console script; returns the completed process (asserts success unless ok=False)."""
-    env = {**os.environ, "DATABASE_URL": database_url, "KASSA_ENV": "development"}  # like `make run`
 
     def run(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
-        done = subprocess.run([str(KASSA), *args], env=env, capture_output=True, text=True, timeout=60, check=False)
+        done = run_kassa({"DATABASE_URL": database_url}, *args)
         if ok:
             assert done.returncode == 0, f"kassa {' '.join(args)}: {done.stderr}"
         return done

@@ -5,7 +5,13 @@ real request and response format (Coinbase ``/v2/exchange-rates``, Kraken
 Each double prices what its ``prices`` holds (USD per unit, coins and fiat alike); a test
 changes them, or sets ``down`` (HTTP 503) or ``hang`` (answers after the client's timeout),
 between requests. ``hits`` counts the requests it answered; ``on_request`` (if set) is called
-on each request before it is answered (a test looks at the database while a source is asked)."""
+on each request before it is answered (a test looks at the database while a source is asked).
+
+The fixtures ``doubles`` (the three, started) and ``live`` (a merchant with live wallets) are
+imported by the rate test modules, which reach the API with ``app_with``::
+
+    from tests.support.rate_doubles import doubles, live  # noqa: F401  (fixtures)
+"""
 
 from __future__ import annotations
 
@@ -16,6 +22,10 @@ from collections.abc import Callable
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.support.api import API, set_live_wallet
 
 KRAKEN_NAMES = {"BTC": "XBT"}  # Kraken's asset codes
 KRAKEN_PAIRS = {
@@ -225,3 +235,43 @@ def settle_with_rates(sessions, r, rates) -> None:
         except Unprepared as exc:
             exc.prepare()
     raise AssertionError("the rate was still missing after fetching it")
+
+
+@pytest.fixture
+def doubles():
+    """The three doubles at ``MARKET`` prices; answering at once again, then closed, after the test."""
+    started = start_all()
+    yield started
+    for d in started.values():
+        d.hang, d.on_request = 0, None
+        d.close()
+
+
+@pytest.fixture
+def live(sessions, make_merchant):
+    """A merchant with live EVM and Bitcoin wallets (the development stack's published keys)."""
+    m = make_merchant()
+    set_live_wallet(sessions, m.id, "evm")
+    set_live_wallet(sessions, m.id, "bitcoin")
+    return m
+
+
+def app_with(settings, engine, base_env, doubles, **overrides):
+    """An API test client pricing from ``doubles`` (``overrides``: more settings)."""
+    from kassa_common.chains.networks import load_registry
+    from kassa_api.app import create_app
+
+    networks = load_registry({**base_env, "BITCOIN_REGTEST_RPC_URL": "http://127.0.0.1:9"})  # never asked here
+    return create_app(
+        settings.with_(networks=networks, **settings_for(doubles, **overrides)), engine=engine
+    ).test_client()
+
+
+def pay(client, merchant, **body):
+    """POST /payments on LOCAL_EVM in live mode (``body``: amount, token, currency…)."""
+    return client.post(f"{API}/payments", json={"network": "LOCAL_EVM", **body}, headers=merchant.headers("live"))
+
+
+def created(response) -> dict:
+    assert response.status_code == 201, response.get_data(as_text=True)
+    return response.get_json()["data"]

@@ -25,6 +25,11 @@ hosted URL carries its key there: tests give it a fake one), except:
 ``counts`` and ``log_ranges`` (the spans of the ``eth_getLogs`` it forwarded) let a test
 check what happened. Each answer closes its connection (HTTP/1.0), so ``down()`` is seen
 by the very next request.
+
+The fixture ``proxy`` is one in front of the module's ``chain`` (``tests.support.anvil``)::
+
+    from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
+    from tests.support.rpc_proxy import proxy  # noqa: F401  (fixture)
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
+import pytest
 import requests
 
 from tests.support.anvil import free_port
@@ -199,3 +205,10 @@ def _rewritten(value: Any) -> Any:
     if isinstance(value.get("blockHash"), str):
         out["blockHash"] = forged(value["blockHash"])
     return out
+
+
+@pytest.fixture
+def proxy(chain):
+    """An ``RpcProxy`` in front of the test's ``chain``, open for the test."""
+    with RpcProxy(chain.url) as p:
+        yield p

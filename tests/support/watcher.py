@@ -1,5 +1,15 @@
 """Running the chain watcher in tests: a private bus, the settler in a thread, a live-mode
-API client for a merchant with wallets, and a watcher per network in threads."""
+API client for a merchant with wallets, and a watcher per network in threads.
+
+A live-EVM test module makes its fixture ``h`` with ``live_evm_fixture`` (on the fixture
+``chain``, or ``proxy`` in front of it), a Bitcoin one with ``live_bitcoin_fixture`` (on
+``regtest_node``)::
+
+    from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
+    from tests.support.watcher import live_evm_fixture
+
+    h = live_evm_fixture(CONFIRMATIONS, watching=True)
+"""
 
 from __future__ import annotations
 
@@ -10,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+import pytest
 import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
@@ -190,16 +201,39 @@ def live_evm(
         yield h
 
 
+def live_evm_fixture(confirmations: int, *, watching: bool = False, proxy_path: str | None = None):
+    """The fixture ``h`` of a live-EVM test module: ``live_evm`` on the module's ``chain``,
+    needing ``confirmations``, its watcher started when ``watching``. With ``proxy_path`` the
+    network is read through the module's ``proxy`` (``tests.support.rpc_proxy``) at that path
+    ("" its root, "/v3/KEY" a hosted provider's URL)."""
+    if proxy_path is None:
+
+        @pytest.fixture(name="h")
+        def on_chain(settings, chain, engine, sessions, make_merchant):
+            with live_evm(settings, engine, sessions, make_merchant, chain.url, confirmations, watching=watching) as h:
+                yield h
+
+        return on_chain
+
+    @pytest.fixture(name="h")
+    def through_proxy(settings, proxy, engine, sessions, make_merchant):
+        url = proxy.url(proxy_path)
+        with live_evm(settings, engine, sessions, make_merchant, url, confirmations, watching=watching) as h:
+            yield h
+
+    return through_proxy
+
+
 @contextmanager
-def live_bitcoin(settings, engine, sessions, make_merchant, node):
-    """A harness on BITCOIN_REGTEST, read from the regtest ``node`` (``h.node``) and needing 2
-    confirmations, for a merchant whose live Bitcoin wallet is the published test xpub; its
+def live_bitcoin(settings, engine, sessions, make_merchant, node, confirmations: int = 2):
+    """A harness on BITCOIN_REGTEST, read from the regtest ``node`` (``h.node``) and needing
+    ``confirmations``, for a merchant whose live Bitcoin wallet is the published test xpub; its
     watcher started and active (``h.watcher``)."""
     from kassa_common.chains.hd import TEST_XPUBS
     from kassa_common.chains.networks import load_registry
     from tests.support.api import set_live_wallet
 
-    env = {"BITCOIN_REGTEST_RPC_URL": node.url, "BITCOIN_REGTEST_CONFIRMATIONS": "2"}
+    env = {"BITCOIN_REGTEST_RPC_URL": node.url, "BITCOIN_REGTEST_CONFIRMATIONS": str(confirmations)}
     merchant = make_merchant()
     set_live_wallet(sessions, merchant.id, "bitcoin", TEST_XPUBS["bitcoin"])
     with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "BITCOIN_REGTEST") as h:
@@ -207,6 +241,18 @@ def live_bitcoin(settings, engine, sessions, make_merchant, node):
         until(watcher.active.is_set, message="watcher active")
         h.node, h.watcher = node, watcher
         yield h
+
+
+def live_bitcoin_fixture(confirmations: int = 2):
+    """The fixture ``h`` of a Bitcoin test module: ``live_bitcoin`` on the module's
+    ``regtest_node`` (``tests.support.bitcoin_rpc``), needing ``confirmations``."""
+
+    @pytest.fixture(name="h")
+    def on_regtest(settings, engine, sessions, make_merchant, regtest_node):
+        with live_bitcoin(settings, engine, sessions, make_merchant, regtest_node, confirmations) as h:
+            yield h
+
+    return on_regtest
 
 
 def at_tip(watcher: NetworkWatcher, chain, confirmations: int, timeout: float = 15.0) -> None:

@@ -27,25 +27,24 @@ from tests.support.receiver import Hit, Receiver  # noqa: F401  (re-exported for
 FAST = RetryPolicy(delays=(0.2, 0.2), repeat_every=0.2, give_up_after=60)
 
 
-# -- fixtures and helpers -------------------------------------------------------------------
+# -- the dispatcher fixture (import it into a test module, with the receiver's) -------------
+#
+#     from tests.support.webhooks import dispatcher, receiver
 
-# -- fixtures (import them into a test module) ------------------------------------------
 
-
-@pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.close()
+def webhook_dispatcher(sessions, *, allow_private: bool = True, **options) -> Dispatcher:
+    """A dispatcher of webhooks (5 s a request), not started; ``options`` are the
+    ``Dispatcher``'s (threads, retry, lease_seconds, poll_interval)."""
+    return Dispatcher(sessions, Webhooks(Transport(timeout=5, allow_private=allow_private)), **options)
 
 
 @pytest.fixture
 def dispatcher(sessions):
+    """``dispatcher()`` starts one on ``FAST`` retries, polling every 50 ms (stopped after the test)."""
     started: list[Dispatcher] = []
 
     def make(*, allow_private: bool = True, retry: RetryPolicy = FAST) -> Dispatcher:
-        channel = Webhooks(Transport(timeout=5, allow_private=allow_private))
-        d = Dispatcher(sessions, channel, threads=8, retry=retry, poll_interval=0.05)
+        d = webhook_dispatcher(sessions, allow_private=allow_private, threads=8, retry=retry, poll_interval=0.05)
         started.append(d.start())
         return d
 

@@ -10,15 +10,12 @@ import pytest
 from kassa_common.messaging.relay import relay_pending
 from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
 from tests.support.wait import until
-from tests.support.watcher import live_bitcoin
+from tests.support.watcher import live_bitcoin_fixture
 
 NETWORK = "BITCOIN_REGTEST"
 
 
-@pytest.fixture
-def h(settings, engine, sessions, make_merchant, regtest_node):
-    with live_bitcoin(settings, engine, sessions, make_merchant, regtest_node) as h:
-        yield h
+h = live_bitcoin_fixture()
 
 
 def btc(p) -> Decimal:

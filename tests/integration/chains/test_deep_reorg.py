@@ -15,22 +15,16 @@ from __future__ import annotations
 import logging
 import uuid
 
-import pytest
 import sqlalchemy as sa
 from prometheus_client import REGISTRY
 
 from kassa_common.models import Event
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
 from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
-from tests.support.watcher import live_evm, pay_usdc, units_due
+from tests.support.watcher import live_evm, live_evm_fixture, pay_usdc, units_due
 
 CONFIRMATIONS = 2
-
-
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
 
 
 def reorged() -> tuple[float, float]:
@@ -46,10 +40,7 @@ def payment_events(h, pid, kind) -> list[dict]:
         return list(s.scalars(sa.select(Event.payload).where(Event.payment_id == uuid.UUID(pid), Event.type == kind)))
 
 
-@pytest.fixture
-def h(settings, engine, sessions, make_merchant, chain):
-    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS) as h:
-        yield h
+h = live_evm_fixture(CONFIRMATIONS)
 
 
 def test_a_confirmed_transfer_lost_in_a_deep_reorg_is_recorded_announced_and_alerted(h, chain, caplog):

@@ -11,30 +11,16 @@ import sqlalchemy as sa
 
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.models import ChainBlock
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
 from tests.support.evm_nodes import word
-from tests.support.rpc_proxy import RpcProxy
-from tests.support.watcher import at_tip, live_evm, pay_usdc, units_due
+from tests.support.rpc_proxy import proxy  # noqa: F401  (fixture)
+from tests.support.watcher import at_tip, live_evm_fixture, pay_usdc, units_due
 
 CONFIRMATIONS = 3
 UNKNOWN_CONTRACT = "0x" + "ee" * 20
 
 
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
-
-
-@pytest.fixture
-def proxy(chain):
-    with RpcProxy(chain.url) as p:
-        yield p
-
-
-@pytest.fixture
-def h(settings, proxy, engine, sessions, make_merchant):
-    with live_evm(settings, engine, sessions, make_merchant, proxy.url(), CONFIRMATIONS, watching=True) as h:
-        yield h
+h = live_evm_fixture(CONFIRMATIONS, watching=True, proxy_path="")
 
 
 def lie(chain, p: dict, block: int, **fields) -> dict:

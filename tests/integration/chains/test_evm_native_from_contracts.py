@@ -6,28 +6,19 @@ ETH reaches the payment through an internal call of a deployed contract."""
 
 from __future__ import annotations
 
-import pytest
 from web3 import Web3
 
 from kassa_dev.chain import pay
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
 from tests.support.forwarder import ensure_factory, fresh_salt
 from tests.support.wait import until
-from tests.support.watcher import live_evm
+from tests.support.watcher import live_evm_fixture
 
 CONFIRMATIONS = 3
 WEI = 10**16  # 0.01 ETH: $30 at the fixed rate
 
 
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
-
-
-@pytest.fixture
-def h(settings, chain, engine, sessions, make_merchant):
-    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS) as h:
-        yield h
+h = live_evm_fixture(CONFIRMATIONS)
 
 
 def forward_eth(chain, to: str, wei: int) -> str:

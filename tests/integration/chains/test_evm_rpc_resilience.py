@@ -7,34 +7,18 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.rpc_proxy import RpcProxy
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
+from tests.support.rpc_proxy import proxy  # noqa: F401  (fixture)
 from tests.support.wait import until
 from tests.support.watcher import at_tip as tip_reached
-from tests.support.watcher import live_evm, pay_usdc, units_due
+from tests.support.watcher import live_evm_fixture, pay_usdc, units_due
 
 CONFIRMATIONS = 3
 KEY = "SECRETKEY123"  # a fake API key in the URL's path, as Infura and Alchemy have it
 MAX_LOG_RANGE = 8  # blocks per eth_getLogs the proxy answers
 
 
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
-
-
-@pytest.fixture
-def proxy(chain):
-    with RpcProxy(chain.url) as p:
-        yield p
-
-
-@pytest.fixture
-def h(settings, proxy, engine, sessions, make_merchant):
-    with live_evm(settings, engine, sessions, make_merchant, proxy.url(f"/v3/{KEY}"), CONFIRMATIONS) as h:
-        yield h
+h = live_evm_fixture(CONFIRMATIONS, proxy_path=f"/v3/{KEY}")
 
 
 def at_tip(watcher, chain):

@@ -27,27 +27,19 @@ from kassa_common import merchants
 from kassa_common.chains import forwarder
 from kassa_common.db import unit_of_work
 from kassa_dev import chain as devchain
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
 from tests.support.contracts import deploy
 from tests.support.forwarder import ensure_factory, fresh_address
 from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
-from tests.support.watcher import live_evm
+from tests.support.watcher import live_evm, live_evm_fixture
 
 CONFIRMATIONS = 2
 WEI = 10**16  # 0.01 ETH: $30 at the fixed rate
 TIMEOUT = 30
 
 
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
-
-
-@pytest.fixture
-def h(settings, chain, engine, sessions, make_merchant):
-    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS, watching=True) as h:
-        yield h
+h = live_evm_fixture(CONFIRMATIONS, watching=True)
 
 
 @pytest.fixture

@@ -15,17 +15,12 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Payment
 from kassa_dev.chain import pay
 from kassa_expirer.jobs import Jobs
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet
 from tests.support.wait import until
 from tests.support.watcher import at_tip, harness, units_due
 
 CONFIRMATIONS = 3
-
-
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
 
 
 @pytest.fixture

@@ -3,26 +3,16 @@ the real dev ERC-20s → watcher → RabbitMQ → settler, LOCAL_EVM needing 3 c
 
 from __future__ import annotations
 
-import pytest
-
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
 from tests.support.wait import until
 from tests.support.watcher import at_tip as tip_reached
-from tests.support.watcher import live_evm, pay_usdc, units_due
+from tests.support.watcher import live_evm_fixture, pay_usdc, units_due
 
 CONFIRMATIONS = 3
 KEPT = CONFIRMATIONS + 24  # the blocks the watcher keeps for reorg tracking (main.keep_blocks)
 
 
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
-
-
-@pytest.fixture
-def h(settings, chain, engine, sessions, make_merchant):
-    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS) as h:
-        yield h
+h = live_evm_fixture(CONFIRMATIONS)
 
 
 def at_tip(watcher, chain):

@@ -32,11 +32,11 @@ from kassa_common.refunds import transitions
 from kassa_chain_watcher.watchlist import reload
 from kassa_dev import chain as devchain
 from kassa_dev.cli import cmd_dev_pay_refund
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
 from tests.support.contracts import deploy
 from tests.support.refund_payouts import claim, create_refund, get, row, status
 from tests.support.wait import until
-from tests.support.watcher import live_evm
+from tests.support.watcher import live_evm_fixture
 
 CONFIRMATIONS = 2
 TIMEOUT = 30
@@ -45,15 +45,7 @@ USDC = 10**6
 WEI = 10**16  # 0.01 ETH: $30 at the fixed rate
 
 
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
-
-
-@pytest.fixture
-def h(settings, chain, engine, sessions, make_merchant):
-    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS, watching=True) as h:
-        yield h
+h = live_evm_fixture(CONFIRMATIONS, watching=True)
 
 
 WALLETS: dict[int, str] = {}

@@ -8,23 +8,18 @@ from __future__ import annotations
 import uuid
 from decimal import Decimal
 
-import pytest
-
 from kassa_common.db import unit_of_work
 from kassa_common.models import Refund
 from kassa_common.refunds import transitions
 from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
 from tests.support.refund_payouts import claim, create_refund, get, status
 from tests.support.wait import until
-from tests.support.watcher import live_bitcoin
+from tests.support.watcher import live_bitcoin_fixture
 
 API = "/v1/api"
 
 
-@pytest.fixture
-def h(settings, engine, sessions, make_merchant, regtest_node):
-    with live_bitcoin(settings, engine, sessions, make_merchant, regtest_node) as h:
-        yield h
+h = live_bitcoin_fixture()
 
 
 def paid_btc(h) -> dict:

@@ -33,13 +33,13 @@ from kassa_common.models import Sweep
 from kassa_common.refunds import transitions
 from kassa_dev import chain as devchain
 from kassa_dev.cli import cmd_dev_pay_refund
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet
 from tests.support.refund_payouts import claim, create_refund, get, row, status
 from tests.support.refunds import settle_confirmed
 from tests.support.rpc_proxy import RpcProxy
 from tests.support.wait import until
-from tests.support.watcher import live_evm
+from tests.support.watcher import live_evm, live_evm_fixture
 
 CONFIRMATIONS = 2
 TIMEOUT = 30
@@ -47,15 +47,7 @@ API = "/v1/api"
 USDC = 10**6
 
 
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
-
-
-@pytest.fixture
-def h(settings, chain, engine, sessions, make_merchant):
-    with live_evm(settings, engine, sessions, make_merchant, chain.url, CONFIRMATIONS, watching=True) as h:
-        yield h
+h = live_evm_fixture(CONFIRMATIONS, watching=True)
 
 
 def wallet() -> str:

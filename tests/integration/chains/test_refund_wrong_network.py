@@ -14,10 +14,10 @@ from kassa_common.models import Refund
 from kassa_common.refunds import transitions
 from kassa_dev import chain as devchain
 from tests.support.api import set_live_wallet
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.sweeper import live_pipeline
 from tests.support.two_chains import SECOND, USDC, chains, env, pay_usdc, subscribe  # noqa: F401  (fixtures)
 from tests.support.wait import until
-from tests.support.webhooks import receiver  # noqa: F401  (fixture)
 
 TIMEOUT = 30
 

@@ -18,7 +18,7 @@ from prometheus_client import REGISTRY
 
 from kassa_common.chains.networks import load_registry
 from kassa_dev import chain as devchain
-from tests.support.anvil import anvil, anvil_isolated, start_chain  # noqa: F401  (fixtures)
+from tests.support.anvil import anvil, anvil_isolated, chain, start_chain  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet
 from tests.support.cli import cli_runner
 from tests.support.rpc_proxy import RpcProxy
@@ -26,11 +26,6 @@ from tests.support.wait import until
 from tests.support.watcher import harness, pay_usdc
 
 CONFIRMATIONS = 2
-
-
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
 
 
 @pytest.fixture

@@ -4,33 +4,16 @@ confirmations, and a reorg that takes a seen transfer away. LOCAL_EVM needs 3 co
 
 from __future__ import annotations
 
-import pytest
-
-from kassa_common.chains.hd import TEST_XPUBS
-from kassa_common.chains.networks import load_registry
-from tests.support.anvil import anvil, anvil_isolated  # noqa: F401  (fixtures)
-from tests.support.api import API, assert_error, set_live_wallet
+from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
+from tests.support.api import API, assert_error
 from tests.support.dashboard import csrf_of
 from tests.support.wait import until
-from tests.support.watcher import harness, pay_usdc, units_due
+from tests.support.watcher import live_evm_fixture, pay_usdc, units_due
 
 CONFIRMATIONS = 3
 
 
-@pytest.fixture
-def chain(anvil_isolated):
-    return anvil_isolated
-
-
-@pytest.fixture
-def h(settings, chain, engine, sessions, make_merchant):
-    merchant = make_merchant()
-    set_live_wallet(sessions, merchant.id, "evm", TEST_XPUBS["evm"])
-    env = {"LOCAL_EVM_RPC_URL": chain.url, "LOCAL_EVM_CONFIRMATIONS": str(CONFIRMATIONS)}
-    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "LOCAL_EVM") as h:
-        watcher = h.start_watcher()
-        until(watcher.active.is_set, message="watcher active")
-        yield h
+h = live_evm_fixture(CONFIRMATIONS, watching=True)
 
 
 def cancel(h, p: dict):

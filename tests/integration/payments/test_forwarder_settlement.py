@@ -21,7 +21,7 @@ from kassa_dev import chain as devchain
 from kassa_dev import procfile
 from tests.support.anvil import start_chain
 from tests.support.forwarder import ensure_factory
-from tests.support.receiver import Receiver
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.sweeper import chain_settings, live_pipeline, reset_sweeps, settling_merchant
 from tests.support.wait import until
 
@@ -49,13 +49,6 @@ def env(settings, chain):
 def merchant(make_merchant, sessions):
     reset_sweeps(sessions)
     return settling_merchant(make_merchant, sessions)
-
-
-@pytest.fixture
-def receiver():
-    r = Receiver()
-    yield r
-    r.close()
 
 
 @pytest.fixture

@@ -17,52 +17,17 @@ from decimal import Decimal, localcontext
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.publisher import Publisher
 from kassa_common.models import Payment, Transfer
 from kassa_common.pricing.service import make_rates
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
-from kassa_api.app import create_app
-from tests.support.api import API, assert_error, set_live_wallet
+from tests.support.api import API, assert_error
 from tests.support.bus import private_topology, running_settler
-from tests.support.rate_doubles import settings_for, settle_with_rates, start_all
+from tests.support.rate_doubles import app_with, created, doubles, live, pay, settings_for, settle_with_rates, start_all  # noqa: F401  (fixtures)
 from tests.support.transfers import report, tx_hash
 from tests.support.wait import until
-
-
-@pytest.fixture
-def doubles():
-    started = start_all()
-    yield started
-    for d in started.values():
-        d.hang, d.on_request = 0, None
-        d.close()
-
-
-@pytest.fixture
-def live(sessions, make_merchant):
-    m = make_merchant()
-    set_live_wallet(sessions, m.id, "evm")
-    set_live_wallet(sessions, m.id, "bitcoin")
-    return m
-
-
-def app_with(settings, engine, base_env, doubles, **overrides):
-    networks = load_registry({**base_env, "BITCOIN_REGTEST_RPC_URL": "http://127.0.0.1:9"})  # never asked here
-    return create_app(
-        settings.with_(networks=networks, **settings_for(doubles, **overrides)), engine=engine
-    ).test_client()
-
-
-def pay(client, merchant, **body):
-    return client.post(f"{API}/payments", json={"network": "LOCAL_EVM", **body}, headers=merchant.headers("live"))
-
-
-def created(response) -> dict:
-    assert response.status_code == 201, response.get_data(as_text=True)
-    return response.get_json()["data"]
 
 
 def shown(client, merchant, p) -> dict:

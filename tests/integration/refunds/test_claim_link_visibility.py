@@ -18,9 +18,10 @@ from tests.conftest import MerchantKeys, make_key
 from tests.support.api import API
 from tests.support.bus import bus  # noqa: F401 (fixture)
 from tests.support.dashboard import signed_in
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.refunds import GOOD, claim
 from tests.support.wait import until
-from tests.support.webhooks import add_endpoint, receiver, running_sender  # noqa: F401 (fixture)
+from tests.support.webhooks import add_endpoint, running_sender
 
 
 def token_of(refund: dict) -> str:

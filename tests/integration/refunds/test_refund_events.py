@@ -16,9 +16,10 @@ from kassa_client import verify_signature
 from kassa_expirer.jobs import Jobs
 from tests.support.api import API, assert_error
 from tests.support.bus import bus  # noqa: F401 (fixture)
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.refunds import GOOD, claim
 from tests.support.wait import until
-from tests.support.webhooks import add_endpoint, receiver, running_sender  # noqa: F401 (fixture)
+from tests.support.webhooks import add_endpoint, running_sender
 
 REFUND_EVENTS = ["refund.created", "refund.claimed", "refund.canceled", "refund.expired"]
 

@@ -8,13 +8,9 @@ out; the secret being enrolled is not in the cookie; recovery codes are stored s
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import secrets
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pyotp
 import pytest
@@ -24,6 +20,7 @@ from kassa_common import merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Wallet
 from kassa_api.app import create_app
+from tests.support.cli import run_kassa
 from tests.support.dashboard import (
     PASSWORD,
     cookie_text,
@@ -230,17 +227,8 @@ def test_every_two_factor_change_signs_the_other_logins_out(web, sessions, setti
     assert not opens_dashboard(phone) and opens_dashboard(laptop)
 
     enrol(laptop)  # and the operator's reset signs every login out
-    env = {**os.environ, "DATABASE_URL": settings.database_url, "KASSA_ENV": "development"}
-    if redis_url:
-        env["REDIS_URL"] = redis_url
-    out = subprocess.run(
-        [str(Path(sys.executable).with_name("kassa")), "merchant", "2fa", email, "--disable"],
-        env=env,
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=60,
-    )
+    env = {"DATABASE_URL": settings.database_url} | ({"REDIS_URL": redis_url} if redis_url else {})
+    out = run_kassa(env, "merchant", "2fa", email, "--disable")
     assert out.returncode == 0, out.stderr
     assert not opens_dashboard(laptop)
 

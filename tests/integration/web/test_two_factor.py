@@ -12,6 +12,7 @@ import pyotp
 
 from kassa_common import twofactor
 from kassa_api.app import create_app
+from tests.support.cli import run_kassa
 from tests.support.dashboard import csrf_of, merchant_with_password
 
 
@@ -113,24 +114,11 @@ def test_require_2fa_sends_every_merchant_to_enrol_first(settings, engine, sessi
 
 
 def test_the_operator_turns_it_off(app, sessions, settings):
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
     email = merchant_with_password(sessions)
     browser = app.test_client()
     log_in(browser, email)
     enrol(browser)
-    env = {**os.environ, "DATABASE_URL": settings.database_url, "KASSA_ENV": "development"}
-    out = subprocess.run(
-        [str(Path(sys.executable).with_name("kassa")), "merchant", "2fa", email, "--disable"],
-        env=env,
-        capture_output=True,
-        check=False,
-        text=True,
-        timeout=60,
-    )
+    out = run_kassa({"DATABASE_URL": settings.database_url}, "merchant", "2fa", email, "--disable")
     assert out.returncode == 0, out.stderr
     assert "two-factor sign-in off" in out.stdout
     r = log_in(app.test_client(), email)

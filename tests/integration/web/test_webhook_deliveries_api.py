@@ -9,16 +9,9 @@ import uuid
 from kassa_common.models import Event
 from kassa_common.webhooks.signing import verify_signature
 from tests.support.api import new_key
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.wait import until
-from tests.support.webhooks import (  # noqa: F401  (fixtures)
-    add_event,
-    count_settled,
-    delivery,
-    dispatcher,
-    intake,
-    receiver,
-    settled,
-)
+from tests.support.webhooks import add_event, count_settled, delivery, dispatcher, intake, settled  # noqa: F401  (fixture)
 
 API = "/v1/api"
 

@@ -15,15 +15,9 @@ from kassa_common.timefmt import utcnow
 from tests.support.api import API
 from tests.support.dashboard import csrf_of, log_in, merchant_with_password
 from tests.support.mail_notifier import notifier  # noqa: F401  (fixture)
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.wait import until
-from tests.support.webhooks import (  # noqa: F401  (fixtures)
-    add_endpoint,
-    add_event,
-    dispatcher,
-    intake,
-    receiver,
-    settled,
-)
+from tests.support.webhooks import add_endpoint, add_event, dispatcher, intake, settled  # noqa: F401  (fixture)
 
 
 def endpoint(sessions, endpoint_id) -> WebhookEndpoint:

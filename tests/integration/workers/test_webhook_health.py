@@ -9,16 +9,9 @@ import sqlalchemy as sa
 
 from kassa_common.models import Merchant
 from tests.support.dashboard import log_in, merchant_with_password
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.wait import until
-from tests.support.webhooks import (  # noqa: F401  (fixtures)
-    add_endpoint,
-    add_event,
-    attempts_of,
-    dispatcher,
-    intake,
-    receiver,
-    settled,
-)
+from tests.support.webhooks import add_endpoint, add_event, attempts_of, dispatcher, intake, settled  # noqa: F401  (fixture)
 
 
 def closed_port() -> int:

@@ -16,11 +16,9 @@ import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event
-from kassa_webhook_sender.engine.dispatcher import Dispatcher
-from kassa_webhook_sender.webhooks.channel import Webhooks
-from kassa_webhook_sender.webhooks.transport import Transport
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.wait import until
-from tests.support.webhooks import (  # noqa: F401  (fixtures)
+from tests.support.webhooks import (  # noqa: F401  (fixture)
     FAST,
     add_endpoint,
     add_event,
@@ -28,8 +26,8 @@ from tests.support.webhooks import (  # noqa: F401  (fixtures)
     delivery,
     dispatcher,
     intake,
-    receiver,
     settled,
+    webhook_dispatcher,
 )
 
 API = "/v1/api"
@@ -44,7 +42,7 @@ def test_a_late_recorder_whose_lease_was_taken_over_writes_nothing(sessions, mer
     [did] = intake(sessions, add_event(sessions, merchant.id))
     receiver.fail(1, 500)
     receiver.delay = HELD
-    late = Dispatcher(sessions, Webhooks(Transport(timeout=5, allow_private=True)), lease_seconds=0.3, retry=FAST)
+    late = webhook_dispatcher(sessions, lease_seconds=0.3, retry=FAST)
     [job] = late.claim(1, [did])
     outcomes = []
     sending = threading.Thread(target=lambda: outcomes.append(late.attempt(job)))
@@ -104,7 +102,7 @@ def test_a_delivery_whose_event_is_deleted_in_flight_ends_and_the_rest_of_its_ba
     add_endpoint(sessions, merchant.id, receiver.url)
     gone, kept = add_event(sessions, merchant.id), add_event(sessions, merchant.id)
     [gone_id], [kept_id] = intake(sessions, gone), intake(sessions, kept)
-    sender = Dispatcher(sessions, Webhooks(Transport(timeout=5, allow_private=True)))
+    sender = webhook_dispatcher(sessions)
     jobs = sender.claim(2, [gone_id, kept_id])
     outcomes = [sender.attempt(job) for job in sorted(jobs, key=lambda j: j.delivery_id != gone_id)]
     with unit_of_work(sessions) as s:  # as retention's DELETE of an event past its window

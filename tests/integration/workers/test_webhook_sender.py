@@ -23,9 +23,10 @@ from kassa_webhook_sender.webhooks.intake import handle_event
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.api import API
 from tests.support.bus import private_topology
+from tests.support.receiver import receiver  # noqa: F401  (fixture)
 from tests.support.statements import statements
 from tests.support.wait import until
-from tests.support.webhooks import (  # noqa: F401  (fixtures)
+from tests.support.webhooks import (  # noqa: F401  (fixture)
     add_endpoint,
     add_event,
     attempts_of,
@@ -35,9 +36,9 @@ from tests.support.webhooks import (  # noqa: F401  (fixtures)
     dispatcher,
     intake,
     publish,
-    receiver,
     running_sender,
     settled,
+    webhook_dispatcher,
 )
 
 # -- fixtures -------------------------------------------------------------------------------
@@ -292,7 +293,7 @@ def test_stop_finishes_and_records_the_send_in_progress(sessions, merchant, rece
     add_endpoint(sessions, merchant.id, receiver.url)
     receiver.delay = 0.5
     [did] = intake(sessions, add_event(sessions, merchant.id))
-    d = Dispatcher(sessions, Webhooks(Transport(timeout=5, allow_private=True)), threads=2, poll_interval=0.05).start()
+    d = webhook_dispatcher(sessions, threads=2, poll_interval=0.05).start()
     until(lambda: receiver.hits, message="the send to start")
     d.stop()
     done = delivery(sessions, did)
@@ -302,7 +303,7 @@ def test_stop_finishes_and_records_the_send_in_progress(sessions, merchant, rece
 def test_stop_releases_claims_not_yet_sent(sessions, merchant, receiver):
     add_endpoint(sessions, merchant.id, receiver.url)
     [did] = intake(sessions, add_event(sessions, merchant.id))
-    d = Dispatcher(sessions, Webhooks(Transport(timeout=5, allow_private=True)), threads=1)
+    d = webhook_dispatcher(sessions, threads=1)
     [job] = d.claim(1, [did])
     d._stopping.set()  # claimed, then the dispatcher is told to stop before the send starts
     d.record([d.attempt(job)])
