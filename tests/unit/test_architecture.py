@@ -1,8 +1,8 @@
 """The layout's rules, checked on the source itself (read with ``ast``, nothing imported):
 no import cycles; nothing below imports above (libs/common, the domain, imports no service,
 no web framework and no development tooling; a service imports no other service and no
-development tooling); only the payment package writes payment rows and only the refund
-package refund rows; the production image
+development tooling); only the payment package writes payment rows, only the refund
+package refund rows and only the account package wallets and held wallet changes; the production image
 holds no dev code; one pyproject builds the product."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PAYMENTS = "kassa_common.payments"
 REFUNDS = "kassa_common.refunds"
+ACCOUNTS = "kassa_common.accounts"
 DEV = "kassa_dev"
 # Columns only a payment has: an assignment to one of them is a payment row being written.
 PAYMENT_ONLY = {
@@ -41,6 +42,9 @@ REFUND_ONLY = {
 }
 # A refund has a transaction hash too: the refund package may set it.
 SHARED_WITH_REFUNDS = {"transaction_hash"}
+# Columns only a wallet or a held wallet change has (where live money goes: DESIGN §10).
+WALLET_ONLY = {"xpub", "settlement_address"}
+WALLET_CHANGE_ONLY = {"cancel_token_hash", "applies_at", "applied_at"}
 
 
 @dataclass(frozen=True)
@@ -216,6 +220,20 @@ def test_only_the_refund_package_writes_refund_rows():
     assert [w for m in outside for w in refund_writes(m)] == []
 
 
+def wallet_writes(module: Module) -> list[str]:
+    return row_writes(module, "Wallet", "wallets", WALLET_ONLY) + row_writes(
+        module, "WalletChange", "wallet_changes", WALLET_CHANGE_ONLY
+    )
+
+
+def test_only_the_account_package_writes_wallets_and_wallet_changes():
+    """Where money goes, and the hold on changing it, are decided in one package: no route,
+    CLI or worker writes a wallet or a held change but through ``kassa_common.accounts``."""
+    assert f"{ACCOUNTS}.wallet_changes" in MODULES
+    outside = [m for name, m in MODULES.items() if not in_package(name, ACCOUNTS)]
+    assert [w for m in outside for w in wallet_writes(m)] == []
+
+
 def test_the_write_check_would_see_a_write():
     probe = Module(
         "probe",
@@ -235,6 +253,15 @@ def test_the_write_check_would_see_a_write():
         ),
     )
     assert len(refund_writes(probe)) == 5
+    probe = Module(
+        "probe",
+        ROOT / "probe.py",
+        ast.parse(
+            "wallet.xpub = 'x'\nchange.applies_at = 1\ns.execute(sa.update(WalletChange).values(a=1))\n"
+            "Wallet(id=1)\nq = 'insert into wallets (id) values (1)'\n"
+        ),
+    )
+    assert len(wallet_writes(probe)) == 5
 
 
 def test_no_product_code_imports_the_development_tooling():
