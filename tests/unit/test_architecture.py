@@ -2,7 +2,8 @@
 no import cycles; nothing below imports above (libs/common, the domain, imports no service,
 no web framework and no development tooling; a service imports no other service and no
 development tooling); only the payment package writes payment rows, only the refund
-package refund rows and only the account package wallets and held wallet changes; the production image
+package refund rows and only the account package wallets and held wallet changes; project
+modules are imported by their names (no ``as h``); the production image
 holds no dev code; one pyproject builds the product."""
 
 from __future__ import annotations
@@ -262,6 +263,34 @@ def test_the_write_check_would_see_a_write():
         ),
     )
     assert len(wallet_writes(probe)) == 5
+
+
+def short_aliases(module: Module) -> list[str]:
+    """Where ``module`` imports a project module (``kassa_*``) under a name of two letters or
+    fewer (``as h``): the reader should see ``products.create_product``, not ``h.create_product``."""
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            relative = isinstance(node, ast.ImportFrom) and node.level > 0
+            base = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+            for a in node.names:
+                full = f"{base}.{a.name}" if base else a.name
+                if a.asname and len(a.asname) <= 2 and (full.startswith("kassa_") or relative):
+                    found.append(f"{module.path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_project_modules_are_imported_by_their_names():
+    assert [w for m in MODULES.values() for w in short_aliases(m)] == []
+
+
+def test_the_alias_check_would_see_one():
+    probe = Module(
+        "probe",
+        ROOT / "probe.py",
+        ast.parse("from kassa_common import products as h\nimport kassa_api.checkout as ch\nimport sqlalchemy as sa\n"),
+    )
+    assert len(short_aliases(probe)) == 2
 
 
 def test_no_product_code_imports_the_development_tooling():
