@@ -19,7 +19,7 @@ from pathlib import Path
 import requests
 import sqlalchemy as sa
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work, with_database

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work, with_database
 from kassa_common.migrate import upgrade

@@ -7,7 +7,7 @@ from __future__ import annotations
 import requests
 from playwright.sync_api import expect
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.db import unit_of_work
 from tests.support.browser_dashboard import completed_across_the_month, dashboard_merchant, log_in
 from tests.support.screens import no_horizontal_scroll

@@ -16,7 +16,7 @@ import requests
 import sqlalchemy as sa
 from playwright.sync_api import expect
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment, WebhookEndpoint
 from tests.support.browser_dashboard import PASSWORD, log_in, over_paid_payment

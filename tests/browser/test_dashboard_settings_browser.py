@@ -10,7 +10,7 @@ import requests
 import sqlalchemy as sa
 from playwright.sync_api import expect
 
-from kassa_common import keys
+from kassa_common.accounts import keys
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant
 from tests.support.browser_dashboard import dashboard_merchant, log_in

@@ -20,7 +20,8 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
-from kassa_common import envfile, keys, merchants
+from kassa_common import envfile
+from kassa_common.accounts import keys, merchants
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.webhooks.signing import verify_signature

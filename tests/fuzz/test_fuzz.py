@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from werkzeug.serving import make_server
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import unit_of_work
 from tests.support.api import API, LIVE_PAYMENT, PAYMENT

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.db import unit_of_work
 from kassa_common.payments.addresses import TEST_INDEX_BASE

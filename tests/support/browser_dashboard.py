@@ -12,7 +12,8 @@ from urllib.parse import urlsplit
 import requests
 import sqlalchemy as sa
 
-from kassa_common import keys, merchants, payments
+from kassa_common import payments
+from kassa_common.accounts import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Notification, Payment
 from kassa_common.statuses import TransferStatus

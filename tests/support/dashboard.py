@@ -8,7 +8,7 @@ import html
 import re
 import secrets
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.db import unit_of_work
 
 PASSWORD = "s3cret-pass"

@@ -11,7 +11,7 @@ from datetime import UTC, date, datetime, time
 
 import pytest
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.timefmt import utcnow
 from kassa_api.routes.dashboard import overview
 from tests.support.api import new_key, set_live_wallet

@@ -17,7 +17,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.messages import TransferReport

@@ -2,7 +2,8 @@
 no import cycles; nothing below imports above (libs/common, the domain, imports no service,
 no web framework and no development tooling; a service imports no other service and no
 development tooling); only the payment package writes payment rows, only the refund
-package refund rows and only the sweep package sweep rows; the production image
+package refund rows, only the sweep package sweep rows and only the account package wallets
+and held wallet changes; project modules are imported by their names (no ``as h``); the production image
 holds no dev code; one pyproject builds the product."""
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PAYMENTS = "kassa_common.payments"
 REFUNDS = "kassa_common.refunds"
+ACCOUNTS = "kassa_common.accounts"
 DEV = "kassa_dev"
 # Columns only a payment has: an assignment to one of them is a payment row being written.
 PAYMENT_ONLY = {
@@ -48,6 +50,11 @@ SWEEP_ROWS = [
     ("SweepHold", "sweep_holds", {"times_held"}),
     ("SweepItem", "sweep_items", set()),
 ]
+
+
+# Columns only a wallet or a held wallet change has (where live money goes: DESIGN §10).
+WALLET_ONLY = {"xpub", "settlement_address"}
+WALLET_CHANGE_ONLY = {"cancel_token_hash", "applies_at", "applied_at"}
 
 
 @dataclass(frozen=True)
@@ -238,6 +245,20 @@ def test_only_the_sweep_package_writes_sweep_rows():
     assert [w for m in outside for w in sweep_writes(m)] == []
 
 
+def wallet_writes(module: Module) -> list[str]:
+    return row_writes(module, "Wallet", "wallets", WALLET_ONLY) + row_writes(
+        module, "WalletChange", "wallet_changes", WALLET_CHANGE_ONLY
+    )
+
+
+def test_only_the_account_package_writes_wallets_and_wallet_changes():
+    """Where money goes, and the hold on changing it, are decided in one package: no route,
+    CLI or worker writes a wallet or a held change but through ``kassa_common.accounts``."""
+    assert f"{ACCOUNTS}.wallet_changes" in MODULES
+    outside = [m for name, m in MODULES.items() if not in_package(name, ACCOUNTS)]
+    assert [w for m in outside for w in wallet_writes(m)] == []
+
+
 def test_the_write_check_would_see_a_write():
     probe = Module(
         "probe",
@@ -268,6 +289,43 @@ def test_the_write_check_would_see_a_write():
         ),
     )
     assert len(sweep_writes(probe)) == 11
+    probe = Module(
+        "probe",
+        ROOT / "probe.py",
+        ast.parse(
+            "wallet.xpub = 'x'\nchange.applies_at = 1\ns.execute(sa.update(WalletChange).values(a=1))\n"
+            "Wallet(id=1)\nq = 'insert into wallets (id) values (1)'\n"
+        ),
+    )
+    assert len(wallet_writes(probe)) == 5
+
+
+def short_aliases(module: Module) -> list[str]:
+    """Where ``module`` imports a project module (``kassa_*``) under a name of two letters or
+    fewer (``as h``): the reader should see ``products.create_product``, not ``h.create_product``."""
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            relative = isinstance(node, ast.ImportFrom) and node.level > 0
+            base = (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+            for a in node.names:
+                full = f"{base}.{a.name}" if base else a.name
+                if a.asname and len(a.asname) <= 2 and (full.startswith("kassa_") or relative):
+                    found.append(f"{module.path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_project_modules_are_imported_by_their_names():
+    assert [w for m in MODULES.values() for w in short_aliases(m)] == []
+
+
+def test_the_alias_check_would_see_one():
+    probe = Module(
+        "probe",
+        ROOT / "probe.py",
+        ast.parse("from kassa_common import products as h\nimport kassa_api.checkout as ch\nimport sqlalchemy as sa\n"),
+    )
+    assert len(short_aliases(probe)) == 2
 
 
 def test_no_product_code_imports_the_development_tooling():

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.merchants import (
+from kassa_common.accounts.merchants import (
     AccountError,
     MerchantSettings,
     parse_lifetime,

@@ -14,7 +14,7 @@ from decimal import Decimal
 import requests
 from web3 import Web3
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_dev import chain

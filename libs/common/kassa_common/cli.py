@@ -22,7 +22,8 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kassa_common import envfile, keys, logins, merchants, twofactor
+from kassa_common import envfile
+from kassa_common.accounts import keys, logins, merchants, twofactor
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work
 from kassa_common.errors import DomainError

@@ -364,10 +364,6 @@ class Settings:
         built-in ``SECRET_KEY`` are tolerated."""
         return self.kassa_env == "development"
 
-    def wallet_change_hold(self, mode: str) -> float:
-        """Hours a wallet change of ``mode`` waits: none in test mode or on a development stack."""
-        return 0.0 if mode != "live" or self.development else self.wallet_change_hold_hours
-
     def check_web(self) -> None:
         """Raise ``UnsafeSettings`` if the web process must not start with these settings."""
         if self.secret_key == DEFAULT_SECRET_KEY and not self.development:

@@ -9,9 +9,9 @@ from flask import Flask, g, request
 from flask.sessions import SecureCookieSessionInterface
 from werkzeug.middleware.proxy_fix import ProxyFix
 
+from kassa_common.accounts.logins import make_store
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory
-from kassa_common.logins import make_store
 from kassa_common.pricing import currencies
 from kassa_common.pricing.amounts import plain
 from kassa_common.pricing.service import make_rates

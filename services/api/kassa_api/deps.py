@@ -10,9 +10,9 @@ from flask import Flask, current_app, g
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.orm import Session, sessionmaker
 
+from kassa_common.accounts.logins import LoginStore
 from kassa_common.config import Settings
 from kassa_common.db import autocommit_connection, release_autocommit
-from kassa_common.logins import LoginStore
 from kassa_common.owner import Owner
 from kassa_common.pricing.service import RateService
 from kassa_api.ratelimit import RateLimiter

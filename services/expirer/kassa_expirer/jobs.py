@@ -10,7 +10,8 @@ from datetime import timedelta
 from prometheus_client import Counter
 from sqlalchemy.orm import Session, sessionmaker
 
-from kassa_common import retention, walletchanges
+from kassa_common import retention
+from kassa_common.accounts import wallet_changes
 from kassa_common.db import unit_of_work
 from kassa_common.payments import complete_due_test_payments, expire_due
 from kassa_common.refunds.transitions import expire_refunds
@@ -52,9 +53,9 @@ class Jobs:
         return n
 
     def apply_wallet_changes(self) -> int:
-        """Live wallet changes whose hold is over (``kassa_common.walletchanges``)."""
+        """Live wallet changes whose hold is over (``kassa_common.accounts.wallet_changes``)."""
         with unit_of_work(self.sessions) as session:
-            n = walletchanges.apply_due(session, limit=self.batch)
+            n = wallet_changes.apply_due(session, limit=self.batch)
         if n:
             log.info("applied %d held wallet change(s)", n)
         return n

@@ -27,7 +27,7 @@ import time
 import uuid
 from typing import Any, cast
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.chains.networks import Network, Token
 from kassa_common.chains.rpc import RpcUnavailable
 from kassa_common.config import Settings

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, unit_of_work

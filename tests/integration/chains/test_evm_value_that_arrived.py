@@ -23,7 +23,7 @@ import uuid
 import pytest
 from web3 import Web3
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.chains import forwarder
 from kassa_common.db import unit_of_work
 from kassa_dev import chain as devchain

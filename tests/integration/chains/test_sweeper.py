@@ -257,7 +257,7 @@ def test_an_xpub_payment_is_never_due(env, chain, sessions, client, make_merchan
 
 
 def test_the_dashboard_shows_where_the_funds_went(env, chain, sessions, create, merchant, app):
-    from kassa_common import merchants
+    from kassa_common.accounts import merchants
     from kassa_common.models import Merchant
     from tests.support.dashboard import csrf_of, log_in
 

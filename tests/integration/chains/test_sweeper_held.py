@@ -11,7 +11,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, SweepHold
 from kassa_common.sweeps import holds

@@ -14,7 +14,7 @@ from functools import partial
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.chains import forwarder
 from kassa_common.db import unit_of_work
 from kassa_common.models import SweepHold, Transfer

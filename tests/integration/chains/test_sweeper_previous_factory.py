@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 from eth_utils import keccak
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.chains import forwarder
 from kassa_common.chains.evm import create2_address
 from kassa_common.db import unit_of_work

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import cli, merchants
+from kassa_common import cli
+from kassa_common.accounts import merchants
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work

@@ -12,7 +12,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
 from kassa_common.statuses import TransferStatus

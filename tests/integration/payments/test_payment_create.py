@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.chains.hd import derive_address
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, IdempotencyKey, Payment

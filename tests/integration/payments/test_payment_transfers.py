@@ -102,7 +102,7 @@ def test_the_webhook_data_carries_the_transfers_at_that_moment(sessions, live_me
 
 
 def test_the_dashboard_detail_shows_a_transfer_that_does_not_count_and_why(dash, sessions, app):
-    from kassa_common import keys
+    from kassa_common.accounts import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
 

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.chains.hd import derive_address
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Wallet, WalletChange

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import cli, keys, merchants
+from kassa_common import cli
+from kassa_common.accounts import keys, merchants
 from kassa_common.chains.descriptor import checksum_valid, wallet_descriptors
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment, Transfer

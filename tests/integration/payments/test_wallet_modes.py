@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.chains.hd import derive_address
 from kassa_common.chains.networks import load_registry
 from kassa_common.db import unit_of_work

@@ -10,7 +10,7 @@ import uuid
 
 import sqlalchemy as sa
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Merchant
 from kassa_common.statuses import TransferStatus

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import keys
+from kassa_common.accounts import keys
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import Event, Merchant

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import keys
+from kassa_common.accounts import keys
 from kassa_common.models import Merchant
 from kassa_common.statuses import TransferStatus
 from tests.conftest import MerchantKeys, make_key

@@ -15,7 +15,8 @@ import uuid
 
 import pytest
 
-from kassa_common import keys, merchants, payments
+from kassa_common import payments
+from kassa_common.accounts import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, WebhookDelivery
 from kassa_common.statuses import TransferStatus

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import secrets
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from tests.support.dashboard import csrf_of, log_in, merchant_with_password
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
-from kassa_common import keys
+from kassa_common.accounts import keys
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, Merchant, WebhookDelivery
 from kassa_common.statuses import DeliveryStatus

@@ -12,7 +12,8 @@ import re
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import keys, payments
+from kassa_common import payments
+from kassa_common.accounts import keys
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
 from kassa_common.owner import Owner

@@ -141,7 +141,7 @@ def test_sign_up_form(app, sessions):
 
 
 def test_password_reset_form(app, sessions):
-    from kassa_common import passwordreset
+    from kassa_common.accounts import password_reset
     from kassa_common.db import unit_of_work
     from tests.support.dashboard import merchant_with_password
 
@@ -149,7 +149,7 @@ def test_password_reset_form(app, sessions):
     secret = app.config.get("SECRET_KEY") or app.secret_key
     with unit_of_work(sessions) as s:
         merchant = s.scalars(sa.select(Merchant).where(Merchant.email == email)).one()
-        token = passwordreset.make_token(merchant, secret)
+        token = password_reset.make_token(merchant, secret)
     client = app.test_client()
     path = f"/dashboard/reset/{token}"
     r = client.post(
@@ -187,7 +187,7 @@ def test_live_wallet_forms(client, sessions):
 
 
 def test_onboarding_form(client, sessions):
-    from kassa_common import merchants
+    from kassa_common.accounts import merchants
     from kassa_common.db import unit_of_work
     from tests.support.dashboard import log_in
 

@@ -140,7 +140,7 @@ def test_other_merchants_objects_are_not_found(dash, make_merchant, client):
 
 
 def test_payment_detail_cancels_a_pending_payment(dash, sessions, app):
-    from kassa_common import keys
+    from kassa_common.accounts import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
 
@@ -202,7 +202,7 @@ def test_an_object_of_the_other_mode_is_not_found(dash, sessions):
 
 
 def test_canceling_a_canceled_payment_shows_why_on_a_conflict_page(dash, sessions, app):
-    from kassa_common import keys
+    from kassa_common.accounts import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
 
@@ -222,7 +222,7 @@ def test_canceling_a_canceled_payment_shows_why_on_a_conflict_page(dash, session
 
 
 def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash, sessions, app):
-    from kassa_common import keys
+    from kassa_common.accounts import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
 
@@ -245,7 +245,7 @@ def test_filtering_payments_by_status_answers_200_with_the_status_selected(dash,
 
 
 def test_a_payment_whose_transfer_is_seen_offers_no_cancel_and_refuses_one_with_the_reason(dash, sessions, app):
-    from kassa_common import keys
+    from kassa_common.accounts import keys
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
     from kassa_common.statuses import TransferStatus

@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import keys
+from kassa_common.accounts import keys
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
 from kassa_common.timefmt import utcnow

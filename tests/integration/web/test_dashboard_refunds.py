@@ -10,7 +10,8 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import keys, payments
+from kassa_common import payments
+from kassa_common.accounts import keys
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Refund
 from kassa_common.refunds import transitions

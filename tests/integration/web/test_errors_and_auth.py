@@ -10,7 +10,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
 from kassa_api.app import create_app

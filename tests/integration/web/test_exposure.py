@@ -63,7 +63,7 @@ def test_a_webhook_urls_password_is_never_shown_back(client, merchant, create_we
     listed = client.get(f"{API}/webhooks", headers=merchant.headers()).get_data(as_text=True)
     assert got["url"] == hook["url"] and "hunter2" not in listed
     # the dashboard, logged in as that merchant
-    from kassa_common import merchants
+    from kassa_common.accounts import merchants
     from kassa_common.db import unit_of_work
     from kassa_common.models import Merchant
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from kassa_common import keys
+from kassa_common.accounts import keys
 from kassa_common.db import make_engine, unit_of_work
 from kassa_api.app import create_app
 from kassa_dev.instances import free_port

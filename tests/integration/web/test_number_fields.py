@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant
 from tests.support.api import API, PAYMENT

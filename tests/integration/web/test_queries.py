@@ -6,7 +6,7 @@ import uuid
 
 import sqlalchemy as sa
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.db import unit_of_work
 from kassa_common.models import Payment, WebhookDelivery, WebhookEndpoint

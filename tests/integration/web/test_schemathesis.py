@@ -19,7 +19,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from kassa_common import keys, merchants, payments
+from kassa_common import payments
+from kassa_common.accounts import keys, merchants
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.config import Settings
 from kassa_common.db import unit_of_work

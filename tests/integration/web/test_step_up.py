@@ -16,7 +16,7 @@ import pyotp
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import merchants
+from kassa_common.accounts import merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Wallet
 from kassa_api.app import create_app

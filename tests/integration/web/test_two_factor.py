@@ -10,7 +10,7 @@ import time
 
 import pyotp
 
-from kassa_common import twofactor
+from kassa_common.accounts import twofactor
 from kassa_api.app import create_app
 from tests.support.cli import run_kassa
 from tests.support.dashboard import csrf_of, merchant_with_password

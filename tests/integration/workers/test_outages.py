@@ -17,7 +17,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common import keys, merchants
+from kassa_common.accounts import keys, merchants
 from kassa_common.config import Settings
 from kassa_common.db import ensure_database, make_engine, make_session_factory, unit_of_work
 from kassa_common.messaging import topology

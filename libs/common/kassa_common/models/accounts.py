@@ -32,7 +32,7 @@ class Merchant(Base):
     # quoted crypto amount holds (None: the payment's lifetime)
     rate_spread_pct: Mapped[Decimal] = mapped_column(sa.Numeric(4, 2), nullable=False, server_default="0")
     rate_lock_minutes: Mapped[int | None] = mapped_column(sa.Integer)
-    # two-factor sign-in (kassa_common.twofactor): on once ``totp_enabled_at`` is set
+    # two-factor sign-in (kassa_common.accounts.twofactor): on once ``totp_enabled_at`` is set
     totp_secret: Mapped[str | None] = mapped_column(sa.String(64))
     totp_enabled_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
     totp_last_step: Mapped[int | None] = mapped_column(sa.BigInteger)  # the last code's time step (no replay)

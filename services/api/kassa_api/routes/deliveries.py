@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint
 
 from kassa_common.paging import page_meta
-from kassa_common.webhooks import deliveries as h
+from kassa_common.webhooks import deliveries
 from kassa_common.webhooks.deliveries import DeliveryOut, ListDeliveries
 from kassa_api.auth import owner
 from kassa_api.deps import db, transaction
@@ -26,7 +26,7 @@ SCOPE = "webhooks:manage"
     errors=(404,),
 )
 def list_deliveries(ref: str, query: ListDeliveries):
-    items, total = h.list_deliveries(db(), owner(), ref, query.page, query.pageSize, query.status)
+    items, total = deliveries.list_deliveries(db(), owner(), ref, query.page, query.pageSize, query.status)
     return {"data": items, "meta": page_meta(query.page, query.pageSize, total)}
 
 
@@ -36,8 +36,8 @@ def list_deliveries(ref: str, query: ListDeliveries):
 )
 def redeliver(ref: str, delivery_id: str):
     with transaction() as session:
-        found = h.redeliver(session, owner(), ref, delivery_id)
-        return h.delivery_with_log(session, found)
+        found = deliveries.redeliver(session, owner(), ref, delivery_id)
+        return deliveries.delivery_with_log(session, found)
 
 
 @bp.post("/webhooks/<ref>/test")
@@ -46,5 +46,5 @@ def redeliver(ref: str, delivery_id: str):
 )
 def send_test(ref: str):
     with transaction() as session:
-        found = h.send_test(session, owner(), ref)
-        return h.delivery_with_log(session, found)
+        found = deliveries.send_test(session, owner(), ref)
+        return deliveries.delivery_with_log(session, found)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from kassa_common import events as h
+from kassa_common import events
 from kassa_common.events import EventOut, EventPage, ListEvents
 from kassa_common.paging import page_meta
 from kassa_api.auth import owner
@@ -20,7 +20,7 @@ SCOPE = "payments:read"
     "List events of the last 30 days, newest first", scope=SCOPE, tag="events", query=ListEvents, response=EventPage
 )
 def list_events(query: ListEvents):
-    rows, total = h.list_events(
+    rows, total = events.list_events(
         db(),
         owner(),
         query.page,
@@ -36,4 +36,4 @@ def list_events(query: ListEvents):
 @bp.get("/events/<event_id>")
 @endpoint("Get an event by id", scope=SCOPE, tag="events", response=EventOut, errors=(404,))
 def get_event(event_id: str):
-    return h.body_of(h.find_event(db(), owner(), event_id).payload)
+    return events.body_of(events.find_event(db(), owner(), event_id).payload)

@@ -18,8 +18,19 @@ from kassa_common.refunds.shape import due_units
 from kassa_common.refunds.transitions import claim_refund
 from kassa_common.statuses import PaymentStatus, RefundStatus
 from kassa_common.timefmt import utcnow
-from kassa_api import checkout as h
 from kassa_api import csrf, query
+from kassa_api.checkout import (
+    arrivals,
+    back_url,
+    default_pair,
+    networks_for,
+    payment_uri,
+    qr_svg,
+    short_hash,
+    status_words,
+    time_left,
+    why_not_canceled,
+)
 from kassa_api.deps import db, deps, make_owner, transaction
 from kassa_api.web import error_page, http_error_page, page, secure
 
@@ -42,7 +53,7 @@ def _payment_or_404(short_id: str):
 def _checkout_page(payment, http_status: int = 200, notice: str | None = None):
     s = deps().settings
     network = s.networks.get(payment.network)
-    uri = h.payment_uri(payment, network)
+    uri = payment_uri(payment, network)
     merchant = db().get(Merchant, payment.merchant_id)
     assert merchant is not None  # a payment's merchant (the foreign key cascades)
     cancelable = payments.cancel_refusal(db(), payment) is None
@@ -54,16 +65,16 @@ def _checkout_page(payment, http_status: int = 200, notice: str | None = None):
         network=network,
         status=payments.public_view(payment, cancelable=cancelable),
         uri=uri,
-        qr=h.qr_svg(uri),
+        qr=qr_svg(uri),
         business_name=merchant.business_name,
         open=payment.status in payments.OPEN,
         cancelable=cancelable,
         notice=notice,
-        arrivals=h.arrivals(db(), payment, network),
-        back_url=h.back_url(payment),
-        time_left=h.time_left(payment.expires_at, utcnow()),
+        arrivals=arrivals(db(), payment, network),
+        back_url=back_url(payment),
+        time_left=time_left(payment.expires_at, utcnow()),
         auto_complete_seconds=int(s.test_mode_complete_seconds),
-        short_hash=h.short_hash,
+        short_hash=short_hash,
     )
 
 
@@ -81,7 +92,7 @@ def receipt(short_id: str):
     if payment.status != PaymentStatus.COMPLETED:
         return error_page(
             404,
-            f"There is no receipt for this payment: it is {h.status_words(payment.status)}. "
+            f"There is no receipt for this payment: it is {status_words(payment.status)}. "
             "A receipt exists once a payment is complete.",
         )
     network = deps().settings.networks.get(payment.network)
@@ -93,8 +104,8 @@ def receipt(short_id: str):
         network=network,
         status=payments.public_view(payment, cancelable=False),
         business_name=merchant.business_name,
-        arrivals=h.arrivals(db(), payment, network),
-        short_hash=h.short_hash,
+        arrivals=arrivals(db(), payment, network),
+        short_hash=short_hash,
     )
 
 
@@ -117,7 +128,7 @@ def cancel(short_id: str):
             payments.cancel(session, payment)
     except InvalidTransition:
         db().refresh(payment)
-        return _checkout_page(payment, 409, h.why_not_canceled(payment))
+        return _checkout_page(payment, 409, why_not_canceled(payment))
     return redirect(payment.cancel_url or url_for("pages.checkout", short_id=payment.short_id), 303)
 
 
@@ -152,7 +163,7 @@ def _product_or_error(product_id: str):
 
 def _product_page(product: Product, merchant: Merchant, status: int = 200, error: str | None = None):
     s = deps().settings
-    pairs = [(n, t) for n in h.networks_for(s.networks, product.test_mode, s.development) for t in n.tokens]
+    pairs = [(n, t) for n in networks_for(s.networks, product.test_mode, s.development) for t in n.tokens]
     return page(
         "pages/product.html",
         status,
@@ -162,7 +173,7 @@ def _product_page(product: Product, merchant: Merchant, status: int = 200, error
         pairs=pairs,
         error=error,
         price_text=format(product.price.normalize(), "f"),
-        chosen=request.form.get("pair") or h.default_pair(pairs),
+        chosen=request.form.get("pair") or default_pair(pairs),
         email=request.form.get("email", ""),
     )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from kassa_common import products as h
+from kassa_common import products
 from kassa_common.fields import Deleted, ListPage
 from kassa_common.models import Product
 from kassa_common.owner import list_owned, owned, soft_delete
@@ -28,7 +28,7 @@ def out(product: Product) -> dict:
 )
 def create_product(body: CreateProduct):
     with transaction() as session:
-        product = h.create_product(session, owner(), body.model_dump(), deps().settings.networks)
+        product = products.create_product(session, owner(), body.model_dump(), deps().settings.networks)
     return out(product), 201
 
 
@@ -63,7 +63,9 @@ def get_product(ref: str):
 )
 def update_product(ref: str, body: UpdateProduct):
     with transaction() as session:
-        product = h.update_product(session, owner(), ref, body.model_dump(exclude_unset=True), deps().settings.networks)
+        product = products.update_product(
+            session, owner(), ref, body.model_dump(exclude_unset=True), deps().settings.networks
+        )
     return out(product)
 
 

@@ -8,7 +8,7 @@ from kassa_common.fields import Deleted, ListPage
 from kassa_common.models import WebhookEndpoint
 from kassa_common.owner import list_owned, owned, soft_delete
 from kassa_common.paging import page_meta
-from kassa_common.webhooks import endpoints as h
+from kassa_common.webhooks import endpoints
 from kassa_common.webhooks.endpoints import CreateWebhook, UpdateWebhook, WebhookOut, WebhookWithSecret, webhook_to_dict
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
@@ -33,7 +33,7 @@ def with_secret(hook: WebhookEndpoint) -> dict:
 )
 def create_webhook(body: CreateWebhook):
     with transaction() as session:
-        hook = h.create_webhook(
+        hook = endpoints.create_webhook(
             session, owner(), body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
         )
     return with_secret(hook), 201
@@ -65,7 +65,7 @@ def get_webhook(ref: str):
 )
 def update_webhook(ref: str, body: UpdateWebhook):
     with transaction() as session:
-        hook = h.update_webhook(
+        hook = endpoints.update_webhook(
             session, owner(), ref, body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
         )
     return webhook_to_dict(hook)
@@ -91,5 +91,5 @@ def delete_webhook(ref: str):
 )
 def rotate_secret(ref: str):
     with transaction() as session:
-        hook = h.rotate_secret(session, owner(), ref)
+        hook = endpoints.rotate_secret(session, owner(), ref)
     return with_secret(hook)

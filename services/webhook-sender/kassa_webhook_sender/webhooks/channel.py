@@ -27,7 +27,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common import notices
+from kassa_common.accounts import notices
 from kassa_common.events import body_of
 from kassa_common.statuses import DeliveryStatus
 from kassa_common.webhooks.signing import sign

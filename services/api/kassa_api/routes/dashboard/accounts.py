@@ -7,7 +7,7 @@ or LOGIN_FAILURES_PER_ADDRESS for any, within a LOGIN_WINDOW_SECONDS window, the
 form answers 429 until the window ends. Sign-ups are counted per client address the same
 way (SIGNUPS_PER_HOUR), before any password is hashed.
 
-A login is kept on the server (``kassa_common.logins``): the cookie holds a fresh random
+A login is kept on the server (``kassa_common.accounts.logins``): the cookie holds a fresh random
 id made at each login, and logging out revokes it there.
 """
 
@@ -18,7 +18,7 @@ import uuid
 
 from flask import Blueprint, g, redirect, request, session, url_for
 
-from kassa_common import merchants, passwordreset, twofactor
+from kassa_common.accounts import merchants, password_reset, twofactor
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import Merchant
 from kassa_api.deps import db, deps, transaction
@@ -94,7 +94,7 @@ def forgot():
     if email and deps().signups.hit(f"reset-email:{email.lower()}").allowed:
         settings = deps().settings
         with transaction() as s:
-            passwordreset.request_reset(s, email, secret_key=settings.secret_key, dashboard_url=settings.dashboard_url)
+            password_reset.request_reset(s, email, secret_key=settings.secret_key, dashboard_url=settings.dashboard_url)
     return render("forgot.html", sent=True, email=email)
 
 
@@ -104,16 +104,16 @@ def reset_password(token: str):
     scanner's prefetch is harmless); a successful form signs out every login."""
     secret = deps().settings.secret_key
     if request.method != "POST":  # GET or HEAD
-        valid = passwordreset.merchant_of(db(), token, secret) is not None
+        valid = password_reset.merchant_of(db(), token, secret) is not None
         return render("reset.html", 200 if valid else 404, valid=valid)
     form = request.form
     try:
         with transaction() as s:
-            merchant = passwordreset.merchant_of(s, token, secret, lock=True)
+            merchant = password_reset.merchant_of(s, token, secret, lock=True)
             if merchant is None:
                 return render("reset.html", 404, valid=False)
             new_password_problems(form.get("password", ""), form.get("confirm_password", "")).raise_any()
-            passwordreset.reset(merchant, form.get("password", ""), form.get("confirm_password", ""))
+            password_reset.reset(merchant, form.get("password", ""), form.get("confirm_password", ""))
             merchant_id = merchant.id
     except (FormError, DomainError) as exc:
         return render("reset.html", 400, valid=True, **refusal(exc, ("password", "confirm_password")))

@@ -15,7 +15,7 @@ from functools import wraps
 from flask import abort, g, redirect, request, session, url_for
 from sqlalchemy.orm import Session
 
-from kassa_common import merchants, twofactor
+from kassa_common.accounts import merchants, twofactor
 from kassa_common.errors import NotFound
 from kassa_common.models import Merchant, Payment, Product, WebhookEndpoint
 from kassa_common.owner import Owner, owned

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, request, url_for
 
-from kassa_common import events as h
+from kassa_common import events
 from kassa_common.errors import DomainError
 from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.paging import page_meta
@@ -26,7 +26,7 @@ NO_EVENT = "No such event in this mode (events are kept 30 days)."
 def index():
     kind = query.choice("type", WEBHOOK_EVENTS)
     page_no = query.page_number()
-    rows, total = h.list_events(db(), current_owner(), page_no, PAGE_SIZE, type=kind)
+    rows, total = events.list_events(db(), current_owner(), page_no, PAGE_SIZE, type=kind)
     return render(
         "events.html",
         rows=rows,
@@ -41,12 +41,12 @@ def index():
 def _page(event_id: str, status: int = 200, /, **context):
     owner = current_owner()
     with not_found_as_404(NO_EVENT):
-        event = h.find_event(db(), owner, event_id)
+        event = events.find_event(db(), owner, event_id)
     return render(
         "event.html",
         status,
         event=event,
-        body=h.body_of(event.payload),
+        body=events.body_of(event.payload),
         deliveries=event_deliveries(db(), event.id),
         endpoints=active_endpoints(db(), owner.merchant_id, owner.test_mode),
         **context,
@@ -64,10 +64,10 @@ def detail(event_id: str):
 def resend(event_id: str):
     owner = current_owner()
     with not_found_as_404(NO_EVENT):
-        h.find_event(db(), owner, event_id)
+        events.find_event(db(), owner, event_id)
     try:
         with transaction() as s:
-            h.resend(s, owner, event_id, request.form.get("webhook_id", ""))
+            events.resend(s, owner, event_id, request.form.get("webhook_id", ""))
     except DomainError as exc:  # the endpoint is gone or disabled
         return _page(event_id, 422, error=exc.message)
     return redirect(url_for("dashboard.events.detail", event_id=event_id, resent=1), 303)

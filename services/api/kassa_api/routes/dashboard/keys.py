@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flask import Blueprint, abort, redirect, request, url_for
 
-from kassa_common import keys
+from kassa_common.accounts import keys
 from kassa_common.errors import DomainError
 from kassa_common.ids import parse_uuid
 from kassa_common.models import ApiKey

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, request, url_for
 
-from kassa_common import products as ph
+from kassa_common import products
 from kassa_common.errors import DomainError
 from kassa_common.models import Product
 from kassa_common.owner import list_owned, soft_delete
@@ -73,7 +73,7 @@ def index():
     try:
         body = validated(CreateProduct, new_product_form())
         with transaction() as s:
-            ph.create_product(s, owner, body.model_dump(), deps().settings.networks)
+            products.create_product(s, owner, body.model_dump(), deps().settings.networks)
     except (FormError, DomainError) as exc:
         return _list_page(422, **refusal(exc, NEW_FIELDS))
     return redirect(url_for("dashboard.products.index"), 303)
@@ -88,7 +88,7 @@ def edit(ref: str):
     try:
         body = validated(UpdateProduct, product_changes_form())
         with transaction() as s:
-            ph.update_product(s, owner, ref, body.model_dump(exclude_unset=True), deps().settings.networks)
+            products.update_product(s, owner, ref, body.model_dump(exclude_unset=True), deps().settings.networks)
     except (FormError, DomainError) as exc:
         return render("product.html", 422, product=product, link=share_link(product), **refusal(exc, EDIT_FIELDS))
     return redirect(url_for("dashboard.products.index"), 303)

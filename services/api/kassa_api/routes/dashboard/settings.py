@@ -9,7 +9,7 @@ a current code) on its own page; either change revokes every other login too. Th
 and codes asked again here are step-up checks, throttled like the login (``common.step_up``).
 
 They belong to the merchant, not to a mode, so the page looks the same switched to test
-or live. The rules and the writing live in ``kassa_common.merchants``, which
+or live. The rules and the writing live in ``kassa_common.accounts.merchants``, which
 ``kassa merchant settings`` uses too; a refused value re-renders the form with the reason
 (400) and writes nothing.
 """
@@ -20,7 +20,7 @@ import secrets
 
 from flask import Blueprint, g, redirect, request, session, url_for
 
-from kassa_common import merchants, twofactor
+from kassa_common.accounts import merchants, twofactor
 from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
 from kassa_api.deps import deps, transaction

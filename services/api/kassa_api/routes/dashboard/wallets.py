@@ -18,7 +18,7 @@ import uuid
 
 from flask import Blueprint, g, redirect, request, url_for
 
-from kassa_common import merchants, walletchanges
+from kassa_common.accounts import merchants, wallet_changes
 from kassa_common.chains.forwarder import factory_address
 from kassa_common.errors import DomainError
 from kassa_common.payments.addresses import first_address, first_index
@@ -42,7 +42,7 @@ bp = Blueprint("wallets", __name__)
 def _page(status: int = 200, /, **context):
     owner = current_owner()
     wallets = merchants.wallets(db(), owner.merchant_id, owner.mode)
-    pending = walletchanges.pending(db(), owner.merchant_id, owner.mode)
+    pending = wallet_changes.pending(db(), owner.merchant_id, owner.mode)
     chains = []
     for chain in merchants.CHAINS:
         wallet = wallets.get(chain)
@@ -89,70 +89,47 @@ def _confirm(problems: Problems, password: str, code: str) -> bool:
 @bp.route("/wallets", methods=["GET", "POST"])
 @login_required
 def index():
+    """Read the form, check every field at once, and hand the change to
+    ``wallet_changes.request_change``, which decides whether it is held (DESIGN §10)."""
     if request.method != "POST":  # GET or HEAD
         return _page()
     owner, form = current_owner(), request.form
     chain = form.get("chain", "")
     settings = deps().settings
+    settlement = form["settlement_address"] if "settlement_address" in form and chain == "evm" else None
+    xpub = None if settlement is not None else form.get("xpub", "")
     problems = Problems()  # the key or address, the password and the code: every problem at once
-    if "settlement_address" in form and chain == "evm":
-        problems.check("settlement_address", merchants.check_settlement_address, owner.mode, form["settlement_address"])
+    if settlement is not None:
+        problems.check("settlement_address", merchants.check_settlement_address, owner.mode, settlement)
     else:
-        problems.check(
-            "xpub",
-            merchants.check_wallet,
-            owner.mode,
-            chain,
-            form.get("xpub", ""),
-            allow_test_keys=settings.development,
-        )
-    if not owner.test_mode and not _confirm(problems, form.get("password", ""), form.get("code", "")):
+        problems.check("xpub", merchants.check_wallet, owner.mode, chain, xpub, allow_test_keys=settings.development)
+    if wallet_changes.asks_password(owner.mode) and not _confirm(
+        problems, form.get("password", ""), form.get("code", "")
+    ):
         return _page(429, error=step_up_wait())
     try:
         problems.raise_any()
     except FormError as exc:
         unconfirmed = "password" in exc.errors or "code" in exc.errors
         return _page(403 if unconfirmed else 422, **refusal(exc, FIELDS))
-    hold_hours = settings.wallet_change_hold(owner.mode)
     try:
         with transaction() as s:
-            if hold_hours > 0:  # live: held, emailed, cancelable (DESIGN §10)
-                if "settlement_address" in form and chain == "evm":
-                    target = {
-                        "settlement_address": merchants.check_settlement_address(owner.mode, form["settlement_address"])
-                    }
-                    saved = None
-                else:
-                    saved = merchants.check_wallet(
-                        owner.mode, chain, form.get("xpub", ""), allow_test_keys=settings.development
-                    )
-                    target = {"xpub": saved.xpub}
-                walletchanges.hold(
-                    s,
-                    g.merchant,
-                    owner.mode,
-                    chain,
-                    hold_hours=hold_hours,
-                    dashboard_url=settings.dashboard_url,
-                    **target,
-                )
-            elif "settlement_address" in form and chain == "evm":
-                merchants.set_settlement_address(s, owner.merchant_id, owner.mode, form["settlement_address"])
-                saved = None
-            else:
-                saved = merchants.set_wallet(
-                    s,
-                    owner.merchant_id,
-                    owner.mode,
-                    chain,
-                    form.get("xpub", ""),
-                    allow_test_keys=settings.development,
-                )
+            done = wallet_changes.request_change(
+                s,
+                g.merchant,
+                owner.mode,
+                chain,
+                xpub=xpub,
+                settlement_address=settlement,
+                configured_hours=settings.wallet_change_hold_hours,
+                development=settings.development,
+                dashboard_url=settings.dashboard_url,
+            )
     except DomainError as exc:
         return _page(422, **refusal(exc, FIELDS))
-    if hold_hours > 0:
-        return _page(held=chain, warning=saved.warning if saved else None)
-    return _page(saved=chain, warning=saved.warning if saved else None)
+    if done.held:
+        return _page(held=chain, warning=done.warning)
+    return _page(saved=chain, warning=done.warning)
 
 
 @bp.route("/wallets/pending/<change_id>/cancel", methods=["POST"])
@@ -164,7 +141,7 @@ def cancel_pending(change_id: str):
     except ValueError:
         return _page(404, error="No such pending change.")
     with transaction() as s:
-        walletchanges.cancel_own(s, g.merchant.id, parsed)
+        wallet_changes.cancel_own(s, g.merchant.id, parsed)
     return redirect(url_for("dashboard.wallets.index"), 303)
 
 
@@ -176,9 +153,9 @@ def cancel_by_link(token: str):
     POST with the page's CSRF token, so another site cannot post it either."""
     with transaction() as s:
         if request.method == "POST":
-            change = walletchanges.cancel_by_token(s, token)
+            change = wallet_changes.cancel_by_token(s, token)
         else:  # GET or HEAD
-            change = walletchanges.pending_by_token(s, token)
+            change = wallet_changes.pending_by_token(s, token)
         shown = {"mode": change.mode, "chain": change.chain, "applies_at": change.applies_at} if change else None
     action = url_for("dashboard.wallets.cancel_by_link", token=token)
     return render(

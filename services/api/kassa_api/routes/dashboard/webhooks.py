@@ -14,8 +14,7 @@ from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.models import WebhookEndpoint
 from kassa_common.owner import Owner, list_owned, soft_delete
 from kassa_common.urls import without_password
-from kassa_common.webhooks import deliveries as dh
-from kassa_common.webhooks import endpoints as wh
+from kassa_common.webhooks import deliveries, endpoints
 from kassa_common.webhooks.endpoints import CreateWebhook
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import (
@@ -51,8 +50,8 @@ def _list_page(status: int = 200, /, **context):
 
 def _page(ref: str, status: int = 200, /, **context):
     owner, hook = current_owner(), get_webhook_or_404(ref)
-    log, total = dh.list_deliveries(db(), owner, ref, 1, LIST_SIZE)
-    health = dh.endpoint_health(db(), hook.id)
+    log, total = deliveries.list_deliveries(db(), owner, ref, 1, LIST_SIZE)
+    health = deliveries.endpoint_health(db(), hook.id)
     return render("webhook.html", status, hook=hook, deliveries=log, total=total, health=health, **context)
 
 
@@ -65,7 +64,7 @@ def index():
     try:
         body = validated(CreateWebhook, new_webhook_form())
         with transaction() as s:
-            secret = wh.create_webhook(
+            secret = endpoints.create_webhook(
                 s, owner, body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
             ).secret
     except (FormError, DomainError) as exc:
@@ -85,15 +84,15 @@ def detail(ref: str):
 
 def _toggle_active(s: Session, owner: Owner, ref: str) -> None:
     active = get_webhook_or_404(ref).active
-    wh.update_webhook(s, owner, ref, {"active": not active}, deps().settings.webhook_allow_private_urls)
+    endpoints.update_webhook(s, owner, ref, {"active": not active}, deps().settings.webhook_allow_private_urls)
 
 
 def _send_test(s: Session, owner: Owner, ref: str) -> None:
-    dh.send_test(s, owner, ref)
+    deliveries.send_test(s, owner, ref)
 
 
 def _rotate_secret(s: Session, owner: Owner, ref: str) -> str:
-    return wh.rotate_secret(s, owner, ref).secret
+    return endpoints.rotate_secret(s, owner, ref).secret
 
 
 def _delete(s: Session, owner: Owner, ref: str) -> None:
@@ -148,7 +147,7 @@ def redeliver(ref: str, delivery_id: str):
     owner = current_owner()
     try:
         with not_found_as_404(NO_DELIVERY), transaction() as s:
-            dh.redeliver(s, owner, ref, delivery_id)
+            deliveries.redeliver(s, owner, ref, delivery_id)
     except DomainError as exc:
         return _page(ref, 422, error=exc.message)
     return redirect(url_for("dashboard.webhooks.detail", ref=ref), 303)

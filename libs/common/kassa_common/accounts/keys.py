@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from kassa_common.accounts.merchants import MODES, AccountError
 from kassa_common.errors import NotFound
 from kassa_common.ids import hash_api_key, new_api_key
-from kassa_common.merchants import MODES, AccountError
 from kassa_common.models import ApiKey
 from kassa_common.timefmt import utcnow
 

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from itsdangerous import BadData, URLSafeTimedSerializer
 from sqlalchemy.orm import Session
 
-from kassa_common import merchants, notices
+from kassa_common.accounts import merchants, notices
 from kassa_common.models import Merchant
 
 LIFETIME = timedelta(hours=1)

@@ -1,5 +1,10 @@
 """Guarded wallet changes (DESIGN §10): a live wallet change waits before it applies.
 
+The policy is decided here, not in the dashboard: ``asks_password`` (which changes ask for
+the password, and the code with two-factor sign-in on, again), ``hold_hours`` (which are
+held, and for how long) and ``request_change`` (the one call a dashboard change makes:
+checked, then held and emailed, or applied at once).
+
 A change of where live money goes (an extended public key or an EVM settlement address),
 asked for in the dashboard with the password again, is stored here and held for
 ``WALLET_CHANGE_HOLD_HOURS``; the merchant is emailed at once with a link to cancel it (a
@@ -20,17 +25,81 @@ from __future__ import annotations
 import hashlib
 import secrets
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common import merchants, notices
+from kassa_common.accounts import merchants, notices
 from kassa_common.models import Merchant, WalletChange
 from kassa_common.timefmt import utcnow
 
 EVENT_TYPE = "wallet.change_held"  # an internal row for the email (never published, not listed)
 KIND = "wallet_change"
+
+
+def asks_password(mode: str) -> bool:
+    """Whether changing a wallet of ``mode`` asks for the password (and, with two-factor
+    sign-in on, a current code) again: every mode but test, where no money moves, so a
+    stolen session alone cannot redirect the money. A development stack asks too."""
+    return mode != "test"
+
+
+def hold_hours(mode: str, *, configured_hours: float, development: bool) -> float:
+    """Hours a wallet change of ``mode`` waits (``configured_hours``: WALLET_CHANGE_HOLD_HOURS):
+    none in test mode or on a development stack."""
+    return 0.0 if mode != "live" or development else configured_hours
+
+
+@dataclass(frozen=True)
+class Requested:
+    """What became of a requested change: held (emailed, cancelable) or applied at once, and
+    the warning to show whoever asked (a published test key on a development stack)."""
+
+    held: bool
+    warning: str | None
+
+
+def request_change(
+    session: Session,
+    merchant: Merchant,
+    mode: str,
+    chain: str,
+    *,
+    xpub: str | None = None,
+    settlement_address: str | None = None,
+    configured_hours: float,
+    development: bool,
+    dashboard_url: str,
+) -> Requested:
+    """A change of where ``mode``'s payments on ``chain`` go, asked for in the dashboard (the
+    caller has asked for the password again when ``asks_password``): an EVM settlement
+    address when ``settlement_address`` is given, else the extended public key ``xpub``.
+    Checked, then held for ``hold_hours`` and emailed, or applied at once when there is no
+    hold. Raises a ``DomainError`` saying why the key or address is refused."""
+    hours = hold_hours(mode, configured_hours=configured_hours, development=development)
+    if settlement_address is not None:
+        if hours > 0:
+            address = merchants.check_settlement_address(mode, settlement_address)
+            hold(
+                session,
+                merchant,
+                mode,
+                chain,
+                settlement_address=address,
+                hold_hours=hours,
+                dashboard_url=dashboard_url,
+            )
+        else:
+            merchants.set_settlement_address(session, merchant.id, mode, settlement_address)
+        return Requested(held=hours > 0, warning=None)
+    if hours > 0:
+        saved = merchants.check_wallet(mode, chain, xpub or "", allow_test_keys=development)
+        hold(session, merchant, mode, chain, xpub=saved.xpub, hold_hours=hours, dashboard_url=dashboard_url)
+    else:
+        saved = merchants.set_wallet(session, merchant.id, mode, chain, xpub or "", allow_test_keys=development)
+    return Requested(held=hours > 0, warning=saved.warning)
 
 
 def _hash(token: str) -> str:

@@ -1,5 +1,5 @@
 """Merchant accounts: sign-up, passwords, wallets and settings (their commands and reads),
-used by the operator CLI and the dashboard. API keys are ``kassa_common.keys``."""
+used by the operator CLI and the dashboard. API keys are ``kassa_common.accounts.keys``."""
 
 from __future__ import annotations
 
@@ -289,7 +289,9 @@ def notify_operator_of_signup(session: Session, merchant: Merchant, operator_ema
     and waits for activation, with the command that lets it in."""
     if not operator_email:
         return
-    from kassa_common import notices  # notices imports models only; kept local to keep this module's imports light
+    from kassa_common.accounts import (
+        notices,  # notices imports models only; kept local to keep this module's imports light
+    )
 
     name = merchant.business_name or "(no business name yet)"
     text = (
@@ -324,7 +326,7 @@ def activate(session: Session, merchant: Merchant, dashboard_url: str) -> bool:
     if merchant.activated:
         return False
     merchant.activated = True
-    from kassa_common import notices  # as in notify_operator_of_signup
+    from kassa_common.accounts import notices  # as in notify_operator_of_signup
 
     text = (
         f"Your Kassa account is active — sign in at {dashboard_url}\n\n"
