@@ -50,7 +50,7 @@ class CannedNode:
                         "logIndex": hex(i),
                         "address": token,
                         "removed": False,
-                        "data": hex(10_000_000),
+                        "data": "0x" + format(10_000_000, "064x"),  # one 32-byte word, as nodes send it
                         "topics": [
                             TRANSFER_TOPIC,
                             "0x" + "00" * 12 + "11" * 20,
