@@ -159,7 +159,7 @@ TARGETS = (
     ),
     Target(
         "kassa_common/pricing/service.py",
-        unit=("tests/unit/test_pricing_rules.py",),
+        unit=("tests/unit/test_rate_service.py", "tests/unit/test_pricing_rules.py"),
         integration=(
             "tests/integration/payments/test_rates_under_outage.py",
             "tests/integration/payments/test_pricing_sources.py",
@@ -169,7 +169,7 @@ TARGETS = (
     # Refunds: what is refundable, the claim, and which transfer pays which refund.
     Target(
         "kassa_common/refunds/amounts.py",
-        unit=("tests/unit/test_payment_shape.py",),
+        unit=("tests/unit/test_refund_rules.py", "tests/unit/test_payment_shape.py"),
         integration=(
             "tests/integration/refunds/test_refunds_api.py",
             "tests/integration/refunds/test_refund_totals_in_events.py",
@@ -182,13 +182,11 @@ TARGETS = (
     ),
     Target(
         "kassa_common/refunds/transitions.py",
-        unit=(),
+        unit=("tests/unit/test_refund_rules.py",),
         integration=(
             "tests/integration/refunds/test_refunds_api.py",
             "tests/integration/refunds/test_refund_payout_rules.py",
             "tests/integration/refunds/test_claim_page.py",
-            "tests/integration/payments/test_refund_payout_reports.py",
-            "tests/integration/refunds/test_refund_events.py",
         ),
     ),
     Target(
@@ -198,25 +196,21 @@ TARGETS = (
             "tests/integration/refunds/test_refund_payout_rules.py",
             "tests/integration/refunds/test_claim_page.py",
             "tests/integration/payments/test_refund_payout_reports.py",
-            "tests/integration/chains/test_refund_payouts_tied.py",
         ),
     ),
+    # The payout tests on anvil (tests/integration/chains/test_refund_payouts*.py: a real
+    # watcher and settler, minutes per run) are not among the focused tests of these two.
     Target(
         "kassa_common/refunds/payouts.py",
-        unit=("tests/unit/test_refund_payout_refs.py",),
+        unit=("tests/unit/test_refund_rules.py", "tests/unit/test_refund_payout_refs.py"),
         integration=(
             "tests/integration/payments/test_refund_payout_reports.py",
             "tests/integration/refunds/test_refund_payout_rules.py",
-            "tests/integration/chains/test_refund_payouts_tied.py",
         ),
     ),
     Target(
         "kassa_common/refunds/onchain.py",
-        unit=("tests/unit/test_refund_payout_refs.py",),
-        integration=(
-            "tests/integration/chains/test_refund_payouts_tied.py",
-            "tests/integration/chains/test_refund_payouts_bitcoin.py",
-        ),
+        unit=("tests/unit/test_refund_payout_reading.py", "tests/unit/test_refund_payout_refs.py"),
     ),
 )
 
