@@ -302,3 +302,14 @@ def test_a_rate_holds_for_its_confirmation_until_the_grace_after_the_lock_or_the
     assert rate_at_confirmation(rates, p, early, until + timedelta(seconds=1)) == D(2000)
     assert rate_at_confirmation(None, p, early, until + timedelta(days=1)) is None
     assert rate_at_confirmation(rates, _payment(rate_locked_until=None), early, until + timedelta(days=1)) is None
+
+
+def test_with_one_source_enough_and_none_agreeing_the_answer_nearest_the_median_is_the_price():
+    c = combine({"a": D(1), "b": D(2), "c": D(4)}, min_sources=1, max_deviation_pct=D(1))
+    assert (c.price, c.used, c.excluded) == (D(2), ("b",), ("a", "c"))
+
+
+def test_of_two_agreeing_groups_as_large_and_as_tight_the_one_nearest_the_median_of_all_is_kept():
+    answers = {"a": D(100), "b": D(101), "c": D(190), "d": D(200), "e": D(202), "f": D(300)}  # median of all: 195
+    c = combine(answers, min_sources=2, max_deviation_pct=D(1))
+    assert (c.used, c.price) == (("d", "e"), D(201))

