@@ -160,11 +160,7 @@ TARGETS = (
     Target(
         "kassa_common/pricing/service.py",
         unit=("tests/unit/test_rate_service.py", "tests/unit/test_pricing_rules.py"),
-        integration=(
-            "tests/integration/payments/test_rates_under_outage.py",
-            "tests/integration/payments/test_pricing_sources.py",
-            "tests/integration/payments/test_rates_setting.py",
-        ),
+        integration=("tests/integration/payments/test_rates_under_outage.py",),
     ),
     # Refunds: what is refundable, the claim, and which transfer pays which refund.
     Target(

@@ -313,3 +313,22 @@ def test_of_two_agreeing_groups_as_large_and_as_tight_the_one_nearest_the_median
     answers = {"a": D(100), "b": D(101), "c": D(190), "d": D(200), "e": D(202), "f": D(300)}  # median of all: 195
     c = combine(answers, min_sources=2, max_deviation_pct=D(1))
     assert (c.used, c.price) == (("d", "e"), D(201))
+
+
+def test_funds_not_counted_or_not_confirmed_are_passed_over_wherever_they_are_in_the_list():
+    p = P(D(3000))
+    rows = [
+        Row(10**18, False, "CONFIRMED", None, T0),
+        Row(10**18, True, "SEEN", None, T0),
+        Row(7, True, "CONFIRMED", None, T0),
+    ]
+    assert valued_units(p, rows) == 7
+
+
+def test_the_arrival_rate_shown_is_the_latest_counted_transfers_own():
+    rows = [
+        Row(1, True, "CONFIRMED", D(2400), T0 + timedelta(minutes=5)),
+        Row(1, False, "CONFIRMED", D(9999), T0 + timedelta(minutes=10)),  # another token: never counted
+        Row(1, True, "SEEN", None, T0 + timedelta(minutes=15)),  # at the locked rate
+    ]
+    assert latest_arrival_rate(rows) == D(2400)

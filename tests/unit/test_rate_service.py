@@ -346,3 +346,9 @@ def test_a_waiting_quote_waits_as_long_as_a_refresh_may_take():
     threading.Timer(1.0, gate.set).start()  # the sources answer after 1 s, within their 1.5 s
     assert rates.quote("ETH").rate == D(3005)
     first.join(5)
+
+
+def test_the_development_stack_shows_no_depeg_whatever_the_market_says():
+    off = (Market("a", {"USDC": D("0.9")}), Market("b", {"USDC": D("0.9")}))
+    assert service(*off, fixed_live=True).depegs() == []
+    assert service(*off).depegs()[0].depegged

@@ -16,7 +16,15 @@ from kassa_common.chains.networks import shipped
 from kassa_common.chains.nodes import NodePool
 from kassa_common.chains.rpc import RpcError, RpcUnavailable
 from kassa_common.refunds import onchain
-from kassa_common.refunds.onchain import ChainUnavailable, PayoutConflict, PayoutRefused, QuorumShort, Reader
+from kassa_common.refunds.onchain import (
+    ChainUnavailable,
+    PayoutConflict,
+    PayoutRefused,
+    QuorumShort,
+    Reader,
+    reader_for,
+    transfer_ref,
+)
 
 pytestmark = pytest.mark.unit
 
@@ -127,6 +135,7 @@ class Bitcoin:
 
     def call(self, method, *params):
         if method == "getrawtransaction":
+            assert params[1] is True  # verbose: the decoded transaction, not its hex
             if self.fail:
                 raise self.fail
             return {"blockhash": self.blockhash, "confirmations": self.confirmations, "vout": self.vout}
@@ -143,6 +152,10 @@ def test_a_bitcoin_transactions_outputs_to_an_address_are_its_transfers():
     ]
 
 
+def test_a_bitcoin_transaction_in_the_tip_block_has_one_confirmation():
+    assert {p.confirmations for p in read(Bitcoin(confirmations=1), BTC)} == {1}
+
+
 def test_an_unknown_or_unmined_bitcoin_transaction_is_refused_and_a_node_down_is_unavailable():
     with pytest.raises(PayoutRefused, match="no transaction"):
         read(Bitcoin(fail=RpcError("No such mempool or blockchain transaction")), BTC)
@@ -150,6 +163,8 @@ def test_an_unknown_or_unmined_bitcoin_transaction_is_refused_and_a_node_down_is
         read(Bitcoin(blockhash=None), BTC)
     with pytest.raises(PayoutConflict, match="not mined"):
         read(Bitcoin(confirmations=0), BTC)
+    with pytest.raises(PayoutConflict, match="not mined"):
+        read(Bitcoin(confirmations=None), BTC)
     with pytest.raises(ChainUnavailable):
         read(Bitcoin(fail=RpcUnavailable("down")), BTC)
 
@@ -208,11 +223,11 @@ def test_a_transfer_too_few_nodes_read_the_same_is_no_payout_yet():
 
 
 class Tip:
-    def __init__(self, answer):
-        self.answer = answer
+    def __init__(self, answer, method="eth_blockNumber"):
+        self.answer, self.method = answer, method
 
     def call(self, method, *params):
-        assert method in ("eth_blockNumber", "getblockcount")
+        assert method == self.method
         if isinstance(self.answer, Exception):
             raise self.answer
         return self.answer
@@ -225,6 +240,7 @@ def pools(monkeypatch):
     def pool(network, nodes):
         def make(net, **kw):
             made.append(Pool(net, nodes))
+            made[-1].version = kw["version"]
             return made[-1]
 
         monkeypatch.setattr(onchain, "NodePool", make)
@@ -239,13 +255,49 @@ def test_a_claims_tip_is_the_height_the_quorum_has_reached(pools):
     assert onchain.quorum_tip(quorum(3)) == 0x64
     assert onchain.quorum_tip(quorum(4)) is None  # three answered
     assert onchain.quorum_tip(quorum(1)) == 0x64  # the reader alone
-    assert all(p.closed for p in made)
+    assert all(p.closed and p.version == "2.0" for p in made)
 
 
 def test_a_bitcoin_tip_is_a_number_and_no_answer_is_no_tip(pools):
-    pools(BTC, [Tip(250)])
+    made = pools(BTC, [Tip(250, "getblockcount")])
     assert onchain.quorum_tip(dataclasses.replace(BTC, rpc_urls=("http://a",))) == 250
-    pools(BTC, [Tip(RpcUnavailable("down"))])
+    assert made[0].version == "1.0"
+    pools(BTC, [Tip(RpcUnavailable("down"), "getblockcount")])
     assert onchain.quorum_tip(dataclasses.replace(BTC, rpc_urls=("http://a",))) is None
     assert onchain.quorum_tip(BTC) is None  # no node configured
     assert onchain.quorum_tip(None) is None
+
+
+def test_a_payout_is_known_by_its_transaction_place_and_recipient():
+    (got,) = read(Evm(logs=[log(4, TO, 7)]))
+    assert got.ref == transfer_ref(TX, 0, TO) == f"{TX}:0:{TO}"
+
+
+def test_a_reader_reads_the_networks_nodes_and_asks_its_required_confirmations():
+    assert reader_for(None) is None and reader_for(EVM) is None  # no node configured
+    evm = reader_for(dataclasses.replace(EVM, rpc_urls=("http://127.0.0.1:9",)))
+    btc = reader_for(dataclasses.replace(BTC, rpc_urls=("http://127.0.0.1:9",)))
+    try:
+        assert isinstance(evm.rpc, NodePool) and evm.required == EVM.required_confirmations == 2
+        assert [n.rpc.version for n in evm.rpc.nodes] == ["2.0"] and [n.rpc.version for n in btc.rpc.nodes] == ["1.0"]
+    finally:
+        evm.close(), btc.close()
+
+
+def test_a_node_down_is_a_503_worth_retrying_in_ten_seconds():
+    with pytest.raises(ChainUnavailable) as down:
+        read(Down())
+    assert down.value.retry_after == 10
+
+
+def test_without_a_quorum_the_readers_own_confirmations_count_whatever_the_others_say():
+    nodes = [Evm(value=5, tip=104), Evm(value=5, tip=109)]
+    (got,) = onchain.transfers_in(Reader(quorum(1), Pool(quorum(1), nodes)), TX)
+    assert got.confirmations == 5
+
+
+def test_the_refunds_own_transfer_read_differently_by_the_nodes_is_no_payout_yet():
+    nodes = [Evm(logs=[log(0, TO, 7)]), Evm(logs=[log(0, TO, 8)])]
+    refund = type("Refund", (), {"address": TO})()
+    with pytest.raises(QuorumShort):
+        onchain.transfers_in(Reader(quorum(2), Pool(quorum(2), nodes)), TX, refund)

@@ -60,6 +60,8 @@ def test_refundable_is_what_was_received_less_what_refunds_hold_on_networks_with
     assert amounts.refundable(p, transfers, amounts.NONE) == {"BSC": 10, "ETHEREUM": 4, "POLYGON": 9}
     held = RefundTotals(held={"BSC": 10, "ETHEREUM": 1})
     assert amounts.refundable(p, transfers, held) == {"ETHEREUM": 3, "POLYGON": 9}  # BSC: exactly nothing left
+    one_left = RefundTotals(held={"BSC": 9, "ETHEREUM": 4, "POLYGON": 9})
+    assert amounts.refundable(p, transfers, one_left) == {"BSC": 1}  # one base unit is refundable
     # funds of a token on a network that has no such token are never refundable there
     pol = payment("POLYGON", "POL", 18)
     assert amounts.refundable(pol, [transfer(5, "ETHEREUM", "POL")], amounts.NONE) == {}

@@ -90,20 +90,20 @@ class RateNotCached(Unprepared):
             pass  # remembered for the cache period: the next cached_quote raises it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class Quote:
     rate: Decimal  # price of one token in the currency
     source: str  # where it came from, for people
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class Peg:
     symbol: str
     price: Decimal  # market price in USD
     depegged: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class _Price:
     usd: Decimal
     source: str
@@ -111,7 +111,7 @@ class _Price:
     checked: float  # when they were last asked (later than ``at``: a stale price kept after a failed refresh)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class _Down:
     """A refresh that found no price to serve, remembered for the cache period."""
 

@@ -86,7 +86,7 @@ def _shown(text: str) -> str:
 # ---- a payment's price ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class Priced:
     amount: Decimal  # in the currency, at its minor units
     units: int  # the crypto amount in the token's base units
