@@ -87,7 +87,7 @@ def test_the_listed_modules_and_their_focused_tests_exist():
     root = mutate.ROOT
     for target in mutate.TARGETS:
         assert mutate.source_of(target).is_file(), target.path
-        assert target.unit, target.path
+        assert target.unit or target.integration, target.path
         for test in target.unit + target.integration:
             assert (root / test).is_file(), test
     assert Path(mutate.__file__).resolve().is_relative_to(root)

@@ -22,6 +22,10 @@ def test_currencies_and_their_minor_units(code, places):
     assert currencies.minor_units(currencies.normalise(code)) == places
 
 
+def test_no_currency_is_usd():
+    assert currencies.normalise(None) == "USD"
+
+
 @pytest.mark.parametrize("code", ["XYZ", "EURO", "", "BHD", "KWD", "usdc"])
 def test_unknown_and_three_place_currencies_are_refused(code):
     with pytest.raises(currencies.UnknownCurrency):
@@ -212,3 +216,119 @@ def test_the_sweeper_values_at_the_fixed_rates_when_no_market_source_is_configur
     assert rates.usd_rate("eth") == D(2500) and not rates.live
     with pytest.raises(Exception, match="RATES_PROVIDERS"):
         rates.quote("ETH", "USD", live=True)  # a live payment is never priced on them
+
+
+def test_the_currencies_priced_whatever_the_markets_say_are_usd_and_the_fixed_rates_ones():
+    assert currencies.priced("ETH=3000,EUR=1.08,JPY=0.0067") == ["EUR", "JPY", "USD"]  # ETH is no currency
+    assert currencies.priced("ETH=3000") == ["USD"]
+
+
+def test_terms_default_to_no_spread_and_set_terms_changes_only_what_is_given():
+    from types import SimpleNamespace
+
+    m = SimpleNamespace(rate_spread_pct=None, rate_lock_minutes=None)
+    assert terms.terms_of(m) == (D(0), None) and terms.terms_of(m).spread_text == "0"
+    terms.set_terms(m, spread="2.5")
+    assert (m.rate_spread_pct, m.rate_lock_minutes) == (D("2.50"), None)
+    terms.set_terms(m, lock="15")
+    assert (m.rate_spread_pct, m.rate_lock_minutes) == (D("2.50"), 15)
+    with pytest.raises(terms.TermsError):
+        terms.set_terms(m, spread="1", lock="0")  # both checked before either changes
+    assert (m.rate_spread_pct, m.rate_lock_minutes) == (D("2.50"), 15)
+
+
+def test_a_spread_is_read_from_one_to_twenty_characters():
+    assert terms.parse_spread("5") == D("5.00")
+    assert terms.parse_spread("0" * 16 + "2.50") == D("2.50")  # 20 characters
+    with pytest.raises(terms.TermsError):
+        terms.parse_spread("0" * 17 + "2.50")  # 21: refused before it is read
+
+
+def test_a_crypto_price_worth_exactly_the_largest_amount_is_priced_with_no_spread():
+    priced = terms.price_units(D("9999999999999999.99"), "USD", D(1), 2)
+    assert priced.amount == currencies.MAX_AMOUNT and priced.spread_pct == 0 and priced.units == 999999999999999999
+    assert terms.price_units(D("0.5"), "EUR", D(3000), 18) == terms.Priced(D(1500), 5 * 10**17, D(3000), D(0))
+
+
+def _rates(grace=60):
+    from kassa_common.pricing.fixed import FixedRates, parse_fixed_rates
+    from kassa_common.pricing.service import RateService
+
+    return RateService(FixedRates(parse_fixed_rates("ETH=3000,EUR=1.5")), hold_grace_minutes=grace)
+
+
+def _payment(**kw):
+    from types import SimpleNamespace
+
+    base = {
+        "id": "p",
+        "token": "ETH",
+        "currency": "EUR",
+        "test_mode": True,
+        "rate_spread_pct": None,
+        "rate_locked_until": T0,
+        "exchange_rate": D(1),
+    }
+    return SimpleNamespace(**{**base, **kw})
+
+
+def test_funds_first_seen_after_the_lock_get_the_rate_of_that_moment_with_the_spread():
+    from kassa_common.pricing.arrival import rate_at_arrival
+
+    rates, p = _rates(), _payment()
+    assert rate_at_arrival(rates, p, T0) is None  # at the end of the lock: still locked
+    assert rate_at_arrival(rates, p, T0 + timedelta(seconds=1)) == D(2000)  # 3000 USD at 1.5 USD per EUR
+    assert rate_at_arrival(rates, _payment(rate_spread_pct=D(25)), T0 + timedelta(seconds=1)) == D(1600)
+    assert rate_at_arrival(rates, _payment(rate_locked_until=None), T0) is None  # no lock
+    assert rate_at_arrival(None, p, T0 + timedelta(seconds=1)) is None  # no rate service
+    assert rate_at_arrival(rates, _payment(currency="CHF"), T0 + timedelta(seconds=1)) is None  # no rate: as it is
+
+
+def test_a_rate_holds_for_its_confirmation_until_the_grace_after_the_lock_or_the_later_sighting():
+    from types import SimpleNamespace
+
+    from kassa_common.pricing.arrival import hold_until, rate_at_confirmation
+
+    rates, p = _rates(grace=60), _payment()
+    early, late = (
+        SimpleNamespace(created_at=T0 - timedelta(minutes=5)),
+        SimpleNamespace(created_at=T0 + timedelta(hours=2)),
+    )
+    assert hold_until(rates, p, early) == T0 + timedelta(minutes=60)
+    assert hold_until(rates, p, late) == T0 + timedelta(hours=3)
+    assert hold_until(rates, _payment(rate_locked_until=None), early) is None
+    until = T0 + timedelta(minutes=60)
+    assert rate_at_confirmation(rates, p, early, until) is None
+    assert rate_at_confirmation(rates, p, early, until + timedelta(seconds=1)) == D(2000)
+    assert rate_at_confirmation(None, p, early, until + timedelta(days=1)) is None
+    assert rate_at_confirmation(rates, _payment(rate_locked_until=None), early, until + timedelta(days=1)) is None
+
+
+def test_with_one_source_enough_and_none_agreeing_the_answer_nearest_the_median_is_the_price():
+    c = combine({"a": D(1), "b": D(2), "c": D(4)}, min_sources=1, max_deviation_pct=D(1))
+    assert (c.price, c.used, c.excluded) == (D(2), ("b",), ("a", "c"))
+
+
+def test_of_two_agreeing_groups_as_large_and_as_tight_the_one_nearest_the_median_of_all_is_kept():
+    answers = {"a": D(100), "b": D(101), "c": D(190), "d": D(200), "e": D(202), "f": D(300)}  # median of all: 195
+    c = combine(answers, min_sources=2, max_deviation_pct=D(1))
+    assert (c.used, c.price) == (("d", "e"), D(201))
+
+
+def test_funds_not_counted_or_not_confirmed_are_passed_over_wherever_they_are_in_the_list():
+    p = P(D(3000))
+    rows = [
+        Row(10**18, False, "CONFIRMED", None, T0),
+        Row(10**18, True, "SEEN", None, T0),
+        Row(7, True, "CONFIRMED", None, T0),
+    ]
+    assert valued_units(p, rows) == 7
+
+
+def test_the_arrival_rate_shown_is_the_latest_counted_transfers_own():
+    rows = [
+        Row(1, True, "CONFIRMED", D(2400), T0 + timedelta(minutes=5)),
+        Row(1, False, "CONFIRMED", D(9999), T0 + timedelta(minutes=10)),  # another token: never counted
+        Row(1, True, "SEEN", None, T0 + timedelta(minutes=15)),  # at the locked rate
+    ]
+    assert latest_arrival_rate(rows) == D(2400)

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from kassa_common.pricing.amounts import crypto_amount, from_base_units, to_base_units
+from kassa_common.pricing.amounts import crypto_amount, from_base_units, plain, to_base_units, units_text
 from kassa_common.pricing.fixed import DEFAULT_FIXED_RATES, FixedRates, RateProvider, RateUnavailable, parse_fixed_rates
 
 
@@ -125,3 +125,22 @@ def test_from_base_units_is_exact_and_normalized():
     assert str(from_base_units(-25, 2)) == "-0.25"
     wei = 10**30 + 1
     assert str(from_base_units(wei, 18)) == "1000000000000.000000000000000001"
+
+
+def test_a_zero_amount_is_zero_tokens():
+    assert crypto_amount(Decimal(0), Decimal(3000), 18) == 0
+
+
+def test_trailing_zeros_beyond_the_tokens_places_are_no_excess():
+    # 12.3400 at 2 places: the coefficient 123400 over 10**2, nothing left over
+    assert to_base_units(Decimal("12.3400"), 2) == 1234
+    assert to_base_units(Decimal("1.00"), 0) == 1
+
+
+def test_amounts_are_shown_plain_and_exact():
+    assert plain(Decimal("1E+2")) == "100"
+    assert plain(Decimal("2.500")) == "2.5"
+    # 40 significant digits, past the default context's 28: not rounded
+    assert plain(Decimal("123456789012345678901234567890123456.7890")) == "123456789012345678901234567890123456.789"
+    assert units_text(12_500_000, 6) == "12.5"
+    assert units_text(Decimal(10**30 + 1), 18) == "1000000000000.000000000000000001"

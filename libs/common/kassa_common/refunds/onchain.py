@@ -45,7 +45,7 @@ class PayoutConflict(InvalidTransition):
     """It may pay it, but not now or not this one: unconfirmed, or paying another refund (409)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class Payout:
     """A transfer that may pay a refund, as the watcher reports it or as read from a hash."""
 

@@ -26,8 +26,8 @@ log = logging.getLogger("kassa.refunds")
 OPEN = (RefundStatus.AWAITING_ADDRESS, RefundStatus.AWAITING_PAYMENT)
 
 
-def flag_funds_reorged(session: Session, payment_id: uuid.UUID, network: str) -> list[uuid.UUID]:
-    """Flag the payment's open refunds on ``network`` (the lost transfer's); the ids flagged."""
+def flag_funds_reorged(session: Session, payment_id: uuid.UUID, network: str) -> None:
+    """Flag the payment's open refunds on ``network`` (the lost transfer's); those flagged are logged."""
     flagged = list(
         session.scalars(
             sa.update(Refund)
@@ -48,4 +48,3 @@ def flag_funds_reorged(session: Session, payment_id: uuid.UUID, network: str) ->
             network,
             ", ".join(map(str, flagged)),
         )
-    return flagged
