@@ -250,3 +250,10 @@ def test_every_kassa_name_a_page_cites_exists(doc):
 def test_every_path_a_page_cites_exists(doc):
     """A path in a code span (``payments/settle.py``, ``routes/dashboard/``) is in the tree."""
     assert sorted({p for p in cited_paths(doc) if not path_exists(p)}) == []
+
+
+def test_the_pre_commit_ruff_is_the_pinned_ruff():
+    """The hook and `make lint` check with the same ruff."""
+    pinned = re.search(r"^ruff==([\d.]+)", (ROOT / "requirements-dev.txt").read_text(), flags=re.MULTILINE)
+    hooks = (ROOT / ".pre-commit-config.yaml").read_text()
+    assert pinned and re.search(r"ruff-pre-commit\n\s+rev: v" + re.escape(pinned[1]) + r"\n", hooks)
