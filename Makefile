@@ -38,11 +38,13 @@ tools-chaos:
 	@scripts/ensure-tools chaos docker-compose
 
 # Lint (ruff.toml, mypy.ini): ruff's rules and format over the tree, mypy over libs/ and
-# services/ (strict on payments, refunds, messaging and chains). `make test` runs it first.
+# services/ (strict on payments, refunds, messaging and chains), then the Python client's
+# own strict mypy (clients/python/pyproject.toml). `make test` runs it first.
 lint: deps
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	cd clients/python && ../../$(BIN)/mypy
 
 test: deps tools-test lint
 	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup

@@ -327,7 +327,7 @@ def excluded_lines(source: str) -> set[int]:
     return {n for n, text in enumerate(source.splitlines(), 1) if PRAGMA in text}
 
 
-def _points(tree: ast.AST, excluded: set[int] = frozenset()) -> list[tuple[int, str, int, str]]:
+def _points(tree: ast.AST, excluded: set[int] = frozenset()) -> list[tuple[int, str, int, str]]:  # noqa: C901 - one branch per mutation operator
     """(node index, kind, line, description) of every mutation point of ``tree`` outside
     the ``excluded`` lines."""
     skip = _skipped(tree)

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import os
 import re
 import threading
 import time
@@ -151,7 +150,7 @@ def classify(spk: bytes):
         ver = spk[0] - 0x50 if spk[0] else 0
         if ver == 0 and n not in (22, 34):
             return "nonstandard", None
-        data = [ver] + segwit_addr.convertbits(spk[2:], 8, 5)
+        data = [ver, *segwit_addr.convertbits(spk[2:], 8, 5)]
         data += _bech32_checksum(data, 0x2BC830A3 if ver else 1)
         addr = HRP + "1" + "".join(segwit_addr.CHARSET[d] for d in data)
         kind = {(0, 22): "witness_v0_keyhash", (0, 34): "witness_v0_scripthash", (1, 34): "witness_v1_taproot"}
@@ -288,7 +287,10 @@ class RegtestChain:
             chain.append(e.hash)
             e = self.index.get(e.prev)
         chain.reverse()
-        fork = len(os.path.commonprefix([chain, self.active]))  # first height where the chains differ
+        fork = next(  # first height where the chains differ
+            (i for i, (a, b) in enumerate(zip(chain, self.active, strict=False)) if a != b),
+            min(len(chain), len(self.active)),
+        )
         back = [
             (tx.GetTxid(), (tx, int(time.time())))  # disconnected blocks' txs, ahead of the old mempool
             for bh in self.active[fork:]
@@ -326,7 +328,7 @@ class RegtestChain:
             nVersion=2,
         )
         coinbase.wit = CTxWitness([CTxInWitness(CScriptWitness([b"\x00" * 32]))])
-        vtx = [CTransaction.from_tx(coinbase)] + txs
+        vtx = [CTransaction.from_tx(coinbase), *txs]
         root, ntime, nonce = CBlock.build_merkle_tree_from_txs(vtx)[-1], max(self._mtp(tip) + 1, int(time.time())), 0
         header = CBlockHeader(BLOCK_VERSION, tip.hash, root, ntime, BITS, nonce)
         while int.from_bytes(header.GetHash(), "little") > TARGET:  # regtest: about every other nonce works
@@ -631,7 +633,7 @@ class RegtestChain:
         if any(i.prevout.hash not in self.txs for i in tx.vin):
             raise RPCError(-25, "bad-txns-inputs-missingorspent")
         self.txs[txid] = tx
-        self._rebuild_mempool(list(self.mempool.items()) + [(txid, (tx, int(time.time())))])
+        self._rebuild_mempool([*list(self.mempool.items()), (txid, (tx, int(time.time())))])
         if txid not in self.mempool:
             raise RPCError(-26, "txn-mempool-conflict")
         return b2lx(txid)

@@ -3,8 +3,11 @@ no import cycles; nothing below imports above (libs/common, the domain, imports 
 no web framework and no development tooling; a service imports no other service and no
 development tooling); only the payment package writes payment rows, only the refund
 package refund rows, only the sweep package sweep rows and only the account package wallets
-and held wallet changes; project modules are imported by their names (no ``as h``); the production image
-holds no dev code; one pyproject builds the product."""
+and held wallet changes, only the delivery modules webhook deliveries; project modules are
+imported by their names (no ``as h``) and no module imports another's private names; inside
+kassa_common the rooms (subpackages, loose modules) stand on floors and form no circle; files
+and functions stay under their size caps; the production image holds no dev code; one
+pyproject builds the product."""
 
 from __future__ import annotations
 
@@ -503,3 +506,209 @@ def test_the_test_import_check_would_see_one():
         "tests.e2e",
         "tests.browser.test_y",
     ]
+
+
+# Inside kassa_common: each subpackage or loose module is a room; rooms import each other
+# downwards only. From the ground up (a room may import its own floor and those below):
+COMMON_FLOORS = [
+    # ground: no domain knowledge, imported by everything
+    {"db", "emails", "envfile", "errors", "ids", "models", "netguard", "numbers", "paging", "retry", "statuses"}
+    | {"timefmt", "transient", "urls", "migrate"},
+    # plumbing: the bus, the chains, prices, who is asking, settings and the process bootstrap
+    {"messaging", "chains", "pricing", "owner", "fields", "config", "worker", "retention"},
+    # the domain's aggregates and what reads across them
+    {"accounts", "payments", "refunds", "sweeps", "webhooks", "products", "events"},
+    # the command line over everything
+    {"cli"},
+]
+# Arrows that close a circle between rooms today, to be cut (may only shrink: an arrow no
+# longer there must leave this list).
+COMMON_CIRCLE_ALLOWANCES = {("payments", "refunds")}
+
+
+def room_of(name: str) -> str | None:
+    """``payments`` for ``kassa_common.payments.settle``; None outside kassa_common."""
+    parts = name.split(".")
+    return parts[1] if parts[0] == DOMAIN and len(parts) > 1 else None
+
+
+def room_graph(mods: dict[str, Module]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for name, m in mods.items():
+        room = room_of(name)
+        if room is None:
+            continue
+        graph.setdefault(room, set())
+        graph[room] |= {r for r in map(room_of, imports(m)) if r and r != room}
+    return graph
+
+
+def arrows_back_up(graph: dict[str, set[str]]) -> list[str]:
+    floor = {room: i for i, rooms in enumerate(COMMON_FLOORS) for room in rooms}
+    return sorted(f"{a} -> {b}" for a, targets in graph.items() for b in targets if floor[b] > floor[a])
+
+
+def test_every_room_of_kassa_common_has_a_floor():
+    assert sorted(set(room_graph(MODULES)) - {r for rooms in COMMON_FLOORS for r in rooms}) == []
+
+
+def test_kassa_commons_rooms_form_no_circle_and_no_arrow_runs_back_up():
+    graph = room_graph(MODULES)
+    for a, b in COMMON_CIRCLE_ALLOWANCES:
+        assert b in graph[a], f"{a} -> {b} is gone: remove it from COMMON_CIRCLE_ALLOWANCES"
+    cut = {a: targets - {b for x, b in COMMON_CIRCLE_ALLOWANCES if x == a} for a, targets in graph.items()}
+    assert cycles(cut) == []
+    assert arrows_back_up(graph) == []
+
+
+def test_the_room_checks_would_see_a_circle_and_an_arrow_back_up():
+    probe = {
+        "kassa_common.db": Module("kassa_common.db", ROOT / "db.py", ast.parse("from kassa_common import cli\n")),
+        "kassa_common.cli": Module("kassa_common.cli", ROOT / "cli.py", ast.parse("from kassa_common import db\n")),
+    }
+    graph = room_graph(probe)
+    assert graph == {"db": {"cli"}, "cli": {"db"}}
+    assert cycles(graph) == [["cli", "db"]] and arrows_back_up(graph) == ["db -> cli"]
+
+
+# Private names (``_x``) imported from another module, today: to be made public or moved
+# (may only shrink).
+PRIVATE_IMPORT_ALLOWANCES = {
+    "kassa_common.chains.addresses <- kassa_common.chains.hd._BECH32_CHARSET",
+    "kassa_common.chains.addresses <- kassa_common.chains.hd._bech32_polymod",
+    "kassa_common.chains.addresses <- kassa_common.chains.hd._hrp_state",
+}
+
+
+def private_imports(module: Module) -> set[str]:
+    """``from other import _name``: a name another module keeps to itself."""
+    found = set()
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.name if module.is_package else module.name.rsplit(".", 1)[0]
+                for _ in range(node.level - 1):
+                    package = package.rsplit(".", 1)[0]
+                base = f"{package}.{base}" if base else package
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__"):
+                    found.add(f"{module.name} <- {base}.{a.name}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names():
+    found = {hit for m in MODULES.values() for hit in private_imports(m)}
+    assert sorted(PRIVATE_IMPORT_ALLOWANCES - found) == [], "no longer imported: shrink the allowance"
+    assert sorted(found - PRIVATE_IMPORT_ALLOWANCES) == []
+
+
+def test_the_private_import_check_would_see_one():
+    probe = Module(
+        "kassa_common.chains.probe", ROOT / "probe.py", ast.parse("from .hd import _derive, public, __all__\n")
+    )
+    assert private_imports(probe) == {"kassa_common.chains.probe <- kassa_common.chains.hd._derive"}
+
+
+# Size caps: a file a reader can hold, a function a reader can follow (migrations aside).
+MAX_FILE_LINES = 400
+MAX_FUNCTION_LINES = 80
+# Today's offenders, at today's size: each may only shrink, and leaves the list once under the cap.
+FILE_ALLOWANCES = {
+    "dev/kassa_dev/chaos/stack.py": 419,
+    "dev/kassa_dev/mutate.py": 550,
+    "libs/common/kassa_common/cli.py": 436,
+    "libs/common/kassa_common/messaging/consumer.py": 415,
+    "libs/common/kassa_common/payments/create.py": 450,
+    "libs/common/kassa_common/payments/settle.py": 515,
+    "libs/common/kassa_common/payments/shape.py": 432,
+    "libs/common/kassa_common/pricing/service.py": 414,
+    "libs/common/kassa_common/refunds/payouts.py": 517,
+    "services/webhook-sender/kassa_webhook_sender/engine/dispatcher.py": 431,
+}
+FUNCTION_ALLOWANCES = {
+    "dev/kassa_dev/chaos/__main__.py:main": 82,
+    "dev/kassa_dev/chaos/checks.py:check": 228,
+    "libs/common/kassa_common/cli.py:build_parser": 107,
+    "libs/common/kassa_common/payments/create.py:create_payment": 134,
+    "services/api/kassa_api/app.py:create_app": 82,
+    "services/api/kassa_api/openapi.py:_cross_field_rules": 93,
+    "services/api/kassa_api/openapi.py:build": 93,
+}
+
+
+def sized_sources() -> dict[str, str]:
+    """The product's, the development tooling's and the Python client's modules, by path."""
+    paths = [m.path for m in MODULES.values()] + list((ROOT / "clients" / "python").glob("kassa_*/**/*.py"))
+    return {p.relative_to(ROOT).as_posix(): p.read_text() for p in paths}
+
+
+def oversized(sources: dict[str, str]) -> dict[str, int]:
+    """Files over MAX_FILE_LINES and functions (``path:Class.name``) over MAX_FUNCTION_LINES."""
+    found: dict[str, int] = {}
+    for path, text in sources.items():
+        if (n := len(text.splitlines())) > MAX_FILE_LINES:
+            found[path] = n
+
+        def visit(node: ast.AST, prefix: str, path: str = path) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    name = f"{prefix}{child.name}"
+                    length = (child.end_lineno or child.lineno) - child.lineno + 1
+                    if not isinstance(child, ast.ClassDef) and length > MAX_FUNCTION_LINES:
+                        found[f"{path}:{name}"] = length
+                    visit(child, f"{name}.")
+
+        visit(ast.parse(text), "")
+    return found
+
+
+def size_problems(found: dict[str, int], allowed: dict[str, int]) -> list[str]:
+    grown = [f"{k}: {n} lines (cap {allowed.get(k)})" for k, n in found.items() if n > allowed.get(k, 0)]
+    stale = [f"{k}: under the cap now, remove its allowance" for k in allowed if k not in found]
+    return sorted(grown + stale)
+
+
+def test_files_and_functions_stay_under_their_caps():
+    assert size_problems(oversized(sized_sources()), FILE_ALLOWANCES | FUNCTION_ALLOWANCES) == []
+
+
+def test_the_size_check_would_see_a_new_offender_a_grown_one_and_a_stale_allowance():
+    body = "\n".join(f"    x{i} = {i}" for i in range(81))
+    found = oversized({"probe.py": f"def long():\n{body}\n" + "\n" * 320})
+    assert found == {"probe.py": 402, "probe.py:long": 82}
+    assert size_problems(found, {"probe.py": 401, "probe.py:long": 82, "gone.py": 500}) == [
+        "gone.py: under the cap now, remove its allowance",
+        "probe.py: 402 lines (cap 401)",
+    ]
+
+
+# Webhook deliveries and their attempts are written by the delivery modules alone: the
+# domain's (``kassa_common.webhooks``: redelivery) and the sender's (intake, channel).
+DELIVERY_WRITERS = ("kassa_common.webhooks", "kassa_webhook_sender.webhooks")
+
+
+def delivery_writes(module: Module) -> list[str]:
+    return row_writes(module, "WebhookDelivery", "webhook_deliveries", {"last_status_code"}) + row_writes(
+        module, "DeliveryAttempt", "delivery_attempts", {"duration_ms", "response_body", "next_retry_at"}
+    )
+
+
+def test_only_the_delivery_modules_write_webhook_deliveries():
+    writers = [n for n, m in MODULES.items() if delivery_writes(m)]
+    assert writers and all(any(in_package(n, p) for p in DELIVERY_WRITERS) for n in writers), writers
+    outside = [m for name, m in MODULES.items() if not any(in_package(name, p) for p in DELIVERY_WRITERS)]
+    assert [w for m in outside for w in delivery_writes(m)] == []
+
+
+def test_the_delivery_write_check_would_see_a_write():
+    probe = Module(
+        "probe",
+        ROOT / "probe.py",
+        ast.parse(
+            "row.last_status_code = 500\ns.add(WebhookDelivery(id=1))\n"
+            "s.execute(sa.update(WebhookDelivery).values(a=1))\nDeliveryAttempt(attempt=1)\n"
+            "q = 'UPDATE webhook_deliveries SET status = 1'\nq = 'insert into delivery_attempts (id) values (1)'\n"
+        ),
+    )
+    assert len(delivery_writes(probe)) == 6

@@ -145,7 +145,7 @@ class HistoryChain(FakeChain):
     """Records the native-coin addresses each history read asks for."""
 
     def history(self, start, end, addresses, native=()):
-        self.asked = getattr(self, "asked", []) + [(start, end, set(addresses), set(native))]
+        self.asked = [*getattr(self, "asked", []), (start, end, set(addresses), set(native))]
         return super().history(start, end, addresses, native)
 
 

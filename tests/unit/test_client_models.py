@@ -98,9 +98,9 @@ def test_fields_an_older_api_does_not_send_take_their_default():
 def test_a_missing_required_field_or_a_wrong_type_is_a_format_error():
     with pytest.raises(ResponseFormatError, match="Payment without its 'short_id'"):
         Payment.from_dict({k: v for k, v in PAYMENT.items() if k != "short_id"})
-    with pytest.raises(ResponseFormatError, match="Payment.crypto_amount"):
+    with pytest.raises(ResponseFormatError, match=r"Payment\.crypto_amount"):
         Payment.from_dict({**PAYMENT, "crypto_amount": "lots"})
-    with pytest.raises(ResponseFormatError, match="Payment.created_at"):
+    with pytest.raises(ResponseFormatError, match=r"Payment\.created_at"):
         Payment.from_dict({**PAYMENT, "created_at": 1767225600})
     with pytest.raises(ResponseFormatError, match="JSON object"):
         Payment.from_dict(["not", "an", "object"])  # type: ignore[arg-type]

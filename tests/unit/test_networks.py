@@ -33,7 +33,7 @@ def test_the_second_dev_network_exists_only_while_its_rpc_url_is_set():
     with_it = load_registry({"LOCAL_EVM_2_RPC_URL": "http://127.0.0.1:8546"})
 
     second = with_it.get("LOCAL_EVM_2")
-    assert [n.name for n in with_it] == EXPECTED_ORDER[:8] + ["LOCAL_EVM_2"] + EXPECTED_ORDER[8:]
+    assert [n.name for n in with_it] == [*EXPECTED_ORDER[:8], "LOCAL_EVM_2", *EXPECTED_ORDER[8:]]
     assert (second.kind, second.chain_id, second.dev, second.live_enabled) == ("evm", 31338, True, True)
     assert second.forwarder_factory == with_it.get("LOCAL_EVM").forwarder_factory  # the same on every chain
     assert second.tokens == with_it.get("LOCAL_EVM").tokens  # the same dev tokens, at the same addresses

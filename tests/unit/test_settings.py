@@ -11,7 +11,7 @@ from kassa_common.config import Settings, UnsafeSettings
 def test_production_is_the_default_and_refuses_the_built_in_secret():
     settings = Settings.from_env({})
     assert settings.kassa_env == "production" and not settings.development and not settings.fixed_rates_allow_live
-    with pytest.raises(UnsafeSettings, match="SECRET_KEY .* KASSA_ENV=development"):
+    with pytest.raises(UnsafeSettings, match=r"SECRET_KEY .* KASSA_ENV=development"):
         settings.check_web()
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import requests
 import urllib3.exceptions
+from requests.__version__ import __version__ as requests_version
 
 from kassa_client import retries
 from kassa_client._version import __version__
@@ -33,7 +34,7 @@ from kassa_client.errors import (
 )
 
 log = logging.getLogger("kassa_client")
-USER_AGENT = f"kassa-client-python/{__version__} python/{platform.python_version()} requests/{requests.__version__}"
+USER_AGENT = f"kassa-client-python/{__version__} python/{platform.python_version()} requests/{requests_version}"
 
 
 @dataclass(frozen=True)

@@ -112,7 +112,7 @@ def test_payment_goes_from_mempool_into_block_with_exact_value(regtest_node):
     assert paid["value"] == amount and isinstance(paid["value"], Decimal)
     assert paid["scriptPubKey"]["type"] == "witness_v0_keyhash"
     version, program = segwit_addr.decode("bcrt", address)
-    assert paid["scriptPubKey"]["hex"] == bytes([0, 20] + program).hex() and version == 0
+    assert paid["scriptPubKey"]["hex"] == bytes([0, 20, *program]).hex() and version == 0
     assert tx["hash"] != tx["txid"]  # segwit: wtxid differs
     assert tx["vsize"] < tx["size"] and tx["weight"] <= 4 * tx["vsize"]
 

@@ -251,7 +251,7 @@ def test_a_key_whose_sequence_is_gone_never_hands_out_an_address_a_payment_holds
     with engine.begin() as conn:
         conn.exec_driver_sql(f"DROP SEQUENCE {name}")
     addresses._known.clear()  # as a process that has not used the key yet
-    assert held + [address()] == [derive_address("evm", key, TEST_INDEX_BASE + i) for i in range(4)]
+    assert [*held, address()] == [derive_address("evm", key, TEST_INDEX_BASE + i) for i in range(4)]
 
 
 # ---- live rates ----------------------------------------------------------------------------

@@ -47,7 +47,7 @@ def test_the_endpoint_filter_takes_refund_events_and_defaults_to_them_too(client
     )
     assert r.status_code == 201 and r.get_json()["data"]["events"] == ["refund.claimed"]
     r = client.post(f"{API}/webhooks", json={"url": "https://hooks.example.com/all"}, headers=m.headers())
-    assert set(REFUND_EVENTS + ["refund.completed", "refund.reorged"]) <= set(r.get_json()["data"]["events"])
+    assert {*REFUND_EVENTS, "refund.completed", "refund.reorged"} <= set(r.get_json()["data"]["events"])
     r = client.post(
         f"{API}/webhooks", json={"url": "https://hooks.example.com/x", "events": ["refund.paid"]}, headers=m.headers()
     )

@@ -273,7 +273,7 @@ class Dispatcher(Generic[J]):
         self._waiting.update(ids)  # left by the channel's limit (or taken by another sender): wait
         short = bool(ids)
         self._dispatch(jobs)  # held before the next claim reads it: a round never claims past its bound
-        if (poll or freed and not jobs) and free > len(jobs):
+        if (poll or (freed and not jobs)) and free > len(jobs):
             due = self.claim(free - len(jobs))
             short = len(due) < free - len(jobs)
             if not short:
@@ -283,7 +283,7 @@ class Dispatcher(Generic[J]):
             self._dispatch(due)
             jobs += due
         room = self._active() < self.max_in_flight
-        return room and (bool(self._handoff) or bool(jobs) and not short)  # hand-offs are all tried at once
+        return room and (bool(self._handoff) or (bool(jobs) and not short))  # hand-offs are all tried at once
 
     def _active(self) -> int:
         """Claims open and not waiting in a lane: sending, or sent with the outcome unrecorded."""
