@@ -616,7 +616,7 @@ MAX_FUNCTION_LINES = 80
 # Today's offenders, at today's size: each may only shrink, and leaves the list once under the cap.
 FILE_ALLOWANCES = {
     "dev/kassa_dev/chaos/stack.py": 419,
-    "dev/kassa_dev/mutate.py": 550,
+    "dev/kassa_dev/mutate.py": 473,
     "libs/common/kassa_common/cli.py": 436,
     "libs/common/kassa_common/messaging/consumer.py": 415,
     "libs/common/kassa_common/payments/create.py": 450,

@@ -54,8 +54,7 @@ log = logging.getLogger("kassa.rates")
 PROVIDERS = ("coinbase", "kraken", "coingecko")
 RATE_PLACES = Decimal("1e-18")  # as payments store it
 MAX_RATE = Decimal("1e18")  # payments.exchange_rate is NUMERIC(36, 18): 18 digits before the point
-# significant digits of arithmetic on rates: 18 places of a rate up to MAX_RATE, and more
-RATE_DIGITS = 60  # pragma: no mutate
+RATE_DIGITS = 60  # pragma: no mutate (significant digits on rates: 18 places of a rate up to MAX_RATE, and more)
 
 
 class RatesDown(RateUnavailable):
