@@ -9,8 +9,8 @@ names; default every network with an RPC URL), ``CHAIN_WATCHER_POLL_SECONDS``,
 
 from __future__ import annotations
 
+from kassa_common.bootstrap import bootstrap
 from kassa_common.config import Settings
-from kassa_common.worker import bootstrap
 from kassa_chain_watcher.process import WatcherProcess, watched
 
 

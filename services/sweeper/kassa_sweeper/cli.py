@@ -28,10 +28,11 @@ import uuid
 from typing import Any, cast
 
 from kassa_common.accounts import merchants
+from kassa_common.bootstrap import process_engine
 from kassa_common.chains.networks import Network, Token
 from kassa_common.chains.rpc import RpcUnavailable
 from kassa_common.config import Settings, SweeperSettings
-from kassa_common.db import make_engine, make_session_factory, unit_of_work
+from kassa_common.db import make_session_factory, unit_of_work
 from kassa_common.models import Sweep
 from kassa_common.pricing.amounts import units_text
 from kassa_common.pricing.service import make_rates
@@ -115,7 +116,7 @@ def cmd_sweep(args: argparse.Namespace, settings: Settings) -> None:
         raise ValueError(f"forwarder settlement is not available on {network.name}")
     if configured.signer(options) is None and not args.dry_run:
         raise ValueError("SWEEPER_PRIVATE_KEY is not set: it pays the sweeps' gas")
-    engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
+    engine = process_engine(settings, "cli", pool_size=1)
     try:
         sweeper = _sweeper(settings, options, network, engine)
         merchant_id = _merchant_id(args.email, sweeper.sessions)

@@ -15,9 +15,10 @@ from datetime import datetime
 from typing import Any
 
 from kassa_common.accounts import merchants
+from kassa_common.bootstrap import process_engine
 from kassa_common.chains.networks import Network
 from kassa_common.config import Settings, SweeperSettings
-from kassa_common.db import make_engine, make_session_factory, unit_of_work
+from kassa_common.db import make_session_factory, unit_of_work
 from kassa_common.pricing.amounts import units_text
 from kassa_common.pricing.service import make_rates
 from kassa_common.sweeps import Held, holds
@@ -58,7 +59,7 @@ def show(args, settings: Settings, options: SweeperSettings, emit: Callable[...,
     network = settings.networks.get(args.network) if args.network else None
     if args.network and network is None:
         raise ValueError(f"{args.network} is not a network of this server (GET /v1/api/networks lists them)")
-    engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
+    engine = process_engine(settings, "cli", pool_size=1)
     try:
         sessions = make_session_factory(engine)
         with sessions() as s:

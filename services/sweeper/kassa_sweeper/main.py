@@ -11,9 +11,10 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 
+from kassa_common.bootstrap import bootstrap
 from kassa_common.config import Settings, SweeperSettings
 from kassa_common.pricing.service import make_rates
-from kassa_common.worker import Worker, bootstrap
+from kassa_common.worker import Worker
 from kassa_sweeper import configured
 from kassa_sweeper.chain import DepositChain, web3_for
 from kassa_sweeper.engine import NetworkSweeper
