@@ -19,7 +19,7 @@ from kassa_common.messaging.publisher import Publisher
 from kassa_common.models import ChainBlock, ChainCursor, ChainReport
 from bench.common import Bench, Result
 from kassa_chain_watcher.evm import EvmChain, normalize
-from kassa_chain_watcher.main import keep_blocks
+from kassa_chain_watcher.network_watcher import keep_blocks
 from kassa_chain_watcher.scanner import Scanner
 from kassa_chain_watcher.store import Store
 from kassa_chain_watcher.watchlist import Watchlist

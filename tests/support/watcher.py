@@ -23,20 +23,21 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
+from kassa_common.config import WatcherSettings
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.consumer import Consumer
 from kassa_common.messaging.publisher import Publisher
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import ChainBlock, ChainCursor, ChainReport, Event, Payment, SettledWatermark, Transfer
 from kassa_common.pricing.amounts import to_base_units
-from kassa_chain_watcher.main import NetworkWatcher, Options, make_watchlist
+from kassa_chain_watcher.network_watcher import NetworkWatcher, make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed, Watchlist
 from kassa_dev.chain import pay
 from kassa_settler.main import transfer_handler
 from tests.support.bus import delete_queues, private_topology
 from tests.support.wait import until
 
-FAST = Options(poll_seconds=0.05, reload_seconds=60.0, standby_seconds=0.2)
+FAST = WatcherSettings(poll_seconds=0.05, reload_seconds=60.0, standby_seconds=0.2)
 
 
 def reset_watcher_state(sessions, network: str) -> None:
@@ -97,7 +98,7 @@ class Harness:
         until(lambda: self.status(pid) == status, timeout, message=f"payment {status}")
 
     # -- watchers -------------------------------------------------------------------------
-    def start_watcher(self, options: Options = FAST, network: str | None = None) -> NetworkWatcher:
+    def start_watcher(self, options: WatcherSettings = FAST, network: str | None = None) -> NetworkWatcher:
         """A watcher of the harness network, or of another ``network`` (the same feed fills both)."""
         net = self.settings.networks.get(network or self.network)
         if net.name not in self.watchlists:

@@ -289,12 +289,13 @@ class Clock:
 def watcher_running(steps, poll=0.05):
     from types import SimpleNamespace
 
-    from kassa_chain_watcher.main import NetworkWatcher, Options
+    from kassa_common.config import WatcherSettings
+    from kassa_chain_watcher.network_watcher import NetworkWatcher
     from kassa_chain_watcher.watchlist import Watchlist
 
     net = Network("TESTNET", "evm", 1, 3, 1.0, "https://mainnet.infura.io/v3/SECRETKEY123", ())
     settings = SimpleNamespace(database_url="postgresql://kassa@127.0.0.1/kassa", networks=[net])
-    watcher = NetworkWatcher(settings, net, None, Watchlist(), Options(poll_seconds=poll, reload_seconds=1e9))
+    watcher = NetworkWatcher(settings, net, None, Watchlist(), WatcherSettings(poll_seconds=poll, reload_seconds=1e9))
     watcher.lock = SimpleNamespace(still_held=lambda: True)
     watcher.stopping = Clock()
     watcher.scanner = Script(watcher, steps)

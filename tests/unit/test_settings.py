@@ -47,7 +47,7 @@ def test_the_chain_watchers_and_the_sweepers_settings_are_read_with_the_rest():
             "SWEEPER_NETWORKS": "base",
         }
     )
-    assert settings.chain_watcher_poll_seconds == 0.5 and settings.chain_watcher_networks == ("LOCAL_EVM", "BASE")
-    assert settings.chain_watcher_batch_blocks == 500 and settings.chain_watcher_reload_seconds == 30
-    assert settings.sweep_batch_size == 7 and settings.sweeper_networks == ("BASE",)
-    assert settings.sweeper_private_key is None
+    assert settings.watcher.poll_seconds == 0.5 and settings.watcher.networks == ("LOCAL_EVM", "BASE")
+    assert settings.watcher.batch_blocks == 500 and settings.watcher.reload_seconds == 30
+    assert settings.sweeper.batch_size == 7 and settings.sweeper.networks == ("BASE",)
+    assert settings.sweeper.private_key is None

@@ -9,10 +9,10 @@ from decimal import Decimal
 import pytest
 
 from kassa_common.chains.networks import load_registry
-from kassa_common.config import Settings
+from kassa_common.config import Settings, SweeperSettings
 from kassa_common.pricing.fixed import FixedRates
 from kassa_common.sweeps import SweepPolicy, usd_value
-from kassa_sweeper.options import SweepOptions
+from kassa_sweeper import configured
 from kassa_sweeper.txs import Fees, Signer
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -21,9 +21,9 @@ LOCAL = load_registry({}).get("LOCAL_EVM")
 KEY = "0x" + "42" * 32
 
 
-def sweep_options(env: dict[str, str]) -> SweepOptions:
+def sweep_options(env: dict[str, str]) -> SweeperSettings:
     """The sweeper's options as its entrypoints take them: from the one ``Settings``."""
-    return SweepOptions.from_settings(Settings.from_env(env))
+    return configured.checked(Settings.from_env(env))
 
 
 @pytest.mark.parametrize(
@@ -71,10 +71,10 @@ def test_sweep_settings_have_defaults_and_are_read_once():
     options = sweep_options(
         {"SWEEP_MIN_USD": "25.5", "SWEEP_MAX_AGE_HOURS": "0.5", "SWEEPER_NETWORKS": "local_evm, base"}
     )
-    assert options.policy == SweepPolicy(Decimal("25.5"), timedelta(minutes=30))
-    assert options.networks == ("LOCAL_EVM", "BASE") and options.signer() is None
-    assert sweep_options({}) == SweepOptions()
-    assert SweepOptions().max_spend_usd_per_hour == Decimal(100)
+    assert configured.policy(options) == SweepPolicy(Decimal("25.5"), timedelta(minutes=30))
+    assert options.networks == ("LOCAL_EVM", "BASE") and configured.signer(options) is None
+    assert sweep_options({}) == SweeperSettings()
+    assert SweeperSettings().max_spend_usd_per_hour == Decimal(100)
     assert sweep_options({"SWEEP_MAX_SPEND_USD_PER_HOUR": "12.5"}).max_spend_usd_per_hour == Decimal("12.5")
 
 
@@ -98,5 +98,5 @@ def test_only_evm_networks_with_an_rpc_url_and_a_factory_are_swept():
     settings = Settings.from_env(
         {"LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545", "BITCOIN_RPC_URL": "http://x", "BASE_RPC_URL": "http://y"}
     )
-    assert [n.name for n in SweepOptions().sweepable(settings)] == ["BASE", "LOCAL_EVM"]
-    assert [n.name for n in SweepOptions(networks=("LOCAL_EVM",)).sweepable(settings)] == ["LOCAL_EVM"]
+    assert [n.name for n in configured.sweepable(SweeperSettings(), settings)] == ["BASE", "LOCAL_EVM"]
+    assert [n.name for n in configured.sweepable(SweeperSettings(networks=("LOCAL_EVM",)), settings)] == ["LOCAL_EVM"]

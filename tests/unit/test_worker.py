@@ -1,4 +1,4 @@
-"""One worker bootstrap: what ``wire`` builds for a process, and the stop order of ``run``.
+"""One bootstrap: what ``wire`` builds for a process, and the stop order of ``run``.
 Nothing here reaches a server: ``wire`` must not connect."""
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from contextlib import contextmanager
 
 import pytest
 
-from kassa_common import db
-from kassa_common import worker as worker_module
+from kassa_common import bootstrap, db
+from kassa_common.bootstrap import wire
 from kassa_common.config import Settings
 from kassa_common.messaging import topology
-from kassa_common.worker import loop, wire
+from kassa_common.worker import loop
 
 # Ports nothing listens on: wiring must succeed without them.
 UNREACHABLE = Settings.from_env(
@@ -57,7 +57,7 @@ def test_a_process_is_named_kassa_name_in_postgres_and_rabbitmq(monkeypatch):
         made.update(application_name=application_name, pool_size=pool_size)
         return db.make_engine(url, pool_size=pool_size, application_name=application_name)
 
-    monkeypatch.setattr(worker_module, "make_engine", make_engine)
+    monkeypatch.setattr(bootstrap, "make_engine", make_engine)
     worker = wire(UNREACHABLE, "expirer", pool_size=3)
     assert made == {"application_name": "kassa-expirer", "pool_size": 3}
     assert worker.publisher().name == "kassa-expirer"

@@ -22,10 +22,10 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kassa_common import envfile
 from kassa_common.accounts import keys, logins, merchants, twofactor
+from kassa_common.bootstrap import load_settings, process_engine
 from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory, unit_of_work
+from kassa_common.db import make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
 from kassa_common.timefmt import iso
@@ -269,7 +269,7 @@ def _prefixed(settings: Settings, name: str) -> str:
 @contextmanager
 def unit_of_work_for(settings: Settings) -> Iterator[Session]:
     """One command's transaction on a one-connection engine (committed if the block succeeds)."""
-    engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
+    engine = process_engine(settings, "cli", pool_size=1)
     try:
         with unit_of_work(make_session_factory(engine)) as session:
             yield session
@@ -415,8 +415,7 @@ def add_plugins(sub: argparse._SubParsersAction) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        envfile.load_working_directory()
-        settings = Settings.from_env()
+        settings = load_settings(env_file=True)
         args.run(args, settings)
     except (DomainError, ValueError) as exc:
         return _fail(args, getattr(exc, "message", str(exc)))

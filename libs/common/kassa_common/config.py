@@ -189,17 +189,80 @@ def _maybe(env: Mapping[str, str], name: str, coerce: Callable[[str], Any], defa
 
 
 @dataclass(frozen=True)
+class WatcherSettings:
+    """The chain watcher's knobs (``kassa_chain_watcher``); their defaults are declared here only."""
+
+    poll_seconds: float | None = None  # None: a tenth of the block time, 0.05..2 s
+    batch_blocks: int = 500
+    reload_seconds: float = 30.0
+    networks: tuple[str, ...] = ()  # upper-case names; empty: every network with an RPC URL
+    standby_seconds: float = 1.0  # not from the environment: a standby's wait before it tries the lock again
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> WatcherSettings:
+        d = cls()
+        return cls(
+            poll_seconds=_maybe(env, "CHAIN_WATCHER_POLL_SECONDS", float, d.poll_seconds),
+            batch_blocks=_maybe(env, "CHAIN_WATCHER_BATCH_BLOCKS", int, d.batch_blocks),
+            reload_seconds=_maybe(env, "CHAIN_WATCHER_RELOAD_SECONDS", float, d.reload_seconds),
+            networks=_maybe(env, "CHAIN_WATCHER_NETWORKS", _names, d.networks),
+        )
+
+
+@dataclass(frozen=True)
+class SweeperSettings:
+    """The sweeper's knobs (``kassa_sweeper``: the process and ``kassa sweep``); their defaults
+    are declared here only. The key reaches only the processes whose environment holds it."""
+
+    private_key: str | None = field(default=None, repr=False)  # the gas key; without it nothing is swept
+    min_usd: Decimal = Decimal(10)
+    max_age_hours: float = 24.0
+    interval_seconds: float = 15.0
+    replace_seconds: float = 180.0
+    batch_size: int = 50
+    max_spend_usd_per_hour: Decimal = Decimal(100)
+    networks: tuple[str, ...] = ()  # upper-case names; empty: every sweepable network
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SweeperSettings:
+        d = cls()
+        return cls(
+            private_key=(env.get("SWEEPER_PRIVATE_KEY") or "").strip() or None,
+            min_usd=_maybe(env, "SWEEP_MIN_USD", _positive(Decimal), d.min_usd),
+            max_age_hours=_maybe(env, "SWEEP_MAX_AGE_HOURS", _positive(float), d.max_age_hours),
+            interval_seconds=_maybe(env, "SWEEP_INTERVAL_SECONDS", _positive(float), d.interval_seconds),
+            replace_seconds=_maybe(env, "SWEEP_REPLACE_SECONDS", _positive(float), d.replace_seconds),
+            batch_size=_maybe(env, "SWEEP_BATCH_SIZE", _positive(int), d.batch_size),
+            max_spend_usd_per_hour=_maybe(
+                env, "SWEEP_MAX_SPEND_USD_PER_HOUR", _positive(Decimal), d.max_spend_usd_per_hour
+            ),
+            networks=_maybe(env, "SWEEPER_NETWORKS", _names, d.networks),
+        )
+
+
+@dataclass(frozen=True)
 class Settings:
+    """Every setting of every process, read once by ``from_env``. Grouped by the process that
+    reads it: the sections below in order; the chain watcher's and the sweeper's are nested
+    (``settings.watcher``, ``settings.sweeper``), their defaults declared in their own class."""
+
+    # -- every process: where the database, the broker and the cache are; logs and metrics ----
     database_url: str = "postgresql://postgres@127.0.0.1:5432/kassa"  # one host, or several (libpq multi-host)
     database_read_url: str | None = None  # dashboard lists and CSV export; None: database_url
+    db_pool_size: int = 10
     rabbitmq_url: str = "amqp://guest:guest@127.0.0.1:5672/%2F"
+    bus_prefix: str = ""  # prefixes the exchange and queue names (isolated test runs)
     redis_url: str | None = None
+    kassa_env: str = "production"  # "development": the local stack (make run, docker compose)
+    log_level: str = "INFO"
+    metrics_port: int | None = None
+    metrics_token: str | None = field(default=None, repr=False)  # the web's /metrics asks for it as a bearer token
+    # -- the public URLs (the web builds them; the sender's emails and webhooks carry them) --------
     public_api_url: str = "http://127.0.0.1:8000/v1/api"
     checkout_url: str = "http://127.0.0.1:8000"
     dashboard_url: str = "http://127.0.0.1:8000/dashboard"
+    # -- the web (API, dashboard, pages): sessions, limits, sign-in -------------------------------
     secret_key: str = DEFAULT_SECRET_KEY
-    kassa_env: str = "production"  # "development": the local stack (make run, docker compose)
-    payment_lifetime_minutes: int = 60
     rate_limit_per_minute: int = 100
     public_create_per_minute: int = 10  # payments one client address may start from product pages
     login_failures_per_address: int = 20  # failed dashboard logins one client address may make in 5 minutes
@@ -208,19 +271,25 @@ class Settings:
     operator_email: str | None = None  # emailed about each dashboard sign-up (none when unset)
     trusted_proxies: int = 0  # reverse proxies in front of the web whose X-Forwarded-For is believed
     idempotency_ttl_hours: int = 24
+    wallet_change_hold_hours: float = 24.0  # a live wallet change waits this long (0: at once)
+    # -- payments and refunds (the web creates them; the settler and the expirer move them) -------
+    payment_lifetime_minutes: int = 60
     test_mode_complete_seconds: float = 10.0
+    refund_claim_days: float = 30.0  # an unclaimed refund expires this long after its creation
+    settler_consumers: int = 2  # consumers (threads, each its own broker connection) per settler process
+    # -- webhooks and email (the web checks endpoints; the webhook-sender delivers) ---------------
     webhook_allow_private_urls: bool = False
     webhook_timeout_seconds: float = 10.0
     webhook_max_in_flight_per_endpoint: int = 4  # deliveries one endpoint may have under way at once
-    wallet_change_hold_hours: float = 24.0  # a live wallet change waits this long (0: at once)
-    refund_claim_days: float = 30.0  # an unclaimed refund expires this long after its creation
     webhook_retry_schedule: tuple[float, ...] | None = None  # None: the DESIGN schedule
+    smtp_url: str | None = field(default=None, repr=False)  # None: no email notifications; may hold a password
+    smtp_from: str = DEFAULT_SMTP_FROM
+    # -- rates (kassa_common.pricing, docs/pricing.md: the web prices, the settler and sweeper value) --
     fixed_rates: str = DEFAULT_FIXED_RATES
     fixed_rates_allow_live: bool = False  # fixed rates price live coin payments too (development only)
     rates_url: str | None = None  # an operator's own price feed, one more source (pricing.custom)
     rates_json_path: str = "data.amount"
-    # Market rates for live payments (kassa_common.pricing, docs/pricing.md)
-    rates_providers: tuple[str, ...] = PROVIDERS
+    rates_providers: tuple[str, ...] = PROVIDERS  # market rates for live payments
     rates_coinbase_url: str = coinbase.DEFAULT_URL
     rates_kraken_url: str = kraken.DEFAULT_URL
     rates_coingecko_url: str = coingecko.DEFAULT_URL
@@ -234,29 +303,10 @@ class Settings:
     # funds seen within the rate lock keep the locked rate if confirmed this long after it ends
     # (an unconfirmed transaction is no free option on the price); later: the rate at confirmation
     rate_hold_grace_minutes: int = 60
-    db_pool_size: int = 10
-    settler_consumers: int = 2  # consumers (threads, each its own broker connection) per settler process
-    log_level: str = "INFO"
-    metrics_port: int | None = None
-    metrics_token: str | None = field(default=None, repr=False)  # the web's /metrics asks for it as a bearer token
-    bus_prefix: str = ""  # prefixes the exchange and queue names (isolated test runs)
-    smtp_url: str | None = field(default=None, repr=False)  # None: no email notifications; may hold a password
-    smtp_from: str = DEFAULT_SMTP_FROM
-    # The chain-watcher's (``kassa_chain_watcher.main.Options``): poll default a tenth of the
-    # block time, 0.05..2 s; networks empty: every network with an RPC URL.
-    chain_watcher_poll_seconds: float | None = None
-    chain_watcher_batch_blocks: int = 500
-    chain_watcher_reload_seconds: float = 30.0
-    chain_watcher_networks: tuple[str, ...] = ()
-    # The sweeper's (``kassa_sweeper.options``); the key only reaches the processes given it.
-    sweeper_private_key: str | None = field(default=None, repr=False)
-    sweep_min_usd: Decimal = Decimal(10)
-    sweep_max_age_hours: float = 24.0
-    sweep_interval_seconds: float = 15.0
-    sweep_replace_seconds: float = 180.0
-    sweep_batch_size: int = 50
-    sweep_max_spend_usd_per_hour: Decimal = Decimal(100)
-    sweeper_networks: tuple[str, ...] = ()  # empty: every sweepable network
+    # -- the chain watcher (CHAIN_WATCHER_*) and the sweeper (SWEEPER_*, SWEEP_*) ---------------
+    watcher: WatcherSettings = field(default_factory=WatcherSettings)
+    sweeper: SweeperSettings = field(default_factory=SweeperSettings)
+    # -- the networks (<NETWORK>_RPC_URL…, kassa_common.chains.networks) ------------------------
     networks: Registry = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
     @classmethod
@@ -321,22 +371,8 @@ class Settings:
             bus_prefix=_maybe(env, "BUS_PREFIX", str, ""),
             smtp_url=_maybe(env, "SMTP_URL", _smtp_url, None),
             smtp_from=_maybe(env, "SMTP_FROM", str, d.smtp_from),
-            chain_watcher_poll_seconds=_maybe(env, "CHAIN_WATCHER_POLL_SECONDS", float, None),
-            chain_watcher_batch_blocks=_maybe(env, "CHAIN_WATCHER_BATCH_BLOCKS", int, d.chain_watcher_batch_blocks),
-            chain_watcher_reload_seconds=_maybe(
-                env, "CHAIN_WATCHER_RELOAD_SECONDS", float, d.chain_watcher_reload_seconds
-            ),
-            chain_watcher_networks=_maybe(env, "CHAIN_WATCHER_NETWORKS", _names, ()),
-            sweeper_private_key=(env.get("SWEEPER_PRIVATE_KEY") or "").strip() or None,
-            sweep_min_usd=_maybe(env, "SWEEP_MIN_USD", _positive(Decimal), d.sweep_min_usd),
-            sweep_max_age_hours=_maybe(env, "SWEEP_MAX_AGE_HOURS", _positive(float), d.sweep_max_age_hours),
-            sweep_interval_seconds=_maybe(env, "SWEEP_INTERVAL_SECONDS", _positive(float), d.sweep_interval_seconds),
-            sweep_replace_seconds=_maybe(env, "SWEEP_REPLACE_SECONDS", _positive(float), d.sweep_replace_seconds),
-            sweep_batch_size=_maybe(env, "SWEEP_BATCH_SIZE", _positive(int), d.sweep_batch_size),
-            sweep_max_spend_usd_per_hour=_maybe(
-                env, "SWEEP_MAX_SPEND_USD_PER_HOUR", _positive(Decimal), d.sweep_max_spend_usd_per_hour
-            ),
-            sweeper_networks=_maybe(env, "SWEEPER_NETWORKS", _names, ()),
+            watcher=WatcherSettings.from_env(env),
+            sweeper=SweeperSettings.from_env(env),
             networks=load_registry(env),
         )
 

@@ -1,18 +1,5 @@
-"""What every worker process shares, built once by ``bootstrap(settings, name)``.
-
-A worker's ``main`` is a few lines over it::
-
-    def main() -> None:
-        worker = bootstrap(Settings.from_env(), "relay")
-        publisher = worker.publisher()
-        worker.until_stopped(lambda stop: relay_process(worker.engine, worker.sessions, publisher, stop))
-
-``bootstrap`` sets up JSON logs carrying the process name and Prometheus metrics on
-METRICS_PORT, then ``wire`` builds the dependencies: the engine (``application_name``
-``kassa-<name>``, so ``pg_stat_activity`` tells the processes apart) and its session
-factory, the bus topology (private under BUS_PREFIX), and factories for publishers and
-consumers. Nothing here connects: the engine's pool and the bus connections open on
-first use, so a module can import this freely and tests can ``wire`` without a process.
+"""A process's dependencies (``Worker``, built by ``kassa_common.bootstrap``) and the ways a
+worker runs until told to stop.
 
 The ``run`` family turns SIGTERM/SIGINT into the one stop order every worker keeps: stop
 taking work, finish what is in hand (its transaction commits, its message is acked),
@@ -21,62 +8,23 @@ then close the connections.
 
 from __future__ import annotations
 
-import json
 import logging
 import signal
-import sys
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import start_http_server
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
 from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory
 from kassa_common.messaging import topology as bus_topology
 from kassa_common.messaging.consumer import Consumer, Handler
 from kassa_common.messaging.publisher import Publisher
 
-_STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 log = logging.getLogger("kassa.worker")
-
-
-class JsonFormatter(logging.Formatter):
-    def __init__(self, process: str) -> None:
-        super().__init__()
-        self.process = process
-
-    def format(self, record: logging.LogRecord) -> str:
-        out = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname,
-            "process": self.process,
-            "logger": record.name,
-            "msg": record.getMessage(),
-        }
-        out.update({k: v for k, v in record.__dict__.items() if k not in _STANDARD})
-        if record.exc_info:
-            out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str)
-
-
-def setup_logging(level: str, process: str) -> None:
-    handler = logging.StreamHandler(sys.stdout)
-    handler.setFormatter(JsonFormatter(process))
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level)
-    logging.getLogger("pika").setLevel(logging.WARNING)
-
-
-def start_metrics(settings: Settings) -> None:
-    if settings.metrics_port:
-        start_http_server(settings.metrics_port, addr="127.0.0.1")
 
 
 def run_until_stopped(run: Callable[[], None], on_stop: Callable[[], None]) -> None:
@@ -189,19 +137,3 @@ class Worker:
 
     def close(self) -> None:
         self.engine.dispose()
-
-
-def wire(settings: Settings, name: str, *, engine: Engine | None = None, pool_size: int = 2) -> Worker:
-    """The dependencies of process ``name``, without touching logging, metrics or signals.
-
-    In-process builders (tests, benchmarks) use this; pass ``engine`` to share one.
-    """
-    engine = engine or make_engine(settings.database_url, pool_size=pool_size, application_name=f"kassa-{name}")
-    return Worker(name, settings, engine, make_session_factory(engine), bus_topology.named(settings.bus_prefix))
-
-
-def bootstrap(settings: Settings, name: str, *, pool_size: int = 2) -> Worker:
-    """Set up process ``name``: JSON logs, metrics on METRICS_PORT, then :func:`wire`."""
-    setup_logging(settings.log_level, name)
-    start_metrics(settings)
-    return wire(settings, name, pool_size=pool_size)

@@ -9,8 +9,9 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 
+from kassa_common.bootstrap import bootstrap
 from kassa_common.config import Settings
-from kassa_common.worker import Worker, bootstrap
+from kassa_common.worker import Worker
 from kassa_expirer.jobs import Jobs
 
 PURGE_EVERY = 3600.0

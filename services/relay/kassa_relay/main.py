@@ -3,9 +3,9 @@ does; woken at once by the settler's NOTIFY (``kassa_common.messaging.relay``)."
 
 from __future__ import annotations
 
+from kassa_common.bootstrap import bootstrap
 from kassa_common.config import Settings
 from kassa_common.messaging.relay import relay_process
-from kassa_common.worker import bootstrap
 
 
 def main() -> None:

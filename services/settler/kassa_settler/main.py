@@ -27,6 +27,7 @@ from functools import partial
 from prometheus_client import Counter
 from sqlalchemy.orm import Session
 
+from kassa_common.bootstrap import bootstrap
 from kassa_common.config import Settings
 from kassa_common.messaging import topology as bus_topology
 from kassa_common.messaging.consumer import Consumer, Delivered, Reject
@@ -38,7 +39,7 @@ from kassa_common.payments.settle import lock_for_reports
 from kassa_common.payments.watermark import apply_watermark
 from kassa_common.pricing.service import RateService, make_rates
 from kassa_common.refunds.reorgs import flag_funds_reorged
-from kassa_common.worker import bootstrap, run_together
+from kassa_common.worker import run_together
 
 BATCH = 10  # reports per transaction: ~10 commits saved per 10, ~30 ms of waiting at most
 SETTLED = Counter("kassa_settler_transfers_total", "Transfer reports applied", ["kind"])

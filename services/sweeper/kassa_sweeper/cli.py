@@ -28,20 +28,20 @@ import uuid
 from typing import Any, cast
 
 from kassa_common.accounts import merchants
+from kassa_common.bootstrap import process_engine
 from kassa_common.chains.networks import Network, Token
 from kassa_common.chains.rpc import RpcUnavailable
-from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory, unit_of_work
+from kassa_common.config import Settings, SweeperSettings
+from kassa_common.db import make_session_factory, unit_of_work
 from kassa_common.models import Sweep
 from kassa_common.pricing.amounts import units_text
 from kassa_common.pricing.service import make_rates
 from kassa_common.timefmt import utcnow
-from kassa_sweeper import held
+from kassa_sweeper import configured, held
 from kassa_sweeper.chain import DepositChain, PoolProvider, web3_for
 from kassa_sweeper.deploy import deploy_factory
 from kassa_sweeper.engine import NetworkSweeper, Outcome
 from kassa_sweeper.isolation import call_failure
-from kassa_sweeper.options import SweepOptions
 from kassa_sweeper.txs import Signer, market_fees
 
 
@@ -71,7 +71,7 @@ def _chain(network: Network) -> DepositChain:
 
 def cmd_contracts_deploy(args: argparse.Namespace, settings: Settings) -> None:
     network = evm_network(settings, args.network)
-    key = args.private_key or settings.sweeper_private_key
+    key = args.private_key or settings.sweeper.private_key
     if not key:
         raise ValueError("give the key that pays the gas: --private-key, or SWEEPER_PRIVATE_KEY")
     if network.forwarder_factory is None:
@@ -86,12 +86,12 @@ def cmd_contracts_deploy(args: argparse.Namespace, settings: Settings) -> None:
     )
 
 
-def _sweeper(settings: Settings, options: SweepOptions, network: Network, engine) -> NetworkSweeper:
+def _sweeper(settings: Settings, options: SweeperSettings, network: Network, engine) -> NetworkSweeper:
     return NetworkSweeper(
         network,
         make_session_factory(engine),
         _chain(network),
-        options.signer(),
+        configured.signer(options),
         make_rates(settings),
         batch_size=options.batch_size,
         cap_usd=options.max_spend_usd_per_hour,
@@ -106,7 +106,7 @@ def _merchant_id(email: str | None, sessions):
 
 
 def cmd_sweep(args: argparse.Namespace, settings: Settings) -> None:
-    options = SweepOptions.from_settings(settings)
+    options = configured.checked(settings)
     if args.held:
         return held.show(args, settings, options, _print)
     if not args.network:
@@ -114,9 +114,9 @@ def cmd_sweep(args: argparse.Namespace, settings: Settings) -> None:
     network = evm_network(settings, args.network)
     if network.forwarder_factory is None:
         raise ValueError(f"forwarder settlement is not available on {network.name}")
-    if options.signer() is None and not args.dry_run:
+    if configured.signer(options) is None and not args.dry_run:
         raise ValueError("SWEEPER_PRIVATE_KEY is not set: it pays the sweeps' gas")
-    engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
+    engine = process_engine(settings, "cli", pool_size=1)
     try:
         sweeper = _sweeper(settings, options, network, engine)
         merchant_id = _merchant_id(args.email, sweeper.sessions)

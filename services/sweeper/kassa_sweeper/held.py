@@ -15,15 +15,15 @@ from datetime import datetime
 from typing import Any
 
 from kassa_common.accounts import merchants
+from kassa_common.bootstrap import process_engine
 from kassa_common.chains.networks import Network
-from kassa_common.config import Settings
-from kassa_common.db import make_engine, make_session_factory, unit_of_work
+from kassa_common.config import Settings, SweeperSettings
+from kassa_common.db import make_session_factory, unit_of_work
 from kassa_common.pricing.amounts import units_text
 from kassa_common.pricing.service import make_rates
 from kassa_common.sweeps import Held, holds
 from kassa_common.timefmt import utcnow
-from kassa_sweeper import budget
-from kassa_sweeper.options import SweepOptions
+from kassa_sweeper import budget, configured
 
 
 def as_dict(h: Held) -> dict[str, Any]:
@@ -55,17 +55,19 @@ def held_since(sessions, network: Network, since: datetime) -> list[Held]:
         return holds.listing(s, network=network.name, since=since)
 
 
-def show(args, settings: Settings, options: SweepOptions, emit: Callable[..., None]) -> None:
+def show(args, settings: Settings, options: SweeperSettings, emit: Callable[..., None]) -> None:
     network = settings.networks.get(args.network) if args.network else None
     if args.network and network is None:
         raise ValueError(f"{args.network} is not a network of this server (GET /v1/api/networks lists them)")
-    engine = make_engine(settings.database_url, pool_size=1, application_name="kassa-cli")
+    engine = process_engine(settings, "cli", pool_size=1)
     try:
         sessions = make_session_factory(engine)
         with sessions() as s:
             merchant_id = merchants.merchant_by_email(s, args.email).id if args.email else None
             found = holds.listing(s, network=network.name if network else None, merchant_id=merchant_id)
-            spending = _spending(s, settings, options, [network] if network else options.sweepable(settings))
+            spending = _spending(
+                s, settings, options, [network] if network else configured.sweepable(options, settings)
+            )
     finally:
         engine.dispose()
     data = {"held": [as_dict(h) for h in found], "spending": spending}
@@ -94,8 +96,8 @@ def _amounts(settings: Settings, h: Held) -> str:
     return ", ".join(out)
 
 
-def _spending(s, settings: Settings, options: SweepOptions, networks: list[Network]) -> list[dict[str, Any]]:
-    signer = options.signer()
+def _spending(s, settings: Settings, options: SweeperSettings, networks: list[Network]) -> list[dict[str, Any]]:
+    signer = configured.signer(options)
     if signer is None:
         return []
     rates, out = make_rates(settings), []

@@ -11,19 +11,20 @@ import logging
 from collections.abc import Callable
 from datetime import timedelta
 
-from kassa_common.config import Settings
+from kassa_common.bootstrap import bootstrap
+from kassa_common.config import Settings, SweeperSettings
 from kassa_common.pricing.service import make_rates
-from kassa_common.worker import Worker, bootstrap
+from kassa_common.worker import Worker
+from kassa_sweeper import configured
 from kassa_sweeper.chain import DepositChain, web3_for
 from kassa_sweeper.engine import NetworkSweeper
-from kassa_sweeper.options import SweepOptions
 
 log = logging.getLogger("kassa.sweeper")
 
 
-def sweepers(worker: Worker, options: SweepOptions) -> list[NetworkSweeper]:
+def sweepers(worker: Worker, options: SweeperSettings) -> list[NetworkSweeper]:
     """One sweeper per sweepable network, sharing the key, the rates and the database."""
-    signer, rates = options.signer(), make_rates(worker.settings)
+    signer, rates = configured.signer(options), make_rates(worker.settings)
     if signer is None:
         return []
     return [
@@ -33,12 +34,12 @@ def sweepers(worker: Worker, options: SweepOptions) -> list[NetworkSweeper]:
             DepositChain(n, web3_for(n)),
             signer,
             rates,
-            policy=options.policy,
+            policy=configured.policy(options),
             batch_size=options.batch_size,
             replace_after=timedelta(seconds=options.replace_seconds),
             cap_usd=options.max_spend_usd_per_hour,
         )
-        for n in options.sweepable(worker.settings)
+        for n in configured.sweepable(options, worker.settings)
     ]
 
 
@@ -59,10 +60,10 @@ def tick_all(each: list[NetworkSweeper]) -> Callable[[], bool]:
 
 def main() -> None:
     settings = Settings.from_env()
-    options = SweepOptions.from_settings(settings)
+    options = configured.checked(settings)
     worker = bootstrap(settings, "sweeper")
     each = sweepers(worker, options)
-    signer = options.signer()
+    signer = configured.signer(options)
     if signer is None:
         log.warning("SWEEPER_PRIVATE_KEY is not set: forwarder deposits are not swept")
     elif not each:

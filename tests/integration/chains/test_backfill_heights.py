@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from kassa_common.chains.networks import load_registry
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.models import ChainCursor, Payment
-from kassa_chain_watcher.main import keep_blocks
+from kassa_chain_watcher.network_watcher import keep_blocks
 from kassa_dev import chain as devchain
 from tests.support.anvil import start_chain
 from tests.support.api import set_live_wallet

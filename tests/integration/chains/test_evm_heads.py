@@ -13,7 +13,7 @@ import pytest
 
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import load_registry
-from kassa_chain_watcher.main import Options
+from kassa_common.config import WatcherSettings
 from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
 from tests.support.api import set_live_wallet
 from tests.support.tcpproxy import TcpProxy
@@ -21,8 +21,8 @@ from tests.support.wait import until
 from tests.support.watcher import harness, pay_usdc
 
 CONFIRMATIONS = 2
-NEVER = Options(poll_seconds=3600, reload_seconds=3600, standby_seconds=0.2)  # only pushed heads wake it
-QUICK = Options(poll_seconds=0.1, reload_seconds=3600, standby_seconds=0.2)
+NEVER = WatcherSettings(poll_seconds=3600, reload_seconds=3600, standby_seconds=0.2)  # only pushed heads wake it
+QUICK = WatcherSettings(poll_seconds=0.1, reload_seconds=3600, standby_seconds=0.2)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from kassa_common.messaging.consumer import Consumer
 from kassa_common.messaging.publisher import Message
 from kassa_common.messaging.relay import relay_pending
 from kassa_common.messaging.topology import declare_queue
-from kassa_chain_watcher.main import make_watchlist
+from kassa_chain_watcher.network_watcher import make_watchlist
 from kassa_chain_watcher.watchlist import PaymentFeed
 from tests.support.api import LIVE_PAYMENT
 from tests.support.bus import bus, consuming, delete_queues, queue_depth  # noqa: F401  (fixture)

@@ -20,9 +20,9 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from kassa_common.bootstrap import bootstrap, wire
 from kassa_common.config import Settings
 from kassa_common.messaging.consumer import Consumer
-from kassa_common.worker import bootstrap, wire
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
 
 log = logging.getLogger("kassa.outbound")
