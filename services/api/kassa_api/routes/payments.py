@@ -8,7 +8,7 @@ from flask import Blueprint, request
 
 from kassa_common import payments
 from kassa_common.paging import page_meta
-from kassa_common.payments import payment_to_dict
+from kassa_common.payments import payment_object
 from kassa_api.auth import owner
 from kassa_api.deps import connection, db, deps, transaction
 from kassa_api.endpoint import endpoint
@@ -60,7 +60,7 @@ def create_payment(body: CreatePayment):
 @bp.get("/payments/<ref>")
 @endpoint("Get a payment by id or short id", scope="payments:read", tag="payments", response=PaymentOut, errors=(404,))
 def get_payment(ref: str):
-    return payment_to_dict(payments.find_payment(db(), owner(), ref))
+    return payment_object(payments.find_payment(db(), owner(), ref))
 
 
 @bp.get("/payments")
@@ -73,7 +73,7 @@ def list_payments(query: ListPayments):
     )
     transfers = payments.transfers_of(db(), [p.id for p in rows])
     return {
-        "data": [payment_to_dict(p, transfers.get(p.id, [])) for p in rows],
+        "data": [payment_object(p, transfers.get(p.id, [])) for p in rows],
         "meta": page_meta(query.page, query.pageSize, total),
     }
 
@@ -83,4 +83,4 @@ def list_payments(query: ListPayments):
 def cancel_payment(ref: str):
     with transaction() as session:
         payment = payments.cancel_payment(session, owner(), ref)
-    return payment_to_dict(payment)
+    return payment_object(payment)
