@@ -4,30 +4,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from flask import Blueprint, request
+from flask import Blueprint
 
 from kassa_common import payments
 from kassa_common.paging import page_meta
 from kassa_common.payments import payment_object
 from kassa_api.auth import owner
 from kassa_api.deps import connection, db, deps, transaction
-from kassa_api.endpoint import endpoint
-from kassa_api.errors import ApiError
+from kassa_api.endpoint import endpoint, idempotency_key
 from kassa_api.schemas import CreatePayment, ListPayments, PaymentOut, PaymentPage
 
 bp = Blueprint("payments", __name__)
-
-
-def idempotency_key() -> str | None:
-    key = request.environ.get("HTTP_IDEMPOTENCY_KEY")  # request.headers raises (and catches) when it is absent
-    if key is not None and not (0 < len(key.strip()) <= 255):
-        raise ApiError(
-            400,
-            "Idempotency-Key must be 1 to 255 characters",
-            code="VALIDATION_ERROR",
-            details=[{"field": "Idempotency-Key", "message": "1 to 255 characters"}],
-        )
-    return key.strip() if key else None
 
 
 @bp.post("/payments")

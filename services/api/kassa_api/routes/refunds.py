@@ -19,8 +19,7 @@ from kassa_common.refunds.shape import CreateRefund, RefundOut, refund_out
 from kassa_common.timefmt import utcnow
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, release_connection, transaction
-from kassa_api.endpoint import endpoint
-from kassa_api.routes.payments import idempotency_key
+from kassa_api.endpoint import endpoint, idempotency_key
 
 bp = Blueprint("refunds", __name__)
 SCOPE = "refunds:manage"
