@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from kassa_common.retry import RetryPolicy
 from kassa_webhook_sender.email.main import build
+from kassa_webhook_sender.engine.retry import RetryPolicy
 from tests.support.bus import private_topology
 from tests.support.smtp import smtp_server
 

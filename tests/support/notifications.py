@@ -14,8 +14,8 @@ import secrets
 import pytest
 
 from kassa_common.messaging.relay import relay_pending
-from kassa_common.retry import RetryPolicy
 from kassa_webhook_sender.email.main import build
+from kassa_webhook_sender.engine.retry import RetryPolicy
 from tests.support.bus import running_settler
 from tests.support.wait import until
 

@@ -15,9 +15,9 @@ from kassa_common.messaging.consumer import Delivered
 from kassa_common.messaging.messages import PAYMENT_EVENTS, EventType, PaymentEvent
 from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
-from kassa_common.retry import RetryPolicy
 from kassa_common.timefmt import iso, utcnow
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
+from kassa_webhook_sender.engine.retry import RetryPolicy
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.intake import handle_event
 from kassa_webhook_sender.webhooks.main import build

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from kassa_common.retry import DEFAULT_POLICY, RetryPolicy
+from kassa_webhook_sender.engine.retry import DEFAULT_POLICY, RetryPolicy
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

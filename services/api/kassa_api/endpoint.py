@@ -175,3 +175,18 @@ def endpoint(
         return wrapper
 
     return decorate
+
+
+def idempotency_key() -> str | None:
+    """The request's Idempotency-Key header (the creates that take one: ``openapi.IDEMPOTENT``;
+    their rules are ``kassa_common.idempotency``), stripped; None without one; 400 when it is
+    empty or over 255 characters."""
+    key = request.environ.get("HTTP_IDEMPOTENCY_KEY")  # request.headers raises (and catches) when it is absent
+    if key is not None and not (0 < len(key.strip()) <= 255):
+        raise ApiError(
+            400,
+            "Idempotency-Key must be 1 to 255 characters",
+            code="VALIDATION_ERROR",
+            details=[{"field": "Idempotency-Key", "message": "1 to 255 characters"}],
+        )
+    return key.strip() if key else None

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
 from kassa_common.models import ChainCursor, Event, Payment, SettledWatermark, Transfer
-from kassa_common.payments import expire_due, payment_to_dict
+from kassa_common.payments import expire_due, payment_object
 from kassa_common.timefmt import iso, utcnow
 from kassa_expirer.jobs import Jobs
 from tests.support.api import API
@@ -162,7 +162,7 @@ def test_the_payload_is_the_shape_of_the_payment_after_the_change(merchant, sess
     with sessions() as s:
         payment = s.get(Payment, pid)
         [event] = expired_events(sessions, pid)
-        assert event.payload["data"] == {"payment_id": str(pid), **payment_to_dict(payment)}
+        assert event.payload["data"] == {"payment_id": str(pid), **payment_object(payment)}
 
 
 def test_each_payment_expires_once_with_one_event(merchant, sessions):
@@ -330,7 +330,7 @@ def test_the_object_built_in_sql_is_the_one_python_builds_for_every_kind_of_fiel
     with sessions() as s:
         for pid in pids:
             [event] = expired_events(sessions, pid)
-            expected = {"payment_id": str(pid), **payment_to_dict(s.get(Payment, pid))}
+            expected = {"payment_id": str(pid), **payment_object(s.get(Payment, pid))}
             assert event.payload["data"] == expected
             assert (event.payload["id"], event.payload["event"]) == (event.id, "payment.expired")
             assert event.id.startswith("evt_") and len(event.id) == 36

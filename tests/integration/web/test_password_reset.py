@@ -14,9 +14,9 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common.models import Notification
-from kassa_common.retry import RetryPolicy
 from kassa_api.app import create_app
 from kassa_webhook_sender.email.main import build
+from kassa_webhook_sender.engine.retry import RetryPolicy
 from tests.support.bus import private_topology
 from tests.support.cli import cli_runner
 from tests.support.dashboard import PASSWORD, csrf_of, log_in, merchant_with_password

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
 from kassa_common.models import DeliveryAttempt, WebhookDelivery
-from kassa_common.retry import DEFAULT_POLICY
 from kassa_webhook_sender.engine.dispatcher import AHEAD, Dispatcher
+from kassa_webhook_sender.engine.retry import DEFAULT_POLICY
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.transport import Transport
 from tests.support.raw_server import RawServer, drip, silent

@@ -14,10 +14,10 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.consumer import Delivered
 from kassa_common.models import DeliveryAttempt, WebhookEndpoint
-from kassa_common.retry import RetryPolicy
 from kassa_common.timefmt import utcnow
 from kassa_common.webhooks.signing import SignatureError, compute, verify_signature
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
+from kassa_webhook_sender.engine.retry import RetryPolicy
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.intake import handle_event
 from kassa_webhook_sender.webhooks.transport import Transport

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import base58
 
+from kassa_common.chains.bech32 import CHARSET, hrp_state, polymod
 from kassa_common.chains.forwarder import settlement_address
-from kassa_common.chains.hd import _BECH32_CHARSET, _bech32_polymod, _hrp_state
 from kassa_common.chains.networks import Network
 
 BECH32_CONST = 1
@@ -68,10 +68,10 @@ def _segwit(text: str, hrp: str) -> str | None:
         raise InvalidAddress("a bech32 address is all lower case or all upper case, never mixed")
     if prefix != hrp:
         raise InvalidAddress(f"this address is for another Bitcoin network (it starts {prefix}1, not {hrp}1)")
-    if len(lower) > 90 or len(data_part) < 7 or any(c not in _BECH32_CHARSET for c in data_part):
+    if len(lower) > 90 or len(data_part) < 7 or any(c not in CHARSET for c in data_part):
         raise InvalidAddress("not a valid bech32 address (wrong length or characters)")
-    data = [_BECH32_CHARSET.index(c) for c in data_part]
-    const = _bech32_polymod(data, _hrp_state(hrp))
+    data = [CHARSET.index(c) for c in data_part]
+    const = polymod(data, hrp_state(hrp))
     version, program = data[0], _convert_bits(data[1:-6])
     if const not in (BECH32_CONST, BECH32M_CONST):
         raise InvalidAddress("the address's checksum is wrong: check it for a typo")

@@ -5,7 +5,8 @@ The merchant hands us an account xpub (e.g. ``m/44'/60'/0'`` for EVM chains,
 for every payment. Private keys never touch this code: private extended keys
 are rejected outright.
 
-Bitcoin keys must be BIP84 account keys and produce P2WPKH (bech32) addresses.
+Bitcoin keys must be BIP84 account keys and produce P2WPKH (bech32) addresses (the
+encoding is ``bech32``).
 Accepted version bytes: ``xpub``/``zpub`` (mainnet) and ``tpub``/``vpub``
 (testnet, signet, regtest). The caller picks the address prefix (``bc``, ``tb``,
 ``bcrt``), except that a testnet key never yields a mainnet address: asked for
@@ -29,13 +30,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable
 from functools import lru_cache
 from typing import NamedTuple, overload
 
 import base58
 import coincurve
 from eth_utils import keccak
+
+from kassa_common.chains import bech32
 
 
 class InvalidXpub(ValueError):
@@ -160,43 +162,6 @@ def is_mainnet_key(chain: str, xpub: str) -> bool:
     return _parse(chain, validate_xpub(chain, xpub)).mainnet
 
 
-_BECH32_CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
-_BECH32_GEN = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
-
-
-def _bech32_mask(top: int) -> int:
-    mask = 0
-    for bit, gen in enumerate(_BECH32_GEN):
-        if top >> bit & 1:
-            mask ^= gen
-    return mask
-
-
-# BIP173 checksum step as a lookup on the five bits shifted out of the state.
-_BECH32_TABLE = tuple(_bech32_mask(top) for top in range(32))
-
-
-def _bech32_polymod(values: Iterable[int], chk: int = 1) -> int:
-    for value in values:
-        chk = ((chk & 0x1FFFFFF) << 5) ^ value ^ _BECH32_TABLE[chk >> 25]
-    return chk
-
-
-@lru_cache(maxsize=8)
-def _hrp_state(hrp: str) -> int:
-    """Checksum state after the expanded human-readable part."""
-    return _bech32_polymod([ord(c) >> 5 for c in hrp] + [0] + [ord(c) & 31 for c in hrp])
-
-
-def _p2wpkh_address(hrp: str, program: bytes) -> str:
-    """Bech32 (BIP173) witness v0 address for a 20-byte key hash."""
-    bits = int.from_bytes(program, "big")  # 160 bits = exactly 32 groups of 5
-    data = [0] + [(bits >> shift) & 31 for shift in range(155, -1, -5)]
-    chk = _bech32_polymod(data + [0] * 6, _hrp_state(hrp)) ^ 1
-    data += [(chk >> shift) & 31 for shift in range(25, -1, -5)]
-    return hrp + "1" + "".join(_BECH32_CHARSET[d] for d in data)
-
-
 def _eip55(address: bytes) -> str:
     """EIP-55 mixed-case checksum encoding of a 20-byte address."""
     hex_addr = address.hex()
@@ -249,4 +214,4 @@ def derive_address(chain: str, xpub: str, index: int, *, bech32_hrp: str | None 
     child, _ = _ckd_pub(node.pubkey, node.chain_code, index)
     if chain == "evm":
         return _eip55(keccak(child.format(compressed=False)[1:])[-20:])
-    return _p2wpkh_address(hrp, _hash160(child.format(compressed=True)))
+    return bech32.p2wpkh_address(hrp, _hash160(child.format(compressed=True)))

@@ -13,7 +13,8 @@ Where to look:
 - ``testmode``: simulated transfers for test payments.
 - ``addresses``: the next address of the merchant's extended public key, or the
   payment's forwarder deposit address.
-- ``queries``: reading payments; ``shape``: their JSON (API, webhooks, checkout);
+- ``queries``: reading payments (and what their object shows: transfers, refund totals);
+  ``shape``: their JSON (API, webhooks, checkout), built from what is read, reading nothing;
   ``export``: the dashboard's CSV of them; ``reports``: the dashboard's history, sweeps,
   daily volume and counts per status.
 - ``gap``: the Bitcoin gap monitor: how many unused addresses in a row a merchant's
@@ -28,9 +29,9 @@ from kassa_common.payments.cancel import cancel, cancel_payment, cancel_refusal
 from kassa_common.payments.create import NewPayment, create_payment, resolve_pair
 from kassa_common.payments.expire import expire_due
 from kassa_common.payments.export import payments_csv
-from kassa_common.payments.queries import find_by_short_id, find_payment, list_payments
+from kassa_common.payments.queries import find_by_short_id, find_payment, list_payments, payment_object, transfers_of
 from kassa_common.payments.settle import settle
-from kassa_common.payments.shape import PaymentOut, payment_to_dict, public_view, remaining_units, transfers_of
+from kassa_common.payments.shape import PaymentOut, payment_to_dict, public_view, remaining_units
 from kassa_common.payments.testmode import NotTestPayment, complete_due_test_payments, let_expire, pay
 from kassa_common.payments.transitions import OPEN, STATUSES, Trigger, apply
 
@@ -53,6 +54,7 @@ __all__ = [
     "let_expire",
     "list_payments",
     "pay",
+    "payment_object",
     "payment_to_dict",
     "payments_csv",
     "public_view",

@@ -18,7 +18,6 @@ TTL) is taken over by the next request as if new.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import uuid
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Any, NamedTuple
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 
+from kassa_common import idempotency, urls
 from kassa_common.chains.hd import TEST_XPUBS
 from kassa_common.chains.networks import Network, Registry, Token
 from kassa_common.db import Prepared
@@ -46,7 +46,8 @@ from kassa_common.models import Payment
 from kassa_common.owner import Owner
 from kassa_common.payments.addresses import index_hint, receiving_address
 from kassa_common.payments.events import payment_event
-from kassa_common.payments.shape import PaymentRow, payment_to_dict, transfers_of
+from kassa_common.payments.queries import payment_object, transfers_of
+from kassa_common.payments.shape import PaymentRow
 from kassa_common.pricing import RateService, RateUnavailable, Unpriced, currencies, terms
 from kassa_common.pricing.service import Quote
 from kassa_common.statuses import PaymentStatus
@@ -291,8 +292,10 @@ def chargeable_product(conn: Connection, owner: Owner, product_id: str, network:
 
 
 def request_hash(cmd: NewPayment) -> str:
-    body = {k: (str(v) if isinstance(v, Decimal) else v) for k, v in cmd.__dict__.items() if v is not None}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    """The create as its Idempotency-Key remembers it: the fields given (amounts as text)."""
+    return idempotency.request_hash(
+        {k: (str(v) if isinstance(v, Decimal) else v) for k, v in cmd.__dict__.items() if v is not None}
+    )
 
 
 def create_payment(
@@ -318,7 +321,7 @@ def create_payment(
     now = utcnow()
     key = idempotency_key
     digest = request_hash(cmd) if key is not None else None
-    fresh_after = now - idempotency_ttl
+    fresh_after = idempotency.fresh_after(now, idempotency_ttl)
     try:
         network, token = resolve_pair(registry, cmd.network, cmd.token, owner.test_mode)
         product = (
@@ -352,7 +355,7 @@ def create_payment(
     )
     if found.request_hash is not None:
         if found.payment_id is None:  # the key made a refund (POST /payments/:id/refunds)
-            raise IdempotencyConflict("this Idempotency-Key was already used with a different request")
+            raise IdempotencyConflict(idempotency.USED_FOR_A_REFUND)
         return _replay(conn, found.request_hash, found.payment_id, digest)
     pricing = price(cmd, product, token, market, currency, found.rate_spread_pct or Decimal(0))
     payment_id = uuid.uuid4()
@@ -383,7 +386,7 @@ def create_payment(
         confirmations=0,
         required_confirmations=network.required_confirmations,
         transaction_hash=None,
-        checkout_url=f"{checkout_base}/pay/{short_id}",
+        checkout_url=urls.checkout_url(checkout_base, short_id),
         customer_email=cmd.customer_email,
         customer_name=cmd.customer_name,
         redirect_url=cmd.redirect_url,
@@ -425,7 +428,7 @@ def create_payment(
     if not written:  # a concurrent request with the same key came first
         earlier = _earlier(conn, owner, key, digest, fresh_after) if key is not None else None
         if earlier is None:
-            raise IdempotencyConflict("a request with this Idempotency-Key is still in flight; retry it")
+            raise idempotency.in_flight()
         return earlier
     # the payment object the event carries is the answer (without the event's payment_id)
     return Created({k: v for k, v in event.data.items() if k != "payment_id"}, False)
@@ -443,8 +446,7 @@ def _earlier(conn: Connection, owner: Owner, key: str, digest: str | None, fresh
 
 
 def _replay(conn: Connection, earlier_hash: str, payment_id: uuid.UUID, digest: str | None) -> Created:
-    if earlier_hash != digest:
-        raise IdempotencyConflict("this Idempotency-Key was already used with a different request body")
+    idempotency.same_request(earlier_hash, digest)
     with Session(bind=conn) as session:
         payment = session.get(Payment, payment_id)
-        return Created(payment_to_dict(payment, transfers_of(session, [payment_id])[payment_id]), True)
+        return Created(payment_object(payment, transfers_of(session, [payment_id])[payment_id]), True)

@@ -12,7 +12,7 @@ from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Event, Payment
-from kassa_common.payments.shape import payment_to_dict, transfers_of
+from kassa_common.payments.queries import payment_object, transfers_of
 from kassa_common.refunds.amounts import NONE, RefundTotals, may_have_refunds
 from kassa_common.refunds.queries import held_totals, refund_totals
 from kassa_common.timefmt import iso, utcnow
@@ -28,7 +28,7 @@ def payment_event(
     refunds: RefundTotals | None = None,
 ) -> PaymentEvent:
     """``timestamp``: ``iso(now)``, when the caller has it already."""
-    shown = payment_to_dict(payment, transfers, refunds)
+    shown = payment_object(payment, transfers, refunds)
     data = {"payment_id": shown["id"], **shown}
     return PaymentEvent(new_event_id(), event_type, timestamp or iso(now), payment.test_mode, data)
 
@@ -59,7 +59,7 @@ def record_payment_event(
     now: datetime | None = None,
     transfers: list[Any] | None = None,
 ) -> None:
-    """``transfers``: the payment's (``shape.transfers_of``) when known, ``[]`` for a new one.
+    """``transfers``: the payment's (``queries.transfers_of``) when known, ``[]`` for a new one.
 
     In a batch that writes its events together (the settler's, ``payments.settle``), the row
     joins the session's ``DEFERRED_EVENTS`` list instead, with the refund totals the batch
@@ -81,7 +81,7 @@ def record_payment_events(
     transfers: Mapping[Any, list[Any]] | None = None,
 ) -> int:
     """The same event for many payments (``Payment``s or ``shape.PaymentRow``s), written in one
-    streamed COPY. ``transfers``: theirs by payment id (``shape.transfers_of``) when the caller
+    streamed COPY. ``transfers``: theirs by payment id (``queries.transfers_of``) when the caller
     has them (a payment missing from it has none); otherwise they are read in one query."""
     if transfers is None:
         transfers = transfers_of(session, [p.id for p in payments])

@@ -32,7 +32,8 @@ from sqlalchemy.orm.attributes import set_committed_value
 
 from kassa_common.models import Payment
 from kassa_common.payments.events import record_payment_events
-from kassa_common.payments.shape import PAYMENT_COLUMNS, PaymentRow
+from kassa_common.payments.queries import PAYMENT_COLUMNS
+from kassa_common.payments.shape import PaymentRow
 from kassa_common.payments.transitions import TRANSITIONS, Trigger
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import iso, utcnow

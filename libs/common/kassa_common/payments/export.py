@@ -25,8 +25,8 @@ from typing import Any, get_origin
 from sqlalchemy.orm import Session
 
 from kassa_common.owner import Owner
-from kassa_common.payments.queries import payment_batches
-from kassa_common.payments.shape import PaymentOut, payment_to_dict, transfers_of
+from kassa_common.payments.queries import payment_batches, payment_object, transfers_of
+from kassa_common.payments.shape import PaymentOut
 
 BATCH_SIZE = 500
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -77,7 +77,7 @@ def payments_csv(
         session, owner, status=status, search=search, since=since, until=until, batch_size=batch_size
     ):
         transfers = transfers_of(session, [p.id for p in batch])
-        writer.writerows(csv_row(payment_to_dict(p, transfers[p.id])) for p in batch)
+        writer.writerows(csv_row(payment_object(p, transfers[p.id])) for p in batch)
         yield _drain(buffer)
 
 

@@ -64,7 +64,7 @@ from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import TransferReport
 from kassa_common.models import Merchant, Payment, Transfer
 from kassa_common.payments.events import DEFERRED_EVENTS
-from kassa_common.payments.shape import oldest_first, transfers_of
+from kassa_common.payments.queries import oldest_first, transfers_of
 from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger
 from kassa_common.pricing import arrival
 from kassa_common.pricing.amounts import units_text
@@ -262,7 +262,7 @@ def _locked_transfer(session: Session, payment: Payment, r: TransferReport) -> T
 
 
 def _transfers(session: Session, payment: Payment) -> list[Any]:
-    """The payment's transfers, oldest first (``shape.TRANSFER_ORDER``)."""
+    """The payment's transfers, oldest first (``queries.TRANSFER_ORDER``)."""
     held = _held(session)
     if held is not None and payment.id in held.transfers:
         return oldest_first(held.transfers[payment.id])

@@ -9,31 +9,27 @@ The expirer builds the same object in SQL for an expired payment without transfe
 (``payments.expire.EXPIRED_OBJECT``); its integration tests hold it to ``payment_to_dict``.
 ``public_view`` is the customer's view on the checkout page: no metadata, merchant or
 customer data.
+
+Shaping reads nothing from the database: the caller brings the payment's transfers and
+refund totals (``payments.queries`` reads them, and ``queries.payment_object`` reads what a
+caller does not have, then shapes).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
-from collections.abc import Iterable
 from datetime import datetime
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple, get_args
 
-import sqlalchemy as sa
 from pydantic import BaseModel, Field
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
-from sqlalchemy.orm import Session, object_session
-from sqlalchemy.orm.exc import UnmappedInstanceError
 
 from kassa_common.chains.networks import shipped
-from kassa_common.models import Payment, Transfer
+from kassa_common.models import Payment
 from kassa_common.pricing.amounts import plain, units_text
 from kassa_common.refunds import amounts as refund_amounts
-from kassa_common.refunds.amounts import NONE as NO_REFUNDS
 from kassa_common.refunds.amounts import RefundTotals
-from kassa_common.refunds.queries import held_totals, refund_totals
 from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.timefmt import iso
 
@@ -137,66 +133,11 @@ def remaining_units(payment: Payment) -> int:
     return max(int(payment.crypto_amount_units) - int(payment.amount_received_units), 0)
 
 
-TRANSFER_COLUMNS = (
-    Transfer.payment_id,
-    Transfer.network,
-    Transfer.token,
-    Transfer.tx_hash,
-    Transfer.log_index,
-    Transfer.amount_units,
-    Transfer.confirmations,
-    Transfer.status,
-    Transfer.counted,
-    Transfer.late,
-    Transfer.created_at,
-    Transfer.exchange_rate,
-)
-
-
-# What ``payment_to_dict`` reads of a payment, and its merchant: a batch can be read (or
-# returned by an UPDATE) as plain rows, without loading ORM objects.
-PAYMENT_COLUMNS = (
-    Payment.id,
-    Payment.merchant_id,
-    Payment.short_id,
-    Payment.status,
-    Payment.amount,
-    Payment.token,
-    Payment.network,
-    Payment.decimals,
-    Payment.address,
-    Payment.crypto_amount_units,
-    Payment.amount_received_units,
-    Payment.exchange_rate,
-    Payment.currency,
-    Payment.rate_source,
-    Payment.rate_locked_until,
-    Payment.arrival_exchange_rate,
-    Payment.confirmations,
-    Payment.required_confirmations,
-    Payment.transaction_hash,
-    Payment.checkout_url,
-    Payment.customer_email,
-    Payment.customer_name,
-    Payment.redirect_url,
-    Payment.cancel_url,
-    Payment.product_id,
-    Payment.metadata_,
-    Payment.test_mode,
-    Payment.expires_at,
-    Payment.created_at,
-    Payment.updated_at,
-    Payment.completed_at,
-    Payment.settlement_address,
-    Payment.sweep_tx_hash,
-    Payment.swept_at,
-    Payment.wrong_network,
-)
-
-
-# A payment as a plain row of ``PAYMENT_COLUMNS`` (an expired batch as the UPDATE returns it, a
-# new payment before it is written): shaping it costs half what shaping a ``Payment`` or a
-# SQLAlchemy ``Row`` does (reading fields by name is most of the difference).
+# A payment as a plain row: what ``payment_to_dict`` reads of a payment, and its merchant (an
+# expired batch as the UPDATE returns it, a new payment before it is written). Its fields are
+# ``Payment``'s attribute names, and ``queries.PAYMENT_COLUMNS`` is read from them. Shaping
+# it costs half what shaping a ``Payment`` or a SQLAlchemy ``Row`` does (reading fields by
+# name is most of the difference).
 class PaymentRow(NamedTuple):
     id: uuid.UUID
     merchant_id: uuid.UUID
@@ -233,38 +174,6 @@ class PaymentRow(NamedTuple):
     sweep_tx_hash: str | None
     swept_at: datetime | None
     wrong_network: list[dict[str, Any]]
-
-
-if PaymentRow._fields != tuple(c.key for c in PAYMENT_COLUMNS):
-    raise RuntimeError("PaymentRow must have the fields of PAYMENT_COLUMNS, in their order")
-
-
-def _ids(ids: list[uuid.UUID]) -> sa.BindParameter[Any]:
-    """Many ids as one array parameter (``= ANY``): half the cost of an ``IN`` list of a thousand."""
-    return sa.bindparam("ids", ids, type_=ARRAY(UUID(as_uuid=True)))
-
-
-# How a payment's transfers are shown: oldest first. The one order for a query and for
-# transfers already in hand (``oldest_first``).
-TRANSFER_ORDER = (Transfer.created_at, Transfer.tx_hash, Transfer.log_index)
-
-
-def oldest_first(transfers: Iterable[Any]) -> list[Any]:
-    """Transfers in hand, in ``TRANSFER_ORDER``."""
-    return sorted(transfers, key=lambda t: tuple(getattr(t, c.key) for c in TRANSFER_ORDER))
-
-
-def transfers_of(session: Session, payment_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
-    """The transfers of these payments (rows of ``TRANSFER_COLUMNS``), oldest first, in one query."""
-    ids = list(payment_ids)
-    found: dict[uuid.UUID, list[Any]] = defaultdict(list)
-    if ids:
-        rows = session.execute(
-            sa.select(*TRANSFER_COLUMNS).where(Transfer.payment_id == sa.any_(_ids(ids))).order_by(*TRANSFER_ORDER)
-        )
-        for row in rows:
-            found[row.payment_id].append(row)
-    return found
 
 
 def _decimals(p: Payment, network: str, token: str) -> int | None:
@@ -328,42 +237,13 @@ def _json_copy(value: Any) -> Any:
 _WRONG_NETWORK_FIELDS = tuple(WrongNetworkFunds.model_fields)
 
 
-def _session_of(p: Any) -> Session | None:
-    """The session of a ``Payment`` (None for a ``PaymentRow`` or a detached payment)."""
-    if isinstance(p, tuple):  # a PaymentRow: asking SQLAlchemy would build (and catch) an exception
-        return None
-    try:
-        return object_session(p)
-    except UnmappedInstanceError:
-        return None
-
-
-def _refunds_of(p: Any, transfers: list[Any]) -> RefundTotals:
-    """The payment's refund totals: held by its session's batch, or read (none when it never
-    had confirmed funds, or has no session)."""
-    session = _session_of(p)
-    if session is None:
-        return NO_REFUNDS
-    held = held_totals(session, p.id)
-    if held is not None:
-        return held
-    if not refund_amounts.may_have_refunds(transfers):
-        return NO_REFUNDS
-    return refund_totals(session, [p.id]).get(p.id, NO_REFUNDS)
-
-
-def payment_to_dict(p: Any, transfers: list[Any] | None = None, refunds: RefundTotals | None = None) -> dict[str, Any]:
+def payment_to_dict(p: Any, transfers: list[Any], refunds: RefundTotals) -> dict[str, Any]:
     """The payment object: ``PaymentOut``'s fields in its order, built directly (the tests hold
     it to what validating through the model gives, byte for byte). ``p``: a ``Payment`` or a
-    ``PaymentRow``. ``transfers``: its rows from ``transfers_of`` when the caller has
-    them (a list, a new payment's ``[]``); otherwise they are read from the payment's session.
-    ``refunds``: its ``refund_totals`` when the caller has them; otherwise they are read from
-    the payment's session if it may have any (none without one)."""
-    if transfers is None:
-        session = _session_of(p)
-        transfers = transfers_of(session, [p.id])[p.id] if session is not None else []
-    if refunds is None:
-        refunds = _refunds_of(p, transfers)
+    ``PaymentRow``. ``transfers``: its rows (``queries.transfers_of``; a new payment's ``[]``),
+    oldest first. ``refunds``: its totals (``refunds.queries.refund_totals``; ``NONE`` when it
+    has none). Nothing is read here: ``queries.payment_object`` reads what the caller does
+    not have, then shapes."""
     refunded, refundable = refund_amounts.shown(p, transfers, refunds)
     decimals = p.decimals
     return {

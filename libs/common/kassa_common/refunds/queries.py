@@ -1,5 +1,6 @@
 """Reading refunds: by id for the merchant, by claim token for the customer, a payment's
-list, and ``refund_totals`` (what the payment objects show)."""
+list, the merchant's list (the dashboard's), and ``refund_totals`` (what the payment objects
+show)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
 from kassa_common.ids import parse_uuid
-from kassa_common.models import Refund
+from kassa_common.models import Payment, Refund
 from kassa_common.owner import Owner
 from kassa_common.refunds.amounts import NONE, RefundTotals, may_have_refunds
 from kassa_common.statuses import RefundStatus
@@ -45,6 +46,26 @@ def refunds_of(session: Session, payment_id: uuid.UUID) -> list[Refund]:
             sa.select(Refund).where(Refund.payment_id == payment_id).order_by(Refund.created_at.desc(), Refund.id)
         )
     )
+
+
+def list_refunds(
+    session: Session, owner: Owner, *, status: str | None, page: int, page_size: int
+) -> tuple[list[tuple[Refund, str]], int]:
+    """A page of the owner's refunds with this status (None: any), newest first, each with its
+    payment's short id; and how many there are in all."""
+    where = [Refund.merchant_id == owner.merchant_id, Refund.test_mode == owner.test_mode]
+    if status:
+        where.append(Refund.status == status)
+    total = session.scalar(sa.select(sa.func.count()).select_from(Refund).where(*where)) or 0
+    rows = session.execute(
+        sa.select(Refund, Payment.short_id)
+        .join(Payment, Payment.id == Refund.payment_id)
+        .where(*where)
+        .order_by(Refund.created_at.desc(), Refund.id)
+        .limit(page_size)
+        .offset((page - 1) * page_size)
+    ).all()
+    return [(refund, short_id) for refund, short_id in rows], total
 
 
 def refund_totals(session: Session, payment_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, RefundTotals]:

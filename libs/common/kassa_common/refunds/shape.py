@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints, WithJsonSchema
 
-from kassa_common import numbers
+from kassa_common import numbers, urls
 from kassa_common.fields import NetworkCode, Strict
 from kassa_common.models import Refund
 from kassa_common.pricing.amounts import units_text
@@ -22,20 +22,9 @@ from kassa_common.statuses import RefundStatus
 from kassa_common.timefmt import iso
 
 
-def checkout_base(checkout_url: Any) -> str:
-    """The checkout pages' base URL: ``CHECKOUT_URL`` itself, or anything carrying it as
-    ``checkout_url`` (the settings)."""
-    base = checkout_url if isinstance(checkout_url, str) else checkout_url.checkout_url
-    return str(base).rstrip("/")
-
-
 def claim_url(refund: Refund, checkout_url: Any) -> str:
-    return claim_link(refund.claim_token, checkout_url)
-
-
-def claim_link(claim_token: str, checkout_url: Any) -> str:
-    """The claim page of the refund with this token: ``{CHECKOUT_URL}/refunds/{token}``."""
-    return f"{checkout_base(checkout_url)}/refunds/{claim_token}"
+    """The refund's claim page (``urls.claim_url``)."""
+    return urls.claim_url(checkout_url, refund.claim_token)
 
 
 def due_units(refund: Refund) -> int | None:

@@ -22,8 +22,7 @@ from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Payment, Refund
 from kassa_common.owner import Owner
-from kassa_common.payments.queries import find_payment
-from kassa_common.payments.shape import transfers_of
+from kassa_common.payments.queries import find_payment, transfers_of
 from kassa_common.pricing.amounts import to_base_units, units_text
 from kassa_common.refunds.addresses import check_address, claim_height, payout_tag
 from kassa_common.refunds.amounts import NONE, decimals_on, refundable

@@ -16,10 +16,10 @@ from kassa_common.fields import EventName, HttpUrl, Strict
 from kassa_common.ids import new_webhook_secret
 from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.models import WebhookEndpoint
-from kassa_common.netguard import host_is_private_literal
 from kassa_common.owner import Owner, owned
 from kassa_common.timefmt import iso, utcnow
 from kassa_common.urls import without_password
+from kassa_common.webhooks.netguard import host_is_private_literal
 
 SECRET_OVERLAP = timedelta(hours=24)
 

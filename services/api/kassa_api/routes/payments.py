@@ -4,30 +4,17 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from flask import Blueprint, request
+from flask import Blueprint
 
 from kassa_common import payments
 from kassa_common.paging import page_meta
-from kassa_common.payments import payment_to_dict
+from kassa_common.payments import payment_object
 from kassa_api.auth import owner
 from kassa_api.deps import connection, db, deps, transaction
-from kassa_api.endpoint import endpoint
-from kassa_api.errors import ApiError
+from kassa_api.endpoint import endpoint, idempotency_key
 from kassa_api.schemas import CreatePayment, ListPayments, PaymentOut, PaymentPage
 
 bp = Blueprint("payments", __name__)
-
-
-def idempotency_key() -> str | None:
-    key = request.environ.get("HTTP_IDEMPOTENCY_KEY")  # request.headers raises (and catches) when it is absent
-    if key is not None and not (0 < len(key.strip()) <= 255):
-        raise ApiError(
-            400,
-            "Idempotency-Key must be 1 to 255 characters",
-            code="VALIDATION_ERROR",
-            details=[{"field": "Idempotency-Key", "message": "1 to 255 characters"}],
-        )
-    return key.strip() if key else None
 
 
 @bp.post("/payments")
@@ -60,7 +47,7 @@ def create_payment(body: CreatePayment):
 @bp.get("/payments/<ref>")
 @endpoint("Get a payment by id or short id", scope="payments:read", tag="payments", response=PaymentOut, errors=(404,))
 def get_payment(ref: str):
-    return payment_to_dict(payments.find_payment(db(), owner(), ref))
+    return payment_object(payments.find_payment(db(), owner(), ref))
 
 
 @bp.get("/payments")
@@ -73,7 +60,7 @@ def list_payments(query: ListPayments):
     )
     transfers = payments.transfers_of(db(), [p.id for p in rows])
     return {
-        "data": [payment_to_dict(p, transfers.get(p.id, [])) for p in rows],
+        "data": [payment_object(p, transfers.get(p.id, [])) for p in rows],
         "meta": page_meta(query.page, query.pageSize, total),
     }
 
@@ -83,4 +70,4 @@ def list_payments(query: ListPayments):
 def cancel_payment(ref: str):
     with transaction() as session:
         payment = payments.cancel_payment(session, owner(), ref)
-    return payment_to_dict(payment)
+    return payment_object(payment)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint
 
-from kassa_common import products
+from kassa_common import products, urls
 from kassa_common.fields import Deleted, ListPage
 from kassa_common.models import Product
 from kassa_common.owner import list_owned, owned, soft_delete
@@ -19,7 +19,7 @@ SCOPE = "products:manage"
 
 
 def out(product: Product) -> dict:
-    return product_to_dict(product, f"{deps().settings.checkout_url}/products/{product.id}")
+    return product_to_dict(product, urls.share_link(deps().settings, product.id))
 
 
 @bp.post("/products")

@@ -18,11 +18,11 @@ import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from kassa_common import urls
 from kassa_common.emails import is_valid_email
 from kassa_common.messaging.consumer import Delivered, Reject
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Notification
-from kassa_common.refunds.shape import claim_link
 from kassa_common.statuses import NotificationStatus
 from kassa_webhook_sender.email import render
 
@@ -54,7 +54,7 @@ def payment_of(session: Session, payment_id: str, refund_id: str) -> render.Refu
     row = session.execute(PAYMENT_OF_REFUND, {"payment_id": payment_id, "refund_id": refund_id}).first()
     if row is None:
         return None
-    link = claim_link(row.claim_token, row.checkout_url.rsplit("/pay/", 1)[0]) if row.claim_token else None
+    link = urls.claim_url(urls.base_of_checkout(row.checkout_url), row.claim_token) if row.claim_token else None
     return render.RefundedPayment(row.short_id, row.customer_email, row.customer_name, link)
 
 

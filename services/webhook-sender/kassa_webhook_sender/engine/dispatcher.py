@@ -50,8 +50,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from kassa_common import transient
 from kassa_common.db import unit_of_work
-from kassa_common.retry import DEFAULT_POLICY, RetryPolicy
 from kassa_common.timefmt import utcnow
+from kassa_webhook_sender.engine.retry import DEFAULT_POLICY, RetryPolicy
 
 log = logging.getLogger("kassa.outbound")
 RECORD_BATCH = 500

@@ -7,10 +7,10 @@ import functools
 from typing import Any
 
 from kassa_common.config import Settings
-from kassa_common.retry import DEFAULT_POLICY, RetryPolicy
 from kassa_common.worker import Worker
 from kassa_webhook_sender.engine import process
 from kassa_webhook_sender.engine.dispatcher import Dispatcher
+from kassa_webhook_sender.engine.retry import DEFAULT_POLICY, RetryPolicy
 from kassa_webhook_sender.webhooks.channel import Webhooks
 from kassa_webhook_sender.webhooks.intake import handle_event
 from kassa_webhook_sender.webhooks.transport import Transport

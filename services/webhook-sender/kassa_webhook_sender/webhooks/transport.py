@@ -44,7 +44,7 @@ from urllib3.exceptions import NewConnectionError, SSLError
 from urllib3.exceptions import TimeoutError as Urllib3Timeout
 from urllib3.util.ssl_ import create_urllib3_context
 
-from kassa_common.netguard import DestinationRefused, Resolver, resolve_destination, system_resolver
+from kassa_common.webhooks.netguard import DestinationRefused, Resolver, resolve_destination, system_resolver
 from kassa_webhook_sender.engine.dispatcher import Result
 
 log = logging.getLogger("kassa.webhooks")

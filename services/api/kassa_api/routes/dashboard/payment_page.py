@@ -24,7 +24,7 @@ def detail_page(payment: Payment, status: int = 200, /, **context):
     """The payment's page; ``context``: a refused refund form's ``errors`` and ``refund_error``."""
     history = reports.payment_history(db(), payment.id)
     sweepable = {n.name for n in deps().settings.networks if n.kind == "evm" and n.rpc_url and n.forwarder_factory}
-    shown = payments.payment_to_dict(payment)
+    shown = payments.payment_object(payment)
     transfers = shown["transfers"]  # with why each does not count
     held = holds.listing(db(), payment_ref=str(payment.id)) if payment.settlement_address else []
     return render(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from flask import Blueprint, redirect, request, url_for
 
-from kassa_common import products
+from kassa_common import products, urls
 from kassa_common.errors import DomainError
 from kassa_common.models import Product
 from kassa_common.owner import list_owned, soft_delete
@@ -31,7 +31,7 @@ EDIT_FIELDS = ("name", "description", "price", "active")
 
 
 def share_link(product: Product) -> str:
-    return f"{deps().settings.checkout_url}/products/{product.id}"
+    return urls.share_link(deps().settings, product.id)
 
 
 def new_product_form() -> dict:

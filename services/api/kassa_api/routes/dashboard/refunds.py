@@ -8,7 +8,6 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import sqlalchemy as sa
 from flask import Blueprint, abort, redirect, request, url_for
 
 from kassa_common.chains.uris import payment_request
@@ -18,6 +17,7 @@ from kassa_common.paging import page_meta
 from kassa_common.pricing.amounts import units_text
 from kassa_common.refunds import onchain, payouts
 from kassa_common.refunds import transitions as refunds
+from kassa_common.refunds.queries import list_refunds
 from kassa_common.refunds.shape import CreateRefund, due_units, refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_api import query
@@ -51,23 +51,7 @@ def get_refund_or_404(refund_id: str) -> Refund:
 def index():
     status = query.choice("status", STATUSES)
     page_no = query.page_number()
-    owner = current_owner()
-    where = [Refund.merchant_id == owner.merchant_id, Refund.test_mode == owner.test_mode]
-    if status:
-        where.append(Refund.status == status)
-    total = db().scalar(sa.select(sa.func.count()).select_from(Refund).where(*where)) or 0
-    rows = (
-        db()
-        .execute(
-            sa.select(Refund, Payment.short_id)
-            .join(Payment, Payment.id == Refund.payment_id)
-            .where(*where)
-            .order_by(Refund.created_at.desc(), Refund.id)
-            .limit(PAGE_SIZE)
-            .offset((page_no - 1) * PAGE_SIZE)
-        )
-        .all()
-    )
+    rows, total = list_refunds(db(), current_owner(), status=status, page=page_no, page_size=PAGE_SIZE)
     return render(
         "refunds.html",
         rows=[(r, short_id, units_text(int(r.amount_units), r.decimals)) for r, short_id in rows],

@@ -3,7 +3,8 @@
 was created (its first attempt); a failure after that gives up (FAILED).
 
 DESIGN §3's webhook schedule; email notifications (the notifier) retry an unreachable
-SMTP server on the same one, so it lives here rather than in either service.
+SMTP server on the same one, so it lives with the outbound engine that runs both channels
+(``dispatcher`` schedules each retry by it).
 
 A manual redelivery of an old delivery therefore gets one attempt: if it fails, the
 delivery is FAILED again rather than restarting the three-day schedule.
