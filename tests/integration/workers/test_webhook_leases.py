@@ -87,7 +87,7 @@ def test_a_redeliver_posted_while_an_attempt_is_in_flight_is_sent_after_it(
     hits = until(lambda: len(receiver.for_delivery(did)) >= 2 and receiver.for_delivery(did), timeout=10)
     assert hits[1].at >= asked and hits[1].headers["X-Kassa-Event-Id"] == first.headers["X-Kassa-Event-Id"]
     until(lambda: sender.recorded >= 2, timeout=10, message="both outcomes recorded")  # the held one too
-    d = delivery(sessions, did)
+    d = until(lambda: (row := delivery(sessions, did)).status != "PENDING" and row, timeout=10, message="settled")
     assert (d.status, d.attempts, d.lease_until, d.last_status_code) == ("SUCCEEDED", 1, None, 200)
     assert len(receiver.for_delivery(did)) == 2
 
