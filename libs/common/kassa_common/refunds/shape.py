@@ -35,6 +35,12 @@ def due_units(refund: Refund) -> int | None:
     return int(refund.amount_units) + (refund.payout_tag or 0)
 
 
+def payout_amount(refund: Refund) -> str | None:
+    """``due_units`` as the refund object shows it: a decimal string of the token (None until claimed)."""
+    due = due_units(refund)
+    return None if due is None else units_text(due, refund.decimals)
+
+
 CLAIM_LINK = "claim_url"  # the one field only refunds:manage keys and the dashboard see
 
 
@@ -53,7 +59,7 @@ def refund_out(refund: Refund, checkout_url: Any = None) -> dict[str, Any]:
         "claimable": refund.status == RefundStatus.AWAITING_ADDRESS,
         "funds_reorged": bool(refund.funds_reorged),
         "address": refund.address,
-        "payout_amount": None if (due := due_units(refund)) is None else units_text(due, refund.decimals),
+        "payout_amount": payout_amount(refund),
         "payout_from": refund.payout_from,
         "transaction_hash": refund.transaction_hash,
         "confirmations": refund.confirmations,

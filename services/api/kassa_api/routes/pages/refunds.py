@@ -10,7 +10,7 @@ from kassa_common.models import Merchant, Refund
 from kassa_common.pricing.amounts import units_text
 from kassa_common.refunds.payouts import simulate_payout
 from kassa_common.refunds.queries import find_by_claim_token
-from kassa_common.refunds.shape import due_units
+from kassa_common.refunds.shape import payout_amount
 from kassa_common.refunds.transitions import claim_refund
 from kassa_common.statuses import RefundStatus
 from kassa_common.timefmt import utcnow
@@ -43,7 +43,7 @@ def _refund_page(refund: Refund, http_status: int = 200, error: str | None = Non
         refund=refund,
         state=_refund_state(refund),
         amount=units_text(refund.amount_units, refund.decimals),
-        payout_amount=None if (due := due_units(refund)) is None else units_text(due, refund.decimals),
+        payout_amount=payout_amount(refund),
         paid=None if refund.payout_units is None else units_text(int(refund.payout_units), refund.decimals),
         business_name=merchant.business_name if merchant else None,
         network_kind=network.kind if network else "evm",
