@@ -247,6 +247,16 @@ def test_the_dashboard_switches_notifications_off_and_on(client, sessions):
     assert "Email notifications are on." in on.get_data(as_text=True) and notify_email() is True
 
 
+def _receipt_row(client, merchant, sessions):
+    """(the customer, the payment.created event, the pending receipt email to the customer) of a new payment."""
+    p = new_payment(client, merchant)
+    rcpt = customer()
+    with unit_of_work(sessions) as s:
+        created = s.scalar(sa.select(Event.id).where(Event.payment_id == uuid.UUID(p["id"])))
+        [row_id] = intake.record(s, created, [render.Email("receipt", rcpt, "Receipt", ("Thanks.",))])
+    return rcpt, created, row_id
+
+
 def _claim_row(sender: Dispatcher, row_id):
     """Claim until ``row_id`` is among the claimed (other tests' due rows are released again)."""
 
@@ -269,11 +279,7 @@ def test_a_late_recorder_whose_lease_was_taken_over_leaves_the_sent_email_alone(
     send then ends in a temporary failure. A's outcome must not put SENT back to PENDING
     (which would email the customer again): it is dropped, with a warning."""
     inbox, port = smtp
-    p = new_payment(client, merchant)
-    rcpt = customer()
-    with unit_of_work(sessions) as s:
-        created = s.scalar(sa.select(Event.id).where(Event.payment_id == uuid.UUID(p["id"])))
-        [row_id] = intake.record(s, created, [render.Email("receipt", rcpt, "Receipt", ("Thanks.",))])
+    rcpt, _created, row_id = _receipt_row(client, merchant, sessions)
     server = SmtpServer.from_url(f"smtp://127.0.0.1:{port}")
     late = Dispatcher(sessions, Email(server, "Kassa <k@shop.example>"), lease_seconds=0.2)
     first = _claim_row(late, row_id)
@@ -296,11 +302,7 @@ def test_a_send_interrupted_before_its_outcome_was_recorded_goes_again_with_a_wa
     client, merchant, sessions, smtp, caplog
 ):
     inbox, port = smtp
-    p = new_payment(client, merchant)
-    rcpt = customer()
-    with unit_of_work(sessions) as s:
-        created = s.scalar(sa.select(Event.id).where(Event.payment_id == uuid.UUID(p["id"])))
-        [row_id] = intake.record(s, created, [render.Email("receipt", rcpt, "Receipt", ("Thanks.",))])
+    rcpt, created, row_id = _receipt_row(client, merchant, sessions)
     with unit_of_work(sessions) as s:  # a sender claimed it, sent it and died before recording the outcome
         s.execute(
             sa.update(Notification)
