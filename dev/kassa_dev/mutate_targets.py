@@ -123,7 +123,7 @@ TARGETS = (
     ),
     # Refunds: what is refundable, the claim, and which transfer pays which refund.
     Target(
-        "kassa_common/refunds/amounts.py",
+        "kassa_common/payments/refunded.py",
         unit=("tests/unit/test_refund_rules.py", "tests/unit/test_payment_shape.py"),
         integration=(
             "tests/integration/refunds/test_refunds_api.py",

@@ -10,8 +10,9 @@ from types import SimpleNamespace as Row
 import pytest
 
 from kassa_common.messaging.messages import EventType
-from kassa_common.refunds import amounts, payouts, transitions
-from kassa_common.refunds.amounts import RefundTotals
+from kassa_common.payments import refunded as amounts
+from kassa_common.payments.refunded import RefundTotals
+from kassa_common.refunds import payouts, transitions
 from kassa_common.refunds.onchain import Payout
 
 pytestmark = pytest.mark.unit

@@ -9,8 +9,9 @@ Kassa proves was paid. Where to look:
 - ``payouts``: the payout seen on chain (or a submitted hash) that completes a refund,
   and a reorg taking it back.
 - ``addresses``: a claim's destination, checked for the refund's network.
-- ``queries``: reading refunds, and ``refund_totals`` (a payment's refunded and refundable
-  amounts); ``shape``: the refund object (API, webhooks, claim page).
+- ``queries``: reading refunds; ``shape``: the refund object (API, webhooks, claim page).
+  What a payment has refunded and can still refund is the payment's (``payments.refunded``):
+  this package may import the payment package, never the other way round.
 
 The API routes, the claim page, the dashboard, the watchers and the expirer call these
 functions and hold no refund logic.

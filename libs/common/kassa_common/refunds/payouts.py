@@ -10,7 +10,7 @@ address itself. So an unrelated inflow to a busy address (an exchange's) pays no
 of several refunds claimed to one address (any merchant's) each is paid by its own payout.
 The chain watcher watches the addresses of claimed refunds like the payments'
 (``kassa_chain_watcher.watchlist``) and its reports reach the settler, which hands those
-that pay no payment to ``apply_report``:
+to an address that is no payment's to ``apply_report`` (``kassa_settler.main.apply_transfer``):
 
 - ``seen`` (not yet confirmed): ``record_payout`` records the transfer on the refund
   (``transfer_ref``, ``payout_units``, ``payout_from``, its block, ``confirmations``); the

@@ -22,14 +22,15 @@ from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Payment, Refund
 from kassa_common.owner import Owner
-from kassa_common.payments.queries import find_payment, transfers_of
+from kassa_common.payments.queries import find_payment
+from kassa_common.payments.refunded import NONE, decimals_on, refund_totals, refundable
 from kassa_common.pricing.amounts import to_base_units, units_text
 from kassa_common.refunds.addresses import check_address, claim_height, payout_tag
-from kassa_common.refunds.amounts import NONE, decimals_on, refundable
-from kassa_common.refunds.queries import find_by_claim_token, find_refund, refund_totals
+from kassa_common.refunds.queries import find_by_claim_token, find_refund
 from kassa_common.refunds.shape import refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_common.timefmt import iso, utcnow
+from kassa_common.transfers import transfers_of
 
 AWAITING_ADDRESS, AWAITING_PAYMENT, COMPLETED, CANCELED, EXPIRED = RefundStatus
 CLAIM_TOKEN_BYTES = 32  # the claim link's secret: 43 URL-safe characters
