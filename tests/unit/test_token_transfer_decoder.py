@@ -70,13 +70,25 @@ def test_a_log_without_exactly_three_topics_is_no_transfer(topics):
     [
         ["0x" + "12" * 32, topic(SENDER), topic(TO)],  # another event
         [TRANSFER_TOPIC, topic(SENDER), "0x" + "ff" * 32],  # a recipient that is no address
+        [TRANSFER_TOPIC, topic(SENDER), "0x01" + topic(TO)[4:]],  # its first byte set
+        [TRANSFER_TOPIC, topic(SENDER), "0x" + topic(TO)[2:25] + "1" + topic(TO)[26:]],  # its twelfth
         [TRANSFER_TOPIC, topic(SENDER), topic(TO)[:-2]],  # 31 bytes
         [TRANSFER_TOPIC, topic(SENDER), topic(TO) + "00"],  # 33 bytes
         [TRANSFER_TOPIC, "0x" + "zz" * 32, topic(TO)],  # not hex
         [TRANSFER_TOPIC, topic(SENDER), topic(TO)[2:]],  # no 0x
         [TRANSFER_TOPIC, 1, topic(TO)],  # not text
     ],
-    ids=["another event", "recipient no address", "short topic", "long topic", "non-hex", "no 0x", "a number"],
+    ids=[
+        "another event",
+        "recipient no address",
+        "first byte set",
+        "twelfth byte set",
+        "short topic",
+        "long topic",
+        "non-hex",
+        "no 0x",
+        "a number",
+    ],
 )
 def test_a_log_whose_topics_are_not_a_transfers_words_is_no_transfer(topics):
     assert transfer_of(log(topics=topics), TOKENS) is None

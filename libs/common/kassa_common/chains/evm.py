@@ -47,7 +47,7 @@ def transfer_of(entry: Any, tokens: Mapping[str, str]) -> TokenTransfer | None:
         return None
     if not all(isinstance(t, str) and WORD.fullmatch(t) for t in topics) or topics[0].lower() != TRANSFER_TOPIC:
         return None
-    if int(topics[2][2:26], 16) or not (isinstance(data, str) and WORD.fullmatch(data)):
+    if topics[2][2:26] != "0" * 24 or not (isinstance(data, str) and WORD.fullmatch(data)):
         return None  # an address fills the word's last 20 bytes only
     return TokenTransfer(token, "0x" + topics[1][-40:].lower(), "0x" + topics[2][-40:].lower(), int(data, 16))
 
