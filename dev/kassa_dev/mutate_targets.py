@@ -149,7 +149,7 @@ TARGETS = (
     ),
     Target(
         "kassa_common/refunds/transitions.py",
-        unit=("tests/unit/test_refund_rules.py",),
+        unit=("tests/unit/test_refund_transitions.py", "tests/unit/test_refund_rules.py"),
         integration=(
             "tests/integration/refunds/test_refunds_api.py",
             "tests/integration/refunds/test_refund_payout_rules.py",

@@ -48,7 +48,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
-from kassa_common.messaging.messages import EventType, TransferReport
+from kassa_common.messaging.messages import TransferReport
 from kassa_common.models import Payment, Refund, Sweep
 from kassa_common.owner import Owner
 from kassa_common.refunds import onchain, transitions
@@ -251,7 +251,7 @@ def complete(session: Session, refund: Refund, payout: Payout, now: datetime | N
     _hold(refund, payout, now)
     refund.transaction_hash = payout.tx_hash
     refund.completed_at = now
-    transitions._transition(session, refund, COMPLETED, EventType.REFUND_COMPLETED)
+    transitions.apply(session, refund, transitions.Trigger.COMPLETE)
     log.info("refund %s: completed by %s", refund.id, payout.ref)
     return refund
 
@@ -279,7 +279,7 @@ def revert_payout(session: Session, payout: Payout, *, lost: bool) -> Refund | N
         refund.transaction_hash = None
         refund.completed_at = None
         _keep_tag_unique(session, refund)
-        transitions._transition(session, refund, AWAITING_PAYMENT, EventType.REFUND_REORGED)
+        transitions.apply(session, refund, transitions.Trigger.REORG)
     return refund
 
 
