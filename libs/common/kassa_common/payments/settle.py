@@ -196,7 +196,7 @@ def _hold_refunds(session: Session, held: Batch, payment_ids: list[uuid.UUID]) -
     so their events in this transaction do not ask per payment. Valid for the transaction: a
     refund is only made under its payment's lock."""
     maybe = [pid for pid in payment_ids if may_have_refunds(held.transfers[pid])]
-    found = refund_totals(session, maybe) if maybe else {}
+    found = refund_totals(session, maybe)  # none asked: no query
     for pid in payment_ids:
         held.refunds[pid] = found.get(pid, NONE)
 
