@@ -79,6 +79,18 @@ TARGETS = (
         ),
         integration=("tests/integration/chains/test_evm_value_that_arrived.py",),
     ),
+    # The one ERC-20 Transfer decoder (the watcher's and the refund proof's), and the EVM's
+    # address rules beside it.
+    Target(
+        "kassa_common/chains/evm.py",
+        unit=(
+            "tests/unit/test_token_transfer_decoder.py",
+            "tests/unit/test_evm_logs.py",
+            "tests/unit/test_refund_payout_reading.py",
+            "tests/unit/test_networks.py",
+        ),
+        integration=("tests/integration/chains/test_forwarder_contracts.py",),
+    ),
     Target(
         "kassa_chain_watcher/balances.py",
         unit=(
@@ -123,7 +135,7 @@ TARGETS = (
     ),
     # Refunds: what is refundable, the claim, and which transfer pays which refund.
     Target(
-        "kassa_common/refunds/amounts.py",
+        "kassa_common/payments/refunded.py",
         unit=("tests/unit/test_refund_rules.py", "tests/unit/test_payment_shape.py"),
         integration=(
             "tests/integration/refunds/test_refunds_api.py",
@@ -137,7 +149,7 @@ TARGETS = (
     ),
     Target(
         "kassa_common/refunds/transitions.py",
-        unit=("tests/unit/test_refund_rules.py",),
+        unit=("tests/unit/test_refund_transitions.py", "tests/unit/test_refund_rules.py"),
         integration=(
             "tests/integration/refunds/test_refunds_api.py",
             "tests/integration/refunds/test_refund_payout_rules.py",

@@ -1,5 +1,6 @@
-"""Transfer reports as the chain watcher sends them, settled on the test database: for tests
-of what a transfer does to a payment without running a chain."""
+"""Transfer reports as the chain watcher sends them, settled on the test database as the
+settler applies them (``kassa_settler.main.apply_transfer``: a payment's, or a claimed
+refund's payout): for tests of what a transfer does without running a chain."""
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import sys
 
 import pytest
 
-from kassa_common import payments
 from kassa_common.db import unit_of_work
 from kassa_common.messaging.messages import TransferReport
 from kassa_common.payments.settle import lock_for_reports
 from kassa_common.statuses import TransferStatus
+from kassa_settler.main import apply_transfer
 
 
 def tx_hash() -> str:
@@ -62,11 +63,11 @@ def settle(sessions, *reports: TransferReport) -> None:
         with unit_of_work(sessions) as s:
             lock_for_reports(s, reports)
             for r in reports:
-                payments.settle(s, r)
+                apply_transfer(s, r)
         return
     for r in reports:
         with unit_of_work(sessions) as s:
-            payments.settle(s, r)
+            apply_transfer(s, r)
 
 
 def settle_batch(sessions, reports) -> None:
@@ -74,4 +75,4 @@ def settle_batch(sessions, reports) -> None:
     with unit_of_work(sessions) as s:
         lock_for_reports(s, reports)
         for r in reports:
-            payments.settle(s, r)
+            apply_transfer(s, r)

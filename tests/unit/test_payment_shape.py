@@ -16,10 +16,11 @@ import pytest
 
 from kassa_common.models import Payment
 from kassa_common.payments import queries, shape
+from kassa_common.payments.refunded import NONE
 from kassa_common.payments.shape import PaymentOut, TransferOut
-from kassa_common.refunds.amounts import NONE
 from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.timefmt import iso
+from kassa_common.transfers import TRANSFER_COLUMNS
 
 
 def payment_to_dict(p, transfers):
@@ -28,7 +29,7 @@ def payment_to_dict(p, transfers):
 
 
 T0 = datetime(2026, 3, 1, 9, 30, 15, 123456, tzinfo=UTC)
-TransferRow = namedtuple("TransferRow", [c.key for c in queries.TRANSFER_COLUMNS])
+TransferRow = namedtuple("TransferRow", [c.key for c in TRANSFER_COLUMNS])
 
 
 def refundable(p, transfers) -> str:

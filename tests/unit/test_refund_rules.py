@@ -9,9 +9,9 @@ from types import SimpleNamespace as Row
 
 import pytest
 
-from kassa_common.messaging.messages import EventType
-from kassa_common.refunds import amounts, payouts, transitions
-from kassa_common.refunds.amounts import RefundTotals
+from kassa_common.payments import refunded as amounts
+from kassa_common.payments.refunded import RefundTotals
+from kassa_common.refunds import payouts, transitions
 from kassa_common.refunds.onchain import Payout
 
 pytestmark = pytest.mark.unit
@@ -88,18 +88,18 @@ def test_only_funds_confirmed_once_may_have_refunds():
 
 
 @pytest.mark.parametrize(
-    "status, event, refused",
+    "status, trigger, refused",
     [
-        ("AWAITING_ADDRESS", EventType.REFUND_CLAIMED, None),
-        ("AWAITING_PAYMENT", EventType.REFUND_CLAIMED, "a AWAITING_PAYMENT refund cannot be claimed"),
-        ("AWAITING_PAYMENT", EventType.REFUND_COMPLETED, None),
-        ("COMPLETED", EventType.REFUND_CANCELED, "a COMPLETED refund cannot be canceled"),
-        ("AWAITING_PAYMENT", EventType.REFUND_EXPIRED, "a AWAITING_PAYMENT refund cannot be expired"),
-        ("COMPLETED", EventType.REFUND_REORGED, None),
+        ("AWAITING_ADDRESS", transitions.Trigger.CLAIM, None),
+        ("AWAITING_PAYMENT", transitions.Trigger.CLAIM, "a AWAITING_PAYMENT refund cannot be claimed"),
+        ("AWAITING_PAYMENT", transitions.Trigger.COMPLETE, None),
+        ("COMPLETED", transitions.Trigger.CANCEL, "a COMPLETED refund cannot be canceled"),
+        ("AWAITING_PAYMENT", transitions.Trigger.EXPIRE, "a AWAITING_PAYMENT refund cannot be expired"),
+        ("COMPLETED", transitions.Trigger.REORG, None),
     ],
 )
-def test_the_moves_a_refund_may_take(status, event, refused):
-    assert transitions.refusal(status, event) == refused
+def test_the_moves_a_refund_may_take(status, trigger, refused):
+    assert transitions.refusal(status, trigger) == refused
 
 
 def test_a_refund_is_on_the_network_asked_else_the_payments_else_the_only_one_with_funds():

@@ -17,7 +17,7 @@ import re
 from collections.abc import Collection, Container, Mapping
 from typing import Any, NamedTuple
 
-from kassa_common.chains.evm import TRANSFER_TOPIC
+from kassa_common.chains.evm import TRANSFER_TOPIC, WORD, transfer_of
 from kassa_common.chains.networks import Network
 from kassa_common.chains.rpc import JsonRpc, RangeTooLarge
 from kassa_chain_watcher.balances import InternalCredits
@@ -242,28 +242,18 @@ class TransferLog(NamedTuple):
     sender: str | None = None  # lower case: the ``from`` topic
 
 
-WORD = re.compile(r"0x[0-9a-fA-F]{64}")  # one 32-byte ABI word (a topic, a uint256, a hash)
 QUANTITY = re.compile(r"0x[0-9a-fA-F]{1,16}")  # a block number or log index
 
 
 def transfer_log(entry: Any, tokens: Mapping[str, str]) -> TransferLog | None:
-    """``entry`` decoded if it is a Transfer log of a token in ``tokens`` (contract → symbol),
-    else None: a removed log, another contract's (a node may answer logs it was not asked
-    for), another event, a Transfer with a fourth topic (an NFT's token id), a recipient
-    topic that is no address, data that is not exactly one 32-byte word (an amount past
-    uint256), or fields that are not what a node sends. One node's bad answer never
-    raises: it is passed over, and the quorum, where configured, holds back what it
-    alone reports."""
-    if not isinstance(entry, dict) or entry.get("removed"):
+    """``entry`` decoded if it is a Transfer log of a token in ``tokens`` (contract → symbol)
+    as ``kassa_common.chains.evm.transfer_of`` reads one (a node may answer logs it was not
+    asked for, removed or malformed ones), with a block, an index and hashes that are what a
+    node sends; else None. One node's bad answer never raises: it is passed over, and the
+    quorum, where configured, holds back what it alone reports."""
+    found = transfer_of(entry, tokens)
+    if found is None:
         return None
-    address, topics, data = entry.get("address"), entry.get("topics"), entry.get("data")
-    token = tokens.get(address.lower()) if isinstance(address, str) else None
-    if token is None or not isinstance(topics, list) or len(topics) != 3:
-        return None
-    if not all(isinstance(t, str) and WORD.fullmatch(t) for t in topics) or topics[0].lower() != TRANSFER_TOPIC:
-        return None
-    if int(topics[2][2:26], 16) or not (isinstance(data, str) and WORD.fullmatch(data)):
-        return None  # an address fills the word's last 20 bytes only
     block, index = entry.get("blockNumber"), entry.get("logIndex")
     block_hash, tx_hash = entry.get("blockHash"), entry.get("transactionHash")
     if not (
@@ -272,8 +262,9 @@ def transfer_log(entry: Any, tokens: Mapping[str, str]) -> TransferLog | None:
         return None
     if not (isinstance(block_hash, str) and isinstance(tx_hash, str) and WORD.fullmatch(tx_hash)):
         return None  # (a block hash is compared with the block's own: a wrong one is another fork)
-    to, sender = "0x" + topics[2][-40:].lower(), "0x" + topics[1][-40:].lower()
-    return TransferLog(int(block, 16), block_hash, tx_hash, int(index, 16), token, to, int(data, 16), sender)
+    return TransferLog(
+        int(block, 16), block_hash, tx_hash, int(index, 16), found.token, found.to, found.amount, found.sender
+    )
 
 
 def _succeeded(receipt: dict[str, Any]) -> bool:

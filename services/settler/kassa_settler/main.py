@@ -1,5 +1,8 @@
 """The settler: consumes ``chain.transfer.*`` (and test mode's ``test.transfer.*``) and
-applies them to payments.
+applies each where it belongs (``apply_transfer``): a transfer to a payment's address to the
+payment (``payments.settle``), any other to the claimed refund it may pay
+(``refunds.payouts.apply_report``; the watchers watch those addresses too). The decision is
+made here, once: the payment package never looks at refunds.
 
 The events a batch of reports writes (payment.completed …) are published by the relay
 process, which the settler wakes (``wake_relay``: a NOTIFY) as soon as the batch commits:
@@ -22,6 +25,7 @@ open and settles the batch again (``errors.Unprepared``, ``pricing.arrival``).
 
 from __future__ import annotations
 
+import logging
 from functools import partial
 
 from prometheus_client import Counter
@@ -34,15 +38,16 @@ from kassa_common.messaging.consumer import Consumer, Delivered, Reject
 from kassa_common.messaging.messages import ChainWatermark, RoutingKey, TransferReport
 from kassa_common.messaging.relay import wake_relay
 from kassa_common.messaging.topology import Topology
-from kassa_common.payments import settle
-from kassa_common.payments.settle import lock_for_reports
+from kassa_common.payments.settle import lock_for_reports, payment_at, settle
 from kassa_common.payments.watermark import apply_watermark
 from kassa_common.pricing.service import RateService, make_rates
+from kassa_common.refunds.payouts import apply_report
 from kassa_common.refunds.reorgs import flag_funds_reorged
 from kassa_common.worker import run_together
 
 BATCH = 10  # reports per transaction: ~10 commits saved per 10, ~30 ms of waiting at most
 SETTLED = Counter("kassa_settler_transfers_total", "Transfer reports applied", ["kind"])
+log = logging.getLogger("kassa.settlement")
 
 
 def lock_reported(session: Session, msgs: list[Delivered]) -> None:
@@ -73,10 +78,27 @@ def handle_transfer(
         report = TransferReport.from_message(msg.routing_key, msg.body)
     except (KeyError, ValueError, TypeError) as exc:
         raise Reject(f"malformed transfer report: {exc!r}") from None
+    apply_transfer(session, report, rates)
+    SETTLED.labels(report.status).inc()
+
+
+def apply_transfer(session: Session, report: TransferReport, rates: RateService | None = None) -> None:
+    """One transfer report, where it belongs: to a payment's address (held by the batch's
+    ``lock_for_reports``, else read) it is the payment's (``payments.settle``; a deep reorg of
+    its confirmed funds also flags the payment's open refunds on that network); to any other
+    address it may be a claimed refund's payout (``refunds.payouts.apply_report``). A
+    zero-value transfer (anyone can send one to any address) is neither's."""
+    what = (report.tx_hash, report.log_index, report.to)
+    if report.amount_units <= 0:
+        log.info("zero-value transfer %s:%s to %s ignored", *what)
+        return
+    if payment_at(session, report.to) is None:
+        if apply_report(session, report) is None:
+            log.info("transfer %s:%s to %s matches no payment and no refund", *what)
+        return
     lost = settle(session, report, rates)
     if lost is not None:  # a deep reorg took confirmed funds of this payment
         flag_funds_reorged(session, lost, report.network)
-    SETTLED.labels(report.status).inc()
 
 
 def transfer_handler(queue_name: str, rates: RateService | None = None):

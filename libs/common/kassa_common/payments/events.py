@@ -12,10 +12,11 @@ from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Event, Payment
-from kassa_common.payments.queries import payment_object, transfers_of
-from kassa_common.refunds.amounts import NONE, RefundTotals, may_have_refunds
-from kassa_common.refunds.queries import held_totals, refund_totals
+from kassa_common.payments.batch import batch_of
+from kassa_common.payments.queries import payment_object
+from kassa_common.payments.refunded import NONE, RefundTotals, may_have_refunds, refund_totals
 from kassa_common.timefmt import iso, utcnow
+from kassa_common.transfers import transfers_of
 
 
 def payment_event(
@@ -48,9 +49,6 @@ def _row(
     )
 
 
-DEFERRED_EVENTS = "kassa.events.deferred"  # in ``Session.info``: a batch's list its events go to
-
-
 def record_payment_event(
     session: Session,
     payment: Payment,
@@ -59,15 +57,15 @@ def record_payment_event(
     now: datetime | None = None,
     transfers: list[Any] | None = None,
 ) -> None:
-    """``transfers``: the payment's (``queries.transfers_of``) when known, ``[]`` for a new one.
+    """``transfers``: the payment's (``kassa_common.transfers.transfers_of``) when known, ``[]`` for a new one.
 
-    In a batch that writes its events together (the settler's, ``payments.settle``), the row
-    joins the session's ``DEFERRED_EVENTS`` list instead, with the refund totals the batch
-    holds (its payments are detached from the session)."""
-    deferred = session.info.get(DEFERRED_EVENTS)
-    if deferred is not None:
-        refunds = held_totals(session, payment.id)
-        deferred.append(_row(payment, event_type, now or utcnow(), transfers, refunds=refunds))
+    In the settler's batch (``batch.batch_of``), which writes its events together, the row
+    joins the batch's ``events`` instead, with the refund totals the batch holds (its payments
+    are detached from the session)."""
+    batch = batch_of(session)
+    if batch is not None:
+        refunds = batch.refunds.get(payment.id)
+        batch.events.append(_row(payment, event_type, now or utcnow(), transfers, refunds=refunds))
         return
     session.add(Event(**_row(payment, event_type, now or utcnow(), transfers)))
 
@@ -81,7 +79,7 @@ def record_payment_events(
     transfers: Mapping[Any, list[Any]] | None = None,
 ) -> int:
     """The same event for many payments (``Payment``s or ``shape.PaymentRow``s), written in one
-    streamed COPY. ``transfers``: theirs by payment id (``queries.transfers_of``) when the caller
+    streamed COPY. ``transfers``: theirs by payment id (``kassa_common.transfers.transfers_of``) when the caller
     has them (a payment missing from it has none); otherwise they are read in one query."""
     if transfers is None:
         transfers = transfers_of(session, [p.id for p in payments])

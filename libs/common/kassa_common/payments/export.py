@@ -25,8 +25,9 @@ from typing import Any, get_origin
 from sqlalchemy.orm import Session
 
 from kassa_common.owner import Owner
-from kassa_common.payments.queries import payment_batches, payment_object, transfers_of
+from kassa_common.payments.queries import payment_batches, payment_object
 from kassa_common.payments.shape import PaymentOut
+from kassa_common.transfers import transfers_of
 
 BATCH_SIZE = 500
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")

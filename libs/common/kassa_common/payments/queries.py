@@ -1,54 +1,33 @@
 """Reading payments: by id or short id within an owner's objects, by short id for the
 public checkout, the merchant's filtered list, by pages or in batches (CSV export), and
-what the payment object shows besides the row (its transfers, its refund totals).
-``payment_object`` reads those and shapes (``shape.payment_to_dict``, which reads nothing)."""
+what the payment object shows besides the row (its transfers: ``kassa_common.transfers``; its
+refund totals: ``refunded``). ``payment_object`` reads those and shapes
+(``shape.payment_to_dict``, which reads nothing)."""
 
 from __future__ import annotations
 
-import uuid
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects.postgresql import ARRAY, UUID
 from sqlalchemy.orm import Session, object_session
 from sqlalchemy.orm.exc import UnmappedInstanceError
 
 from kassa_common.errors import NotFound
 from kassa_common.ids import looks_like_short_id, parse_uuid
-from kassa_common.models import Payment, Transfer
+from kassa_common.models import Payment
 from kassa_common.owner import Owner
 from kassa_common.paging import newest_first, page_of
+from kassa_common.payments.batch import batch_of
+from kassa_common.payments.refunded import NONE, RefundTotals, may_have_refunds, refund_totals
 from kassa_common.payments.shape import PaymentRow, payment_to_dict
-from kassa_common.refunds.amounts import NONE, RefundTotals, may_have_refunds
-from kassa_common.refunds.queries import held_totals, refund_totals
+from kassa_common.transfers import transfers_of
 
 # What ``payment_to_dict`` reads of a payment, and its merchant: a batch can be read (or
 # returned by an UPDATE) as plain rows, without loading ORM objects. The list is
 # ``PaymentRow``'s fields, the ``Payment`` attributes of the same names, in their order.
 PAYMENT_COLUMNS = tuple(getattr(Payment, name) for name in PaymentRow._fields)
-
-# What the payment object shows of a transfer (``shape.transfer_to_dict``), and its payment.
-TRANSFER_COLUMNS = (
-    Transfer.payment_id,
-    Transfer.network,
-    Transfer.token,
-    Transfer.tx_hash,
-    Transfer.log_index,
-    Transfer.amount_units,
-    Transfer.confirmations,
-    Transfer.status,
-    Transfer.counted,
-    Transfer.late,
-    Transfer.created_at,
-    Transfer.exchange_rate,
-)
-
-# How a payment's transfers are shown: oldest first. The one order for a query and for
-# transfers already in hand (``oldest_first``).
-TRANSFER_ORDER = (Transfer.created_at, Transfer.tx_hash, Transfer.log_index)
 
 
 def find_payment(session: Session, owner: Owner, ref: str, *, lock: bool = False) -> Payment:
@@ -150,29 +129,6 @@ def payment_batches(
         yield list(batch)
 
 
-def _ids(ids: list[uuid.UUID]) -> sa.BindParameter[Any]:
-    """Many ids as one array parameter (``= ANY``): half the cost of an ``IN`` list of a thousand."""
-    return sa.bindparam("ids", ids, type_=ARRAY(UUID(as_uuid=True)))
-
-
-def oldest_first(transfers: Iterable[Any]) -> list[Any]:
-    """Transfers in hand, in ``TRANSFER_ORDER``."""
-    return sorted(transfers, key=lambda t: tuple(getattr(t, c.key) for c in TRANSFER_ORDER))
-
-
-def transfers_of(session: Session, payment_ids: Iterable[uuid.UUID]) -> dict[uuid.UUID, list[Any]]:
-    """The transfers of these payments (rows of ``TRANSFER_COLUMNS``), oldest first, in one query."""
-    ids = list(payment_ids)
-    found: dict[uuid.UUID, list[Any]] = defaultdict(list)
-    if ids:
-        rows = session.execute(
-            sa.select(*TRANSFER_COLUMNS).where(Transfer.payment_id == sa.any_(_ids(ids))).order_by(*TRANSFER_ORDER)
-        )
-        for row in rows:
-            found[row.payment_id].append(row)
-    return found
-
-
 def _session_of(p: Any) -> Session | None:
     """The session of a ``Payment`` (None for a ``PaymentRow`` or a detached payment)."""
     if isinstance(p, tuple):  # a PaymentRow: asking SQLAlchemy would build (and catch) an exception
@@ -188,9 +144,9 @@ def _refunds_of(session: Session | None, p: Any, transfers: list[Any]) -> Refund
     had confirmed funds, or has no session)."""
     if session is None:
         return NONE
-    held = held_totals(session, p.id)
-    if held is not None:
-        return held
+    batch = batch_of(session)
+    if batch is not None and p.id in batch.refunds:
+        return batch.refunds[p.id]
     if not may_have_refunds(transfers):
         return NONE
     return refund_totals(session, [p.id]).get(p.id, NONE)

@@ -11,7 +11,7 @@ machine picks what a report does (``report_trigger`` for SEEN and ORPHANED,
 
 The settler handles reports in batches, one transaction each, set-based: ``lock_for_reports``
 locks the batch's payments and their transfers up front in two round trips and holds them
-(``Held``, out of the ORM's unit of work); ``settle`` then finds them there, changes them in
+(``batch.Batch``, out of the ORM's unit of work); ``settle`` then finds them there, changes them in
 memory and notes the events of its transitions; just before the transaction commits,
 everything the batch changed is written with one statement per table: one INSERT of the
 new transfers, one UPDATE of the transfers and one of the payments that changed (each row
@@ -39,9 +39,10 @@ of the other networks report what reaches it there. Such a transfer never counts
 confirmed it is recorded on the payment (``Payment.wrong_network``: what, where, how it is
 recovered) and fires ``payment.wrong_network``, once per transfer, whatever the status.
 
-Refund payouts: a report of a transfer to an address that is no payment's (the chain
-watchers also watch the addresses of claimed refunds) goes to ``refunds.payouts``, which
-completes the refund it pays. A payment's own deposits never get there.
+Only a payment's own transfers come here: the settler asks first whose the address is
+(``payment_at``), and gives a transfer to an address that is no payment's (the chain watchers
+also watch the addresses of claimed refunds) to ``refunds.payouts`` instead. This package
+never imports the refund package.
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -62,45 +62,20 @@ from sqlalchemy.orm import Session
 from kassa_common.chains.networks import shipped
 from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import TransferReport
-from kassa_common.models import Merchant, Payment, Transfer
-from kassa_common.payments.events import DEFERRED_EVENTS
-from kassa_common.payments.queries import oldest_first, transfers_of
+from kassa_common.models import Payment, Transfer
+from kassa_common.payments import batch as batches
+from kassa_common.payments.batch import Batch, batch_of
+from kassa_common.payments.refunded import NONE, may_have_refunds, refund_totals
 from kassa_common.payments.transitions import OPEN, Trigger, apply, report_trigger, settlement_trigger
 from kassa_common.pricing import arrival
 from kassa_common.pricing.amounts import units_text
 from kassa_common.pricing.service import RateService
-from kassa_common.refunds.queries import hold_totals
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
+from kassa_common.transfers import PAYMENT_AND_TOLERANCE, oldest_first, payment_for_address, transfers_of
 
 log = logging.getLogger("kassa.settlement")
 SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
-HELD_KEY = "kassa.settle.held"  # in ``Session.info``: what ``lock_for_reports`` locked
-_PAYMENT_AND_TOLERANCE = sa.select(Payment, Merchant.underpayment_tolerance).join(
-    Merchant, Merchant.id == Payment.merchant_id
-)
-
-
-@dataclass
-class Held:
-    """What a batch of reports holds locked in its transaction (``lock_for_reports``): the
-    payments by lower-case address (None: no payment has it) with their merchants' tolerance,
-    and every transfer of each of those payments (complete: a transfer of a payment is only
-    ever written under the payment's lock, and this transaction holds it).
-
-    The rows are detached from the session: ``settle`` changes them in memory, adds new
-    transfers to ``new`` and its events to ``events``; ``_write_held`` writes what changed
-    (against ``loaded``, the values read) just before the commit."""
-
-    payments: dict[str, tuple[Payment, Decimal] | None] = field(default_factory=dict)
-    transfers: dict[uuid.UUID, list[Transfer]] = field(default_factory=dict)
-    new: list[Transfer] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
-    loaded: dict[int, tuple[Any, dict[str, Any]]] = field(default_factory=dict)  # id(row): (row, its values)
-
-
-def _held(session: Session) -> Held | None:
-    return session.info.get(HELD_KEY)
 
 
 def _columns(model: type) -> list[tuple[str, Any]]:
@@ -113,7 +88,7 @@ _PAYMENT_COLUMNS, _TRANSFER_COLUMNS = _columns(Payment), _columns(Transfer)
 _TRANSFERS: sa.Table = Transfer.__table__  # type: ignore[assignment]
 
 
-def _hold(session: Session, held: Held, row: Any, columns: list[tuple[str, Any]]) -> None:
+def _hold(session: Session, held: Batch, row: Any, columns: list[tuple[str, Any]]) -> None:
     """Take ``row`` out of the session's unit of work, remembering the values it was read with."""
     held.loaded[id(row)] = (row, {key: getattr(row, key) for key, _ in columns})
     session.expunge(row)
@@ -121,8 +96,7 @@ def _hold(session: Session, held: Held, row: Any, columns: list[tuple[str, Any]]
 
 def _write_held(session: Session) -> None:
     """Before the batch's commit: write everything its reports changed, one statement per table."""
-    held = session.info.pop(HELD_KEY, None)
-    session.info.pop(DEFERRED_EVENTS, None)
+    held = batches.end(session)
     if held is None:
         return
     if held.new:  # one statement, compiled once: SQLAlchemy sends the rows as one multi-row INSERT
@@ -185,16 +159,14 @@ def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> Non
     refunds of those that had confirmed funds already, for their events). Payments are locked
     in id order, then their transfers (the sweeper's order too), so two settlers holding
     batches never deadlock over them."""
-    held = _held(session)
+    held = batch_of(session)
     addresses = {r.to.lower() for r in reports} - set(held.payments if held else ())
     if not addresses:
         return
     if held is None:
-        held = session.info[HELD_KEY] = Held()
-        session.info[DEFERRED_EVENTS] = held.events  # the events of its transitions, written with the rest
-        sa.event.listen(session, "before_commit", _write_held, once=True)
+        held = batches.begin(session, _write_held)
     rows = session.execute(
-        _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address).in_(addresses))
+        PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address).in_(addresses))
         .order_by(Payment.id)
         .with_for_update(of=Payment)
         .execution_options(populate_existing=True)  # pragma: no mutate
@@ -212,33 +184,36 @@ def lock_for_reports(session: Session, reports: Iterable[TransferReport]) -> Non
             .execution_options(populate_existing=True)
         ):  # pragma: no mutate
             held.transfers[t.payment_id].append(t)
-        hold_totals(session, {p.id: held.transfers[p.id] for p, _ in rows})  # their refunds, if any could exist
+        _hold_refunds(session, held, [p.id for p, _ in rows])
         for payment, _ in rows:
             _hold(session, held, payment, _PAYMENT_COLUMNS)
             for t in held.transfers[payment.id]:
                 _hold(session, held, t, _TRANSFER_COLUMNS)
 
 
-def payment_for_address(session: Session, address: str) -> tuple[Payment, Decimal] | tuple[None, None]:
-    """The payment that owns this receiving address, locked, and its merchant's underpayment
-    tolerance (read in the same round trip, or held since ``lock_for_reports``).
+def _hold_refunds(session: Session, held: Batch, payment_ids: list[uuid.UUID]) -> None:
+    """The refund totals of the batch's payments, read once (only of those that may have any),
+    so their events in this transaction do not ask per payment. Valid for the transaction: a
+    refund is only made under its payment's lock."""
+    maybe = [pid for pid in payment_ids if may_have_refunds(held.transfers[pid])]
+    found = refund_totals(session, maybe)  # none asked: no query
+    for pid in payment_ids:
+        held.refunds[pid] = found.get(pid, NONE)
 
-    Addresses are case-insensitive (EIP-55 mixed case, bech32 in either case), and unique
-    as such: the lookup is the unique index on ``lower(address)``.
-    """
-    held = _held(session)
+
+def payment_at(session: Session, address: str) -> tuple[Payment, Decimal] | None:
+    """The payment a transfer to ``address`` pays, locked, with its merchant's underpayment
+    tolerance (None: no payment's): held since ``lock_for_reports``, else read
+    (``transfers.payment_for_address``). The settler asks this first, to give the report to
+    ``settle`` or to the refund package."""
+    held = batch_of(session)
     if held is not None and address.lower() in held.payments:
-        return held.payments[address.lower()] or (None, None)
-    row = session.execute(
-        _PAYMENT_AND_TOLERANCE.where(sa.func.lower(Payment.address) == address.lower())
-        .with_for_update(of=Payment)
-        .execution_options(populate_existing=True)  # pragma: no mutate
-    ).first()
-    return (row[0], row[1] or Decimal(0)) if row else (None, None)
+        return held.payments[address.lower()]
+    return payment_for_address(session, address)
 
 
 def _locked_transfer(session: Session, payment: Payment, r: TransferReport) -> Transfer | None:
-    held = _held(session)
+    held = batch_of(session)
     if held is not None and payment.id in held.transfers:
         return next(
             (
@@ -263,7 +238,7 @@ def _locked_transfer(session: Session, payment: Payment, r: TransferReport) -> T
 
 def _transfers(session: Session, payment: Payment) -> list[Any]:
     """The payment's transfers, oldest first (``queries.TRANSFER_ORDER``)."""
-    held = _held(session)
+    held = batch_of(session)
     if held is not None and payment.id in held.transfers:
         return oldest_first(held.transfers[payment.id])
     session.flush()  # a transfer's new status, before they are read
@@ -279,7 +254,7 @@ def _upsert_transfer(session: Session, payment: Payment, r: TransferReport) -> t
     """
     now = utcnow()
     transfer = _locked_transfer(session, payment, r)  # a transfer reported before: one round trip
-    held = _held(session)
+    held = batch_of(session)
     if transfer is None and held is not None and payment.id in held.transfers:
         new = Transfer(id=uuid.uuid4(), exchange_rate=None, sweep_id=None, **_new_transfer(payment, r, now))
         held.transfers[payment.id].append(new)  # a second report of it in this batch finds it
@@ -339,7 +314,7 @@ def _new_transfer(payment: Payment, r: TransferReport, now: datetime) -> dict[st
 
 def _flush(session: Session) -> None:
     """Write a transfer's change now, unless a batch holds it (written before its commit)."""
-    if _held(session) is None:
+    if batch_of(session) is None:
         session.flush()
 
 
@@ -364,12 +339,9 @@ def settle(session: Session, r: TransferReport, rates: RateService | None = None
     if r.amount_units <= 0:
         log.info("zero-value transfer %s:%s to %s ignored", r.tx_hash, r.log_index, r.to)
         return None
-    found = payment_for_address(session, r.to)
-    if found[0] is None:
-        from kassa_common.refunds.payouts import apply_report  # a claimed refund's payout?
-
-        if apply_report(session, r) is None:
-            log.info("transfer %s:%s to %s matches no payment and no refund", r.tx_hash, r.log_index, r.to)
+    found = payment_at(session, r.to)
+    if found is None:
+        log.info("transfer %s:%s to %s pays no payment", r.tx_hash, r.log_index, r.to)
         return None
     payment, tolerance = found
     transfer, before = _upsert_transfer(session, payment, r)
@@ -477,7 +449,7 @@ def _record_reorg(session: Session, payment: Payment, transfer: Transfer) -> Non
 def _still_standing(session: Session, payment_id: uuid.UUID) -> Transfer | None:
     """The counted transfer a payment shows once the one it showed is gone: the latest one
     still seen (it holds the payment open), else the latest confirmed one."""
-    held = _held(session)
+    held = batch_of(session)
     if held is not None and payment_id in held.transfers:
         standing = [t for t in held.transfers[payment_id] if t.counted and t.status in (SEEN, CONFIRMED)]
         standing.sort(key=lambda t: str(t.id))

@@ -11,7 +11,7 @@ The expirer builds the same object in SQL for an expired payment without transfe
 customer data.
 
 Shaping reads nothing from the database: the caller brings the payment's transfers and
-refund totals (``payments.queries`` reads them, and ``queries.payment_object`` reads what a
+refund totals (``payments.queries`` and ``payments.refunded`` read them, and ``queries.payment_object`` reads what a
 caller does not have, then shapes).
 """
 
@@ -27,9 +27,9 @@ from pydantic import BaseModel, Field
 
 from kassa_common.chains.networks import shipped
 from kassa_common.models import Payment
+from kassa_common.payments import refunded as refund_amounts
+from kassa_common.payments.refunded import RefundTotals
 from kassa_common.pricing.amounts import plain, units_text
-from kassa_common.refunds import amounts as refund_amounts
-from kassa_common.refunds.amounts import RefundTotals
 from kassa_common.statuses import PaymentStatus, TransferStatus
 from kassa_common.timefmt import iso
 
@@ -240,8 +240,8 @@ _WRONG_NETWORK_FIELDS = tuple(WrongNetworkFunds.model_fields)
 def payment_to_dict(p: Any, transfers: list[Any], refunds: RefundTotals) -> dict[str, Any]:
     """The payment object: ``PaymentOut``'s fields in its order, built directly (the tests hold
     it to what validating through the model gives, byte for byte). ``p``: a ``Payment`` or a
-    ``PaymentRow``. ``transfers``: its rows (``queries.transfers_of``; a new payment's ``[]``),
-    oldest first. ``refunds``: its totals (``refunds.queries.refund_totals``; ``NONE`` when it
+    ``PaymentRow``. ``transfers``: its rows (``kassa_common.transfers.transfers_of``; a new payment's ``[]``),
+    oldest first. ``refunds``: its totals (``refunded.refund_totals``; ``NONE`` when it
     has none). Nothing is read here: ``queries.payment_object`` reads what the caller does
     not have, then shapes."""
     refunded, refundable = refund_amounts.shown(p, transfers, refunds)

@@ -196,7 +196,7 @@ def apply(
 
     ``payment``: its id (the row is locked here), or the ``Payment`` the caller already
     locked in this transaction (read ``FOR UPDATE`` with ``populate_existing``), which saves
-    the second round trip. ``transfers``: the payment's (``queries.transfers_of``) when the
+    the second round trip. ``transfers``: the payment's (``kassa_common.transfers.transfers_of``) when the
     caller has just read them, for the event's payload.
 
     Raises ``InvalidTransition`` (and changes nothing) when the payment's current state

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from kassa_common.chains.evm import TRANSFER_TOPIC
+from kassa_common.chains.evm import transfer_of
 from kassa_common.chains.networks import Network
 from kassa_common.chains.nodes import NodePool
 from kassa_common.chains.rpc import RpcError, RpcUnavailable
@@ -186,27 +186,12 @@ def _evm(net: Network, rpc: Any, tx_hash: str) -> list[Payout]:
     tokens = {t.contract.lower(): t.symbol for t in net.tokens if t.contract}
     ranks: dict[str, int] = {}
     for log in sorted(receipt.get("logs") or [], key=lambda g: int(g["logIndex"], 16)):
-        topics = log.get("topics") or []
-        if log.get("address", "").lower() not in tokens or len(topics) != 3 or topics[0] != TRANSFER_TOPIC:
+        t = transfer_of(log, tokens)  # as the watcher reads it: the same rank for the same transfer
+        if t is None:
             continue
-        to = "0x" + topics[2][-40:].lower()
-        rank = ranks[to] = ranks.get(to, -1) + 1
-        data = log.get("data") or "0x"
-        units = int(data, 16) if data not in ("0x", "") else 0
-        found.append(
-            Payout(
-                net.name.upper(),
-                tx_hash,
-                rank,
-                tokens[log["address"].lower()],
-                to,
-                units,
-                number,
-                block_hash,
-                confs,
-                "0x" + topics[1][-40:].lower(),
-            )
-        )
+        rank = ranks[t.to] = ranks.get(t.to, -1) + 1
+        payout = Payout(net.name.upper(), tx_hash, rank, t.token, t.to, t.amount, number, block_hash, confs, t.sender)
+        found.append(payout)
     return found
 
 

@@ -10,7 +10,7 @@ address itself. So an unrelated inflow to a busy address (an exchange's) pays no
 of several refunds claimed to one address (any merchant's) each is paid by its own payout.
 The chain watcher watches the addresses of claimed refunds like the payments'
 (``kassa_chain_watcher.watchlist``) and its reports reach the settler, which hands those
-that pay no payment to ``apply_report``:
+to an address that is no payment's to ``apply_report`` (``kassa_settler.main.apply_transfer``):
 
 - ``seen`` (not yet confirmed): ``record_payout`` records the transfer on the refund
   (``transfer_ref``, ``payout_units``, ``payout_from``, its block, ``confirmations``); the
@@ -48,7 +48,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.errors import NotFound
-from kassa_common.messaging.messages import EventType, TransferReport
+from kassa_common.messaging.messages import TransferReport
 from kassa_common.models import Payment, Refund, Sweep
 from kassa_common.owner import Owner
 from kassa_common.refunds import onchain, transitions
@@ -251,7 +251,7 @@ def complete(session: Session, refund: Refund, payout: Payout, now: datetime | N
     _hold(refund, payout, now)
     refund.transaction_hash = payout.tx_hash
     refund.completed_at = now
-    transitions._transition(session, refund, COMPLETED, EventType.REFUND_COMPLETED)
+    transitions.apply(session, refund, transitions.Trigger.COMPLETE)
     log.info("refund %s: completed by %s", refund.id, payout.ref)
     return refund
 
@@ -279,7 +279,7 @@ def revert_payout(session: Session, payout: Payout, *, lost: bool) -> Refund | N
         refund.transaction_hash = None
         refund.completed_at = None
         _keep_tag_unique(session, refund)
-        transitions._transition(session, refund, AWAITING_PAYMENT, EventType.REFUND_REORGED)
+        transitions.apply(session, refund, transitions.Trigger.REORG)
     return refund
 
 

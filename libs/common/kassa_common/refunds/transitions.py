@@ -1,8 +1,12 @@
-"""The refund state machine (DESIGN §8) and its transitions.
+"""The refund state machine (DESIGN §8) as one table, ``TRANSITIONS``, and ``apply``.
 
-Every change of an existing refund's status goes through ``_transition``: the caller holds
-the refund's row lock (``lock``); it checks the move against ``MOVES``, updates the row and
-writes the event (the refund object) to the outbox, all in the caller's transaction.
+Every refund status change goes through ``apply``, its creation too: it checks the
+(status, trigger) pair against the table, updates the row and writes the event (the refund
+object) to the outbox, all in the caller's transaction. The caller holds the refund's row
+lock (``lock``; a new refund is its own). The table and ``refusal`` are pure, so unit tests
+read them without a database. Here too: creating a refund (what is refundable, under the
+payment's row lock), the customer's claim, the merchant's cancel, the expirer's batch;
+``payouts`` completes a refund and takes a completion back.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import secrets
 import uuid
 from datetime import datetime, timedelta
 from decimal import Decimal
+from enum import StrEnum
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,36 +27,52 @@ from kassa_common.messaging import outbox
 from kassa_common.messaging.messages import EventType, PaymentEvent
 from kassa_common.models import Payment, Refund
 from kassa_common.owner import Owner
-from kassa_common.payments.queries import find_payment, transfers_of
+from kassa_common.payments.queries import find_payment
+from kassa_common.payments.refunded import NONE, decimals_on, refund_totals, refundable
 from kassa_common.pricing.amounts import to_base_units, units_text
 from kassa_common.refunds.addresses import check_address, claim_height, payout_tag
-from kassa_common.refunds.amounts import NONE, decimals_on, refundable
-from kassa_common.refunds.queries import find_by_claim_token, find_refund, refund_totals
+from kassa_common.refunds.queries import find_by_claim_token, find_refund
 from kassa_common.refunds.shape import refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_common.timefmt import iso, utcnow
+from kassa_common.transfers import transfers_of
 
 AWAITING_ADDRESS, AWAITING_PAYMENT, COMPLETED, CANCELED, EXPIRED = RefundStatus
 CLAIM_TOKEN_BYTES = 32  # the claim link's secret: 43 URL-safe characters
 # the refunds whose amount is no longer refundable (all but the canceled and expired)
 ACTIVE = frozenset({AWAITING_ADDRESS, AWAITING_PAYMENT, COMPLETED})
 
-# event -> (the statuses it leaves from, the status it leads to)
-MOVES: dict[EventType, tuple[frozenset[RefundStatus], RefundStatus]] = {
-    EventType.REFUND_CLAIMED: (frozenset({AWAITING_ADDRESS}), AWAITING_PAYMENT),
-    EventType.REFUND_COMPLETED: (frozenset({AWAITING_PAYMENT}), COMPLETED),
-    EventType.REFUND_CANCELED: (frozenset({AWAITING_ADDRESS, AWAITING_PAYMENT}), CANCELED),
-    EventType.REFUND_EXPIRED: (frozenset({AWAITING_ADDRESS}), EXPIRED),
-    EventType.REFUND_REORGED: (frozenset({COMPLETED}), AWAITING_PAYMENT),
+
+class Trigger(StrEnum):
+    """What happens to a refund; its value is how a refusal says it ("cannot be claimed")."""
+
+    CREATE = "created"  # the merchant refunds (part of) a payment
+    CLAIM = "claimed"  # the customer gives an address
+    COMPLETE = "completed"  # its payout is confirmed on chain, or its hash proven, or simulated
+    CANCEL = "canceled"  # by the merchant, before a payout is seen
+    EXPIRE = "expired"  # unclaimed at ``expires_at``
+    REORG = "reorged"  # its confirmed payout lost in a reorg deeper than the confirmations
+
+
+# (status, trigger) -> (new status, event). A pair that is not here is refused. A new refund
+# has no status yet (None).
+TRANSITIONS: dict[tuple[RefundStatus | None, Trigger], tuple[RefundStatus, EventType]] = {
+    (None, Trigger.CREATE): (AWAITING_ADDRESS, EventType.REFUND_CREATED),
+    (AWAITING_ADDRESS, Trigger.CLAIM): (AWAITING_PAYMENT, EventType.REFUND_CLAIMED),
+    (AWAITING_PAYMENT, Trigger.COMPLETE): (COMPLETED, EventType.REFUND_COMPLETED),
+    (AWAITING_ADDRESS, Trigger.CANCEL): (CANCELED, EventType.REFUND_CANCELED),
+    (AWAITING_PAYMENT, Trigger.CANCEL): (CANCELED, EventType.REFUND_CANCELED),
+    (AWAITING_ADDRESS, Trigger.EXPIRE): (EXPIRED, EventType.REFUND_EXPIRED),
+    # mined again, its payout completes it again (``payouts``)
+    (COMPLETED, Trigger.REORG): (AWAITING_PAYMENT, EventType.REFUND_REORGED),
 }
 
 
-def refusal(status: str, event_type: EventType) -> str | None:
-    """Why a refund in ``status`` cannot take this move, or None when it can."""
-    sources, _target = MOVES[event_type]
-    if status not in sources:
-        return f"a {status} refund cannot be {event_type.removeprefix('refund.')}"
-    return None
+def refusal(status: str | None, trigger: Trigger) -> str | None:
+    """Why a refund in ``status`` cannot take ``trigger``, or None when it can."""
+    if (status, trigger) in TRANSITIONS:
+        return None
+    return f"a {status} refund cannot be {trigger}"
 
 
 def lock(session: Session, refund_id: uuid.UUID) -> Refund:
@@ -76,29 +97,22 @@ def record_refund_event(session: Session, refund: Refund, event_type: EventType,
     )
 
 
-def _transition(
-    session: Session,
-    refund: Refund,
-    new_status: RefundStatus,
-    event_type: EventType,
-    *,
-    now: datetime | None = None,
-    **changes: Any,
-) -> Refund:
-    """Move the refund (locked by the caller: ``lock``) to ``new_status`` with the column
-    ``changes``, and write ``event_type`` to the outbox. Raises InvalidTransition (409) when
-    the move is not allowed from its status."""
-    _sources, target = MOVES[event_type]
-    if target != new_status:
-        raise ValueError(f"{event_type} leads to {target}, not {new_status}")
-    reason = refusal(refund.status, event_type)
+def apply(session: Session, refund: Refund, trigger: Trigger, now: datetime | None = None, **changes: Any) -> Refund:
+    """Apply ``trigger`` to the refund (locked by the caller: ``lock``; for ``CREATE``, a new
+    ``Refund``, added to the session here) with the column ``changes``: its new status, and its
+    event in the outbox. Raises InvalidTransition (409), changing nothing, when its status does
+    not allow it."""
+    reason = refusal(refund.status, trigger)
     if reason:
         raise InvalidTransition(reason)
+    new_status, event_type = TRANSITIONS[(refund.status, trigger)]  # type: ignore[index]
     now = now or utcnow()
     refund.status = new_status
     refund.updated_at = now
     for column, value in changes.items():
         setattr(refund, column, value)
+    if trigger == Trigger.CREATE:
+        session.add(refund)
     session.flush()
     record_refund_event(session, refund, event_type, now=now)
     return refund
@@ -175,7 +189,6 @@ def create_refund(
         merchant_id=payment.merchant_id,
         payment_id=payment.id,
         test_mode=payment.test_mode,
-        status=AWAITING_ADDRESS,
         amount_units=units,
         token=payment.token,
         network=chosen,
@@ -184,13 +197,9 @@ def create_refund(
         claim_token=claim_token(),
         confirmations=0,
         created_at=now,
-        updated_at=now,
         expires_at=now + timedelta(days=claim_days),
     )
-    session.add(refund)
-    session.flush()
-    record_refund_event(session, refund, EventType.REFUND_CREATED, now=now)
-    return refund
+    return apply(session, refund, Trigger.CREATE, now)
 
 
 def claim_refund(
@@ -208,18 +217,17 @@ def claim_refund(
         raise NotFound("refund not found")
     block = claim_height(session, found, registry=registry) if found.status == AWAITING_ADDRESS else None
     refund = lock(session, found.id)
-    reason = refusal(refund.status, EventType.REFUND_CLAIMED)
+    reason = refusal(refund.status, Trigger.CLAIM)
     if reason:
         raise InvalidTransition(reason)
     if refund.expires_at <= now:
         raise InvalidTransition("this refund's claim has expired")
     destination = check_address(session, refund, address, registry=registry)
-    return _transition(
+    return apply(
         session,
         refund,
-        AWAITING_PAYMENT,
-        EventType.REFUND_CLAIMED,
-        now=now,
+        Trigger.CLAIM,
+        now,
         address=destination,
         claimed_at=now,
         claim_block=block,
@@ -240,7 +248,7 @@ def cancel_refund(session: Session, owner: Owner, refund_ref: str, *, now: datet
             f"the refund's payout {refund.transfer_ref.split(':')[0]} is already seen on chain "
             f"({refund.confirmations} confirmation(s)): it cannot be canceled"
         )
-    return _transition(session, refund, CANCELED, EventType.REFUND_CANCELED, now=now, canceled_at=now)
+    return apply(session, refund, Trigger.CANCEL, now, canceled_at=now)
 
 
 def expire_refunds(session: Session, now: datetime | None = None, *, limit: int = 500) -> int:
@@ -257,5 +265,5 @@ def expire_refunds(session: Session, now: datetime | None = None, *, limit: int 
         .execution_options(populate_existing=True)
     ).all()
     for refund in due:
-        _transition(session, refund, EXPIRED, EventType.REFUND_EXPIRED, now=now)
+        apply(session, refund, Trigger.EXPIRE, now)
     return len(due)

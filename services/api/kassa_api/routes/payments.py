@@ -9,6 +9,7 @@ from flask import Blueprint
 from kassa_common import payments
 from kassa_common.paging import page_meta
 from kassa_common.payments import payment_object
+from kassa_common.transfers import transfers_of
 from kassa_api.auth import owner
 from kassa_api.deps import connection, db, deps, transaction
 from kassa_api.endpoint import endpoint, idempotency_key
@@ -58,7 +59,7 @@ def list_payments(query: ListPayments):
     rows, total = payments.list_payments(
         db(), owner(), page=query.page, page_size=query.pageSize, status=query.status, search=query.search
     )
-    transfers = payments.transfers_of(db(), [p.id for p in rows])
+    transfers = transfers_of(db(), [p.id for p in rows])
     return {
         "data": [payment_object(p, transfers.get(p.id, [])) for p in rows],
         "meta": page_meta(query.page, query.pageSize, total),

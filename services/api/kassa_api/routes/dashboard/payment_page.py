@@ -10,11 +10,12 @@ from sqlalchemy.orm import Session
 
 from kassa_common import payments
 from kassa_common.models import Payment, Refund
-from kassa_common.payments import reports, transfers_of
+from kassa_common.payments import reports
+from kassa_common.payments.refunded import NONE, decimals_on, received, refund_totals, refundable
 from kassa_common.pricing.amounts import units_text
-from kassa_common.refunds.amounts import NONE, decimals_on, received, refundable
-from kassa_common.refunds.queries import refund_totals, refunds_of
+from kassa_common.refunds.queries import refunds_of
 from kassa_common.sweeps import holds
+from kassa_common.transfers import transfers_of
 from kassa_api.deps import db, deps
 from kassa_api.routes.dashboard.common import render
 from kassa_api.routes.dashboard.sweeps import token_amount
