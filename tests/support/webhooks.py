@@ -58,7 +58,7 @@ def running_sender(settings, engine, bus_prefix: str, *, threads: int):
     """The webhook sender as its process builds it, on the bus ``bus_prefix``, private URLs
     allowed, retrying on ``FAST``; started for the block, stopped after it."""
     s = build(
-        settings.with_(bus_prefix=bus_prefix, webhook_allow_private_urls=True),
+        settings.with_(bus_prefix=bus_prefix, sender={"webhook_allow_private_urls": True}),
         engine=engine,
         retry=FAST,
         threads=threads,

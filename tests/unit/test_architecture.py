@@ -614,7 +614,6 @@ FILE_ALLOWANCES = {
     "dev/kassa_dev/chaos/stack.py": 419,
     "dev/kassa_dev/mutate.py": 473,
     "libs/common/kassa_common/cli.py": 436,
-    "libs/common/kassa_common/config.py": 410,
     "libs/common/kassa_common/messaging/consumer.py": 415,
     "libs/common/kassa_common/payments/create.py": 452,
     "libs/common/kassa_common/payments/settle.py": 515,

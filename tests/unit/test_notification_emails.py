@@ -162,7 +162,7 @@ def test_smtp_url_forms(url, expected):
 
 def test_the_smtp_password_is_never_shown():
     settings = Settings.from_env({"SMTP_URL": "smtp://user:hunter2@mail.example.com:587?starttls=true"})
-    server = smtp.SmtpServer.from_url(settings.smtp_url)
+    server = smtp.SmtpServer.from_url(settings.sender.smtp_url)
     assert "hunter2" not in repr(settings) and "hunter2" not in repr(server) and "hunter2" not in str(server)
     assert str(server) == "smtp://mail.example.com:587?starttls=true"
     with pytest.raises(ValueError, match="setting SMTP_URL") as refused:
@@ -172,7 +172,7 @@ def test_the_smtp_password_is_never_shown():
 
 def test_smtp_settings_default_to_off_and_a_no_reply_sender():
     settings = Settings.from_env({})
-    assert settings.smtp_url is None and settings.smtp_from == "Kassa <no-reply@localhost>"
+    assert settings.sender.smtp_url is None and settings.sender.smtp_from == "Kassa <no-reply@localhost>"
 
 
 def test_only_a_refusal_of_the_email_itself_is_permanent():
@@ -184,8 +184,8 @@ def test_only_a_refusal_of_the_email_itself_is_permanent():
 
 
 def test_the_operator_address_is_one_email_or_unset():
-    assert Settings.from_env({}).operator_email is None
-    assert Settings.from_env({"OPERATOR_EMAIL": " ops@shop.example "}).operator_email == "ops@shop.example"
+    assert Settings.from_env({}).web.operator_email is None
+    assert Settings.from_env({"OPERATOR_EMAIL": " ops@shop.example "}).web.operator_email == "ops@shop.example"
     for bad in ("ops@shop.example, evil@x.example", "Ops <ops@shop.example>", "nobody"):
         with pytest.raises(ValueError, match="setting OPERATOR_EMAIL"):
             Settings.from_env({"OPERATOR_EMAIL": bad})
