@@ -7,14 +7,14 @@ import smtplib
 import pytest
 
 from kassa_common.config import Settings
-from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventEnvelope, EventType
 from kassa_webhook_sender.email import render, smtp
 
 DASHBOARD = "https://pay.example.com/dashboard"
 SHOP = render.Merchant("owner@shop.example", "Shop & Co")
 
 
-def event(kind: EventType, *, test_mode: bool = False, **data) -> PaymentEvent:
+def event(kind: EventType, *, test_mode: bool = False, **data) -> EventEnvelope:
     payment = {
         "payment_id": "p1",
         "id": "p1",
@@ -33,7 +33,7 @@ def event(kind: EventType, *, test_mode: bool = False, **data) -> PaymentEvent:
         "completed_at": "2026-01-01T00:10:00.000Z",
         "transfers": [],
     }
-    return PaymentEvent("evt_1", kind, "2026-01-01T00:10:00.000Z", test_mode, {**payment, **data})
+    return EventEnvelope("evt_1", kind, "2026-01-01T00:10:00.000Z", test_mode, {**payment, **data})
 
 
 def test_a_completed_payment_emails_the_merchant_and_sends_the_customer_a_receipt():
@@ -112,7 +112,7 @@ def test_test_mode_never_emails_a_customer():
     refund = {"id": "r1", "payment_id": "p1", "amount": "2.5", "token": "USDC", "network": "BASE"}
     paid = render.RefundedPayment("7KQ2M9XR4T", "jane@buyer.example", "Jane", "https://pay.example.com/refunds/t0k")
     for test_mode, recipient in ((True, SHOP.email), (False, "jane@buyer.example")):
-        created = PaymentEvent(
+        created = EventEnvelope(
             "evt_2", EventType.REFUND_CREATED, "2026-01-01T00:10:00.000Z", test_mode, {**refund, "expires_at": "x"}
         )
         [link] = render.refund_emails(created, SHOP, paid, DASHBOARD)
