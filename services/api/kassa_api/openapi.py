@@ -173,6 +173,27 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]
             for t in network.tokens
         ]
 
+    def priced_in(kind: str) -> dict[str, Any]:  # the product's currency_type is CRYPTO or FIAT
+        return {"properties": {"currency_type": {"const": kind}}, "required": ["currency_type"]}
+
+    def in_its_token() -> dict[str, Any]:  # a CRYPTO price is in its token: no currency but the default
+        return {
+            "if": priced_in("CRYPTO"),
+            "then": {
+                "properties": {
+                    "currency": {"enum": [currencies.DEFAULT, None]},
+                    "token": {"type": "string"},
+                    "network": {"type": "string"},
+                }
+            },
+        }
+
+    def in_cents() -> dict[str, Any]:  # a FIAT price takes no token nor network, and is in cents
+        return {
+            "properties": {"token": {"type": "null"}, "network": {"type": "null"}, "price": {"multipleOf": 0.01}},
+            "allOf": _whole("price", codes),
+        }
+
     payment = schemas.get("CreatePayment")
     if payment is not None:
         payment["oneOf"] = [
@@ -187,57 +208,22 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]
         # PATCH may leave as stored, and the rule per token multiplies the schema's branches
         # past what generators of test data can expand.
         update["allOf"] = [
-            {
-                "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
-                "then": {
-                    "properties": {
-                        "currency": {"enum": [currencies.DEFAULT, None]},
-                        "token": {"type": "string"},
-                        "network": {"type": "string"},
-                    }
-                },
-            },
-            {
-                "if": {"properties": {"currency_type": {"const": "FIAT"}}, "required": ["currency_type"]},
-                "then": {
-                    "properties": {
-                        "token": {"type": "null"},
-                        "network": {"type": "null"},
-                        "price": {"multipleOf": 0.01},
-                    },
-                    "allOf": _whole("price", codes),
-                },
-            },
+            in_its_token(),
+            {"if": priced_in("FIAT"), "then": in_cents()},
         ] + [rule for n in networks for rule in token_of(n, nullable=True)]
     product = schemas.get("CreateProduct")
     if product is not None:
         product["allOf"] = [
             {
-                "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
+                "if": priced_in("CRYPTO"),
                 "then": {
                     "required": ["token", "network"],
                     "properties": {"token": {"type": "string"}, "network": {"type": "string"}},
                     "allOf": [rule for n in networks for rule in precision(n)],
                 },
-                "else": {
-                    "properties": {
-                        "token": {"type": "null"},
-                        "network": {"type": "null"},
-                        "price": {"multipleOf": 0.01},
-                    },
-                    "allOf": _whole("price", codes),
-                },
+                "else": in_cents(),
             },
-            {  # a CRYPTO price is in its token: no currency but the default
-                "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
-                "then": {
-                    "properties": {
-                        "currency": {"enum": [currencies.DEFAULT, None]},
-                        "token": {"type": "string"},
-                        "network": {"type": "string"},
-                    }
-                },
-            },
+            in_its_token(),
         ] + [rule for n in networks for rule in token_of(n, nullable=True)]
 
 
