@@ -614,7 +614,7 @@ FILE_ALLOWANCES = {
     "dev/kassa_dev/chaos/stack.py": 419,
     "dev/kassa_dev/mutate.py": 473,
     "libs/common/kassa_common/cli.py": 436,
-    "libs/common/kassa_common/messaging/consumer.py": 415,
+    "libs/common/kassa_common/messaging/consumer.py": 408,
     "libs/common/kassa_common/payments/create.py": 452,
     "libs/common/kassa_common/payments/settle.py": 515,
     "libs/common/kassa_common/pricing/service.py": 414,
