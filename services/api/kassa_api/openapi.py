@@ -234,6 +234,9 @@ def _operation_ids(endpoints: list[str]) -> dict[str, str]:
     return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(endpoints, names, strict=True)}
 
 
+# <ref>, <int:n>: a path argument's name; found in the path's order (Flask's rule.arguments
+# is a set, whose order changes with the process's hash seed)
+PATH_ARGUMENT = re.compile(r"<(?:[^:>]+:)?([^>]+)>")
 IDEMPOTENT = ("/payments", "/payments/{ref}/refunds")  # the creates that take an Idempotency-Key
 
 
@@ -243,9 +246,9 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
         spec = getattr(app.view_functions[rule.endpoint], "endpoint_spec", None)
         if spec is None or not rule.rule.startswith("/v1/api"):
             continue
-        path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule[len("/v1/api") :])
+        path = re.sub(PATH_ARGUMENT, r"{\1}", rule.rule[len("/v1/api") :])
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
-            specs.append((path, method.lower(), list(rule.arguments), spec, rule.endpoint))
+            specs.append((path, method.lower(), PATH_ARGUMENT.findall(rule.rule), spec, rule.endpoint))
     operation_ids = _operation_ids(sorted({s[4] for s in specs}))
     models = {m.__name__: m for *_, spec, _ in specs for m in _models(spec)}
     models["PageMeta"] = PageMeta
