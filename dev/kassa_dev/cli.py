@@ -24,7 +24,7 @@ from kassa_common.config import Settings
 from kassa_common.models import Payment, Refund
 from kassa_common.payments import find_by_short_id, remaining_units
 from kassa_common.pricing.amounts import from_base_units, to_base_units
-from kassa_common.refunds.shape import due_units
+from kassa_common.refunds.shape import payout_units
 from kassa_dev.listen import add_listen_parser
 
 NETWORK = "LOCAL_EVM"
@@ -172,7 +172,7 @@ def cmd_dev_pay_refund(args: argparse.Namespace, settings: Settings) -> None:
     token = network.token(refund.token)
     if token is None:
         raise ValueError(f"{refund.token} is not a {NETWORK} token")
-    due = due_units(refund) or int(refund.amount_units)
+    due = payout_units(refund)
     units = to_base_units(args.amount, token.decimals) if args.amount is not None else due
     accounts = w3.eth.accounts
     if len(accounts) < 2:

@@ -23,7 +23,9 @@ DASHBOARD = "https://kassa.example/dashboard"
 def notifier(settings, engine):
     """A notifier sending to a real SMTP server: yields its inbox."""
     with smtp_server() as (inbox, port), private_topology(settings.rabbitmq_url) as (prefix, _):
-        configured = settings.with_(bus_prefix=prefix, smtp_url=f"smtp://127.0.0.1:{port}", dashboard_url=DASHBOARD)
+        configured = settings.with_(
+            bus_prefix=prefix, sender={"smtp_url": f"smtp://127.0.0.1:{port}"}, dashboard_url=DASHBOARD
+        )
         n = build(configured, engine=engine, retry=RetryPolicy.from_schedule((0.3,)), poll_interval=0.1).start()
         try:
             yield inbox

@@ -35,7 +35,9 @@ def notifier(bus, settings, engine, settler):
     started = []
 
     def start(port: int):
-        configured = settings.with_(bus_prefix=prefix, smtp_url=f"smtp://127.0.0.1:{port}", dashboard_url=DASHBOARD)
+        configured = settings.with_(
+            bus_prefix=prefix, sender={"smtp_url": f"smtp://127.0.0.1:{port}"}, dashboard_url=DASHBOARD
+        )
         n = build(configured, engine=engine, retry=RetryPolicy.from_schedule((0.3,)), poll_interval=0.1).start()
         started.append(n)
         return n

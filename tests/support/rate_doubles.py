@@ -208,15 +208,16 @@ def start_all(prices: dict[str, str] | None = None) -> dict[str, RateDouble]:
 
 
 def settings_for(doubles: dict[str, RateDouble], **overrides) -> dict:
-    """``Settings.with_`` overrides pointing the market sources at the doubles."""
-    return {
-        "rates_providers": tuple(doubles),
-        "rates_coinbase_url": doubles["coinbase"].url,
-        "rates_kraken_url": doubles["kraken"].url,
-        "rates_coingecko_url": doubles["coingecko"].url,
+    """``Settings.with_`` overrides pointing the market sources at the doubles (``overrides``:
+    more of ``settings.rates``)."""
+    rates = {
+        "providers": tuple(doubles),
+        "coinbase_url": doubles["coinbase"].url,
+        "kraken_url": doubles["kraken"].url,
+        "coingecko_url": doubles["coingecko"].url,
         "fixed_rates_allow_live": False,
-        **overrides,
     }
+    return {"rates": {**rates, **overrides}}
 
 
 def settle_with_rates(sessions, r, rates) -> None:
@@ -257,7 +258,7 @@ def live(sessions, make_merchant):
 
 
 def app_with(settings, engine, base_env, doubles, **overrides):
-    """An API test client pricing from ``doubles`` (``overrides``: more settings)."""
+    """An API test client pricing from ``doubles`` (``overrides``: more of ``settings.rates``)."""
     from kassa_common.chains.networks import load_registry
     from kassa_api.app import create_app
 

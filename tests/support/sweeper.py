@@ -120,7 +120,7 @@ def sweeper_for(
         sessions,
         DepositChain(network, web3_for(network)),
         signer,
-        FixedRates(parse_fixed_rates(settings.fixed_rates)),
+        FixedRates(parse_fixed_rates(settings.rates.fixed_rates)),
         policy=SweepPolicy(Decimal(min_usd), max_age),
         batch_size=batch_size,
         replace_after=replace_after,

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from kassa_common.db import unit_of_work
 from kassa_common.ids import new_event_id, new_webhook_secret
 from kassa_common.messaging.consumer import Delivered
-from kassa_common.messaging.messages import PAYMENT_EVENTS, EventType, PaymentEvent
+from kassa_common.messaging.messages import PAYMENT_EVENTS, EventEnvelope, EventType
 from kassa_common.messaging.publisher import Message, Publisher
 from kassa_common.models import DeliveryAttempt, Event, WebhookDelivery, WebhookEndpoint
 from kassa_common.timefmt import iso, utcnow
@@ -58,7 +58,7 @@ def running_sender(settings, engine, bus_prefix: str, *, threads: int):
     """The webhook sender as its process builds it, on the bus ``bus_prefix``, private URLs
     allowed, retrying on ``FAST``; started for the block, stopped after it."""
     s = build(
-        settings.with_(bus_prefix=bus_prefix, webhook_allow_private_urls=True),
+        settings.with_(bus_prefix=bus_prefix, sender={"webhook_allow_private_urls": True}),
         engine=engine,
         retry=FAST,
         threads=threads,
@@ -100,7 +100,7 @@ def add_event(sessions, merchant_id, event_type="payment.completed", *, test_mod
             type=event_type,
             merchant_id=merchant_id,
             test_mode=test_mode,
-            payload=PaymentEvent(eid, EventType(event_type), iso(utcnow()), test_mode, data).body(),
+            payload=EventEnvelope(eid, EventType(event_type), iso(utcnow()), test_mode, data).body(),
             published_at=utcnow(),
         )
         s.add(event)

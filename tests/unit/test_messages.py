@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from kassa_common.messaging.messages import AddressFeed, EventType, PaymentEvent, RoutingKey, TransferReport
+from kassa_common.messaging.messages import AddressFeed, EventEnvelope, EventType, RoutingKey, TransferReport
 from kassa_common.statuses import PaymentStatus, TransferStatus
 
 
@@ -85,7 +85,7 @@ def test_names_are_case_insensitive_on_input():
 
 
 def test_a_payment_event_is_the_webhook_envelope_and_feeds_the_watcher():
-    event = PaymentEvent(
+    event = EventEnvelope(
         "evt_1",
         EventType.PAYMENT_CREATED,
         "2026-01-01T00:00:00.000Z",
@@ -96,14 +96,14 @@ def test_a_payment_event_is_the_webhook_envelope_and_feeds_the_watcher():
     wire = json.loads(json.dumps(message.body))
     assert list(wire) == ["id", "event", "timestamp", "test_mode", "data"]
     assert (message.message_id, message.routing_key) == ("evt_1", "payment.created")
-    assert PaymentEvent.from_message(message.routing_key, wire) == PaymentEvent(
+    assert EventEnvelope.from_message(message.routing_key, wire) == EventEnvelope(
         "evt_1", EventType.PAYMENT_CREATED, "2026-01-01T00:00:00.000Z", False, wire["data"]
     )
     assert AddressFeed.from_message(message.routing_key, wire) == AddressFeed("BASE", "0xAbC", False)
 
 
 def test_the_address_feed_takes_only_payment_created_with_an_address():
-    body = PaymentEvent("evt_2", EventType.PAYMENT_COMPLETED, "t", False, {"address": "0x1"}).body()
+    body = EventEnvelope("evt_2", EventType.PAYMENT_COMPLETED, "t", False, {"address": "0x1"}).body()
     with pytest.raises(ValueError):
         AddressFeed.from_message("payment.completed", body)
     with pytest.raises(ValueError):

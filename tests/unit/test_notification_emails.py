@@ -7,14 +7,14 @@ import smtplib
 import pytest
 
 from kassa_common.config import Settings
-from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventEnvelope, EventType
 from kassa_webhook_sender.email import render, smtp
 
 DASHBOARD = "https://pay.example.com/dashboard"
 SHOP = render.Merchant("owner@shop.example", "Shop & Co")
 
 
-def event(kind: EventType, *, test_mode: bool = False, **data) -> PaymentEvent:
+def event(kind: EventType, *, test_mode: bool = False, **data) -> EventEnvelope:
     payment = {
         "payment_id": "p1",
         "id": "p1",
@@ -33,7 +33,7 @@ def event(kind: EventType, *, test_mode: bool = False, **data) -> PaymentEvent:
         "completed_at": "2026-01-01T00:10:00.000Z",
         "transfers": [],
     }
-    return PaymentEvent("evt_1", kind, "2026-01-01T00:10:00.000Z", test_mode, {**payment, **data})
+    return EventEnvelope("evt_1", kind, "2026-01-01T00:10:00.000Z", test_mode, {**payment, **data})
 
 
 def test_a_completed_payment_emails_the_merchant_and_sends_the_customer_a_receipt():
@@ -112,7 +112,7 @@ def test_test_mode_never_emails_a_customer():
     refund = {"id": "r1", "payment_id": "p1", "amount": "2.5", "token": "USDC", "network": "BASE"}
     paid = render.RefundedPayment("7KQ2M9XR4T", "jane@buyer.example", "Jane", "https://pay.example.com/refunds/t0k")
     for test_mode, recipient in ((True, SHOP.email), (False, "jane@buyer.example")):
-        created = PaymentEvent(
+        created = EventEnvelope(
             "evt_2", EventType.REFUND_CREATED, "2026-01-01T00:10:00.000Z", test_mode, {**refund, "expires_at": "x"}
         )
         [link] = render.refund_emails(created, SHOP, paid, DASHBOARD)
@@ -162,7 +162,7 @@ def test_smtp_url_forms(url, expected):
 
 def test_the_smtp_password_is_never_shown():
     settings = Settings.from_env({"SMTP_URL": "smtp://user:hunter2@mail.example.com:587?starttls=true"})
-    server = smtp.SmtpServer.from_url(settings.smtp_url)
+    server = smtp.SmtpServer.from_url(settings.sender.smtp_url)
     assert "hunter2" not in repr(settings) and "hunter2" not in repr(server) and "hunter2" not in str(server)
     assert str(server) == "smtp://mail.example.com:587?starttls=true"
     with pytest.raises(ValueError, match="setting SMTP_URL") as refused:
@@ -172,7 +172,7 @@ def test_the_smtp_password_is_never_shown():
 
 def test_smtp_settings_default_to_off_and_a_no_reply_sender():
     settings = Settings.from_env({})
-    assert settings.smtp_url is None and settings.smtp_from == "Kassa <no-reply@localhost>"
+    assert settings.sender.smtp_url is None and settings.sender.smtp_from == "Kassa <no-reply@localhost>"
 
 
 def test_only_a_refusal_of_the_email_itself_is_permanent():
@@ -184,8 +184,8 @@ def test_only_a_refusal_of_the_email_itself_is_permanent():
 
 
 def test_the_operator_address_is_one_email_or_unset():
-    assert Settings.from_env({}).operator_email is None
-    assert Settings.from_env({"OPERATOR_EMAIL": " ops@shop.example "}).operator_email == "ops@shop.example"
+    assert Settings.from_env({}).web.operator_email is None
+    assert Settings.from_env({"OPERATOR_EMAIL": " ops@shop.example "}).web.operator_email == "ops@shop.example"
     for bad in ("ops@shop.example, evil@x.example", "Ops <ops@shop.example>", "nobody"):
         with pytest.raises(ValueError, match="setting OPERATOR_EMAIL"):
             Settings.from_env({"OPERATOR_EMAIL": bad})

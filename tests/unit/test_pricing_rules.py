@@ -192,11 +192,11 @@ def test_rate_settings_are_read_and_checked():
             "RATE_HOLD_GRACE_MINUTES": "0",
         }
     )
-    assert s.rate_hold_grace_minutes == 0 and Settings().rate_hold_grace_minutes == 60
-    assert s.rates_providers == ("kraken", "coingecko") and s.rates_max_deviation_pct == D("0.5")
-    assert s.rates_kraken_url == "http://127.0.0.1:9" and s.stablecoin_peg_tolerance_pct == D(2)
-    assert Settings.from_env({"RATES_PROVIDERS": "none"}).rates_providers == ()
-    assert Settings().rates_providers == ("coinbase", "kraken", "coingecko")
+    assert s.rates.hold_grace_minutes == 0 and Settings().rates.hold_grace_minutes == 60
+    assert s.rates.providers == ("kraken", "coingecko") and s.rates.max_deviation_pct == D("0.5")
+    assert s.rates.kraken_url == "http://127.0.0.1:9" and s.rates.stablecoin_peg_tolerance_pct == D(2)
+    assert Settings.from_env({"RATES_PROVIDERS": "none"}).rates.providers == ()
+    assert Settings().rates.providers == ("coinbase", "kraken", "coingecko")
     for env, name in [
         ({"RATES_PROVIDERS": "binance"}, "RATES_PROVIDERS"),
         ({"RATES_PROVIDERS": "kraken"}, "RATES_MIN_SOURCES"),
@@ -212,7 +212,7 @@ def test_rate_settings_are_read_and_checked():
 def test_the_sweeper_values_at_the_fixed_rates_when_no_market_source_is_configured():
     from kassa_common.pricing import make_rates
 
-    rates = make_rates(Settings(rates_providers=(), fixed_rates="ETH=2500"))
+    rates = make_rates(Settings().with_(rates={"providers": (), "fixed_rates": "ETH=2500"}))
     assert rates.usd_rate("eth") == D(2500) and not rates.live
     with pytest.raises(Exception, match="RATES_PROVIDERS"):
         rates.quote("ETH", "USD", live=True)  # a live payment is never priced on them

@@ -239,7 +239,7 @@ def test_the_settings_name_the_sources_and_the_service_takes_them():
         60,
     )
     assert (rates.timeout, rates.peg_tolerance_pct, rates.hold_grace.total_seconds()) == (2, D(2), 300)
-    assert not rates.fixed_live and make_rates(Settings(fixed_rates_allow_live=True)).fixed_live
+    assert not rates.fixed_live and make_rates(Settings().with_(rates={"fixed_rates_allow_live": True})).fixed_live
 
 
 def test_the_defaults_need_two_sources_within_one_percent_and_hold_for_an_hour():

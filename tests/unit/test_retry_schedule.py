@@ -56,4 +56,4 @@ def test_the_sender_takes_the_schedule_from_settings():
     from kassa_webhook_sender.webhooks.main import retry_policy
 
     assert retry_policy(Settings()) == DEFAULT_POLICY
-    assert retry_policy(Settings().with_(webhook_retry_schedule=(1.0, 1.0))).delays == (1.0, 1.0)
+    assert retry_policy(Settings().with_(sender={"webhook_retry_schedule": (1.0, 1.0)})).delays == (1.0, 1.0)

@@ -32,13 +32,13 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         settings, "api", pool_size=settings.db_pool_size, logs="plain", metrics=False, engine=engine, pre_ping=False
     )
     app = Flask(__name__)
-    app.config.update(MAX_CONTENT_LENGTH=MAX_BODY, SECRET_KEY=settings.secret_key, JSON_SORT_KEYS=False)
+    app.config.update(MAX_CONTENT_LENGTH=MAX_BODY, SECRET_KEY=settings.web.secret_key, JSON_SORT_KEYS=False)
     app.json.sort_keys = False  # type: ignore[attr-defined]
     app.url_map.strict_slashes = False
     app.session_interface = CookieSessions()
     deps.init_app(app, wiring.make_deps(web))
-    if settings.trusted_proxies:  # the client address is the one the proxies saw (rate limits, throttling)
-        hops = settings.trusted_proxies
+    if settings.web.trusted_proxies:  # the client address is the one the proxies saw (rate limits, throttling)
+        hops = settings.web.trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
     errors.init_app(app)
     wiring.init_templates(app, settings.networks)

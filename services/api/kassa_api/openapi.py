@@ -173,6 +173,27 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]
             for t in network.tokens
         ]
 
+    def priced_in(kind: str) -> dict[str, Any]:  # the product's currency_type is CRYPTO or FIAT
+        return {"properties": {"currency_type": {"const": kind}}, "required": ["currency_type"]}
+
+    def in_its_token() -> dict[str, Any]:  # a CRYPTO price is in its token: no currency but the default
+        return {
+            "if": priced_in("CRYPTO"),
+            "then": {
+                "properties": {
+                    "currency": {"enum": [currencies.DEFAULT, None]},
+                    "token": {"type": "string"},
+                    "network": {"type": "string"},
+                }
+            },
+        }
+
+    def in_cents() -> dict[str, Any]:  # a FIAT price takes no token nor network, and is in cents
+        return {
+            "properties": {"token": {"type": "null"}, "network": {"type": "null"}, "price": {"multipleOf": 0.01}},
+            "allOf": _whole("price", codes),
+        }
+
     payment = schemas.get("CreatePayment")
     if payment is not None:
         payment["oneOf"] = [
@@ -187,57 +208,22 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]
         # PATCH may leave as stored, and the rule per token multiplies the schema's branches
         # past what generators of test data can expand.
         update["allOf"] = [
-            {
-                "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
-                "then": {
-                    "properties": {
-                        "currency": {"enum": [currencies.DEFAULT, None]},
-                        "token": {"type": "string"},
-                        "network": {"type": "string"},
-                    }
-                },
-            },
-            {
-                "if": {"properties": {"currency_type": {"const": "FIAT"}}, "required": ["currency_type"]},
-                "then": {
-                    "properties": {
-                        "token": {"type": "null"},
-                        "network": {"type": "null"},
-                        "price": {"multipleOf": 0.01},
-                    },
-                    "allOf": _whole("price", codes),
-                },
-            },
+            in_its_token(),
+            {"if": priced_in("FIAT"), "then": in_cents()},
         ] + [rule for n in networks for rule in token_of(n, nullable=True)]
     product = schemas.get("CreateProduct")
     if product is not None:
         product["allOf"] = [
             {
-                "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
+                "if": priced_in("CRYPTO"),
                 "then": {
                     "required": ["token", "network"],
                     "properties": {"token": {"type": "string"}, "network": {"type": "string"}},
                     "allOf": [rule for n in networks for rule in precision(n)],
                 },
-                "else": {
-                    "properties": {
-                        "token": {"type": "null"},
-                        "network": {"type": "null"},
-                        "price": {"multipleOf": 0.01},
-                    },
-                    "allOf": _whole("price", codes),
-                },
+                "else": in_cents(),
             },
-            {  # a CRYPTO price is in its token: no currency but the default
-                "if": {"properties": {"currency_type": {"const": "CRYPTO"}}, "required": ["currency_type"]},
-                "then": {
-                    "properties": {
-                        "currency": {"enum": [currencies.DEFAULT, None]},
-                        "token": {"type": "string"},
-                        "network": {"type": "string"},
-                    }
-                },
-            },
+            in_its_token(),
         ] + [rule for n in networks for rule in token_of(n, nullable=True)]
 
 
@@ -248,6 +234,9 @@ def _operation_ids(endpoints: list[str]) -> dict[str, str]:
     return {e: (n if names.count(n) == 1 else e.replace(".", "_")) for e, n in zip(endpoints, names, strict=True)}
 
 
+# <ref>, <int:n>: a path argument's name; found in the path's order (Flask's rule.arguments
+# is a set, whose order changes with the process's hash seed)
+PATH_ARGUMENT = re.compile(r"<(?:[^:>]+:)?([^>]+)>")
 IDEMPOTENT = ("/payments", "/payments/{ref}/refunds")  # the creates that take an Idempotency-Key
 
 
@@ -257,9 +246,9 @@ def build(app: Flask, server_url: str, registry: Registry | None = None, codes: 
         spec = getattr(app.view_functions[rule.endpoint], "endpoint_spec", None)
         if spec is None or not rule.rule.startswith("/v1/api"):
             continue
-        path = re.sub(r"<(?:[^:>]+:)?([^>]+)>", r"{\1}", rule.rule[len("/v1/api") :])
+        path = re.sub(PATH_ARGUMENT, r"{\1}", rule.rule[len("/v1/api") :])
         for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
-            specs.append((path, method.lower(), list(rule.arguments), spec, rule.endpoint))
+            specs.append((path, method.lower(), PATH_ARGUMENT.findall(rule.rule), spec, rule.endpoint))
     operation_ids = _operation_ids(sorted({s[4] for s in specs}))
     models = {m.__name__: m for *_, spec, _ in specs for m in _models(spec)}
     models["PageMeta"] = PageMeta

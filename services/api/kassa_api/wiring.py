@@ -45,14 +45,14 @@ def make_deps(web: Worker) -> deps.Deps:
         settings=settings,
         engine=web.engine,
         sessions=web.sessions,
-        limiter=make_limiter(redis_url, settings.rate_limit_per_minute),
+        limiter=make_limiter(redis_url, settings.web.rate_limit_per_minute),
         rates=make_rates(settings),
-        public_limiter=make_limiter(redis_url, settings.public_create_per_minute),
+        public_limiter=make_limiter(redis_url, settings.web.public_create_per_minute),
         login_failures=make_limiter(redis_url, LOGIN_FAILURES, window=LOGIN_WINDOW_SECONDS),
         login_failures_by_address=make_limiter(
-            redis_url, settings.login_failures_per_address, window=LOGIN_WINDOW_SECONDS
+            redis_url, settings.web.login_failures_per_address, window=LOGIN_WINDOW_SECONDS
         ),
-        signups=make_limiter(redis_url, settings.signups_per_hour, window=3600),
+        signups=make_limiter(redis_url, settings.web.signups_per_hour, window=3600),
         logins=make_store(web.engine, redis_url),
         read_sessions=make_session_factory(read_engine) if read_engine is not None else None,
     )

@@ -81,9 +81,8 @@ def production(settings, engine):
         settings,
         engine,
         kassa_env="production",
-        secret_key=secrets.token_urlsafe(32),
-        fixed_rates_allow_live=False,
-        rates_providers=(),
+        web={"secret_key": secrets.token_urlsafe(32)},
+        rates={"fixed_rates_allow_live": False, "providers": ()},
     )
 
 

@@ -62,7 +62,7 @@ def test_one_source_down_the_others_price_it(api, live, doubles):
 
 
 def test_a_source_that_does_not_answer_in_time_is_left_out(settings, engine, base_env, live, doubles):
-    api = app_with(settings, engine, base_env, doubles, rates_timeout_seconds=0.3)
+    api = app_with(settings, engine, base_env, doubles, timeout_seconds=0.3)
     doubles["coingecko"].hang = 2
     started = time.monotonic()
     p = created(pay(api, live, amount=30, token="ETH"))
@@ -71,7 +71,7 @@ def test_a_source_that_does_not_answer_in_time_is_left_out(settings, engine, bas
 
 
 def test_one_source_far_off_is_excluded_and_too_few_left_is_a_503(settings, engine, base_env, live, doubles):
-    api = app_with(settings, engine, base_env, doubles, rates_cache_seconds=0.05, rates_stale_seconds=0.05)
+    api = app_with(settings, engine, base_env, doubles, cache_seconds=0.05, stale_seconds=0.05)
     doubles["coinbase"].set(ETH="3300")  # 10% off the others
     excluded = sample("kassa_rate_source_excluded_total", source="coinbase")
     p = created(pay(api, live, amount=30, token="ETH"))
@@ -88,7 +88,7 @@ def test_one_source_far_off_is_excluded_and_too_few_left_is_a_503(settings, engi
 
 
 def test_all_sources_down_past_the_stale_limit_is_a_503_then_it_recovers(settings, engine, base_env, live, doubles):
-    api = app_with(settings, engine, base_env, doubles, rates_cache_seconds=0.2, rates_stale_seconds=1.0)
+    api = app_with(settings, engine, base_env, doubles, cache_seconds=0.2, stale_seconds=1.0)
     assert created(pay(api, live, amount=30, token="ETH"))["exchange_rate"] == "3000"
     for d in doubles.values():
         d.down = True
@@ -302,7 +302,9 @@ def test_the_dashboard_shows_the_currency_and_both_rates(shop, sessions, setting
         s.execute(
             sa.update(Payment).where(Payment.id == p["id"]).values(rate_locked_until=utcnow() - timedelta(minutes=1))
         )
-    later = make_rates(settings.with_(fixed_rates="ETH=2000,EUR=1.08"))  # the market moved (test mode: fixed)
+    later = make_rates(
+        settings.with_(rates={"fixed_rates": "ETH=2000,EUR=1.08"})
+    )  # the market moved (test mode: fixed)
     with unit_of_work(sessions) as s:
         settle(s, report(p, TransferStatus.CONFIRMED, 10**16, 1), later)
     page = shop.get(f"/dashboard/payments/{p['short_id']}").get_data(as_text=True)

@@ -29,7 +29,7 @@ def test_a_live_payment_locks_the_rate_of_the_rates_url_feed(settings, engine, m
     try:
         url = f"http://127.0.0.1:{server.server_port}/prices/{{symbol}}-USD/spot"
         client = create_app(
-            settings.with_(rates_url=url, rates_providers=(), rates_min_sources=1, fixed_rates_allow_live=False),
+            settings.with_(rates={"url": url, "providers": (), "min_sources": 1, "fixed_rates_allow_live": False}),
             engine=engine,
         ).test_client()
         r = client.post(

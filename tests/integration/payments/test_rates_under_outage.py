@@ -45,9 +45,7 @@ def hang_all(doubles, seconds: float) -> None:
 def test_while_every_source_hangs_the_stale_price_is_cached_not_asked_for_on_every_quote(
     settings, engine, base_env, live, doubles
 ):
-    api = app_with(
-        settings, engine, base_env, doubles, rates_timeout_seconds=1, rates_cache_seconds=2, rates_stale_seconds=120
-    )
+    api = app_with(settings, engine, base_env, doubles, timeout_seconds=1, cache_seconds=2, stale_seconds=120)
     assert created(pay(api, live, amount=30, token="ETH"))["exchange_rate"] == "3000"
     hang_all(doubles, 3)
     time.sleep(2.1)  # past the cache: the next quote asks, and every source hangs
@@ -65,7 +63,7 @@ def test_while_every_source_hangs_the_stale_price_is_cached_not_asked_for_on_eve
 def test_with_no_price_at_all_and_every_source_hanging_twenty_quotes_take_about_one_timeout(
     settings, engine, base_env, live, doubles
 ):
-    api = app_with(settings, engine, base_env, doubles, rates_timeout_seconds=1, rates_cache_seconds=5)
+    api = app_with(settings, engine, base_env, doubles, timeout_seconds=1, cache_seconds=5)
     hang_all(doubles, 3)
     started = time.monotonic()
     for _ in range(20):
@@ -78,9 +76,7 @@ def test_with_no_price_at_all_and_every_source_hanging_twenty_quotes_take_about_
 
 
 def test_no_quote_waits_behind_another_quotes_slow_source_call(settings, engine, base_env, live, doubles):
-    api = app_with(
-        settings, engine, base_env, doubles, rates_timeout_seconds=1.5, rates_cache_seconds=0.5, rates_stale_seconds=120
-    )
+    api = app_with(settings, engine, base_env, doubles, timeout_seconds=1.5, cache_seconds=0.5, stale_seconds=120)
     assert created(pay(api, live, amount=30, token="ETH"))["exchange_rate"] == "3000"
     hang_all(doubles, 4)
     time.sleep(0.6)  # past the cache
@@ -104,7 +100,7 @@ def test_no_quote_waits_behind_another_quotes_slow_source_call(settings, engine,
 
 
 def test_two_sources_two_limits_apart_are_refused(settings, engine, base_env, live, doubles):
-    api = app_with(settings, engine, base_env, doubles, rates_max_deviation_pct=Decimal(1))
+    api = app_with(settings, engine, base_env, doubles, max_deviation_pct=Decimal(1))
     doubles["kraken"].down = True
     doubles["coinbase"].set(ETH="3000")
     doubles["coingecko"].set(ETH="3059")  # 1.97% apart, each 0.98% from their median
@@ -116,7 +112,7 @@ def test_two_sources_two_limits_apart_are_refused(settings, engine, base_env, li
 def test_of_three_sources_within_the_limit_of_their_median_the_agreeing_pair_is_kept(
     settings, engine, base_env, live, doubles
 ):
-    api = app_with(settings, engine, base_env, doubles, rates_max_deviation_pct=Decimal(1))
+    api = app_with(settings, engine, base_env, doubles, max_deviation_pct=Decimal(1))
     doubles["coinbase"].set(ETH="2990")
     doubles["kraken"].set(ETH="3020")
     doubles["coingecko"].set(ETH="3050")  # each within 1% of 3020; 2990 and 3050 are 2% apart

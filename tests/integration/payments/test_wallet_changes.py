@@ -33,11 +33,9 @@ def production(settings, engine):
 
     configured = settings.with_(
         kassa_env="production",
-        secret_key=secrets.token_urlsafe(32),
-        fixed_rates_allow_live=False,
-        rates_providers=(),
+        web={"secret_key": secrets.token_urlsafe(32), "wallet_change_hold_hours": 24.0},
+        rates={"fixed_rates_allow_live": False, "providers": ()},
         dashboard_url=DASHBOARD,
-        wallet_change_hold_hours=24.0,
     )
     return lambda: create_app(configured, engine=engine).test_client()
 
@@ -157,7 +155,9 @@ def test_the_dashboards_cancel_button_and_a_zero_hold(production, settings, engi
     from kassa_api.app import create_app
 
     at_once = create_app(
-        settings.with_(kassa_env="production", secret_key=secrets.token_urlsafe(32), wallet_change_hold_hours=0.0),
+        settings.with_(
+            kassa_env="production", web={"secret_key": secrets.token_urlsafe(32), "wallet_change_hold_hours": 0.0}
+        ),
         engine=engine,
     ).test_client()
     new_key = fresh_key()

@@ -147,7 +147,7 @@ def strict_client(settings, engine):
     left = 300 - time.time() % 300  # the hour's windows end at one of these too
     if left < 15:
         time.sleep(left + 1)
-    strict = settings.with_(login_failures_per_address=20, signups_per_hour=10)
+    strict = settings.with_(web={"login_failures_per_address": 20, "signups_per_hour": 10})
     address = f"10.{secrets.randbelow(250)}.{secrets.randbelow(250)}.{secrets.randbelow(250)}"
     client = create_app(strict, engine=engine).test_client()
     client.environ_base["REMOTE_ADDR"] = address

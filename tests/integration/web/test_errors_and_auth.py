@@ -529,19 +529,19 @@ def _assert_limited(responses, limit: int):
 
 
 def test_rate_limit_answers_429_with_retry_after(settings, engine, merchant):
-    limited = create_app(settings.with_(rate_limit_per_minute=3), engine=engine).test_client()
+    limited = create_app(settings.with_(web={"rate_limit_per_minute": 3}), engine=engine).test_client()
     _assert_limited(_hit_until_limited([limited], merchant.test_key, 3), 3)
 
 
 def test_rate_limit_is_per_key(settings, engine, merchant, sessions):
-    limited = create_app(settings.with_(rate_limit_per_minute=3), engine=engine).test_client()
+    limited = create_app(settings.with_(web={"rate_limit_per_minute": 3}), engine=engine).test_client()
     _hit_until_limited([limited], merchant.test_key, 3)
     other = new_key(sessions, merchant.id, "test", SCOPES)
     assert limited.get(f"{API}/payments", headers={"X-Api-Key": other}).status_code == 200
 
 
 def test_rate_limit_is_shared_between_instances_through_redis(settings, engine, merchant):
-    shared = settings.with_(rate_limit_per_minute=3, redis_url="redis://127.0.0.1:6379/0")
+    shared = settings.with_(web={"rate_limit_per_minute": 3}, redis_url="redis://127.0.0.1:6379/0")
     a = create_app(shared, engine=engine).test_client()
     b = create_app(shared, engine=engine).test_client()
     responses = _hit_until_limited([a, b], merchant.test_key, 3)
@@ -553,7 +553,7 @@ def test_rate_limit_is_shared_between_instances_through_redis(settings, engine, 
 
 
 def test_missing_exchange_rate_is_503_and_writes_nothing(settings, engine, merchant, sessions):
-    no_eth = create_app(settings.with_(fixed_rates="BTC=60000"), engine=engine).test_client()
+    no_eth = create_app(settings.with_(rates={"fixed_rates": "BTC=60000"}), engine=engine).test_client()
     r = no_eth.post(
         f"{API}/payments", json={"amount": 5, "token": "ETH", "network": "ETHEREUM"}, headers=merchant.headers()
     )

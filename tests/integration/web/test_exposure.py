@@ -76,7 +76,7 @@ def test_a_webhook_urls_password_is_never_shown_back(client, merchant, create_we
 
 
 def test_metrics_need_the_bearer_token_when_it_is_set(settings, engine):
-    client = create_app(settings.with_(metrics_token="m-token-123"), engine=engine).test_client()
+    client = create_app(settings.with_(web={"metrics_token": "m-token-123"}), engine=engine).test_client()
     assert client.get("/metrics").status_code == 401
     assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert client.get("/metrics", headers={"Authorization": "Basic m-token-123"}).status_code == 401

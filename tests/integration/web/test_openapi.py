@@ -252,7 +252,7 @@ def test_readyz_checks_the_database(client):
 
 def test_readyz_details_need_the_metrics_token(settings, engine):
     token = "readyz-" + "t" * 24
-    client = create_app(settings.with_(metrics_token=token), engine=engine).test_client()
+    client = create_app(settings.with_(web={"metrics_token": token}), engine=engine).test_client()
     for headers in ({}, {"Authorization": "Bearer not-it"}, {"Authorization": token}):
         r = client.get("/readyz", headers=headers)
         assert r.status_code == 200 and r.json == {"status": "ok"}
@@ -266,7 +266,7 @@ def test_readyz_is_503_when_the_database_is_unreachable(settings):
     token = "readyz-" + "t" * 24
     engine = make_engine(url, pool_size=1)
     try:
-        client = create_app(settings.with_(database_url=url, metrics_token=token), engine=engine).test_client()
+        client = create_app(settings.with_(database_url=url, web={"metrics_token": token}), engine=engine).test_client()
         r = client.get("/readyz")
         detailed = client.get("/readyz", headers={"Authorization": f"Bearer {token}"})
     finally:

@@ -197,7 +197,8 @@ def test_product_page_starts_on_a_stablecoin_and_hides_development_chains_outsid
     options = re.compile(r'<option value="([A-Z_0-9]+:[A-Z]+)"( selected)?>([^<]+)</option>')
     for development in (True, False):
         app = create_app(
-            settings.with_(kassa_env="development" if development else "production", secret_key="s" * 64), engine=engine
+            settings.with_(kassa_env="development" if development else "production", web={"secret_key": "s" * 64}),
+            engine=engine,
         )
         shown = options.findall(app.test_client().get(f"/products/{product['id']}").get_data(as_text=True))
         values = [value for value, _, _ in shown]
@@ -264,7 +265,9 @@ def test_payments_started_from_one_address_are_rate_limited_with_a_page_saying_w
     payments a minute; behind TRUSTED_PROXIES the address is the one the proxy saw."""
     from kassa_api.app import create_app
 
-    client = create_app(settings.with_(public_create_per_minute=2, trusted_proxies=1), engine=engine).test_client()
+    client = create_app(
+        settings.with_(web={"public_create_per_minute": 2, "trusted_proxies": 1}), engine=engine
+    ).test_client()
     product = create_product(merchant, name="Blue mug", price=19.99)
     page = client.get(f"/products/{product['id']}")
 

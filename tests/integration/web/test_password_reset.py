@@ -30,7 +30,7 @@ NEW_PASSWORD = "a-new-pass-42"
 
 @pytest.fixture
 def configured(settings):
-    return settings.with_(dashboard_url=DASHBOARD, operator_email=OPERATOR, signups_per_hour=3)
+    return settings.with_(dashboard_url=DASHBOARD, web={"operator_email": OPERATOR, "signups_per_hour": 3})
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def app(configured, engine):
 def inbox(configured, engine):
     """A notifier sending to a real SMTP server: its inbox."""
     with smtp_server() as (mails, port), private_topology(configured.rabbitmq_url) as (prefix, _):
-        settings = configured.with_(bus_prefix=prefix, smtp_url=f"smtp://127.0.0.1:{port}")
+        settings = configured.with_(bus_prefix=prefix, sender={"smtp_url": f"smtp://127.0.0.1:{port}"})
         n = build(settings, engine=engine, retry=RetryPolicy.from_schedule((0.3,)), poll_interval=0.1).start()
         try:
             yield mails
@@ -182,7 +182,7 @@ def test_a_sign_up_says_what_happens_next_and_emails_the_operator(app, inbox, se
 
 
 def test_without_an_operator_address_a_sign_up_emails_nobody(settings, engine, sessions):
-    client = create_app(settings.with_(operator_email=None), engine=engine).test_client()
+    client = create_app(settings.with_(web={"operator_email": None}), engine=engine).test_client()
     email = "quiet-shop@example.com"
     token = csrf_of(client.get("/dashboard/signup"))
     r = client.post("/dashboard/signup", data={"csrf_token": token, "email": email, "password": PASSWORD})

@@ -46,7 +46,9 @@ def web(settings, engine):
         time.sleep(left + 1)
 
     def make(per_address: int = 20, redis_url: str | None = None):
-        app = create_app(settings.with_(login_failures_per_address=per_address, redis_url=redis_url), engine=engine)
+        app = create_app(
+            settings.with_(web={"login_failures_per_address": per_address}, redis_url=redis_url), engine=engine
+        )
 
         def browser(address: str | None = None):
             client = app.test_client()

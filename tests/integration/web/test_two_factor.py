@@ -103,7 +103,7 @@ def test_wrong_codes_are_throttled(app, sessions):
 
 
 def test_require_2fa_sends_every_merchant_to_enrol_first(settings, engine, sessions):
-    app = create_app(settings.with_(require_2fa=True), engine=engine)
+    app = create_app(settings.with_(web={"require_2fa": True}), engine=engine)
     email = merchant_with_password(sessions)
     browser = app.test_client()
     log_in(browser, email)

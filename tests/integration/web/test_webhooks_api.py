@@ -146,7 +146,7 @@ def test_live_mode_requires_https(client, merchant):
 
 @pytest.mark.parametrize("host", ["127.0.0.1:9000", "localhost:8080", "10.1.2.3", "192.168.0.10:8000", "[::1]:9000"])
 def test_live_mode_allows_plain_http_to_private_hosts_when_private_urls_are_allowed(client, merchant, settings, host):
-    assert settings.webhook_allow_private_urls is True
+    assert settings.sender.webhook_allow_private_urls is True
     r = post(client, merchant, {"url": f"http://{host}/hook"}, mode="live")
     assert r.status_code == 201, r.json
 
@@ -160,7 +160,7 @@ def test_live_mode_https_check_applies_to_updates(client, merchant, create_webho
 @pytest.fixture(scope="module")
 def strict_client(settings, engine):
     """An instance run the production way: no private webhook destinations."""
-    return create_app(settings.with_(webhook_allow_private_urls=False), engine=engine).test_client()
+    return create_app(settings.with_(sender={"webhook_allow_private_urls": False}), engine=engine).test_client()
 
 
 @pytest.mark.parametrize(

@@ -101,4 +101,4 @@ def compose_environment() -> dict[str, str]:
 def test_the_development_stacks_start_the_web_and_take_the_walk_throughs_live_payment(env):
     settings = Settings.from_env(env)
     settings.check_web()  # the built-in SECRET_KEY is fine on a development stack
-    assert settings.development and settings.fixed_rates_allow_live
+    assert settings.development and settings.rates.fixed_rates_allow_live

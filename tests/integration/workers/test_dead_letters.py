@@ -123,7 +123,7 @@ def test_readyz_and_metrics_report_dead_letters_by_queue(bus, base_env, settings
 
     prefix, topo = bus
     token = "dead-letters-" + "t" * 20  # the details are the operator's (METRICS_TOKEN)
-    client = create_app(settings.with_(bus_prefix=prefix, metrics_token=token), engine=engine).test_client()
+    client = create_app(settings.with_(bus_prefix=prefix, web={"metrics_token": token}), engine=engine).test_client()
     client.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {token}"
     healthy = client.get("/readyz")
     assert healthy.status_code == 200

@@ -148,8 +148,8 @@ def _token(raw: Mapping[str, Any], where: str) -> Token:
     return Token(symbol=symbol, contract=contract, decimals=decimals, native=native)
 
 
-def _confirmations(env: Mapping[str, str], name: str, default: int) -> int:
-    var = f"{name}_CONFIRMATIONS"
+def _count(env: Mapping[str, str], var: str, default: int) -> int:
+    """``var``'s positive integer, ``default`` when it is unset or empty."""
     value = (env.get(var) or "").strip()
     if not value:
         return default
@@ -179,15 +179,7 @@ def _rpc_urls(env: Mapping[str, str], name: str) -> tuple[str, ...]:
 
 def _quorum(env: Mapping[str, str], name: str, nodes: int) -> int:
     var = f"{name}_RPC_QUORUM"
-    value = (env.get(var) or "").strip()
-    if not value:
-        return 1
-    try:
-        quorum = int(value)
-    except ValueError:
-        quorum = 0
-    if quorum < 1:
-        raise ValueError(f"{var} must be a positive integer, got {value!r}")
+    quorum = _count(env, var, 1)
     if nodes and quorum > nodes:
         raise ValueError(f"{var}={quorum} needs at least {quorum} nodes in {name}_RPC_URLS, which lists {nodes}")
     return quorum
@@ -215,7 +207,7 @@ def _network(raw: Mapping[str, Any], env: Mapping[str, str]) -> Network:
         name=name,
         kind=kind,
         chain_id=raw.get("chain_id"),
-        required_confirmations=_confirmations(env, name, int(raw["required_confirmations"])),
+        required_confirmations=_count(env, f"{name}_CONFIRMATIONS", int(raw["required_confirmations"])),
         block_time=float(raw["block_time"]),
         rpc_url=urls[0] if urls else None,
         tokens=tokens,

@@ -17,7 +17,7 @@ import pika.exceptions
 
 from kassa_common.messaging import topology
 from kassa_common.messaging.consumer import ATTEMPT_HEADER
-from kassa_common.messaging.publisher import connection_parameters
+from kassa_common.messaging.publisher import connection_parameters, republished
 
 
 @dataclass(frozen=True)
@@ -96,14 +96,7 @@ def redrive(url: str, topo: topology.Topology, name: str, *, limit: int | None =
             if "x-kassa-error" in headers:
                 headers["x-kassa-last-dead-letter-error"] = headers.pop("x-kassa-error")
             headers.pop("x-death", None)
-            copy = pika.BasicProperties(
-                content_type=props.content_type,
-                delivery_mode=2,
-                message_id=props.message_id,
-                type=props.type,
-                headers=headers,
-                timestamp=props.timestamp,
-            )
+            copy = republished(props, headers, props.timestamp)
             channel.basic_publish("", q.name, body, copy, mandatory=True)  # confirmed before returning
             channel.basic_ack(method.delivery_tag)
             moved += 1

@@ -60,7 +60,7 @@ from kassa_common import transient
 from kassa_common.db import unit_of_work
 from kassa_common.errors import Unprepared
 from kassa_common.messaging import topology
-from kassa_common.messaging.publisher import Nodes
+from kassa_common.messaging.publisher import Nodes, republished
 
 log = logging.getLogger("kassa.bus")
 PREPARE_ROUNDS = 3  # fetches outside the transaction (``Unprepared``) before a batch's failure counts
@@ -377,14 +377,7 @@ class Consumer:
         headers = dict(props.headers or {})
         headers[ATTEMPT_HEADER] = attempt
         headers["x-kassa-error"] = error[:500]
-        new_props = pika.BasicProperties(
-            content_type=props.content_type,
-            delivery_mode=2,
-            message_id=props.message_id,
-            type=props.type,
-            headers=headers,
-            timestamp=int(time.time()),
-        )
+        new_props = republished(props, headers, int(time.time()))
         # mandatory: a queue missing (being replaced, see topology) fails the publish, and the
         # message, unacked, comes back, instead of the broker confirming a message it dropped
         channel.basic_publish("", queue, body, new_props, mandatory=True)

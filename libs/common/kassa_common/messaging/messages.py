@@ -10,8 +10,8 @@ routing key                 message                 producers → consumers
 ``chain.transfer.confirmed``
 ``chain.transfer.orphaned``
 ``chain.transfer.reorged``
-``payment.<event>``         ``PaymentEvent``        the payment package (outbox) → webhook-sender
-``refund.<event>``          ``PaymentEvent``        the refund package (outbox) → webhook-sender
+``payment.<event>``         ``EventEnvelope``       the payment package (outbox) → webhook-sender
+``refund.<event>``          ``EventEnvelope``       the refund package (outbox) → webhook-sender
 ``payment.created``         ``AddressFeed``         (the same event) → chain-watcher's watchlist
 ``chain.watermark``         ``ChainWatermark``      chain-watcher → settler (``payments.watermark``)
 ==========================  ======================  ======================================
@@ -33,7 +33,7 @@ from kassa_common.statuses import TransferStatus
 
 
 class EventType(StrEnum):
-    """Webhook event types; a payment event's routing key is its type."""
+    """Webhook event types; an event's routing key is its type."""
 
     PAYMENT_CREATED = "payment.created"
     PAYMENT_DETECTED = "payment.detected"
@@ -215,8 +215,11 @@ class ChainWatermark:
 
 
 @dataclass(frozen=True)
-class PaymentEvent:
-    """A webhook event: the envelope merchants receive, ``data`` the payment object."""
+class EventEnvelope:
+    """An event of a payment or a refund (or a webhook test) as merchants receive it: the
+    envelope (``id``, ``event``: its type and routing key, ``timestamp``, ``test_mode``)
+    around ``data``, the payment's or the refund's object. The webhook sender delivers it
+    and emails from it; the chain watcher reads ``payment.created`` as an ``AddressFeed``."""
 
     id: str
     event: EventType
@@ -237,7 +240,7 @@ class PaymentEvent:
         return Message(self.id, self.event, self.body())
 
     @classmethod
-    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> PaymentEvent:
+    def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> EventEnvelope:
         return cls(
             id=str(body["id"]),
             event=EventType(routing_key),
@@ -260,7 +263,7 @@ class AddressFeed:
 
     @classmethod
     def from_message(cls, routing_key: str, body: Mapping[str, Any]) -> AddressFeed:
-        event = PaymentEvent.from_message(routing_key, body)
+        event = EventEnvelope.from_message(routing_key, body)
         if event.event != cls.ROUTING_KEY:
             raise ValueError(f"not a {cls.ROUTING_KEY} event")
         address = event.data.get("address")

@@ -22,7 +22,7 @@ import pika
 from pika.adapters.blocking_connection import BlockingChannel
 from pika.channel import Channel
 from pika.frame import Method
-from pika.spec import Basic, Confirm
+from pika.spec import Basic, BasicProperties, Confirm
 
 log = logging.getLogger("kassa.bus")
 
@@ -196,3 +196,16 @@ class Publisher:
                     conn.close()
             except Exception:  # noqa: BLE001, S110 - closing a broken connection
                 pass
+
+
+def republished(props: BasicProperties, headers: dict[str, Any], timestamp: int | None) -> BasicProperties:
+    """The properties of a message published again (a retry, a dead letter moved back): the
+    same id, type and content type, persistent, with ``headers`` and ``timestamp``."""
+    return pika.BasicProperties(
+        content_type=props.content_type,
+        delivery_mode=2,
+        message_id=props.message_id,
+        type=props.type,
+        headers=headers,
+        timestamp=timestamp,
+    )

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
-from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventEnvelope, EventType
 from kassa_common.models import Event, Payment
 from kassa_common.payments.batch import batch_of
 from kassa_common.payments.queries import payment_object
@@ -27,11 +27,11 @@ def payment_event(
     *,
     timestamp: str | None = None,
     refunds: RefundTotals | None = None,
-) -> PaymentEvent:
+) -> EventEnvelope:
     """``timestamp``: ``iso(now)``, when the caller has it already."""
     shown = payment_object(payment, transfers, refunds)
     data = {"payment_id": shown["id"], **shown}
-    return PaymentEvent(new_event_id(), event_type, timestamp or iso(now), payment.test_mode, data)
+    return EventEnvelope(new_event_id(), event_type, timestamp or iso(now), payment.test_mode, data)
 
 
 def _row(

@@ -385,15 +385,15 @@ def _rate(price: Decimal, per: Decimal) -> Decimal:
 
 def make_sources(settings) -> list[Source]:
     """The market sources the settings name (``RATES_PROVIDERS``, then ``RATES_URL``)."""
-    kw = {"timeout": settings.rates_timeout_seconds}
+    kw = {"timeout": settings.rates.timeout_seconds}
     built: dict[str, Callable[[], Source]] = {
-        "coinbase": lambda: Coinbase(settings.rates_coinbase_url, **kw),
-        "kraken": lambda: Kraken(settings.rates_kraken_url, **kw),
-        "coingecko": lambda: CoinGecko(settings.rates_coingecko_url, api_key=settings.rates_coingecko_api_key, **kw),
+        "coinbase": lambda: Coinbase(settings.rates.coinbase_url, **kw),
+        "kraken": lambda: Kraken(settings.rates.kraken_url, **kw),
+        "coingecko": lambda: CoinGecko(settings.rates.coingecko_url, api_key=settings.rates.coingecko_api_key, **kw),
     }
-    sources = [built[name]() for name in settings.rates_providers]
-    if settings.rates_url:
-        sources.append(UrlTemplate(settings.rates_url, path=settings.rates_json_path, **kw))
+    sources = [built[name]() for name in settings.rates.providers]
+    if settings.rates.url:
+        sources.append(UrlTemplate(settings.rates.url, path=settings.rates.json_path, **kw))
     return sources
 
 
@@ -401,14 +401,14 @@ def make_rates(settings) -> RateService:
     """The rate service the settings describe (``kassa_common.config.Settings``); every
     process that prices uses this."""
     return RateService(
-        FixedRates(parse_fixed_rates(settings.fixed_rates)),
+        FixedRates(parse_fixed_rates(settings.rates.fixed_rates)),
         make_sources(settings),
-        fixed_live=settings.fixed_rates_allow_live,
-        min_sources=settings.rates_min_sources,
-        max_deviation_pct=settings.rates_max_deviation_pct,
-        cache_seconds=settings.rates_cache_seconds,
-        stale_seconds=settings.rates_stale_seconds,
-        timeout=settings.rates_timeout_seconds,
-        peg_tolerance_pct=settings.stablecoin_peg_tolerance_pct,
-        hold_grace_minutes=settings.rate_hold_grace_minutes,
+        fixed_live=settings.rates.fixed_rates_allow_live,
+        min_sources=settings.rates.min_sources,
+        max_deviation_pct=settings.rates.max_deviation_pct,
+        cache_seconds=settings.rates.cache_seconds,
+        stale_seconds=settings.rates.stale_seconds,
+        timeout=settings.rates.timeout_seconds,
+        peg_tolerance_pct=settings.rates.stablecoin_peg_tolerance_pct,
+        hold_grace_minutes=settings.rates.hold_grace_minutes,
     )

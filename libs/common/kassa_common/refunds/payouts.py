@@ -54,7 +54,7 @@ from kassa_common.owner import Owner
 from kassa_common.refunds import onchain, transitions
 from kassa_common.refunds.addresses import payout_tag
 from kassa_common.refunds.onchain import Payout, PayoutConflict, PayoutRefused, Reader
-from kassa_common.refunds.shape import due_units
+from kassa_common.refunds.shape import due_units, payout_units
 from kassa_common.statuses import RefundStatus, TransferStatus
 from kassa_common.timefmt import utcnow
 
@@ -450,7 +450,7 @@ def simulate_payout(session: Session, refund_id: uuid.UUID, *, now: datetime | N
         0,
         refund.token,
         refund.address or "",
-        due_units(refund) or int(refund.amount_units),
+        payout_units(refund),
         None,
         None,
         0,

@@ -35,6 +35,13 @@ def due_units(refund: Refund) -> int | None:
     return int(refund.amount_units) + (refund.payout_tag or 0)
 
 
+def payout_units(refund: Refund) -> int:
+    """The base units a payout of ``refund`` sends: ``due_units`` (the amount and its tag, by
+    which the watcher knows the payout) once claimed, the bare amount before."""
+    due = due_units(refund)
+    return int(refund.amount_units) if due is None else due
+
+
 def payout_amount(refund: Refund) -> str | None:
     """``due_units`` as the refund object shows it: a decimal string of the token (None until claimed)."""
     due = due_units(refund)

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from kassa_common.errors import InvalidRefund, InvalidTransition, NotFound, UnsupportedPair
 from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
-from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventEnvelope, EventType
 from kassa_common.models import Payment, Refund
 from kassa_common.owner import Owner
 from kassa_common.payments.queries import find_payment
@@ -86,7 +86,7 @@ def record_refund_event(session: Session, refund: Refund, event_type: EventType,
     claim link, which only refunds:manage keys and the dashboard see)."""
     shown = refund_out(refund)
     data = {"refund_id": shown["id"], **shown}
-    event = PaymentEvent(new_event_id(), event_type, iso(now), refund.test_mode, data)
+    event = EventEnvelope(new_event_id(), event_type, iso(now), refund.test_mode, data)
     outbox.record(
         session,
         event.to_message(),

@@ -19,7 +19,7 @@ from kassa_common.errors import NotFound, Unprocessable
 from kassa_common.fields import ListPage
 from kassa_common.ids import new_event_id, parse_uuid
 from kassa_common.messaging import outbox
-from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventEnvelope, EventType
 from kassa_common.models import DeliveryAttempt, WebhookDelivery, WebhookEndpoint
 from kassa_common.owner import Owner, owned
 from kassa_common.paging import page_of
@@ -118,7 +118,7 @@ def send_test(session: Session, owner: Owner, ref: str) -> WebhookDelivery:
     require_active(hook)
     now, event_id = utcnow(), new_event_id()
     data = {"webhook_id": str(hook.id), "message": TEST_MESSAGE}
-    event = PaymentEvent(event_id, TEST_EVENT, iso(now), owner.test_mode, data)
+    event = EventEnvelope(event_id, TEST_EVENT, iso(now), owner.test_mode, data)
     outbox.record(
         session, event.to_message(), merchant_id=owner.merchant_id, test_mode=owner.test_mode, now=now, published=True
     )  # the outbox relay leaves it alone: sent to this endpoint only

@@ -42,7 +42,7 @@ def openapi_document():
             current_app,
             deps().settings.public_api_url,
             deps().settings.networks,
-            currencies.priced(deps().settings.fixed_rates),
+            currencies.priced(deps().settings.rates.fixed_rates),
         )
     return cache["doc"]
 
@@ -106,7 +106,7 @@ def bus_status() -> tuple[list[admin.QueueDepth] | None, str | None]:
 def _operator() -> bool:
     """Whether the request bears ``METRICS_TOKEN`` (``Authorization: Bearer <token>``); never
     true while the setting is unset."""
-    token = deps().settings.metrics_token
+    token = deps().settings.web.metrics_token
     scheme, _, given = request.headers.get("Authorization", "").partition(" ")
     if not token or scheme.lower() != "bearer":
         return False
@@ -161,7 +161,7 @@ def metrics():
 
     With METRICS_TOKEN set, only a request bearing it (``Authorization: Bearer <token>``)
     reads them; anyone else gets 401 (keep the port private otherwise)."""
-    if deps().settings.metrics_token and not _operator():
+    if deps().settings.web.metrics_token and not _operator():
         return (
             "metrics need the bearer token (METRICS_TOKEN)\n",
             401,

@@ -34,7 +34,7 @@ def with_secret(hook: WebhookEndpoint) -> dict:
 def create_webhook(body: CreateWebhook):
     with transaction() as session:
         hook = endpoints.create_webhook(
-            session, owner(), body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
+            session, owner(), body.model_dump(exclude_unset=True), deps().settings.sender.webhook_allow_private_urls
         )
     return with_secret(hook), 201
 
@@ -66,7 +66,11 @@ def get_webhook(ref: str):
 def update_webhook(ref: str, body: UpdateWebhook):
     with transaction() as session:
         hook = endpoints.update_webhook(
-            session, owner(), ref, body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
+            session,
+            owner(),
+            ref,
+            body.model_dump(exclude_unset=True),
+            deps().settings.sender.webhook_allow_private_urls,
         )
     return webhook_to_dict(hook)
 

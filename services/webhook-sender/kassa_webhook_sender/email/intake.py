@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 from kassa_common import urls
 from kassa_common.emails import is_valid_email
 from kassa_common.messaging.consumer import Delivered, Reject
-from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventEnvelope, EventType
 from kassa_common.models import Notification
 from kassa_common.statuses import NotificationStatus
 from kassa_webhook_sender.email import render
@@ -93,7 +93,7 @@ def handler(dashboard_url: str) -> Callable[[Session, Delivered], list[uuid.UUID
 
     def handle_event(session: Session, msg: Delivered) -> list[uuid.UUID] | None:
         try:
-            event = PaymentEvent.from_message(msg.routing_key, msg.body)
+            event = EventEnvelope.from_message(msg.routing_key, msg.body)
             if event.event not in NOTIFIED + REFUND_NOTIFIED:
                 return None  # the queue is bound to these only; anything else is not for us
             merchant = merchant_of(session, event.id)

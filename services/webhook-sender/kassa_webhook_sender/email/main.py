@@ -30,10 +30,10 @@ def assemble(
     over ``worker``'s sessions and bus: one thread, one claim at a time."""
     settings, queue = worker.settings, worker.topology.notifier
     engine = worker.engine if owns_engine else None
-    if not settings.smtp_url:
+    if not settings.sender.smtp_url:
         log.warning("email notifications are off: SMTP_URL is not set (events are acknowledged, no email is sent)")
         return process.Process(worker.consumer(queue, intake.drop_event), None, engine)
-    channel = Email(SmtpServer.from_url(settings.smtp_url), settings.smtp_from)
+    channel = Email(SmtpServer.from_url(settings.sender.smtp_url), settings.sender.smtp_from)
     dispatcher = Dispatcher(
         worker.sessions,
         channel,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from kassa_common.messaging.messages import EventType, PaymentEvent
+from kassa_common.messaging.messages import EventEnvelope, EventType
 from kassa_common.pricing import currencies
 
 MERCHANT, RECEIPT = "merchant", "receipt"  # the kinds of notification, one of each per event at most
@@ -110,7 +110,7 @@ def _customer(data: Mapping[str, Any]) -> str | None:
     return name or email
 
 
-def merchant_email(event: PaymentEvent, merchant: Merchant, dashboard_url: str) -> Email:
+def merchant_email(event: EventEnvelope, merchant: Merchant, dashboard_url: str) -> Email:
     """To the merchant's account email: what happened to which payment, and where to see it."""
     d = event.data
     short, token, received = d["short_id"], d["token"], d["amount_received"]
@@ -172,7 +172,7 @@ def _greeting(name: str | None) -> str:
     return f"Hello {one_line(name)}," if name and one_line(name) else "Hello,"
 
 
-def _test_copy(event: PaymentEvent, merchant: Merchant, customer_email: str) -> tuple[str, list[str]]:
+def _test_copy(event: EventEnvelope, merchant: Merchant, customer_email: str) -> tuple[str, list[str]]:
     """Who gets a customer's email and what it says first: the customer, or in test mode the
     merchant (never a customer: a test key must not send mail to strangers), told why."""
     if not event.test_mode:
@@ -184,7 +184,7 @@ def _test_copy(event: PaymentEvent, merchant: Merchant, customer_email: str) -> 
     return merchant.email, [why]
 
 
-def receipt(event: PaymentEvent, merchant: Merchant) -> Email | None:
+def receipt(event: EventEnvelope, merchant: Merchant) -> Email | None:
     """To the payment's ``customer_email`` (in test mode to the merchant's own address), on
     completion only (None otherwise, or without one)."""
     d = event.data
@@ -231,7 +231,7 @@ class RefundedPayment:
     claim_url: str | None = None  # the refund's claim link (never in the event: it is read from the refund)
 
 
-def refund_claim_link(event: PaymentEvent, merchant: Merchant, payment: RefundedPayment) -> Email | None:
+def refund_claim_link(event: EventEnvelope, merchant: Merchant, payment: RefundedPayment) -> Email | None:
     """On ``refund.created``, to the payment's ``customer_email`` (None without one; in test
     mode to the merchant's own address): the claim link, where the customer gives the address
     to refund to."""
@@ -273,7 +273,7 @@ def refund_claim_link(event: PaymentEvent, merchant: Merchant, payment: Refunded
     )
 
 
-def refund_claimed(event: PaymentEvent, merchant: Merchant, payment: RefundedPayment, dashboard_url: str) -> Email:
+def refund_claimed(event: EventEnvelope, merchant: Merchant, payment: RefundedPayment, dashboard_url: str) -> Email:
     """On ``refund.claimed``, to the merchant: "refund claimed: pay it", with exactly what to
     send where. Sent whatever the notification setting: it asks for an action."""
     d = event.data
@@ -320,7 +320,9 @@ def refund_claimed(event: PaymentEvent, merchant: Merchant, payment: RefundedPay
     )
 
 
-def refund_emails(event: PaymentEvent, merchant: Merchant, payment: RefundedPayment, dashboard_url: str) -> list[Email]:
+def refund_emails(
+    event: EventEnvelope, merchant: Merchant, payment: RefundedPayment, dashboard_url: str
+) -> list[Email]:
     """What a refund event sends: the claim link to the customer, or the merchant's "pay it"."""
     if event.event == EventType.REFUND_CLAIMED:
         return [refund_claimed(event, merchant, payment, dashboard_url)]
@@ -328,7 +330,7 @@ def refund_emails(event: PaymentEvent, merchant: Merchant, payment: RefundedPaym
     return [link] if link else []
 
 
-def emails(event: PaymentEvent, merchant: Merchant, dashboard_url: str) -> list[Email]:
+def emails(event: EventEnvelope, merchant: Merchant, dashboard_url: str) -> list[Email]:
     """What ``event`` sends: the merchant's email (if its notifications are on) and the receipt."""
     out = [merchant_email(event, merchant, dashboard_url)] if merchant.notify_email else []
     customer = receipt(event, merchant)

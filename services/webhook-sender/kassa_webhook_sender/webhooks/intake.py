@@ -23,7 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.messaging.consumer import Delivered, Reject
-from kassa_common.messaging.messages import PaymentEvent
+from kassa_common.messaging.messages import EventEnvelope
 from kassa_common.statuses import DeliveryStatus
 
 log = logging.getLogger("kassa.webhooks")
@@ -56,7 +56,7 @@ def handle_event(session: Session, msg: Delivered) -> list[uuid.UUID]:
     """Consumer handler: the list that holds the event's new delivery ids once the
     transaction commits (empty when no endpoint wants it or it was taken in before)."""
     try:
-        event = PaymentEvent.from_message(msg.routing_key, msg.body)
+        event = EventEnvelope.from_message(msg.routing_key, msg.body)
     except (KeyError, ValueError, TypeError) as exc:
         raise Reject(f"not a payment event: {exc!r}") from None
     pending = session.info.get(PENDING)

@@ -20,7 +20,7 @@ NAME = "webhook-sender"
 
 def retry_policy(settings: Settings) -> RetryPolicy:
     """DESIGN's schedule, or WEBHOOK_RETRY_SCHEDULE's delays (the last one repeating)."""
-    schedule = settings.webhook_retry_schedule
+    schedule = settings.sender.webhook_retry_schedule
     return RetryPolicy.from_schedule(schedule) if schedule else DEFAULT_POLICY
 
 
@@ -34,11 +34,13 @@ def assemble(
     receiver from stalling the rest; on 2 cores 16 measured slower, not faster."""
     settings = worker.settings
     transport = Transport(
-        timeout=settings.webhook_timeout_seconds, allow_private=settings.webhook_allow_private_urls, connections=threads
+        timeout=settings.sender.webhook_timeout_seconds,
+        allow_private=settings.sender.webhook_allow_private_urls,
+        connections=threads,
     )
     dispatcher = Dispatcher(
         worker.sessions,
-        Webhooks(transport, settings.webhook_max_in_flight_per_endpoint),
+        Webhooks(transport, settings.sender.webhook_max_in_flight_per_endpoint),
         threads=threads,
         retry=retry or retry_policy(settings),
         **options,

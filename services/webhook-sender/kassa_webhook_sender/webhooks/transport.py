@@ -145,24 +145,25 @@ class Reaper:
             self._cond.notify()
 
 
-class _WatchedHTTPConnection(HTTPConnection):
+class _Watched:
+    """A connection that tells this thread's attempt it is in use (so its deadline can close
+    it), before it connects and before each request; mixed into urllib3's HTTP and HTTPS."""
+
     def connect(self) -> None:
         _use(self)
-        super().connect()
+        super().connect()  # type: ignore[misc]
 
     def request(self, *args: Any, **kwargs: Any) -> None:
         _use(self)
-        super().request(*args, **kwargs)
+        super().request(*args, **kwargs)  # type: ignore[misc]
 
 
-class _WatchedHTTPSConnection(HTTPSConnection):
-    def connect(self) -> None:
-        _use(self)
-        super().connect()
+class _WatchedHTTPConnection(_Watched, HTTPConnection):
+    pass
 
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        _use(self)
-        super().request(*args, **kwargs)
+
+class _WatchedHTTPSConnection(_Watched, HTTPSConnection):
+    pass
 
 
 def _use(conn: Any) -> None:

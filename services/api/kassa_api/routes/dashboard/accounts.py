@@ -71,7 +71,7 @@ def signup():
             merchant = merchants.create_merchant(
                 s, form.get("email", ""), form.get("password", ""), form.get("business_name")
             )
-            merchants.notify_operator_of_signup(s, merchant, deps().settings.operator_email)
+            merchants.notify_operator_of_signup(s, merchant, deps().settings.web.operator_email)
             email = merchant.email
     except (FormError, DomainError) as exc:
         return render("signup.html", 422, **refusal(exc, SIGNUP_FIELDS))
@@ -94,7 +94,9 @@ def forgot():
     if email and deps().signups.hit(f"reset-email:{email.lower()}").allowed:
         settings = deps().settings
         with transaction() as s:
-            password_reset.request_reset(s, email, secret_key=settings.secret_key, dashboard_url=settings.dashboard_url)
+            password_reset.request_reset(
+                s, email, secret_key=settings.web.secret_key, dashboard_url=settings.dashboard_url
+            )
     return render("forgot.html", sent=True, email=email)
 
 
@@ -102,7 +104,7 @@ def forgot():
 def reset_password(token: str):
     """The emailed link: choose a new password. Opening it changes nothing (a mail
     scanner's prefetch is harmless); a successful form signs out every login."""
-    secret = deps().settings.secret_key
+    secret = deps().settings.web.secret_key
     if request.method != "POST":  # GET or HEAD
         valid = password_reset.merchant_of(db(), token, secret) is not None
         return render("reset.html", 200 if valid else 404, valid=valid)

@@ -50,7 +50,11 @@ def login_required(view):
             session.pop("sid", None)
             return redirect(url_for(LOGIN), 303)
         g.merchant, g.login = merchant, login
-        if deps().settings.require_2fa and merchant.totp_enabled_at is None and request.endpoint not in ENROL_ENDPOINTS:
+        if (
+            deps().settings.web.require_2fa
+            and merchant.totp_enabled_at is None
+            and request.endpoint not in ENROL_ENDPOINTS
+        ):
             return redirect(url_for(ENROL_ENDPOINTS[0]), 303)  # REQUIRE_2FA: enrol before anything else
         g.test_mode = session.get("mode", "test") == "test"
         if not merchant.business_name and request.endpoint != ONBOARDING:

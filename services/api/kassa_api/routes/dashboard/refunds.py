@@ -18,7 +18,7 @@ from kassa_common.pricing.amounts import units_text
 from kassa_common.refunds import onchain, payouts
 from kassa_common.refunds import transitions as refunds
 from kassa_common.refunds.queries import list_refunds
-from kassa_common.refunds.shape import CreateRefund, due_units, refund_out
+from kassa_common.refunds.shape import CreateRefund, payout_units, refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_api import query
 from kassa_api.checkout import qr_svg
@@ -70,7 +70,7 @@ def _page(refund: Refund, status: int = 200, **extra):
     out = refund_out(refund, settings)
     context: dict[str, Any] = {"uri": None, "qr": None, "wallet": None, "seen": None}
     if refund.status == RefundStatus.AWAITING_PAYMENT and refund.address:
-        due = due_units(refund) or int(refund.amount_units)  # payout_amount: the watcher knows it by its tag
+        due = payout_units(refund)  # payout_amount: the watcher knows it by its tag
         uri = payment_request(network, refund.token, refund.address or "", due, refund.decimals)
         context.update(uri=uri, qr=qr_svg(uri))
         if network is not None and network.kind == "evm" and not refund.test_mode:

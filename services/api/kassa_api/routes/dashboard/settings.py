@@ -133,7 +133,7 @@ def _pending_secret() -> str:
     nonce = session.get("totp_nonce")
     if not isinstance(nonce, str):
         nonce = session["totp_nonce"] = secrets.token_urlsafe(16)
-    return twofactor.enrolment_secret(deps().settings.secret_key, g.login.ref, nonce)
+    return twofactor.enrolment_secret(deps().settings.web.secret_key, g.login.ref, nonce)
 
 
 def _two_factor_page(status: int = 200, /, **context):
@@ -150,7 +150,7 @@ def _two_factor_page(status: int = 200, /, **context):
         enabled=False,
         secret=secret,
         qr=twofactor.qr_svg(uri),
-        required=deps().settings.require_2fa,
+        required=deps().settings.web.require_2fa,
         **context,
     )
 
@@ -198,7 +198,7 @@ def enable_two_factor():
 @login_required
 def disable_two_factor():
     form = request.form
-    if deps().settings.require_2fa:
+    if deps().settings.web.require_2fa:
         return _two_factor_page(403, error="Two-factor sign-in is required on this server.")
     with transaction() as s:
         wrong = step_up(s, form.get("password", ""), form.get("code", ""))

@@ -121,7 +121,7 @@ def index():
                 chain,
                 xpub=xpub,
                 settlement_address=settlement,
-                configured_hours=settings.wallet_change_hold_hours,
+                configured_hours=settings.web.wallet_change_hold_hours,
                 development=settings.development,
                 dashboard_url=settings.dashboard_url,
             )

@@ -65,7 +65,7 @@ def index():
         body = validated(CreateWebhook, new_webhook_form())
         with transaction() as s:
             secret = endpoints.create_webhook(
-                s, owner, body.model_dump(exclude_unset=True), deps().settings.webhook_allow_private_urls
+                s, owner, body.model_dump(exclude_unset=True), deps().settings.sender.webhook_allow_private_urls
             ).secret
     except (FormError, DomainError) as exc:
         return _list_page(422, **refusal(exc, NEW_FIELDS))
@@ -84,7 +84,7 @@ def detail(ref: str):
 
 def _toggle_active(s: Session, owner: Owner, ref: str) -> None:
     active = get_webhook_or_404(ref).active
-    endpoints.update_webhook(s, owner, ref, {"active": not active}, deps().settings.webhook_allow_private_urls)
+    endpoints.update_webhook(s, owner, ref, {"active": not active}, deps().settings.sender.webhook_allow_private_urls)
 
 
 def _send_test(s: Session, owner: Owner, ref: str) -> None:
