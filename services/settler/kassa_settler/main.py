@@ -119,7 +119,7 @@ def settler_consumers(make, topology: Topology, n: int, rates: RateService | Non
 
 def main() -> None:
     settings = Settings.from_env()
-    n = settings.settler_consumers
+    n = settings.settler.consumers
     worker = bootstrap(settings, "settler", pool_size=n + 2)
     consumers = settler_consumers(
         worker.consumer, worker.topology, n, make_rates(settings), after_commit=partial(wake_relay, worker.engine)

@@ -227,10 +227,22 @@ class SweeperSettings:
 
 
 @dataclass(frozen=True)
+class SettlerSettings:
+    """The settler's knobs (``kassa_settler``)."""
+
+    consumers: int = 2  # consumers (threads, each its own broker connection) per settler process
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> SettlerSettings:
+        return cls(consumers=_maybe(env, "SETTLER_CONSUMERS", values.positive_int, cls.consumers))
+
+
+@dataclass(frozen=True)
 class Settings:
     """Every setting of every process, read once by ``from_env``. What several processes read
     sits at the top level; each process's own knobs are a nested group (``settings.web``,
-    ``settings.rates``, ``settings.sender``, ``settings.watcher``, ``settings.sweeper``), their
+    ``settings.rates``, ``settings.sender``, ``settings.watcher``, ``settings.sweeper``,
+    ``settings.settler``), their
     defaults declared in their own class."""
 
     # -- every process: where the database, the broker and the cache are; logs and metrics ----
@@ -252,13 +264,13 @@ class Settings:
     test_mode_complete_seconds: float = 10.0
     refund_claim_days: float = 30.0  # an unclaimed refund expires this long after its creation
     idempotency_ttl_hours: int = 24  # the web remembers a key this long; the expirer then forgets it
-    settler_consumers: int = 2  # consumers (threads, each its own broker connection) per settler process
     # -- each process's own ------------------------------------------------------------------------
     web: WebSettings = field(default_factory=WebSettings)
     rates: RatesSettings = field(default_factory=RatesSettings)
     sender: SenderSettings = field(default_factory=SenderSettings)
     watcher: WatcherSettings = field(default_factory=WatcherSettings)
     sweeper: SweeperSettings = field(default_factory=SweeperSettings)
+    settler: SettlerSettings = field(default_factory=SettlerSettings)
     # -- the networks (<NETWORK>_RPC_URL…, kassa_common.chains.networks) ------------------------
     networks: Registry = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
 
@@ -285,12 +297,12 @@ class Settings:
             test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),
             refund_claim_days=_maybe(env, "REFUND_CLAIM_DAYS", values.claim_days, d.refund_claim_days),
             idempotency_ttl_hours=_maybe(env, "IDEMPOTENCY_TTL_HOURS", values.positive_int, d.idempotency_ttl_hours),
-            settler_consumers=_maybe(env, "SETTLER_CONSUMERS", values.positive_int, d.settler_consumers),
             web=WebSettings.from_env(env),
             rates=RatesSettings.from_env(env),
             sender=SenderSettings.from_env(env),
             watcher=WatcherSettings.from_env(env),
             sweeper=SweeperSettings.from_env(env),
+            settler=SettlerSettings.from_env(env),
             networks=load_registry(env),
         )
 
