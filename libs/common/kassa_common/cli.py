@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
-from kassa_common.accounts import keys, logins, merchants, twofactor
+from kassa_common.accounts import keys, logins, merchants, stores, twofactor
 from kassa_common.bootstrap import load_settings, process_engine
 from kassa_common.config import Settings
 from kassa_common.db import make_session_factory, unit_of_work
@@ -73,12 +73,12 @@ def cmd_merchant_2fa(args, settings: Settings) -> None:
     """Show whether two-factor sign-in is on; ``--disable`` turns it off (a merchant who lost
     the device) and signs every login of the merchant out, as any two-factor change does."""
     with unit_of_work_for(settings) as s:
-        m = merchants.merchant_by_email(s, args.email)
+        account = stores.account_by_email(s, args.email)
         signed_out = None
         if args.disable:
-            twofactor.disable(m)
-            signed_out = logins.make_store(cast(Engine, s.get_bind()), settings.redis_url).revoke_all(m.id)
-        data = {"email": m.email, "two_factor": m.totp_enabled_at is not None}
+            twofactor.disable(account)
+            signed_out = logins.make_store(cast(Engine, s.get_bind()), settings.redis_url).revoke_all(account.id)
+        data = {"email": account.email, "two_factor": account.totp_enabled_at is not None}
     if signed_out is not None:
         data["logins_signed_out"] = signed_out
     text = f"merchant {data['email']}: two-factor sign-in {'on' if data['two_factor'] else 'off'}"
