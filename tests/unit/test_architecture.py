@@ -519,7 +519,7 @@ COMMON_FLOORS = [
     # the domain's aggregates and what reads across them
     {"accounts", "payments", "refunds", "sweeps", "webhooks", "products", "events"},
     # the command line over everything
-    {"cli"},
+    {"cli", "cli_io", "cli_stores"},
 ]
 # Arrows that close a circle between rooms today, to be cut (may only shrink: an arrow no
 # longer there must leave this list).
@@ -613,7 +613,7 @@ MAX_FUNCTION_LINES = 80
 FILE_ALLOWANCES = {
     "dev/kassa_dev/chaos/stack.py": 419,
     "dev/kassa_dev/mutate.py": 473,
-    "libs/common/kassa_common/cli.py": 436,
+    "libs/common/kassa_common/cli.py": 419,
     "libs/common/kassa_common/config.py": 410,
     "libs/common/kassa_common/messaging/consumer.py": 415,
     "libs/common/kassa_common/payments/create.py": 452,
