@@ -21,6 +21,7 @@ from kassa_api.routes.dashboard import (
     products,
     refunds,
     settings,
+    stores,
     sweeps,
     wallets,
     webhooks,
@@ -44,6 +45,7 @@ for resource in (
     sweeps,
     settings,
     notifications,
+    stores,
 ):
     bp.register_blueprint(resource.bp)
 
