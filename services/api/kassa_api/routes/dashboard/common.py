@@ -23,6 +23,7 @@ from kassa_common.owner import Owner, owned
 from kassa_common.payments import find_payment
 from kassa_api.deps import db, deps, make_owner
 from kassa_api.ratelimit import wait_text
+from kassa_api.routes.dashboard import roles
 from kassa_api.web import page
 
 LOGIN, ONBOARDING = "dashboard.accounts.login", "dashboard.accounts.onboarding"
@@ -42,8 +43,9 @@ def login_required(view):
 
     The open store is the one the session names (``POST /dashboard/stores/<id>/switch``)
     while the account can still open it, else the first it owns. Anyone without a store to
-    open goes to the login page; a store without a business name goes to onboarding first,
-    since checkout shows that name to customers.
+    open goes to the login page; a role below the route's (``roles.least_role``) gets the
+    403 page saying which it needs; a store without a business name goes to onboarding
+    first, since checkout shows that name to customers.
     """
 
     @wraps(view)
@@ -59,6 +61,9 @@ def login_required(view):
         if deps().settings.require_2fa and account.totp_enabled_at is None and request.endpoint not in ENROL_ENDPOINTS:
             return redirect(url_for(ENROL_ENDPOINTS[0]), 303)  # REQUIRE_2FA: enrol before anything else
         g.test_mode = session.get("mode", "test") == "test"
+        needed = roles.least_role(request.endpoint, request.method)
+        if not stores.at_least(g.role, needed):
+            return render("refused.html", 403, needed=needed)
         if not g.merchant.business_name and request.endpoint != ONBOARDING:
             return redirect(url_for(ONBOARDING), 303)
         return view(*args, **kwargs)
@@ -94,9 +99,15 @@ def render(template: str, status: int = 200, /, **context):
         account=g.get("account"),
         stores=g.get("stores", []),
         role=g.get("role"),
+        can=can,
         test_mode=g.get("test_mode", True),
         **context,
     )
+
+
+def can(endpoint: str, method: str = "GET") -> bool:
+    """Whether the open store's role lets the account use ``endpoint`` (pages hide what it cannot)."""
+    return stores.at_least(g.get("role"), roles.least_role(endpoint, method))
 
 
 def unconfirmed(question: str, consequence: str, button: str, back: str):
