@@ -120,3 +120,14 @@ def test_one_store_shows_no_switcher_and_a_member_of_only_others_stores_still_si
     log_in(other, member)
     page = other.get("/dashboard/stores").get_data(as_text=True)
     assert "viewer" in page and 'id="store-switcher"' not in page
+
+
+def test_stores_made_in_one_transaction_keep_the_order_they_were_made_in(sessions):
+    email = f"order-{secrets.token_hex(4)}@example.com"
+    with unit_of_work(sessions) as s:  # one transaction: now() is the same for every row
+        made = [merchants.create_merchant(s, email, PASSWORD, "Store 0", activate=True).id]
+        made += [merchants.create_store(s, email, f"Store {i}").id for i in range(1, 6)]
+    with sessions() as s:
+        account = stores.account_by_email(s, email)
+        assert [x.id for x in stores.stores_of(s, account.id)] == made
+        assert merchants.merchant_by_email(s, email).id == made[0]  # the commands' store: the first

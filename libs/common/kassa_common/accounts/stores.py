@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import ROLES, Account, Merchant, StoreMember
+from kassa_common.timefmt import utcnow
 
 RANK = {role: len(ROLES) - i for i, role in enumerate(ROLES)}  # owner 4 … viewer 1
 OWNER = "owner"
@@ -68,11 +69,12 @@ def new_account(session: Session, email: str, password_hash: str | None) -> Acco
 
 
 def add_store(session: Session, owner: Account, name: str | None, *, activated: bool) -> Merchant:
-    """A new store owned by ``owner`` (its notices go to the owner's address)."""
-    store = Merchant(id=uuid.uuid4(), email=owner.email, business_name=name, activated=activated)
+    """A new store owned by ``owner`` (its notices go to the owner's address). The times are
+    the clock's, not the transaction's: stores made in one transaction keep their order."""
+    store = Merchant(id=uuid.uuid4(), email=owner.email, business_name=name, activated=activated, created_at=utcnow())
     session.add(store)
     session.flush()
-    session.add(StoreMember(store_id=store.id, account_id=owner.id, role=OWNER))
+    session.add(StoreMember(store_id=store.id, account_id=owner.id, role=OWNER, created_at=utcnow()))
     session.flush()
     return store
 
@@ -140,7 +142,7 @@ def set_member(session: Session, store_id: uuid.UUID, account: Account, role: st
     _store_for_update(session, store_id)
     member = session.get(StoreMember, (store_id, account.id))
     if member is None:
-        member = StoreMember(store_id=store_id, account_id=account.id, role=role)
+        member = StoreMember(store_id=store_id, account_id=account.id, role=role, created_at=utcnow())
         session.add(member)
     elif member.role == OWNER and role != OWNER and _owners(session, store_id) <= 1:
         raise StoreError(f"{account.email} is the store's last owner: make another member owner first")
