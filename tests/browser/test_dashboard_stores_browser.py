@@ -1,6 +1,6 @@
 """Stores on the dashboard in real Chromium, on a 390×844 phone and a 1280×800 laptop (DESIGN
 §14): the header's store switcher of an account with several stores, opened and used, the
-list of its stores, and the page a refused action shows. Each fits the screen, axe-core
+members page, the list of its stores, and the page a refused action shows. Each fits the screen, axe-core
 finds no serious problem, and the screenshots are kept in tests/artifacts/screens."""
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from tests.support.screens import SIZES, looking
 
 @pytest.fixture(scope="module")
 def team(sessions) -> dict[str, str]:
-    """Ada owns Corner Shop and Tea Corner and is a viewer of Bob's Bike Repairs."""
+    """Ada owns Corner Shop (Bob manages it) and Tea Corner, and is a viewer of Bob's Bike Repairs."""
     ada, bob = (f"{who}-{secrets.token_hex(4)}@example.com" for who in ("ada", "bob"))
     with unit_of_work(sessions) as s:
-        merchants.create_merchant(s, ada, PASSWORD, "Corner Shop", activate=True)
+        corner = merchants.create_merchant(s, ada, PASSWORD, "Corner Shop", activate=True)
         merchants.create_store(s, ada, "Tea Corner")
         bikes = merchants.create_merchant(s, bob, PASSWORD, "Bob's Bike Repairs", activate=True)
         stores.set_member(s, bikes.id, stores.account_by_email(s, ada), "viewer")
+        stores.set_member(s, corner.id, stores.account_by_email(s, bob), "manager")
     return {"ada": ada, "bob": bob}
 
 
@@ -40,8 +41,20 @@ def test_the_store_switcher_the_stores_page_and_a_refusal_read_right(size, stack
         expect(switcher.get_by_role("button", name="Bob's Bike Repairs")).to_be_visible()
         look("dashboard-store-switcher")
 
+        page.get_by_role("link", name="Members").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Members")
+        expect(page.locator("#members .row")).to_have_count(2)
+        expect(page.get_by_label(f"Role of {team['bob']}", exact=True)).to_have_value("manager")
+        look("dashboard-members")
+        page.get_by_role("button", name=f"Remove {team['bob']}").click()
+        expect(page.locator("#confirm-question")).to_have_text(f"Remove {team['bob']} from this store?")
+        look("dashboard-member-remove-confirm")
+        page.get_by_role("link", name="Keep it").click()
+        page.locator("#store-switcher summary").click()
+
         switcher.get_by_role("button", name="Tea Corner").click()
-        page.wait_for_url(re.compile(r"/dashboard/overview$"))
+        page.wait_for_url(re.compile(r"/dashboard/members$"))  # the same section, in the other store
+        expect(page.locator("#members .row")).to_have_count(1)
         expect(page.locator("#store-switcher .dash-brand")).to_have_text("Tea Corner")
 
         page.goto(f"{stack.base}/dashboard/stores")

@@ -14,6 +14,7 @@ one the account owns unless told otherwise (for a migrated merchant, its own).
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import NamedTuple
 
 import sqlalchemy as sa
@@ -113,6 +114,25 @@ def role_of(session: Session, account_id: uuid.UUID, store_id: uuid.UUID) -> str
 
 
 # ---- members -------------------------------------------------------------------------------
+
+
+class Member(NamedTuple):
+    account_id: uuid.UUID
+    email: str
+    role: str
+    two_factor: bool
+    since: datetime
+
+
+def members_of(session: Session, store_id: uuid.UUID) -> list[Member]:
+    """The store's members: owners first, then by role, each group in the order it joined."""
+    rows = session.execute(
+        sa.select(Account.id, Account.email, StoreMember.role, Account.totp_enabled_at, StoreMember.created_at)
+        .join(StoreMember, StoreMember.account_id == Account.id)
+        .where(StoreMember.store_id == store_id)
+    ).all()
+    members = [Member(r.id, r.email, r.role, r.totp_enabled_at is not None, r.created_at) for r in rows]
+    return sorted(members, key=lambda m: (-RANK[m.role], m.since, m.email))
 
 
 def _store_for_update(session: Session, store_id: uuid.UUID) -> Merchant:

@@ -15,6 +15,7 @@ from kassa_api.routes.dashboard import (
     accounts,
     events,
     keys,
+    members,
     notifications,
     overview,
     payments,
@@ -46,6 +47,7 @@ for resource in (
     settings,
     notifications,
     stores,
+    members,
 ):
     bp.register_blueprint(resource.bp)
 

@@ -6,8 +6,8 @@ the least role it needs in the open store.
   two-factor, its sessions), switches mode and store.
 - ``employee`` also makes and cancels payments, and makes and edits products.
 - ``manager`` also deletes products, refunds, manages webhooks and their deliveries, API keys,
-  the store's settings and notifications; not wallets.
-- ``owner``: everything, wallets included.
+  the store's settings and notifications, and sees the members; not wallets.
+- ``owner``: everything, wallets and members' roles included.
 
 ``common.login_required`` checks it before any view runs, so a refused action answers 403
 (the page says which role it needs) whether or not the object it names exists. A route with
@@ -86,7 +86,10 @@ LEAST_ROLE: dict[tuple[str, str], str] = {
     ("settings.index", "POST"): MANAGER,
     ("notifications.index", "POST"): MANAGER,
     ("accounts.onboarding", "POST"): MANAGER,
-    # where money goes
+    ("members.index", "GET"): MANAGER,
+    # where money goes, and who may open the store
+    ("members.change_role", "POST"): OWNER,
+    ("members.remove", "POST"): OWNER,
     ("wallets.index", "POST"): OWNER,
     ("wallets.cancel_pending", "POST"): OWNER,
 }

@@ -1,0 +1,105 @@
+"""The members page (DESIGN §14): an owner sees who may open the store, changes a member's
+role or removes a member, never the last owner, and never reaches an account that is not a
+member; a manager sees the list without the buttons."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+
+from kassa_common.accounts import merchants, stores
+from kassa_common.db import unit_of_work
+from tests.support.dashboard import PASSWORD, csrf_of, log_in, merchant_with_password
+
+
+def signed_in(app, email: str):
+    client = app.test_client()
+    log_in(client, email)
+    client.token = csrf_of(client.get("/dashboard/stores"))
+    return client
+
+
+def account_id(sessions, email: str) -> uuid.UUID:
+    with sessions() as s:
+        return stores.account_by_email(s, email).id
+
+
+def role_in(sessions, email: str, store_id: uuid.UUID) -> str | None:
+    with sessions() as s:
+        return stores.role_of(s, account_id(sessions, email), store_id)
+
+
+def shop_with(sessions, role: str) -> tuple[str, str, uuid.UUID]:
+    """An owner's store with one more member of ``role`` (an account of its own store too)."""
+    owner, other = merchant_with_password(sessions), merchant_with_password(sessions)
+    with unit_of_work(sessions) as s:
+        store_id = merchants.merchant_by_email(s, owner).id
+        stores.set_member(s, store_id, stores.account_by_email(s, other), role)
+    return owner, other, store_id
+
+
+def test_an_owner_changes_a_members_role_and_removes_it_after_confirming(app, sessions):
+    owner, other, store_id = shop_with(sessions, "manager")
+    client = signed_in(app, owner)
+    page = client.get("/dashboard/members").get_data(as_text=True)
+    assert page.index(owner) < page.index(other)  # owners first
+    assert 'href="/dashboard/members"' in page and "Change role" in page
+
+    them = account_id(sessions, other)
+    r = client.post(f"/dashboard/members/{them}/role", data={"csrf_token": client.token, "role": "viewer"})
+    assert r.status_code == 303 and role_in(sessions, other, store_id) == "viewer"
+    bad = client.post(f"/dashboard/members/{them}/role", data={"csrf_token": client.token, "role": "admin"})
+    assert bad.status_code == 400 and "role must be one of" in bad.get_data(as_text=True)
+
+    asked = client.post(f"/dashboard/members/{them}/remove", data={"csrf_token": client.token})
+    assert asked.status_code == 200 and f"Remove {other} from this store?" in asked.get_data(as_text=True)
+    assert role_in(sessions, other, store_id) == "viewer"  # asking changed nothing
+    done = client.post(f"/dashboard/members/{them}/remove", data={"csrf_token": client.token, "confirm": "yes"})
+    assert done.status_code == 303 and role_in(sessions, other, store_id) is None
+    assert other not in client.get("/dashboard/members").get_data(as_text=True)
+
+
+def test_the_last_owner_stays_and_an_owner_of_two_may_leave(app, sessions):
+    owner, other, store_id = shop_with(sessions, "owner")
+    client = signed_in(app, owner)
+    me = account_id(sessions, owner)
+    with unit_of_work(sessions) as s:  # back to one owner
+        stores.set_member(s, store_id, stores.account_by_email(s, other), "employee")
+    demote = client.post(f"/dashboard/members/{me}/role", data={"csrf_token": client.token, "role": "viewer"})
+    assert demote.status_code == 400 and "last owner" in demote.get_data(as_text=True)
+    leave = client.post(f"/dashboard/members/{me}/remove", data={"csrf_token": client.token, "confirm": "yes"})
+    assert leave.status_code == 400 and "last owner" in leave.get_data(as_text=True)
+    assert role_in(sessions, owner, store_id) == "owner"
+
+    with unit_of_work(sessions) as s:
+        stores.set_member(s, store_id, stores.account_by_email(s, other), "owner")
+    left = client.post(f"/dashboard/members/{me}/remove", data={"csrf_token": client.token, "confirm": "yes"})
+    assert left.status_code == 303 and left.headers["Location"].endswith("/dashboard/stores")
+    assert role_in(sessions, owner, store_id) is None
+
+
+def test_no_account_outside_the_store_is_reached_or_added_through_the_members_page(app, sessions):
+    owner, _, store_id = shop_with(sessions, "viewer")
+    stranger = merchant_with_password(sessions)
+    client = signed_in(app, owner)
+    for ref in (account_id(sessions, stranger), uuid.uuid4(), "nope"):
+        r = client.post(f"/dashboard/members/{ref}/role", data={"csrf_token": client.token, "role": "owner"})
+        assert r.status_code == 404 and "No such member of this store." in r.get_data(as_text=True), ref
+        gone = client.post(f"/dashboard/members/{ref}/remove", data={"csrf_token": client.token, "confirm": "yes"})
+        assert gone.status_code == 404, ref
+    assert role_in(sessions, stranger, store_id) is None
+
+
+def test_a_manager_sees_the_members_without_the_buttons_and_an_employee_not_at_all(app, sessions):
+    owner, manager, store_id = shop_with(sessions, "manager")
+    employee = f"emp-{secrets.token_hex(4)}@example.com"
+    with unit_of_work(sessions) as s:
+        stores.set_member(s, store_id, stores.new_account(s, employee, merchants.hash_password(PASSWORD)), "employee")
+    client = signed_in(app, manager)
+    switched = client.post(f"/dashboard/stores/{store_id}/switch", data={"csrf_token": client.token})
+    assert switched.status_code == 303
+    page = client.get("/dashboard/members").get_data(as_text=True)
+    assert owner in page and employee in page and "Change role" not in page
+    worker = signed_in(app, employee)
+    assert 'href="/dashboard/members"' not in worker.get("/dashboard/payments").get_data(as_text=True)
+    assert worker.get("/dashboard/members").status_code == 403
