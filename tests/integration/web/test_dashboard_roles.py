@@ -1,20 +1,25 @@
 """Roles on the dashboard (DESIGN §14): every route of the app, visited with every role, is
 allowed or refused as the table of ``kassa_api.routes.dashboard.roles`` says; a refused one
-answers 403 with a page naming the role it needs, and changes nothing."""
+answers 403 with a page naming the role it needs, and changes nothing; and no page offers a
+role a form it may not send."""
 
 from __future__ import annotations
 
+import html
+import re
 import secrets
 import uuid
 
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.accounts import merchants, stores
+from kassa_common.accounts import keys, merchants, stores
 from kassa_common.db import unit_of_work
-from kassa_common.models import ROLES, Product
+from kassa_common.models import ROLES, Payment, Product
 from kassa_api.routes.dashboard import roles
+from tests.support.api import API, PAYMENT
 from tests.support.dashboard import PASSWORD, csrf_of, log_in, merchant_with_password
+from tests.support.refunds import settle_confirmed
 
 SKIPPED_METHODS = {"HEAD", "OPTIONS"}
 
@@ -109,3 +114,58 @@ def test_the_header_shows_api_keys_only_to_roles_that_may_open_them(team):
     for role, client in clients.items():
         page = client.get("/dashboard/payments").get_data(as_text=True)
         assert ('href="/dashboard/keys"' in page) == stores.at_least(role, "manager"), role
+
+
+FORM_ACTION = re.compile(r'<form\b[^>]*\bmethod="post"[^>]*\baction="([^"]+)"', re.IGNORECASE)
+
+
+@pytest.fixture
+def filled(team, client, sessions):
+    """The team's store holding one of each object a page offers an action on: a pending
+    payment, a paid one with a refund, a product, a webhook endpoint; the pages that show them."""
+    store_id, clients = team
+    with unit_of_work(sessions) as s:
+        key = keys.create_key(s, store_id, "test", list(keys.SCOPES)).key
+    headers = {"X-Api-Key": key}
+
+    def made(path: str, body: dict) -> dict:
+        r = client.post(f"{API}{path}", json=body, headers=headers)
+        assert r.status_code == 201, r.get_data(as_text=True)
+        return r.get_json()["data"]
+
+    pending = made("/payments", PAYMENT)
+    with unit_of_work(sessions) as s:  # it stays open, as a customer's would
+        s.execute(sa.update(Payment).where(Payment.id == uuid.UUID(pending["id"])).values(test_auto_complete=False))
+    paid = made("/payments", {"amount": 12.34, "token": "USDC", "network": "BASE"})
+    settle_confirmed(sessions, paid, 15_000_000)
+    refund = made(f"/payments/{paid['id']}/refunds", {"amount": "1"})
+    product = made("/products", {"name": "Mug", "price": 5})
+    hook = made("/webhooks", {"url": "https://hooks.example.com/kassa"})
+    pages = ["/dashboard/overview", "/dashboard/payments", "/dashboard/refunds", "/dashboard/products"]
+    pages += ["/dashboard/webhooks", "/dashboard/events", "/dashboard/wallets", "/dashboard/sweeps"]
+    pages += ["/dashboard/settings", "/dashboard/settings/2fa", "/dashboard/notifications", "/dashboard/keys"]
+    pages += ["/dashboard/members", "/dashboard/stores", f"/dashboard/payments/{pending['short_id']}"]
+    pages += [f"/dashboard/payments/{paid['short_id']}", f"/dashboard/refunds/{refund['id']}"]
+    pages += [f"/dashboard/products/{product['id']}", f"/dashboard/webhooks/{hook['id']}"]
+    return clients, pages
+
+
+def test_no_page_offers_a_role_a_form_it_may_not_send(app, filled):
+    clients, pages = filled
+    urls = app.url_map.bind("localhost")
+    offered: dict[str, set[str]] = {}
+    for role, client in clients.items():
+        for path in pages:
+            r = client.get(path)
+            if r.status_code == 403:
+                continue  # the page itself needs more
+            assert r.status_code == 200, (role, path, r.status_code)
+            for action in FORM_ACTION.findall(r.get_data(as_text=True)):
+                endpoint, _ = urls.match(html.unescape(action).split("?")[0], method="POST")
+                if roles.least_role(endpoint, "POST") == roles.PUBLIC:
+                    continue  # logging out
+                offered.setdefault(role, set()).add(endpoint)
+                assert stores.at_least(role, roles.least_role(endpoint, "POST")), (role, path, endpoint)
+    for endpoint in ("dashboard.products.index", "dashboard.refunds.create", "dashboard.wallets.index"):
+        assert endpoint in offered["owner"], endpoint  # the pages were full enough to offer them
+    assert "dashboard.payments.cancel" in offered["employee"]
