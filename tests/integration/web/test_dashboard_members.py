@@ -9,6 +9,7 @@ import uuid
 
 from kassa_common.accounts import merchants, stores
 from kassa_common.db import unit_of_work
+from kassa_common.timefmt import utcnow
 from tests.support.dashboard import PASSWORD, csrf_of, log_in, merchant_with_password
 
 
@@ -103,3 +104,35 @@ def test_a_manager_sees_the_members_without_the_buttons_and_an_employee_not_at_a
     worker = signed_in(app, employee)
     assert 'href="/dashboard/members"' not in worker.get("/dashboard/payments").get_data(as_text=True)
     assert worker.get("/dashboard/members").status_code == 403
+
+
+def two_factor_on(sessions, email: str) -> None:
+    """Two-factor sign-in on for the account (as enrolment leaves it; its login goes on)."""
+    with unit_of_work(sessions) as s:
+        account = stores.account_by_email(s, email)
+        account.totp_secret, account.totp_enabled_at = "JBSWY3DPEHPK3PXP", utcnow()
+
+
+def test_an_owner_with_two_factor_requires_it_of_every_member_who_then_turns_it_on_to_open_the_store(app, sessions):
+    owner, member, store_id = shop_with(sessions, "viewer")
+    client = signed_in(app, owner)
+    refused = client.post("/dashboard/members/two-factor", data={"csrf_token": client.token, "require_2fa": "on"})
+    assert refused.status_code == 400 and "for your own account first" in refused.get_data(as_text=True)
+    two_factor_on(sessions, owner)
+    done = client.post("/dashboard/members/two-factor", data={"csrf_token": client.token, "require_2fa": "on"})
+    assert done.status_code == 200 and "now requires two-factor" in done.get_data(as_text=True)
+    assert client.get("/dashboard/payments").status_code == 200  # the owner has it: the store opens
+
+    other = signed_in(app, member)  # its own store requires nothing: it opens
+    assert other.get("/dashboard/payments").status_code == 200
+    assert other.post(f"/dashboard/stores/{store_id}/switch", data={"csrf_token": other.token}).status_code == 303
+    sent = other.get("/dashboard/payments")
+    assert sent.status_code == 303 and sent.headers["Location"].endswith("/dashboard/settings/2fa")
+    page = other.get("/dashboard/settings/2fa").get_data(as_text=True)
+    assert 'id="store-requires-2fa"' in page and "requires two-factor sign-in of its members" in page
+    assert other.get("/dashboard/stores").status_code == 200  # it may still go back to another store
+    two_factor_on(sessions, member)
+    assert other.get("/dashboard/payments").status_code == 200
+
+    off = client.post("/dashboard/members/two-factor", data={"csrf_token": client.token})
+    assert off.status_code == 200 and "no longer requires" in off.get_data(as_text=True)

@@ -8,7 +8,8 @@ payments and products), ``viewer`` (read only). A store always keeps one owner: 
 one can be neither removed nor made anything less.
 
 A store an account "can open" is activated and not banned; the dashboard opens the first
-one the account owns unless told otherwise (for a migrated merchant, its own).
+one the account owns unless told otherwise (for a migrated merchant, its own). A store may
+require two-factor sign-in of every member: a member without it is sent to turn it on first.
 """
 
 from __future__ import annotations
@@ -170,6 +171,15 @@ def set_member(session: Session, store_id: uuid.UUID, account: Account, role: st
         member.role = role
     session.flush()
     return member
+
+
+def require_two_factor(session: Session, store_id: uuid.UUID, by: Account, on: bool) -> None:
+    """Require two-factor sign-in of every member of the store, or stop requiring it. Only an
+    owner who has it on may require it (nobody locks the store while unable to open it)."""
+    store = _store_for_update(session, store_id)
+    if on and by.totp_enabled_at is None:
+        raise StoreError("turn two-factor sign-in on for your own account first: the store would not open for you")
+    store.require_2fa = on
 
 
 def remove_member(session: Session, store_id: uuid.UUID, account: Account) -> str:

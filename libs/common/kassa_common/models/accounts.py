@@ -36,6 +36,8 @@ class Merchant(Base):
     # quoted crypto amount holds (None: the payment's lifetime)
     rate_spread_pct: Mapped[Decimal] = mapped_column(sa.Numeric(4, 2), nullable=False, server_default="0")
     rate_lock_minutes: Mapped[int | None] = mapped_column(sa.Integer)
+    # every member must have two-factor sign-in on to open the store (kassa_common.accounts.stores)
+    require_2fa: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
     created_at: Mapped[datetime] = created()
 
     __table_args__ = (sa.Index("merchants_email", sa.func.lower(email)),)

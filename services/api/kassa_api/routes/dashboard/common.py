@@ -27,7 +27,13 @@ from kassa_api.routes.dashboard import roles
 from kassa_api.web import page
 
 LOGIN, ONBOARDING = "dashboard.accounts.login", "dashboard.accounts.onboarding"
-ENROL_ENDPOINTS = ("dashboard.settings.two_factor", "dashboard.settings.enable_two_factor", "dashboard.accounts.logout")
+ENROL_ENDPOINTS = (  # what an account that must turn two-factor on may still open (another store, too)
+    "dashboard.settings.two_factor",
+    "dashboard.settings.enable_two_factor",
+    "dashboard.accounts.logout",
+    "dashboard.stores.index",
+    "dashboard.stores.switch",
+)
 LIST_SIZE = 50
 NO_PAYMENT = "No such payment in this mode."
 NO_PRODUCT = "No such product in this mode."
@@ -58,8 +64,9 @@ def login_required(view):
             session.pop("sid", None)
             return redirect(url_for(LOGIN), 303)
         g.account, g.login, g.merchant, g.role = account, login, opened[0], opened[1]
-        if deps().settings.require_2fa and account.totp_enabled_at is None and request.endpoint not in ENROL_ENDPOINTS:
-            return redirect(url_for(ENROL_ENDPOINTS[0]), 303)  # REQUIRE_2FA: enrol before anything else
+        required = deps().settings.require_2fa or g.merchant.require_2fa  # the server's or the store's
+        if required and account.totp_enabled_at is None and request.endpoint not in ENROL_ENDPOINTS:
+            return redirect(url_for(ENROL_ENDPOINTS[0]), 303)  # enrol before anything else
         g.test_mode = session.get("mode", "test") == "test"
         needed = roles.least_role(request.endpoint, request.method)
         if not stores.at_least(g.role, needed):

@@ -1,7 +1,8 @@
 """The open store's members (DESIGN §14): who may open it and with which role; an owner
 changes a member's role or removes a member, never the store's last owner.
 
-Managers see the list; changes are an owner's (``roles``). Nobody is added here: adding
+Managers see the list; changes are an owner's (``roles``), and so is requiring two-factor
+sign-in of every member (a member without it is sent to turn it on before the store opens). Nobody is added here: adding
 someone takes an invitation they accept (not built yet) or the operator's
 ``kassa store add-member``. A member who removes itself, or makes itself less than manager,
 goes where it still may.
@@ -48,6 +49,20 @@ def _away_if_self(account_id: uuid.UUID):
 @login_required
 def index():
     return _page()
+
+
+@bp.post("/members/two-factor")
+@login_required
+def two_factor():
+    """Require two-factor sign-in of every member, or stop requiring it (an owner who has it on)."""
+    on = request.form.get("require_2fa") == "on"
+    try:
+        with transaction() as s:
+            stores.require_two_factor(s, g.merchant.id, g.account, on)
+    except DomainError as exc:
+        return _page(400, error=exc.message)
+    said = "now requires" if on else "no longer requires"
+    return _page(notice=f"The store {said} two-factor sign-in of its members.")
 
 
 @bp.post("/members/<ref>/role")

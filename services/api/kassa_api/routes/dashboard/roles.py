@@ -90,6 +90,7 @@ LEAST_ROLE: dict[tuple[str, str], str] = {
     # where money goes, and who may open the store
     ("members.change_role", "POST"): OWNER,
     ("members.remove", "POST"): OWNER,
+    ("members.two_factor", "POST"): OWNER,
     ("wallets.index", "POST"): OWNER,
     ("wallets.cancel_pending", "POST"): OWNER,
 }

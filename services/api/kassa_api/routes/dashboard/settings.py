@@ -151,6 +151,7 @@ def _two_factor_page(status: int = 200, /, **context):
         secret=secret,
         qr=twofactor.qr_svg(uri),
         required=deps().settings.require_2fa,
+        store_requires=g.merchant.require_2fa,
         **context,
     )
 
