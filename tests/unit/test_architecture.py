@@ -521,7 +521,7 @@ COMMON_FLOORS = [
     # the domain's aggregates and what reads across them
     {"accounts", "payments", "refunds", "sweeps", "webhooks", "products", "events"},
     # the command line over everything
-    {"cli"},
+    {"cli", "cli_io", "cli_stores"},
 ]
 # Arrows that close a circle between rooms today, to be cut (may only shrink: an arrow no
 # longer there must leave this list).
@@ -652,7 +652,7 @@ MAX_FUNCTION_LINES = 80
 FILE_ALLOWANCES = {
     "dev/kassa_dev/chaos/stack.py": 419,
     "dev/kassa_dev/mutate.py": 473,
-    "libs/common/kassa_common/cli.py": 436,
+    "libs/common/kassa_common/cli.py": 419,
     "libs/common/kassa_common/messaging/consumer.py": 408,
     "libs/common/kassa_common/payments/create.py": 452,
     "libs/common/kassa_common/payments/settle.py": 487,

@@ -12,20 +12,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, cast
 
 from pika.exceptions import AMQPError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.orm import Session
 
-from kassa_common.accounts import keys, logins, merchants, twofactor
-from kassa_common.bootstrap import load_settings, process_engine
+from kassa_common import cli_stores
+from kassa_common.accounts import keys, logins, merchants, stores, twofactor
+from kassa_common.bootstrap import load_settings
+from kassa_common.cli_io import out, unit_of_work_for
 from kassa_common.config import Settings
-from kassa_common.db import make_session_factory, unit_of_work
 from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
 from kassa_common.timefmt import iso
@@ -33,22 +32,18 @@ from kassa_common.timefmt import iso
 PLUGIN_GROUP = "kassa.cli"
 
 
-def _out(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
-    print(json.dumps(data) if args.json else text)
-
-
 def cmd_db_upgrade(args, settings: Settings) -> None:
     from kassa_common.migrate import upgrade
 
     upgrade(settings.database_url)
-    _out(args, {"upgraded": True}, "database is at the latest schema")
+    out(args, {"upgraded": True}, "database is at the latest schema")
 
 
 def cmd_merchant_create(args, settings: Settings) -> None:
     with unit_of_work_for(settings) as s:
         m = merchants.create_merchant(s, args.email, args.password, args.business_name, args.activate)
         data = {"id": str(m.id), "email": m.email, "activated": m.activated}
-    _out(
+    out(
         args,
         data,
         f"merchant {data['email']} created ({'active' if data['activated'] else 'not activated'}), id {data['id']}",
@@ -64,7 +59,7 @@ def _set_flag(flag: str, value: bool) -> Callable:
             else:
                 setattr(m, flag, value)
             data = {"id": str(m.id), "email": m.email, "activated": m.activated, "banned": m.banned}
-        _out(args, data, f"merchant {data['email']}: {flag} = {value}")
+        out(args, data, f"merchant {data['email']}: {flag} = {value}")
 
     return run
 
@@ -73,16 +68,16 @@ def cmd_merchant_2fa(args, settings: Settings) -> None:
     """Show whether two-factor sign-in is on; ``--disable`` turns it off (a merchant who lost
     the device) and signs every login of the merchant out, as any two-factor change does."""
     with unit_of_work_for(settings) as s:
-        m = merchants.merchant_by_email(s, args.email)
+        account = stores.account_by_email(s, args.email)
         signed_out = None
         if args.disable:
-            twofactor.disable(m)
-            signed_out = logins.make_store(cast(Engine, s.get_bind()), settings.redis_url).revoke_all(m.id)
-        data = {"email": m.email, "two_factor": m.totp_enabled_at is not None}
+            twofactor.disable(account)
+            signed_out = logins.make_store(cast(Engine, s.get_bind()), settings.redis_url).revoke_all(account.id)
+        data = {"email": account.email, "two_factor": account.totp_enabled_at is not None}
     if signed_out is not None:
         data["logins_signed_out"] = signed_out
     text = f"merchant {data['email']}: two-factor sign-in {'on' if data['two_factor'] else 'off'}"
-    _out(args, data, text + (f"; {signed_out} login(s) signed out" if signed_out is not None else ""))
+    out(args, data, text + (f"; {signed_out} login(s) signed out" if signed_out is not None else ""))
 
 
 def cmd_merchant_settings(args, settings: Settings) -> None:
@@ -105,7 +100,7 @@ def cmd_merchant_settings(args, settings: Settings) -> None:
     }
     default = " (the default, PAYMENT_LIFETIME_MINUTES)" if now.lifetime_is_default else ""
     lock = f"{pricing.lock_minutes} minutes" if pricing.lock_minutes else "the payment lifetime"
-    _out(
+    out(
         args,
         data,
         f"merchant {address}: payment lifetime {now.payment_lifetime_minutes} minutes{default}, "
@@ -119,7 +114,7 @@ def cmd_key_create(args, settings: Settings) -> None:
         m = merchants.merchant_by_email(s, args.email)
         new = keys.create_key(s, m.id, args.mode, [x.strip() for x in args.scopes.split(",") if x.strip()], args.name)
         data = {"key": new.key, "id": str(new.row.id), "mode": args.mode, "scopes": new.row.scopes}
-    _out(args, data, f"{data['key']}\n(shown once: store it now; id {data['id']})")
+    out(args, data, f"{data['key']}\n(shown once: store it now; id {data['id']})")
 
 
 def cmd_key_list(args, settings: Settings) -> None:
@@ -145,7 +140,7 @@ def cmd_key_list(args, settings: Settings) -> None:
         + ("  revoked" if k["revoked_at"] else "")
         for k in rows
     ]
-    _out(args, {"email": m.email, "keys": rows}, "\n".join(lines) or f"merchant {args.email} has no API keys")
+    out(args, {"email": m.email, "keys": rows}, "\n".join(lines) or f"merchant {args.email} has no API keys")
 
 
 def _minute(stamp: str | None) -> str:
@@ -172,7 +167,7 @@ def cmd_wallet_set(args, settings: Settings) -> None:
     }
     if saved.warning:
         print(f"kassa: warning: {saved.warning}", file=sys.stderr)
-    _out(args, data, f"{args.chain} wallet set for {args.email} ({args.mode}); first address {first}")
+    out(args, data, f"{args.chain} wallet set for {args.email} ({args.mode}); first address {first}")
 
 
 def cmd_wallet_descriptor(args, settings: Settings) -> None:
@@ -217,7 +212,7 @@ def cmd_wallet_descriptor(args, settings: Settings) -> None:
         "Bitcoin Core (a watch-only wallet: createwallet NAME true true):",
         f"  importdescriptors '{json.dumps(watch.import_request())}'",
     ]
-    _out(args, {"email": args.email, "mode": args.mode, "chain": "bitcoin", **watch.to_json()}, "\n".join(lines))
+    out(args, {"email": args.email, "mode": args.mode, "chain": "bitcoin", **watch.to_json()}, "\n".join(lines))
 
 
 def _set_settlement_address(args, settings: Settings) -> None:
@@ -230,7 +225,7 @@ def _set_settlement_address(args, settings: Settings) -> None:
         m = merchants.merchant_by_email(s, args.email)
         address = merchants.set_settlement_address(s, m.id, args.mode, args.address)
     data = {"email": args.email, "mode": args.mode, "chain": "evm", "settlement_address": address}
-    _out(
+    out(
         args,
         data,
         f"evm settlement address {address} set for {args.email} ({args.mode}): each payment gets "
@@ -247,7 +242,7 @@ def cmd_bus_status(args, settings: Settings) -> None:
     parked = sum(d.messages for d in depths if d.role == "dlq")
     if parked:
         rows.append(f"{parked} message(s) dead-lettered: see docs/operations.md before `kassa bus redrive QUEUE`")
-    _out(args, {"queues": [vars(d) for d in depths], "dead_lettered": parked}, "\n".join(rows))
+    out(args, {"queues": [vars(d) for d in depths], "dead_lettered": parked}, "\n".join(rows))
 
 
 def cmd_bus_redrive(args, settings: Settings) -> None:
@@ -256,7 +251,7 @@ def cmd_bus_redrive(args, settings: Settings) -> None:
     topo = topology.named(settings.bus_prefix)
     q = admin.find_queue(topo, _prefixed(settings, args.queue))
     moved = admin.redrive(settings.rabbitmq_url, topo, q.dlq, limit=args.limit)
-    _out(args, {"queue": q.dlq, "moved": moved, "to": q.name}, f"moved {moved} message(s) from {q.dlq} to {q.name}")
+    out(args, {"queue": q.dlq, "moved": moved, "to": q.name}, f"moved {moved} message(s) from {q.dlq} to {q.name}")
 
 
 def _prefixed(settings: Settings, name: str) -> str:
@@ -266,28 +261,16 @@ def _prefixed(settings: Settings, name: str) -> str:
     return name
 
 
-@contextmanager
-def unit_of_work_for(settings: Settings) -> Iterator[Session]:
-    """One command's transaction on a one-connection engine (committed if the block succeeds)."""
-    engine = process_engine(settings, "cli", pool_size=1)
-    try:
-        with unit_of_work(make_session_factory(engine)) as session:
-            yield session
-    finally:
-        engine.dispose()
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="kassa",
-        description="Kassa's operator commands: the database, merchants, API keys, wallets, the broker, "
+        description="Kassa's operator commands: the database, merchants, stores, API keys, wallets, the broker, "
         "the forwarder contracts and sweeps (and `kassa dev` in a development install).",
         epilog="`kassa COMMAND --help` describes each command. Settings come from the environment, "
         "then from ./.env (the file `make run` writes).",
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
-    # --json is also accepted after the command (kassa key create ... --json); SUPPRESS keeps
-    # a leaf parser from resetting it when it is given before the command.
+    # --json after the command too (kassa key create ... --json); SUPPRESS: a leaf keeps one given before it
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     sub = p.add_subparsers(dest="group", required=True)
@@ -381,6 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("queue", help="e.g. settler.transfers.dlq (or the work queue's name)")
     r.add_argument("--limit", type=int, help="move at most this many")
     r.set_defaults(run=cmd_bus_redrive)
+    cli_stores.add_parser(group, leaf)
     add_plugins(sub)
     describe(p)
     return p

@@ -11,9 +11,9 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.accounts import merchants
+from kassa_common.accounts import merchants, stores
 from kassa_common.db import unit_of_work
-from kassa_common.models import Merchant, SweepHold
+from kassa_common.models import SweepHold
 from kassa_common.sweeps import holds
 from kassa_common.timefmt import utcnow
 from kassa_dev import chain as devchain
@@ -133,7 +133,7 @@ def test_the_dashboard_shows_the_held_deposit_and_why(held, app, sessions):
 
     merchant, p, _ = held
     with unit_of_work(sessions) as s:
-        s.get(Merchant, merchant.id).password_hash = merchants.hash_password("s3cret-pass")
+        stores.account_by_email(s, merchant.email).password_hash = merchants.hash_password("s3cret-pass")
     dash = app.test_client()
     log_in(dash, merchant.email)
     assert dash.post(

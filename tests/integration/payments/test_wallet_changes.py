@@ -13,10 +13,10 @@ from urllib.parse import urlsplit
 import pytest
 import sqlalchemy as sa
 
-from kassa_common.accounts import merchants
+from kassa_common.accounts import merchants, stores
 from kassa_common.chains.hd import derive_address
 from kassa_common.db import unit_of_work
-from kassa_common.models import Merchant, Wallet, WalletChange
+from kassa_common.models import Wallet, WalletChange
 from kassa_common.timefmt import utcnow
 from kassa_expirer.jobs import Jobs
 from tests.support.api import API, LIVE_PAYMENT, set_live_wallet
@@ -45,7 +45,7 @@ def shop(make_merchant, sessions):
     """A live merchant with a password and a mainnet EVM key in force."""
     m = make_merchant()
     with unit_of_work(sessions) as s:
-        s.get(Merchant, m.id).password_hash = merchants.hash_password("s3cret-pass")
+        stores.account_by_email(s, m.email).password_hash = merchants.hash_password("s3cret-pass")
     m.old_key = set_live_wallet(sessions, m.id, "evm", fresh_key())
     return m
 

@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 
 from kassa_common import cli
+from kassa_common.accounts import stores
 from kassa_common.chains.hd import TEST_XPUBS, derive_address
 from kassa_common.models import ApiKey, Merchant, Wallet
 from tests.support.api import API, LIVE_PAYMENT, PAYMENT, assert_error, new_key
@@ -54,8 +55,8 @@ def test_merchant_create_with_activate_prints_json(kassa, sessions, client):
     assert made["email"] == address and made["activated"] is True
     with sessions() as s:
         row = s.get(Merchant, uuid.UUID(made["id"]))
+        assert stores.account_by_email(s, address).password_hash.startswith("$argon2id$")
     assert (row.business_name, row.activated, row.banned) == ("Corner Shop", True, False)
-    assert row.password_hash.startswith("$argon2id$")
     key = new_key(sessions, row.id, "test", ["payments:read"])
     assert client.get(f"{API}/payments", headers={"X-Api-Key": key}).status_code == 200
 

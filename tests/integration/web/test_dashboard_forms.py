@@ -141,15 +141,14 @@ def test_sign_up_form(app, sessions):
 
 
 def test_password_reset_form(app, sessions):
-    from kassa_common.accounts import password_reset
+    from kassa_common.accounts import password_reset, stores
     from kassa_common.db import unit_of_work
     from tests.support.dashboard import merchant_with_password
 
     email = merchant_with_password(sessions)
     secret = app.config.get("SECRET_KEY") or app.secret_key
     with unit_of_work(sessions) as s:
-        merchant = s.scalars(sa.select(Merchant).where(Merchant.email == email)).one()
-        token = password_reset.make_token(merchant, secret)
+        token = password_reset.make_token(stores.account_by_email(s, email), secret)
     client = app.test_client()
     path = f"/dashboard/reset/{token}"
     r = client.post(

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from kassa_common.accounts import merchants
 from kassa_common.db import unit_of_work
-from kassa_common.models import Merchant, Wallet
+from kassa_common.models import Account, Merchant, Wallet
 from kassa_api.app import create_app
 from tests.support.cli import run_kassa
 from tests.support.dashboard import (
@@ -97,7 +97,7 @@ def enrol(client, password: str = PASSWORD) -> tuple[str, list[str]]:
 
 def two_factor_on(sessions, email: str) -> bool:
     with sessions() as s:
-        return s.scalar(sa.select(Merchant.totp_enabled_at).where(Merchant.email == email)) is not None
+        return s.scalar(sa.select(Account.totp_enabled_at).where(Account.email == email)) is not None
 
 
 def disable(client, code: str, password: str = PASSWORD):
@@ -224,7 +224,7 @@ def test_every_two_factor_change_signs_the_other_logins_out(web, sessions, setti
     with_recovery_code(phone, email, codes[0])
     assert opens_dashboard(phone)
     with sessions() as s:  # the laptop turns it off with the secret's next code
-        secret = s.scalar(sa.select(Merchant.totp_secret).where(Merchant.email == email))
+        secret = s.scalar(sa.select(Account.totp_secret).where(Account.email == email))
     assert disable(laptop, pyotp.TOTP(secret).at(time.time() + 30)).status_code == 200
     assert not opens_dashboard(phone) and opens_dashboard(laptop)
 
@@ -259,7 +259,7 @@ def test_recovery_codes_are_stored_salted_and_old_unsalted_ones_still_work(web, 
     log_in(browser, email)
     _, codes = enrol(browser)
     with sessions() as s:
-        stored = s.scalar(sa.select(Merchant.recovery_code_hashes).where(Merchant.email == email))
+        stored = s.scalar(sa.select(Account.recovery_code_hashes).where(Account.email == email))
     assert len(stored) == 10 and len(set(stored)) == 10
     plain = {hashlib.sha256(c.replace("-", "").encode()).hexdigest() for c in codes}
     assert not plain & set(stored)  # no unsalted digest of any code
@@ -267,12 +267,12 @@ def test_recovery_codes_are_stored_salted_and_old_unsalted_ones_still_work(web, 
 
     old = "abcde23456"  # a code stored before salting (an unsalted SHA-256): it still works, once
     with unit_of_work(sessions) as s:
-        m = s.scalar(sa.select(Merchant).where(Merchant.email == email))
+        m = s.scalar(sa.select(Account).where(Account.email == email))
         m.recovery_code_hashes = [*m.recovery_code_hashes, hashlib.sha256(old.encode()).hexdigest()]
     with_recovery_code(web()(), email, "ABCDE-23456")
     with_recovery_code(web()(), email, codes[1])
     with sessions() as s:
-        assert len(s.scalar(sa.select(Merchant.recovery_code_hashes).where(Merchant.email == email))) == 9
+        assert len(s.scalar(sa.select(Account.recovery_code_hashes).where(Account.email == email))) == 9
     late = web()()
     log_in(late, email)
     token = csrf_of(late.get("/dashboard/login/code"))

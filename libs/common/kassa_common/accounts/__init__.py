@@ -1,7 +1,9 @@
-"""The merchant account: who signs in, how, and what the account holds (DESIGN.md section 10).
+"""The merchant account: who signs in, how, and what the account holds (DESIGN.md sections
+10 and 14: a person signs in as an account; money belongs to a store, the ``merchants`` row).
 
 Where to look:
 
+- ``stores``: accounts, stores and their members with roles (the last owner kept).
 - ``merchants``: sign-up, passwords, activation, the account's settings, and its wallets
   (the checks of an extended public key or a settlement address, and the one writer of
   ``wallets``: ``upsert_wallet``).

@@ -1,5 +1,9 @@
 """Merchant accounts: sign-up, passwords, wallets and settings (their commands and reads),
-used by the operator CLI and the dashboard. API keys are ``kassa_common.accounts.keys``."""
+used by the operator CLI and the dashboard. API keys are ``kassa_common.accounts.keys``.
+
+A merchant is a store (DESIGN §14) owned by an account: signing up makes both, and the
+commands that name a merchant by email act on the first store that email's account owns
+(``stores.first_owned_store``), so they work as they did before stores."""
 
 from __future__ import annotations
 
@@ -14,12 +18,13 @@ from argon2.exceptions import InvalidHashError, VerifyMismatchError
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from kassa_common.accounts import stores
 from kassa_common.chains import forwarder
 from kassa_common.chains.hd import validate_xpub
 from kassa_common.chains.live_keys import live_key_warning
 from kassa_common.emails import InvalidEmail, valid_email
 from kassa_common.errors import DomainError, NotFound
-from kassa_common.models import Merchant, Wallet
+from kassa_common.models import Account, Merchant, Wallet
 from kassa_common.timefmt import utcnow
 
 MODES = ("test", "live")
@@ -68,11 +73,11 @@ def check_new_password(password: str) -> str:
     return password
 
 
-def change_password(merchant: Merchant, current: str, new: str) -> None:
+def change_password(account: Account, current: str, new: str) -> None:
     """Set a new password once the current one is given again (the caller revokes the other logins)."""
-    if not check_password(merchant.password_hash, current):
+    if not check_password(account.password_hash, current):
         raise AccountError("the current password is wrong")
-    merchant.password_hash = hash_password(check_new_password(new))
+    account.password_hash = hash_password(check_new_password(new))
 
 
 MAX_BUSINESS_NAME = 200
@@ -87,19 +92,20 @@ def check_business_name(name: str | None) -> str | None:
 
 
 def check_new_email(session: Session, email: str) -> str:
-    """The address of a new account: one valid address no merchant has yet."""
+    """The address of a new account: one valid address no account has yet."""
     try:
         email = valid_email(email)
     except InvalidEmail:
         raise AccountError(f"not an email address: {email[:100]}") from None
-    exists = session.scalar(sa.select(Merchant.id).where(sa.func.lower(Merchant.email) == email.lower()))
-    if exists:
+    if stores.find_account(session, email) is not None:
         raise AccountError(f"a merchant with email {email} already exists")
     return email
 
 
 def merchant_by_email(session: Session, email: str) -> Merchant:
-    merchant = session.scalar(sa.select(Merchant).where(sa.func.lower(Merchant.email) == email.strip().lower()))
+    """The first store the account of ``email`` owns (for a migrated merchant, its own)."""
+    account = stores.find_account(session, email)
+    merchant = stores.first_owned_store(session, account.id) if account is not None else None
     if merchant is None:
         raise NotFound(f"no merchant with email {email}")
     return merchant
@@ -108,17 +114,21 @@ def merchant_by_email(session: Session, email: str) -> Merchant:
 def create_merchant(
     session: Session, email: str, password: str | None, business_name: str | None, activate: bool = False
 ) -> Merchant:
+    """A new account and the store it owns (a sign-up, or ``kassa merchant create``)."""
     email = check_new_email(session, email)
-    merchant = Merchant(
-        id=uuid.uuid4(),
-        email=email,
-        password_hash=hash_password(password) if password else None,
-        business_name=check_business_name(business_name),
-        activated=activate,
-    )
-    session.add(merchant)
-    session.flush()
-    return merchant
+    name = check_business_name(business_name)
+    account = stores.new_account(session, email, hash_password(password) if password else None)
+    return stores.add_store(session, account, name, activated=activate)
+
+
+def create_store(session: Session, email: str, name: str) -> Merchant:
+    """Another store for the account of ``email``, owned by it and open at once (an
+    operator's ``kassa store create``)."""
+    account = stores.account_by_email(session, email)
+    checked = check_business_name(name)
+    if checked is None:
+        raise AccountError("a store needs a name")
+    return stores.add_store(session, account, checked, activated=True)
 
 
 class SavedWallet(NamedTuple):

@@ -1,11 +1,11 @@
 """Password reset by email (DESIGN §10): a signed, expiring, single-use link.
 
 Asking for a reset answers the same whether or not the email has an account (no
-enumeration); when it has one (not banned), the merchant is emailed a link valid for
-``LIFETIME``. The link's token is signed with SECRET_KEY and carries the merchant's id and
-a fingerprint of its current password hash: setting a new password changes the hash, so
-every link sent before dies with it (single use without a table of tokens). A successful
-reset revokes every login of the merchant.
+enumeration); when it has one (with a store that is not banned), the account is emailed a
+link valid for ``LIFETIME``. The link's token is signed with SECRET_KEY and carries the
+account's id and a fingerprint of its current password hash: setting a new password changes
+the hash, so every link sent before dies with it (single use without a table of tokens). A
+successful reset revokes every login of the account.
 """
 
 from __future__ import annotations
@@ -14,12 +14,11 @@ import hashlib
 import uuid
 from datetime import timedelta
 
-import sqlalchemy as sa
 from itsdangerous import BadData, URLSafeTimedSerializer
 from sqlalchemy.orm import Session
 
-from kassa_common.accounts import merchants, notices
-from kassa_common.models import Merchant
+from kassa_common.accounts import merchants, notices, stores
+from kassa_common.models import Account, Merchant
 
 LIFETIME = timedelta(hours=1)
 EVENT_TYPE = "account.password_reset"  # an internal row for the email (never published, not listed)
@@ -36,26 +35,36 @@ def _signer(secret_key: str) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(secret_key, salt=_SALT)
 
 
-def make_token(merchant: Merchant, secret_key: str) -> str:
-    return str(_signer(secret_key).dumps({"m": str(merchant.id), "p": _fingerprint(merchant.password_hash)}))
+def make_token(account: Account, secret_key: str) -> str:
+    return str(_signer(secret_key).dumps({"m": str(account.id), "p": _fingerprint(account.password_hash)}))
 
 
-def merchant_of(session: Session, token: str, secret_key: str, *, lock: bool = False) -> Merchant | None:
-    """The merchant this token may reset, or None: forged, older than ``LIFETIME``, used
-    (the password changed since), or the account is gone or banned. ``lock``: hold the
-    merchant's row, so two submissions of one link cannot both succeed."""
+def _shut_out(session: Session, account: Account) -> bool:
+    """An account whose every store is banned (or that has none) resets nothing."""
+    return not any(not s.banned for s in _stores(session, account))
+
+
+def _stores(session: Session, account: Account) -> list[Merchant]:
+    ids = [s.id for s in stores.stores_of(session, account.id, openable_only=False)]
+    return [m for m in (session.get(Merchant, i) for i in ids) if m is not None]
+
+
+def account_of(session: Session, token: str, secret_key: str, *, lock: bool = False) -> Account | None:
+    """The account this token may reset, or None: forged, older than ``LIFETIME``, used
+    (the password changed since), or the account is gone or shut out. ``lock``: hold the
+    account's row, so two submissions of one link cannot both succeed."""
     if not token or len(token) > TOKEN_MAX:
         return None
     try:
         data = _signer(secret_key).loads(token, max_age=int(LIFETIME.total_seconds()))
-        merchant_id = uuid.UUID(data["m"])
+        account_id = uuid.UUID(data["m"])
         fingerprint = data["p"]
     except (BadData, KeyError, TypeError, ValueError):
         return None
-    merchant = session.get(Merchant, merchant_id, with_for_update=lock)
-    if merchant is None or merchant.banned or _fingerprint(merchant.password_hash) != fingerprint:
+    account = session.get(Account, account_id, with_for_update=lock)
+    if account is None or _fingerprint(account.password_hash) != fingerprint or _shut_out(session, account):
         return None
-    return merchant
+    return account
 
 
 def request_reset(session: Session, email: str, *, secret_key: str, dashboard_url: str) -> bool:
@@ -63,10 +72,13 @@ def request_reset(session: Session, email: str, *, secret_key: str, dashboard_ur
     email = email.strip()[:320]
     if not email:
         return False
-    merchant = session.scalar(sa.select(Merchant).where(sa.func.lower(Merchant.email) == email.lower()))
-    if merchant is None or merchant.banned:
+    account = stores.find_account(session, email)
+    if account is None:
         return False
-    link = f"{dashboard_url}/reset/{make_token(merchant, secret_key)}"
+    about = [s for s in _stores(session, account) if not s.banned]
+    if not about:
+        return False
+    link = f"{dashboard_url}/reset/{make_token(account, secret_key)}"
     minutes = int(LIFETIME.total_seconds() // 60)
     text = (
         "Someone (we hope you) asked to reset the password of your Kassa account.\n\n"
@@ -76,19 +88,20 @@ def request_reset(session: Session, email: str, *, secret_key: str, dashboard_ur
     )
     notices.email_merchant(
         session,
-        merchant.id,
+        about[0].id,  # a notice row belongs to a store: the account's first
         test_mode=False,
         event_type=EVENT_TYPE,
         kind=KIND,
         subject="Reset your Kassa password",
         text=text,
         payload={},
+        recipient=account.email,
     )
     return True
 
 
-def reset(merchant: Merchant, new: str, confirm: str) -> None:
+def reset(account: Account, new: str, confirm: str) -> None:
     """Set the new password (the sign-up's rules); AccountError says why not. The caller revokes the logins."""
     if new != confirm:
         raise merchants.AccountError("the two passwords do not match")
-    merchant.password_hash = merchants.hash_password(merchants.check_new_password(new))
+    account.password_hash = merchants.hash_password(merchants.check_new_password(new))

@@ -26,7 +26,7 @@ import segno
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.models import Merchant
+from kassa_common.models import Account
 from kassa_common.timefmt import utcnow
 
 ISSUER = "Kassa"
@@ -69,18 +69,18 @@ def matching_step(secret: str, code: str, now: float | None = None) -> int | Non
     return None
 
 
-def check_code(session: Session, merchant: Merchant, code: str) -> bool:
-    """A valid code of the merchant's enabled secret, not used before (recorded as used)."""
-    if not merchant.totp_secret or merchant.totp_enabled_at is None:
+def check_code(session: Session, account: Account, code: str) -> bool:
+    """A valid code of the account's enabled secret, not used before (recorded as used)."""
+    if not account.totp_secret or account.totp_enabled_at is None:
         return False
-    step = matching_step(merchant.totp_secret, code)
+    step = matching_step(account.totp_secret, code)
     if step is None:
         return False
     used = cast(
         sa.CursorResult[Any],
         session.execute(
-            sa.update(Merchant)
-            .where(Merchant.id == merchant.id, sa.func.coalesce(Merchant.totp_last_step, -1) < step)
+            sa.update(Account)
+            .where(Account.id == account.id, sa.func.coalesce(Account.totp_last_step, -1) < step)
             .values(totp_last_step=step)
         ),
     ).rowcount
@@ -132,39 +132,39 @@ def new_recovery_codes() -> list[str]:
     return codes
 
 
-def use_recovery_code(session: Session, merchant: Merchant, code: str) -> bool:
+def use_recovery_code(session: Session, account: Account, code: str) -> bool:
     """Spend one recovery code (each works once: the entry it matched is removed, and two
     uses at once cannot both remove it)."""
-    if merchant.totp_enabled_at is None or not code.strip() or len(code) > 40:
+    if account.totp_enabled_at is None or not code.strip() or len(code) > 40:
         return False
-    stored = session.scalar(sa.select(Merchant.recovery_code_hashes).where(Merchant.id == merchant.id)) or []
+    stored = session.scalar(sa.select(Account.recovery_code_hashes).where(Account.id == account.id)) or []
     entry = next((e for e in stored if matches_recovery_code(e, code)), None)
     if entry is None:
         return False
     spent = cast(
         sa.CursorResult[Any],
         session.execute(
-            sa.update(Merchant)
-            .where(Merchant.id == merchant.id, Merchant.recovery_code_hashes.any(entry))  # type: ignore[arg-type]
-            .values(recovery_code_hashes=sa.func.array_remove(Merchant.recovery_code_hashes, entry))
+            sa.update(Account)
+            .where(Account.id == account.id, Account.recovery_code_hashes.any(entry))  # type: ignore[arg-type]
+            .values(recovery_code_hashes=sa.func.array_remove(Account.recovery_code_hashes, entry))
         ),
     ).rowcount
     return bool(spent)
 
 
-def enable(session: Session, merchant: Merchant, secret: str, code: str) -> list[str] | None:
+def enable(session: Session, account: Account, secret: str, code: str) -> list[str] | None:
     """Turn two-factor sign-in on with ``secret`` once ``code`` is one of its codes: the
     recovery codes (to show once), or None when the code does not match."""
     step = matching_step(secret, code)
     if step is None:
         return None
     codes = new_recovery_codes()
-    merchant.totp_secret, merchant.totp_enabled_at, merchant.totp_last_step = secret, utcnow(), step
-    merchant.recovery_code_hashes = [hash_recovery_code(c) for c in codes]
+    account.totp_secret, account.totp_enabled_at, account.totp_last_step = secret, utcnow(), step
+    account.recovery_code_hashes = [hash_recovery_code(c) for c in codes]
     session.flush()
     return codes
 
 
-def disable(merchant: Merchant) -> None:
-    merchant.totp_secret = merchant.totp_enabled_at = merchant.totp_last_step = None
-    merchant.recovery_code_hashes = []
+def disable(account: Account) -> None:
+    account.totp_secret = account.totp_enabled_at = account.totp_last_step = None
+    account.recovery_code_hashes = []

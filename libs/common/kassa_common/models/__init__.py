@@ -4,7 +4,8 @@ Alembic migrations, which read ``Base.metadata``: importing this package registe
 Where to look:
 
 - ``base``: ``Base`` and the column helpers;
-- ``accounts``: merchants, API keys, dashboard sessions, wallets, wallet changes;
+- ``accounts``: accounts, stores (``Merchant``) and their members, API keys, dashboard
+  sessions, wallets, wallet changes;
 - ``products``; ``payments``: payments, their transfers, idempotency keys; ``refunds``;
 - ``sweeps``: sweeps, held deposits, what each sweep moved;
 - ``webhooks``: endpoints, deliveries, attempts, and the notifier's emails;
@@ -14,7 +15,16 @@ Where to look:
 Import from here (``from kassa_common.models import Payment``), not from the modules.
 """
 
-from kassa_common.models.accounts import ApiKey, DashboardSession, Merchant, Wallet, WalletChange
+from kassa_common.models.accounts import (
+    ROLES,
+    Account,
+    ApiKey,
+    DashboardSession,
+    Merchant,
+    StoreMember,
+    Wallet,
+    WalletChange,
+)
 from kassa_common.models.base import NOW, Base
 from kassa_common.models.chains import ChainBlock, ChainCursor, ChainMempoolTransfer, ChainReport, SettledWatermark
 from kassa_common.models.events import Event, ProcessedMessage
@@ -26,6 +36,8 @@ from kassa_common.models.webhooks import DeliveryAttempt, Notification, WebhookD
 
 __all__ = [
     "NOW",
+    "ROLES",
+    "Account",
     "ApiKey",
     "Base",
     "ChainBlock",
@@ -43,6 +55,7 @@ __all__ = [
     "Product",
     "Refund",
     "SettledWatermark",
+    "StoreMember",
     "Sweep",
     "SweepHold",
     "SweepItem",

@@ -1,5 +1,6 @@
-"""The merchant account's tables: the merchant, its API keys, dashboard sessions, wallets and
-the wallet changes on hold."""
+"""The merchant account's tables (DESIGN §14): the account (a person who signs in), the store
+(the ``merchants`` table: what money belongs to), the store's members, its API keys, dashboard
+sessions, wallets and the wallet changes on hold."""
 
 from __future__ import annotations
 
@@ -15,12 +16,15 @@ from kassa_common.models.base import Base, created, uuid_pk
 
 
 class Merchant(Base):
-    """An account. It may use the API once activated, not banned, with a business name."""
+    """A store: what money belongs to (wallets, keys, products, webhooks, payments, refunds,
+    settings). The table keeps its historical name, so every ``merchant_id`` in the schema is
+    a store's id. It may use the API once activated, not banned, with a business name (its
+    name). Who may open it is ``StoreMember``; ``email`` is where its notices go (its first
+    owner's address when it was made)."""
 
     __tablename__ = "merchants"
     id: Mapped[uuid.UUID] = uuid_pk()
     email: Mapped[str] = mapped_column(sa.String(320), nullable=False)
-    password_hash: Mapped[str | None] = mapped_column(sa.Text)
     business_name: Mapped[str | None] = mapped_column(sa.String(200))
     activated: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
     banned: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
@@ -32,6 +36,21 @@ class Merchant(Base):
     # quoted crypto amount holds (None: the payment's lifetime)
     rate_spread_pct: Mapped[Decimal] = mapped_column(sa.Numeric(4, 2), nullable=False, server_default="0")
     rate_lock_minutes: Mapped[int | None] = mapped_column(sa.Integer)
+    # every member must have two-factor sign-in on to open the store (kassa_common.accounts.stores)
+    require_2fa: Mapped[bool] = mapped_column(sa.Boolean, nullable=False, server_default=sa.false())
+    created_at: Mapped[datetime] = created()
+
+    __table_args__ = (sa.Index("merchants_email", sa.func.lower(email)),)
+
+
+class Account(Base):
+    """A person who signs in to the dashboard: one email, one password, one second factor,
+    and the stores it is a member of. Migrated merchants kept their id as their account's."""
+
+    __tablename__ = "accounts"
+    id: Mapped[uuid.UUID] = uuid_pk()
+    email: Mapped[str] = mapped_column(sa.String(320), nullable=False)
+    password_hash: Mapped[str | None] = mapped_column(sa.Text)
     # two-factor sign-in (kassa_common.accounts.twofactor): on once ``totp_enabled_at`` is set
     totp_secret: Mapped[str | None] = mapped_column(sa.String(64))
     totp_enabled_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
@@ -39,24 +58,41 @@ class Merchant(Base):
     recovery_code_hashes: Mapped[list[str]] = mapped_column(ARRAY(sa.Text), nullable=False, server_default="{}")
     created_at: Mapped[datetime] = created()
 
-    __table_args__ = (sa.Index("merchants_email_key", sa.func.lower(email), unique=True),)
+    __table_args__ = (sa.Index("accounts_email_key", sa.func.lower(email), unique=True),)
+
+
+ROLES = ("owner", "manager", "employee", "viewer")  # most to least (kassa_common.accounts.stores)
+
+
+class StoreMember(Base):
+    """An account's place in a store, with its role."""
+
+    __tablename__ = "store_members"
+    store_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), primary_key=True)
+    account_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("accounts.id", ondelete="CASCADE"), primary_key=True)
+    role: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    created_at: Mapped[datetime] = created()
+    __table_args__ = (
+        sa.CheckConstraint("role IN ('owner', 'manager', 'employee', 'viewer')", name="store_members_role"),
+        sa.Index("store_members_account", "account_id"),
+    )
 
 
 class DashboardSession(Base):
-    """A dashboard login, kept on the server: the browser's cookie holds only its random id
+    """An account's dashboard login, kept on the server: the browser's cookie holds only its random id
     (this row stores the id's SHA-256). Logout, a password change and the settings page's
     revoke button set ``revoked_at``; a revoked or expired row opens nothing."""
 
     __tablename__ = "dashboard_sessions"
     id_hash: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
-    merchant_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    account_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("accounts.id", ondelete="CASCADE"), nullable=False)
     user_agent: Mapped[str | None] = mapped_column(sa.String(300))
     address: Mapped[str | None] = mapped_column(sa.String(64))
     created_at: Mapped[datetime] = created()
     last_seen_at: Mapped[datetime] = created()
     expires_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False)
     revoked_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
-    __table_args__ = (sa.Index("dashboard_sessions_merchant", "merchant_id", "last_seen_at"),)
+    __table_args__ = (sa.Index("dashboard_sessions_account", "account_id", "last_seen_at"),)
 
 
 class ApiKey(Base):

@@ -15,12 +15,14 @@ from kassa_api.routes.dashboard import (
     accounts,
     events,
     keys,
+    members,
     notifications,
     overview,
     payments,
     products,
     refunds,
     settings,
+    stores,
     sweeps,
     wallets,
     webhooks,
@@ -44,6 +46,8 @@ for resource in (
     sweeps,
     settings,
     notifications,
+    stores,
+    members,
 ):
     bp.register_blueprint(resource.bp)
 

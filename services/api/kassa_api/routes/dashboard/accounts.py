@@ -18,9 +18,9 @@ import uuid
 
 from flask import Blueprint, g, redirect, request, session, url_for
 
-from kassa_common.accounts import merchants, password_reset, twofactor
-from kassa_common.errors import DomainError, NotFound
-from kassa_common.models import Merchant
+from kassa_common.accounts import merchants, password_reset, stores, twofactor
+from kassa_common.errors import DomainError
+from kassa_common.models import Account
 from kassa_api.deps import db, deps, transaction
 from kassa_api.ratelimit import wait_text
 from kassa_api.routes.dashboard.common import login_required, render
@@ -44,14 +44,13 @@ def new_password_problems(
     return problems
 
 
-def authenticated(email: str, password: str) -> Merchant | None:
-    """The merchant with this email and password, or None: a wrong email and a wrong password look alike."""
-    try:
-        merchant = merchants.merchant_by_email(db(), email)
-    except NotFound:
+def authenticated(email: str, password: str) -> Account | None:
+    """The account with this email and password, or None: a wrong email and a wrong password look alike."""
+    account = stores.find_account(db(), email)
+    if account is None:
         merchants.check_password(None, password)  # as slow as a wrong password: no account enumeration by timing
         return None
-    return merchant if merchants.check_password(merchant.password_hash, password) else None
+    return account if merchants.check_password(account.password_hash, password) else None
 
 
 @bp.route("/signup", methods=["GET", "POST"])
@@ -106,20 +105,20 @@ def reset_password(token: str):
     scanner's prefetch is harmless); a successful form signs out every login."""
     secret = deps().settings.web.secret_key
     if request.method != "POST":  # GET or HEAD
-        valid = password_reset.merchant_of(db(), token, secret) is not None
+        valid = password_reset.account_of(db(), token, secret) is not None
         return render("reset.html", 200 if valid else 404, valid=valid)
     form = request.form
     try:
         with transaction() as s:
-            merchant = password_reset.merchant_of(s, token, secret, lock=True)
-            if merchant is None:
+            account = password_reset.account_of(s, token, secret, lock=True)
+            if account is None:
                 return render("reset.html", 404, valid=False)
             new_password_problems(form.get("password", ""), form.get("confirm_password", "")).raise_any()
-            password_reset.reset(merchant, form.get("password", ""), form.get("confirm_password", ""))
-            merchant_id = merchant.id
+            password_reset.reset(account, form.get("password", ""), form.get("confirm_password", ""))
+            account_id = account.id
     except (FormError, DomainError) as exc:
         return render("reset.html", 400, valid=True, **refusal(exc, ("password", "confirm_password")))
-    deps().logins.revoke_all(merchant_id)
+    deps().logins.revoke_all(account_id)
     session.clear()
     return render("login.html", notice="Your password is changed and every login was signed out. Log in with it now.")
 
@@ -135,12 +134,12 @@ def login():
     if failures.exceeded(key) or by_address.exceeded(address_key):
         wait = wait_text(failures if failures.exceeded(key) else by_address)
         return render("login.html", 429, error=f"Too many failed attempts. Try again in {wait}.", email=email)
-    merchant = authenticated(email, request.form.get("password", ""))
-    if merchant is None:
+    account = authenticated(email, request.form.get("password", ""))
+    if account is None:
         failures.hit(key)
         by_address.hit(address_key)
         return render("login.html", 401, error="Wrong email or password.", email=email)
-    if merchant.banned or not merchant.activated:
+    if not stores.stores_of(db(), account.id):  # no store it can open (not activated yet, or banned)
         return render(
             "login.html",
             403,
@@ -148,18 +147,18 @@ def login():
             email=email,
         )
     failures.clear(key)
-    if merchant.totp_enabled_at is not None:  # the password was right: now the second factor
+    if account.totp_enabled_at is not None:  # the password was right: now the second factor
         session.clear()
-        session.update(pending_2fa=str(merchant.id), pending_until=time.time() + SECOND_STEP_SECONDS)
+        session.update(pending_2fa=str(account.id), pending_until=time.time() + SECOND_STEP_SECONDS)
         return redirect(url_for("dashboard.accounts.login_code"), 303)
-    start_login(merchant)
+    start_login(account)
     return redirect(url_for("dashboard.accounts.home"), 303)
 
 
 @bp.route("/login/code", methods=["GET", "POST"])
 def login_code():
-    """The login's second step: a code of the merchant's authenticator app, or a recovery code.
-    Failures are counted per merchant (LOGIN_FAILURES per window, then 429) and per address."""
+    """The login's second step: a code of the account's authenticator app, or a recovery code.
+    Failures are counted per account (LOGIN_FAILURES per window, then 429) and per address."""
     pending, until = session.get("pending_2fa"), session.get("pending_until", 0)
     if not isinstance(pending, str) or not isinstance(until, (int, float)) or until < time.time():
         session.clear()
@@ -173,24 +172,25 @@ def login_code():
         return render("login_code.html", 429, error=f"Too many wrong codes. Try again in {wait}.")
     code, recovery = request.form.get("code", "")[:20], request.form.get("recovery_code", "")[:40]
     with transaction() as s:
-        merchant = s.get(Merchant, uuid.UUID(pending))
-        ok = merchant is not None and (
-            twofactor.check_code(s, merchant, code)
+        account = s.get(Account, uuid.UUID(pending))
+        ok = account is not None and (
+            twofactor.check_code(s, account, code)
             if code.strip()
-            else twofactor.use_recovery_code(s, merchant, recovery)
+            else twofactor.use_recovery_code(s, account, recovery)
         )
-    if not ok or merchant is None:
+    if not ok or account is None:
         failures.hit(key)
         by_address.hit(address_key)
         return render("login_code.html", 401, error="That code is not right. Try the current one from your app.")
     failures.clear(key)
-    start_login(merchant)
+    start_login(account)
     return redirect(url_for("dashboard.accounts.home"), 303)
 
 
-def start_login(merchant: Merchant) -> None:
-    """A new server-side login and a new cookie: nothing of the session before it survives."""
-    token = deps().logins.create(merchant.id, request.user_agent.string or None, request.remote_addr)
+def start_login(account: Account) -> None:
+    """A new server-side login and a new cookie: nothing of the session before it survives
+    (the store opened is the account's first again)."""
+    token = deps().logins.create(account.id, request.user_agent.string or None, request.remote_addr)
     session.clear()
     session.update(sid=token, mode="test")
 
@@ -200,7 +200,7 @@ def logout():
     token = session.get("sid")
     login = deps().logins.get(token) if isinstance(token, str) else None
     if login is not None:
-        deps().logins.revoke(login.merchant_id, login.ref)
+        deps().logins.revoke(login.account_id, login.ref)
     session.clear()
     return redirect(url_for("dashboard.accounts.login"), 303)
 

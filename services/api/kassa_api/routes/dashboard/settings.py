@@ -2,7 +2,7 @@
 confirmed payment may fall and still complete, and the pricing terms (the rate spread and
 how long a quoted rate holds: ``kassa_common.pricing.terms``).
 
-The page also lists the merchant's active logins (browser, address, last seen) with a
+The page also lists the signed-in account's active logins (browser, address, last seen) with a
 button to revoke each, and changes the password: that revokes every other login. Two-factor
 sign-in is turned on (the password and a code of the new secret) and off (the password and
 a current code) on its own page; either change revokes every other login too. The password
@@ -48,7 +48,7 @@ def _page(status: int = 200, /, *, typed: dict[str, str] | None = None, **contex
         "settings.html",
         status,
         current=current,
-        logins=deps().logins.active(g.merchant.id),
+        logins=deps().logins.active(g.account.id),
         this_login=g.login.ref,
         values=values,
         default_lifetime=default,
@@ -109,11 +109,11 @@ def change_password():
     try:
         problems.raise_any()
         with transaction():
-            merchants.change_password(g.merchant, current, new)
+            merchants.change_password(g.account, current, new)
     except (FormError, DomainError) as exc:
         shown = refusal(exc, PASSWORD_FIELDS)
         return _page(400, errors=shown["errors"], password_error=shown["error"])
-    deps().logins.revoke_all(g.merchant.id, keep=session.get("sid"))
+    deps().logins.revoke_all(g.account.id, keep=session.get("sid"))
     return _page(notice="Password changed. Every other login was signed out.")
 
 
@@ -122,7 +122,7 @@ def change_password():
 def revoke_login(ref: str):
     if len(ref) != 64:
         return _page(404, error="No such login.")
-    deps().logins.revoke(g.merchant.id, ref)
+    deps().logins.revoke(g.account.id, ref)
     return redirect(url_for("dashboard.settings.index"), 303)
 
 
@@ -137,13 +137,13 @@ def _pending_secret() -> str:
 
 
 def _two_factor_page(status: int = 200, /, **context):
-    merchant = g.merchant
-    if merchant.totp_enabled_at is not None:
+    account = g.account
+    if account.totp_enabled_at is not None:
         return render(
-            "two_factor.html", status, enabled=True, recovery_left=len(merchant.recovery_code_hashes or []), **context
+            "two_factor.html", status, enabled=True, recovery_left=len(account.recovery_code_hashes or []), **context
         )
     secret = _pending_secret()
-    uri = twofactor.provisioning_uri(secret, merchant.email)
+    uri = twofactor.provisioning_uri(secret, account.email)
     return render(
         "two_factor.html",
         status,
@@ -151,13 +151,14 @@ def _two_factor_page(status: int = 200, /, **context):
         secret=secret,
         qr=twofactor.qr_svg(uri),
         required=deps().settings.web.require_2fa,
+        store_requires=g.merchant.require_2fa,
         **context,
     )
 
 
 def _sign_out_others() -> None:
-    """Any two-factor change signs every other login of the merchant out (DESIGN §10)."""
-    deps().logins.revoke_all(g.merchant.id, keep=session.get("sid"))
+    """Any two-factor change signs every other login of the account out (DESIGN §10)."""
+    deps().logins.revoke_all(g.account.id, keep=session.get("sid"))
 
 
 @bp.get("/settings/2fa")
@@ -171,12 +172,12 @@ def two_factor():
 def enable_two_factor():
     """Turn two-factor sign-in on: the password again (a stolen session alone cannot put the
     thief's authenticator on the account), then a code of the new secret."""
-    if g.merchant.totp_enabled_at is not None or not isinstance(session.get("totp_nonce"), str):
+    if g.account.totp_enabled_at is not None or not isinstance(session.get("totp_nonce"), str):
         return redirect(url_for("dashboard.settings.two_factor"), 303)
     secret = _pending_secret()
     with transaction() as s:
         wrong = step_up(s, request.form.get("password", ""))
-        codes = None if wrong else twofactor.enable(s, g.merchant, secret, request.form.get("code", "")[:20])
+        codes = None if wrong else twofactor.enable(s, g.account, secret, request.form.get("code", "")[:20])
     if wrong == THROTTLED:
         return _two_factor_page(429, error=step_up_wait())
     if wrong:
@@ -203,7 +204,7 @@ def disable_two_factor():
     with transaction() as s:
         wrong = step_up(s, form.get("password", ""), form.get("code", ""))
         if wrong is None:
-            twofactor.disable(g.merchant)
+            twofactor.disable(g.account)
     if wrong == THROTTLED:
         return _two_factor_page(429, error=step_up_wait())
     if wrong:

@@ -76,7 +76,7 @@ def _confirm(problems: Problems, password: str, code: str) -> bool:
     before a live wallet changes: a stolen session alone cannot redirect the money. False
     when the step-up checks are throttled (nothing was checked)."""
     with transaction() as s:
-        wrong = step_up(s, password, code if g.merchant.totp_enabled_at is not None else None)
+        wrong = step_up(s, password, code if g.account.totp_enabled_at is not None else None)
     if wrong == THROTTLED:
         return False
     if wrong == WRONG_PASSWORD:
