@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Target:
-    """A module to mutate, with the tests that stand guard over it (unit first; a module no
-    unit test reaches, such as a refund's database rules, has integration tests only)."""
+    """A module to mutate, with the tests that stand guard over it: ``unit`` run for every
+    mutant, ``integration`` only for a mutant those let through. A module whose rules live in
+    the database (the refunds') has its fast database tests first (one migrated database per
+    run, each test rolled back), the slower API and page tests after them."""
 
     path: str  # relative to its package's parent, e.g. kassa_common/payments/settle.py
     unit: tuple[str, ...]
@@ -146,7 +148,7 @@ TARGETS = (
     ),
     Target(
         "kassa_common/refunds/addresses.py",
-        unit=(),
+        unit=("tests/integration/refunds/test_refund_addresses_db.py",),
         integration=(
             "tests/integration/refunds/test_refund_payout_rules.py",
             "tests/integration/refunds/test_claim_page.py",
