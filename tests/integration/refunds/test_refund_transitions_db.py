@@ -5,17 +5,19 @@ each with the status, the amounts and the event a user sees."""
 
 from __future__ import annotations
 
+import threading
 import uuid
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
 import sqlalchemy as sa
 
+from kassa_common.db import unit_of_work
 from kassa_common.errors import InvalidRefund, InvalidTransition, NotFound, UnsupportedPair
-from kassa_common.models import Refund
+from kassa_common.models import ChainCursor, Refund
 from kassa_common.owner import Owner
-from kassa_common.refunds.transitions import cancel_refund, claim_refund, create_refund, expire_refunds
+from kassa_common.refunds.transitions import cancel_refund, claim_refund, create_refund, expire_refunds, lock
 from kassa_common.statuses import RefundStatus, TransferStatus
 from kassa_common.timefmt import iso, utcnow
 from tests.support.refund_rows import GOOD, events, fresh, paid, transfer
@@ -260,3 +262,74 @@ def test_a_refund_expires_exactly_at_its_expiry_at_the_time_given(db):
     expired = fresh(db, refund)
     assert expired.status == EXPIRED and expired.updated_at == at(24 * 60)
     assert expire_refunds(db, at(24 * 60)) == 0  # once
+
+
+def test_a_refund_waits_for_another_of_the_same_payment_and_counts_it(sessions):
+    """Two refunds of one payment at once take turns on the payment's row: the second sees the
+    first's amount held (committed data: two transactions)."""
+    with unit_of_work(sessions) as s:
+        p = paid(s)  # 15 USDC
+    first = sessions()
+    try:
+        create_refund(first, p.owner, p.ref, Decimal(10))  # holds the payment's row until it commits
+        second, got = threading.Thread(target=lambda: got.update(outcome=refund_in_turn(sessions, p))), {}
+        second.start()
+        second.join(0.5)
+        assert second.is_alive()  # waiting for the first
+        first.commit()
+    finally:
+        first.close()
+    second.join(10)
+    assert isinstance(got["outcome"], InvalidRefund) and "more than is refundable (5 USDC)" in str(got["outcome"])
+
+
+def refund_in_turn(sessions, p):
+    try:
+        with unit_of_work(sessions) as s:
+            return create_refund(s, p.owner, p.ref, Decimal(10)).id
+    except InvalidRefund as exc:
+        return exc
+
+
+def test_a_live_claim_records_where_the_network_stood(db):
+    db.add(ChainCursor(network="BASE", block_number=4321, confirmed_through=4300))  # no node: the watcher's height
+    p = paid(db, test_mode=False)
+    refund = create_refund(db, p.owner, p.ref, Decimal(1))
+    assert claim_refund(db, refund.claim_token, GOOD).claim_block == 4321
+
+
+def test_the_expiry_writes_the_refund_as_the_database_holds_it(db):
+    """Flagged by another transaction since this session read it (its funds reorged): the
+    expiry's event shows the flag."""
+    p = paid(db)
+    refund = create_refund(db, p.owner, p.ref, Decimal(1), claim_days=1, now=at(0))
+    db.connection().execute(sa.text("UPDATE refunds SET funds_reorged = true WHERE id = :id"), {"id": refund.id})
+    assert expire_refunds(db, at(24 * 60)) == 1
+    kind, data = events(db, refund)[-1]
+    assert kind == "refund.expired" and data["funds_reorged"] is True
+
+
+def test_the_expiry_passes_over_a_refund_another_transaction_holds(sessions):
+    """Committed data, two transactions: a refund locked elsewhere (being claimed) is left for
+    the next round, without waiting."""
+    long_ago = datetime(2000, 1, 1, tzinfo=UTC)  # due before any other test's refund
+    with unit_of_work(sessions) as s:
+        p = paid(s)
+        refund_id = create_refund(s, p.owner, p.ref, Decimal(1), claim_days=1, now=long_ago).id
+    due = long_ago + timedelta(days=1)
+    holder = sessions()
+    try:
+        lock(holder, refund_id)
+        expirer, got = threading.Thread(target=lambda: got.update(n=expire_in_turn(sessions, due))), {}
+        expirer.start()
+        expirer.join(3)
+        assert not expirer.is_alive() and got["n"] == 0
+    finally:
+        holder.rollback()
+        holder.close()
+    assert expire_in_turn(sessions, due) == 1
+
+
+def expire_in_turn(sessions, now):
+    with unit_of_work(sessions) as s:
+        return expire_refunds(s, now, limit=1)
