@@ -139,7 +139,7 @@ TARGETS = (
     ),
     Target(
         "kassa_common/refunds/transitions.py",
-        unit=("tests/unit/test_refund_rules.py",),
+        unit=("tests/unit/test_refund_rules.py", "tests/integration/refunds/test_refund_transitions_db.py"),
         integration=(
             "tests/integration/refunds/test_refunds_api.py",
             "tests/integration/refunds/test_refund_payout_rules.py",
@@ -159,7 +159,11 @@ TARGETS = (
     # watcher and settler, minutes per run) are not among the focused tests of these two.
     Target(
         "kassa_common/refunds/payouts.py",
-        unit=("tests/unit/test_refund_rules.py", "tests/unit/test_refund_payout_refs.py"),
+        unit=(
+            "tests/unit/test_refund_rules.py",
+            "tests/unit/test_refund_payout_refs.py",
+            "tests/integration/refunds/test_refund_payouts_db.py",
+        ),
         integration=(
             "tests/integration/payments/test_refund_payout_reports.py",
             "tests/integration/refunds/test_refund_payout_rules.py",

@@ -379,6 +379,7 @@ def test_a_submitted_transaction_of_at_least_the_amount_after_the_claim_complete
     assert done.id == refund.id
     completed = fresh(db, refund)
     assert (completed.status, completed.transaction_hash, completed.payout_from) == (COMPLETED, h, SENDER)
+    assert completed.completed_at is not None
     assert (completed.payout_units, completed.confirmations, completed.payout_block_number) == (
         refund.amount_units,
         10,
@@ -545,7 +546,7 @@ def test_a_test_refunds_payout_is_simulated_for_its_payout_amount(db):
     done = simulate_payout(db, refund.id)
     assert done.id == refund.id
     completed = fresh(db, refund)
-    assert completed.status == COMPLETED and completed.confirmations == 0
+    assert completed.status == COMPLETED and completed.confirmations == 0 and completed.completed_at is not None
     assert completed.transaction_hash.startswith("test_tx_") and len(completed.transaction_hash) == 8 + 32
     assert completed.payout_units == due(refund) and completed.payout_from is None
     assert events(db, refund)[-1][0] == "refund.completed"
@@ -569,3 +570,15 @@ def test_only_a_claimed_test_refund_is_simulated(db):
     with pytest.raises(PayoutConflict, match="has not claimed it yet"):
         simulate_payout(db, unclaimed.id)
     assert fresh(db, live).status == AWAITING_PAYMENT
+
+
+def test_a_refund_claimed_before_tags_back_from_a_reorg_stays_without_a_tag(db):
+    p = paid(db, 100_000_000, test_mode=False)
+    refund = claimed(db, p=p, tag=None)
+    claimed(db, "1", p=p, tag=None)  # another claimed before tags, open at the same address
+    done = report(refund, CONFIRMED, confirmations=10)
+    apply_report(db, done)
+    apply_report(db, report(refund, REORGED, tx_hash=done.tx_hash))
+    back = fresh(db, refund)
+    assert back.status == AWAITING_PAYMENT and back.payout_tag is None
+    assert events(db, refund)[-1][1]["payout_amount"] == "2.5"
