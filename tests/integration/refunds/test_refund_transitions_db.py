@@ -17,7 +17,7 @@ from kassa_common.db import unit_of_work
 from kassa_common.errors import InvalidRefund, InvalidTransition, NotFound, UnsupportedPair
 from kassa_common.models import ChainCursor, Refund
 from kassa_common.owner import Owner
-from kassa_common.refunds.transitions import cancel_refund, claim_refund, create_refund, expire_refunds, lock
+from kassa_common.refunds.transitions import cancel_refund, claim_refund, create_refund, expire_refunds
 from kassa_common.statuses import RefundStatus, TransferStatus
 from kassa_common.timefmt import iso, utcnow
 from tests.support.refund_rows import GOOD, events, fresh, paid, transfer
@@ -319,7 +319,7 @@ def test_the_expiry_passes_over_a_refund_another_transaction_holds(sessions):
     due = long_ago + timedelta(days=1)
     holder = sessions()
     try:
-        lock(holder, refund_id)
+        holder.execute(sa.text("SELECT id FROM refunds WHERE id = :id FOR UPDATE"), {"id": refund_id})
         expirer, got = threading.Thread(target=lambda: got.update(n=expire_in_turn(sessions, due))), {}
         expirer.start()
         expirer.join(3)
