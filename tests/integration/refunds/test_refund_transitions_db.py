@@ -322,7 +322,7 @@ def test_the_expiry_passes_over_a_refund_another_transaction_holds(sessions):
         holder.execute(sa.text("SELECT id FROM refunds WHERE id = :id FOR UPDATE"), {"id": refund_id})
         expirer, got = threading.Thread(target=lambda: got.update(n=expire_in_turn(sessions, due))), {}
         expirer.start()
-        expirer.join(3)
+        expirer.join(10)
         assert not expirer.is_alive() and got["n"] == 0
     finally:
         holder.rollback()
