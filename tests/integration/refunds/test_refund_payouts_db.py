@@ -20,7 +20,7 @@ from kassa_common.errors import NotFound
 from kassa_common.messaging.messages import TransferReport
 from kassa_common.models import ChainCursor, Refund, Sweep
 from kassa_common.owner import Owner
-from kassa_common.refunds.onchain import PayoutConflict, PayoutRefused, Reader
+from kassa_common.refunds.onchain import PayoutConflict, PayoutRefused, Reader, transfer_ref
 from kassa_common.refunds.payouts import apply_report, check_hash_format, complete_with_hash, simulate_payout
 from kassa_common.refunds.transitions import claim_refund, create_refund
 from kassa_common.statuses import RefundStatus, TransferStatus
@@ -226,7 +226,7 @@ def test_a_payout_held_by_another_transaction_since_is_not_taken_over(db):
     """The settler decides on the refund as the database holds it, not on a copy read before."""
     refund = claimed(db)
     first = report(refund, SEEN)
-    ref = f"{first.tx_hash}:0:{GOOD.lower()}"
+    ref = transfer_ref(first.tx_hash, 0, GOOD)
     db.connection().execute(
         sa.text("UPDATE refunds SET transfer_ref = :ref, payout_units = 1 WHERE id = :id"),
         {"ref": ref, "id": refund.id},
@@ -490,7 +490,7 @@ def test_a_transaction_completed_by_another_refund_meanwhile_is_not_used_again(d
     refund = claimed(db, p=p, tag=8)
     node = Node()
     h = node.pay(GOOD, int(refund.amount_units))
-    ref = f"{h}:0:{GOOD.lower()}"
+    ref = transfer_ref(h, 0, GOOD)
     db.connection().execute(
         sa.text("UPDATE refunds SET status = 'COMPLETED', transfer_ref = :ref WHERE id = :id"),
         {"ref": ref, "id": other.id},
