@@ -17,21 +17,35 @@ from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import sqlalchemy as sa
+from eth_utils import to_checksum_address
 from sqlalchemy.orm import Session
 
 from kassa_common.accounts import merchants
 from kassa_common.ids import new_short_id
-from kassa_common.models import Event, Payment, Refund, Transfer
+from kassa_common.models import ChainCursor, Event, Payment, Refund, Transfer
 from kassa_common.owner import Owner
 from kassa_common.statuses import TransferStatus
 from kassa_common.timefmt import utcnow
 
-GOOD = "0x52908400098527886E0F7030069857D2E4169EE7"  # EIP-55's own example
-OTHER = "0x8617E340B3D01FA5F11F306F4090FD50E238070D"  # EIP-55's, all caps
+EIP55 = "0x52908400098527886E0F7030069857D2E4169EE7"  # EIP-55's own example
 
 
 def new_address() -> str:
     return "0x" + secrets.token_hex(20)
+
+
+def wallet() -> str:
+    """A customer's address of the test's own, EIP-55: other tests commit refunds claimed to
+    their addresses, whose tags and payouts must not meet this test's."""
+    return to_checksum_address(new_address())
+
+
+def watcher_at(db: Session, network: str, height: int | None) -> None:
+    """The network's watcher at ``height`` (None: no watcher yet), for this test's transaction."""
+    db.execute(sa.delete(ChainCursor).where(ChainCursor.network == network))
+    if height is not None:
+        db.add(ChainCursor(network=network, block_number=height, confirmed_through=max(0, height - 10)))
+    db.flush()
 
 
 @dataclass

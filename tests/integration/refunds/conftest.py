@@ -47,3 +47,20 @@ def db(engine):
         finally:
             session.close()
             outer.rollback()
+
+
+@pytest.fixture
+def good():
+    """A customer's address of the test's own (EIP-55): other tests commit refunds claimed to
+    their addresses, whose tags and payouts must not meet this test's."""
+    from tests.support.refund_rows import wallet
+
+    return wallet()
+
+
+@pytest.fixture
+def other():
+    """Another address of the test's own."""
+    from tests.support.refund_rows import wallet
+
+    return wallet()

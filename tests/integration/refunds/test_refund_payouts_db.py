@@ -18,13 +18,13 @@ from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import shipped
 from kassa_common.errors import NotFound
 from kassa_common.messaging.messages import TransferReport
-from kassa_common.models import ChainCursor, Refund, Sweep
+from kassa_common.models import Refund, Sweep
 from kassa_common.owner import Owner
 from kassa_common.refunds.onchain import PayoutConflict, PayoutRefused, Reader, transfer_ref
 from kassa_common.refunds.payouts import apply_report, check_hash_format, complete_with_hash, simulate_payout
 from kassa_common.refunds.transitions import claim_refund, create_refund
 from kassa_common.statuses import RefundStatus, TransferStatus
-from tests.support.refund_rows import GOOD, OTHER, events, fresh, paid
+from tests.support.refund_rows import events, fresh, paid
 
 SEEN, CONFIRMED, ORPHANED, REORGED = TransferStatus
 AWAITING_PAYMENT, COMPLETED, CANCELED = RefundStatus.AWAITING_PAYMENT, RefundStatus.COMPLETED, RefundStatus.CANCELED
@@ -38,16 +38,14 @@ def tx() -> str:
     return "0x" + secrets.token_hex(32)
 
 
-def claimed(db, amount: str = "2.5", *, live: bool = True, tag: int | None = 7, address: str = GOOD, p=None) -> Refund:
-    """A refund of ``amount`` USDC on BASE claimed to ``address`` at block 100 (the watcher's
-    height: no node configured), its tag set to ``tag``."""
-    if db.get(ChainCursor, "BASE") is None:
-        db.add(ChainCursor(network="BASE", block_number=CLAIM_BLOCK, confirmed_through=CLAIM_BLOCK - 10))
-        db.flush()
+def claimed(db, address: str, amount: str = "2.5", *, live: bool = True, tag: int | None = 7, p=None) -> Refund:
+    """A refund of ``amount`` USDC on BASE claimed to ``address`` at block 100 (live), its tag
+    set to ``tag``."""
     p = p or paid(db, 100_000_000, test_mode=not live)
     refund = create_refund(db, p.owner, p.ref, Decimal(amount))
     claim_refund(db, refund.claim_token, address)
     refund.payout_tag = tag
+    refund.claim_block = CLAIM_BLOCK if live else None
     db.flush()
     return refund
 
@@ -87,8 +85,8 @@ def owner_of(refund: Refund) -> Owner:
 # -- the watcher's reports ------------------------------------------------------------------
 
 
-def test_a_payout_seen_then_confirmed_completes_its_refund_with_refund_completed(db):
-    refund = claimed(db)
+def test_a_payout_seen_then_confirmed_completes_its_refund_with_refund_completed(db, good):
+    refund = claimed(db, good)
     seen = report(refund, SEEN, confirmations=1)
     assert apply_report(db, seen).id == refund.id
     held = fresh(db, refund)
@@ -118,14 +116,14 @@ def test_a_payout_seen_then_confirmed_completes_its_refund_with_refund_completed
     assert len(events(db, refund)) == 3
 
 
-def test_a_payout_confirmed_without_being_seen_first_completes_its_refund(db):
-    refund = claimed(db)
+def test_a_payout_confirmed_without_being_seen_first_completes_its_refund(db, good):
+    refund = claimed(db, good)
     assert apply_report(db, report(refund, CONFIRMED, confirmations=10)).id == refund.id
     assert fresh(db, refund).status == COMPLETED
 
 
-def test_a_payout_in_the_mempool_counts_once_mined_after_the_claim(db):
-    refund = claimed(db)
+def test_a_payout_in_the_mempool_counts_once_mined_after_the_claim(db, good):
+    refund = claimed(db, good)
     pending = report(refund, SEEN, block=None, block_hash=None, confirmations=0)
     assert apply_report(db, pending).id == refund.id and fresh(db, refund).transfer_ref is not None
     mined = report(refund, SEEN, tx_hash=pending.tx_hash, block=101, block_hash="0xb101", confirmations=1)
@@ -134,8 +132,8 @@ def test_a_payout_in_the_mempool_counts_once_mined_after_the_claim(db):
 
 
 @pytest.mark.parametrize("status", [SEEN, CONFIRMED])
-def test_a_payout_seen_in_the_mempool_then_mined_in_the_claims_block_is_forgotten(db, status):
-    refund = claimed(db)
+def test_a_payout_seen_in_the_mempool_then_mined_in_the_claims_block_is_forgotten(db, status, good):
+    refund = claimed(db, good)
     pending = report(refund, SEEN, block=None, block_hash=None, confirmations=0)
     apply_report(db, pending)
     mined = report(refund, status, tx_hash=pending.tx_hash, block=CLAIM_BLOCK, confirmations=10)
@@ -150,17 +148,17 @@ def test_a_payout_seen_in_the_mempool_then_mined_in_the_claims_block_is_forgotte
     assert forgotten.payout_from is None and forgotten.payout_block_hash is None
 
 
-def test_what_is_not_exactly_the_payout_after_the_claim_pays_nothing(db):
-    refund = claimed(db)
+def test_what_is_not_exactly_the_payout_after_the_claim_pays_nothing(db, good, other):
+    refund = claimed(db, good)
     not_payouts = [
         report(refund, CONFIRMED, units=due(refund) - 1),
         report(refund, CONFIRMED, units=due(refund) + 1),
         report(refund, CONFIRMED, units=int(refund.amount_units)),  # the bare amount, without the tag
         report(refund, CONFIRMED, token="USDT"),
         report(refund, CONFIRMED, network="ETHEREUM"),
-        report(refund, CONFIRMED, to=OTHER.lower()),
+        report(refund, CONFIRMED, to=other.lower()),
         report(refund, CONFIRMED, block=CLAIM_BLOCK),  # in the claim's block
-        report(refund, CONFIRMED, sender=GOOD.lower()),  # the customer moving their own funds
+        report(refund, CONFIRMED, sender=good.lower()),  # the customer moving their own funds
         report(refund, CONFIRMED, simulated=True),
         report(refund, CONFIRMED, units=0),
     ]
@@ -171,27 +169,27 @@ def test_what_is_not_exactly_the_payout_after_the_claim_pays_nothing(db):
     assert fresh(db, refund).status == COMPLETED
 
 
-def test_a_live_refund_with_no_claim_block_is_paid_by_a_transfer_in_any_block(db):
-    refund = claimed(db)
+def test_a_live_refund_with_no_claim_block_is_paid_by_a_transfer_in_any_block(db, good):
+    refund = claimed(db, good)
     refund.claim_block = None
     db.flush()
     assert apply_report(db, report(refund, CONFIRMED, block=5)).id == refund.id
 
 
-def test_a_refund_claimed_before_tags_is_paid_its_bare_amount_down_to_one_unit(db):
-    refund = claimed(db, "0.000001", tag=None)
+def test_a_refund_claimed_before_tags_is_paid_its_bare_amount_down_to_one_unit(db, good):
+    refund = claimed(db, good, "0.000001", tag=None)
     assert apply_report(db, report(refund, CONFIRMED, units=1)).id == refund.id
     assert fresh(db, refund).status == COMPLETED
 
 
-def test_a_test_refund_is_never_paid_by_a_chain_transfer(db):
-    refund = claimed(db, live=False)
+def test_a_test_refund_is_never_paid_by_a_chain_transfer(db, good):
+    refund = claimed(db, good, live=False)
     assert apply_report(db, report(refund, CONFIRMED, confirmations=10)) is None
     assert fresh(db, refund).status == AWAITING_PAYMENT
 
 
-def test_a_sweep_of_this_network_is_never_a_payout(db):
-    refund = claimed(db)
+def test_a_sweep_of_this_network_is_never_a_payout(db, good):
+    refund = claimed(db, good)
     sweep_hash = tx()
     for network, hash_ in (("BASE", sweep_hash.upper().replace("0X", "0x")), ("ETHEREUM", tx())):
         db.add(
@@ -211,8 +209,8 @@ def test_a_sweep_of_this_network_is_never_a_payout(db):
     assert apply_report(db, report(refund, CONFIRMED, tx_hash=other_network_sweep)).id == refund.id
 
 
-def test_a_canceled_refund_is_never_completed_by_its_payout(db):
-    refund = claimed(db)
+def test_a_canceled_refund_is_never_completed_by_its_payout(db, good):
+    refund = claimed(db, good)
     r = report(refund, SEEN)
     apply_report(db, r)
     db.connection().execute(sa.text("UPDATE refunds SET status = 'CANCELED' WHERE id = :id"), {"id": refund.id})
@@ -222,11 +220,11 @@ def test_a_canceled_refund_is_never_completed_by_its_payout(db):
     assert "refund.completed" not in [k for k, _ in events(db, refund)]
 
 
-def test_a_payout_held_by_another_transaction_since_is_not_taken_over(db):
+def test_a_payout_held_by_another_transaction_since_is_not_taken_over(db, good):
     """The settler decides on the refund as the database holds it, not on a copy read before."""
-    refund = claimed(db)
+    refund = claimed(db, good)
     first = report(refund, SEEN)
-    ref = transfer_ref(first.tx_hash, 0, GOOD)
+    ref = transfer_ref(first.tx_hash, 0, good)
     db.connection().execute(
         sa.text("UPDATE refunds SET transfer_ref = :ref, payout_units = 1 WHERE id = :id"),
         {"ref": ref, "id": refund.id},
@@ -235,13 +233,13 @@ def test_a_payout_held_by_another_transaction_since_is_not_taken_over(db):
     assert fresh(db, refund).transfer_ref == ref
 
 
-def test_refunds_with_one_payout_amount_at_one_address_are_paid_oldest_claim_first(db):
+def test_refunds_with_one_payout_amount_at_one_address_are_paid_oldest_claim_first(db, good, other):
     """Two open refunds may ask for the same payout amount at one address (2.500002 + tag 1 and
     2.500001 + tag 2): each transfer pays one; a confirmed one may take a claim whose payout is
     only seen so far, which the other transfer then pays."""
     p = paid(db, 100_000_000, test_mode=False)
-    older = claimed(db, "2.500002", tag=1, p=p)
-    newer = claimed(db, "2.500001", tag=2, p=p)
+    older = claimed(db, good, "2.500002", tag=1, p=p)
+    newer = claimed(db, good, "2.500001", tag=2, p=p)
     assert due(older) == due(newer)
     t1 = report(older, SEEN)
     assert apply_report(db, t1).id == older.id
@@ -257,8 +255,8 @@ def test_refunds_with_one_payout_amount_at_one_address_are_paid_oldest_claim_fir
     assert (fresh(db, newer).status, fresh(db, newer).transaction_hash) == (COMPLETED, t1.tx_hash)
 
 
-def test_a_payout_that_leaves_the_chain_before_its_confirmations_is_forgotten(db):
-    refund = claimed(db)
+def test_a_payout_that_leaves_the_chain_before_its_confirmations_is_forgotten(db, good):
+    refund = claimed(db, good)
     seen = report(refund, SEEN, confirmations=2)
     apply_report(db, seen)
     moved = report(refund, ORPHANED, tx_hash=seen.tx_hash, block_hash="0xother")
@@ -271,16 +269,16 @@ def test_a_payout_that_leaves_the_chain_before_its_confirmations_is_forgotten(db
     assert [k for k, _ in events(db, refund)] == ["refund.created", "refund.claimed"]
 
 
-def test_an_orphaned_report_without_a_block_forgets_the_payout(db):
-    refund = claimed(db)
+def test_an_orphaned_report_without_a_block_forgets_the_payout(db, good):
+    refund = claimed(db, good)
     seen = report(refund, SEEN)
     apply_report(db, seen)
     assert apply_report(db, report(refund, ORPHANED, tx_hash=seen.tx_hash, block_hash=None)).id == refund.id
     assert fresh(db, refund).transfer_ref is None
 
 
-def test_a_confirmed_payout_lost_in_a_deep_reorg_puts_the_refund_back_with_refund_reorged(db):
-    refund = claimed(db)
+def test_a_confirmed_payout_lost_in_a_deep_reorg_puts_the_refund_back_with_refund_reorged(db, good):
+    refund = claimed(db, good)
     done = report(refund, CONFIRMED, confirmations=10)
     apply_report(db, done)
     orphaned = report(refund, ORPHANED, tx_hash=done.tx_hash)
@@ -301,8 +299,8 @@ def test_a_confirmed_payout_lost_in_a_deep_reorg_puts_the_refund_back_with_refun
     assert apply_report(db, again).id == refund.id and fresh(db, refund).status == COMPLETED
 
 
-def test_a_confirmed_payout_confirmed_again_in_another_block_follows_it(db):
-    refund = claimed(db)
+def test_a_confirmed_payout_confirmed_again_in_another_block_follows_it(db, good):
+    refund = claimed(db, good)
     done = report(refund, CONFIRMED, confirmations=10)
     apply_report(db, done)
     moved = report(refund, CONFIRMED, tx_hash=done.tx_hash, block=103, block_hash="0xb103", confirmations=10)
@@ -311,12 +309,12 @@ def test_a_confirmed_payout_confirmed_again_in_another_block_follows_it(db):
     assert [k for k, _ in events(db, refund)].count("refund.completed") == 1
 
 
-def test_a_refund_back_from_a_reorg_takes_a_new_tag_when_a_newer_claim_holds_its_own(db):
+def test_a_refund_back_from_a_reorg_takes_a_new_tag_when_a_newer_claim_holds_its_own(db, good):
     p = paid(db, 100_000_000, test_mode=False)
-    refund = claimed(db, p=p, tag=7)
+    refund = claimed(db, good, p=p, tag=7)
     done = report(refund, CONFIRMED, confirmations=10)
     apply_report(db, done)
-    newer = claimed(db, "1", p=p, tag=7)  # tag 7 free again to a claim once completed (as after its rest)
+    newer = claimed(db, good, "1", p=p, tag=7)  # tag 7 free again to a claim once completed (as after its rest)
     apply_report(db, report(refund, REORGED, tx_hash=done.tx_hash))
     back = fresh(db, refund)
     assert back.status == AWAITING_PAYMENT and back.payout_tag not in (None, 7)
@@ -371,10 +369,10 @@ def submit(db, refund, node, tx_hash):
     return complete_with_hash(db, owner_of(refund), refund.id, tx_hash, Reader(BASE, node))
 
 
-def test_a_submitted_transaction_of_at_least_the_amount_after_the_claim_completes_the_refund(db):
-    refund = claimed(db)
+def test_a_submitted_transaction_of_at_least_the_amount_after_the_claim_completes_the_refund(db, good):
+    refund = claimed(db, good)
     node = Node(tip=119)  # block 110: exactly 10 confirmations
-    h = node.pay(GOOD, int(refund.amount_units))  # the amount: the tag is for the watcher
+    h = node.pay(good, int(refund.amount_units))  # the amount: the tag is for the watcher
     done = submit(db, refund, node, h.upper().replace("0X", "0x"))
     assert done.id == refund.id
     completed = fresh(db, refund)
@@ -388,23 +386,23 @@ def test_a_submitted_transaction_of_at_least_the_amount_after_the_claim_complete
     assert [k for k, _ in events(db, refund)][-1] == "refund.completed"
 
 
-def test_a_submitted_transaction_is_refused_with_the_reason(db):
-    refund = claimed(db)
+def test_a_submitted_transaction_is_refused_with_the_reason(db, good, other):
+    refund = claimed(db, good)
     node = Node()
     amount = int(refund.amount_units)
     deposit = paid(db, test_mode=False).payment.address
     elsewhere, small, early = (
-        node.pay(OTHER, amount),
-        node.pay(GOOD, amount - 1, more=[(GOOD, amount - 2, SENDER)]),
-        node.pay(GOOD, amount, block=CLAIM_BLOCK),
+        node.pay(other, amount),
+        node.pay(good, amount - 1, more=[(good, amount - 2, SENDER)]),
+        node.pay(good, amount, block=CLAIM_BLOCK),
     )
     cases = {
         elsewhere: "wrong_recipient",
-        node.pay(GOOD, amount, sender=GOOD.lower()): "from_recipient",
+        node.pay(good, amount, sender=good.lower()): "from_recipient",
         small: "too_small",
         early: "before_claim",
-        node.pay(GOOD, amount, sender=deposit): "deposit",
-        node.pay(GOOD, amount, more=[(deposit, 5, SENDER)]): "deposit",
+        node.pay(good, amount, sender=deposit): "deposit",
+        node.pay(good, amount, more=[(deposit, 5, SENDER)]): "deposit",
     }
     for h, issue in cases.items():
         with pytest.raises(PayoutRefused) as refused:
@@ -420,19 +418,19 @@ def test_a_submitted_transaction_is_refused_with_the_reason(db):
     assert fresh(db, refund).status == AWAITING_PAYMENT
 
 
-def test_a_native_coin_refund_paid_elsewhere_says_contract_payouts_are_the_watchers(db):
+def test_a_native_coin_refund_paid_elsewhere_says_contract_payouts_are_the_watchers(db, good, other):
     p = paid(db, 10**18, test_mode=False, token="ETH", decimals=18)
-    refund = claimed(db, "0.5", p=p)
+    refund = claimed(db, good, "0.5", p=p)
     node = Node()
-    h = node.pay(OTHER, 0, native=10**18)
+    h = node.pay(other, 0, native=10**18)
     with pytest.raises(PayoutRefused, match="from inside a contract"):
         submit(db, refund, node, h)
 
 
-def test_a_submitted_sweep_is_refused(db):
-    refund = claimed(db)
+def test_a_submitted_sweep_is_refused(db, good):
+    refund = claimed(db, good)
     node = Node()
-    h = node.pay(GOOD, int(refund.amount_units))
+    h = node.pay(good, int(refund.amount_units))
     db.add(Sweep(network="BASE", sender=SENDER, nonce=1, status="CONFIRMED", tx_hash=h, deposit_count=1, gas_limit=1))
     db.flush()
     with pytest.raises(PayoutRefused) as refused:
@@ -440,43 +438,43 @@ def test_a_submitted_sweep_is_refused(db):
     assert refused.value.details == [{"field": "transaction_hash", "issue": "sweep"}]
 
 
-def test_a_submitted_transaction_waits_for_its_confirmations(db):
-    refund = claimed(db)
+def test_a_submitted_transaction_waits_for_its_confirmations(db, good):
+    refund = claimed(db, good)
     node = Node(tip=118)  # 9 of 10
-    h = node.pay(GOOD, int(refund.amount_units))
+    h = node.pay(good, int(refund.amount_units))
     with pytest.raises(PayoutConflict, match="9 of 10 confirmation"):
         submit(db, refund, node, h)
     node.tip = 119
     assert submit(db, refund, node, h).status == COMPLETED
 
 
-def test_a_transaction_paying_a_completed_refund_is_not_used_twice(db):
+def test_a_transaction_paying_a_completed_refund_is_not_used_twice(db, good):
     p = paid(db, 100_000_000, test_mode=False)
-    first = claimed(db, p=p)
-    second = claimed(db, "1", p=p, tag=8)
+    first = claimed(db, good, p=p)
+    second = claimed(db, good, "1", p=p, tag=8)
     node = Node()
-    h = node.pay(GOOD, int(first.amount_units))
+    h = node.pay(good, int(first.amount_units))
     submit(db, first, node, h)
     with pytest.raises(PayoutConflict, match=f"already used for another refund \\({first.id}\\)"):
         submit(db, second, node, h)
     assert fresh(db, second).status == AWAITING_PAYMENT
 
 
-def test_a_transaction_the_watcher_gave_another_refund_as_seen_goes_to_the_one_the_merchant_names(db):
+def test_a_transaction_the_watcher_gave_another_refund_as_seen_goes_to_the_one_the_merchant_names(db, good):
     p = paid(db, 100_000_000, test_mode=False)
-    other = claimed(db, p=p, tag=7)
-    named = claimed(db, p=p, tag=8)
+    theirs = claimed(db, good, p=p, tag=7)
+    named = claimed(db, good, p=p, tag=8)
     node = Node()
-    h = node.pay(GOOD, due(other))
-    assert apply_report(db, report(other, SEEN, tx_hash=h, block=110, block_hash="0xb110")).id == other.id
+    h = node.pay(good, due(theirs))
+    assert apply_report(db, report(theirs, SEEN, tx_hash=h, block=110, block_hash="0xb110")).id == theirs.id
     assert submit(db, named, node, h).status == COMPLETED
-    assert (fresh(db, other).transfer_ref, fresh(db, other).status) == (None, AWAITING_PAYMENT)
+    assert (fresh(db, theirs).transfer_ref, fresh(db, theirs).status) == (None, AWAITING_PAYMENT)
 
 
-def test_a_refund_completed_by_another_transaction_meanwhile_is_not_completed_again(db):
-    refund = claimed(db)
+def test_a_refund_completed_by_another_transaction_meanwhile_is_not_completed_again(db, good):
+    refund = claimed(db, good)
     node = Node()
-    h = node.pay(GOOD, int(refund.amount_units))
+    h = node.pay(good, int(refund.amount_units))
     node.on_read = lambda: db.connection().execute(
         sa.text("UPDATE refunds SET status = 'COMPLETED', transaction_hash = 'x' WHERE id = :id"), {"id": refund.id}
     )
@@ -484,25 +482,25 @@ def test_a_refund_completed_by_another_transaction_meanwhile_is_not_completed_ag
         submit(db, refund, node, h)
 
 
-def test_a_transaction_completed_by_another_refund_meanwhile_is_not_used_again(db):
+def test_a_transaction_completed_by_another_refund_meanwhile_is_not_used_again(db, good):
     p = paid(db, 100_000_000, test_mode=False)
-    other = claimed(db, p=p, tag=7)
-    refund = claimed(db, p=p, tag=8)
+    theirs = claimed(db, good, p=p, tag=7)
+    refund = claimed(db, good, p=p, tag=8)
     node = Node()
-    h = node.pay(GOOD, int(refund.amount_units))
-    ref = transfer_ref(h, 0, GOOD)
+    h = node.pay(good, int(refund.amount_units))
+    ref = transfer_ref(h, 0, good)
     db.connection().execute(
         sa.text("UPDATE refunds SET status = 'COMPLETED', transfer_ref = :ref WHERE id = :id"),
-        {"ref": ref, "id": other.id},
+        {"ref": ref, "id": theirs.id},
     )
     with pytest.raises(PayoutConflict, match="already used for another refund"):
         submit(db, refund, node, h)
 
 
-def test_only_a_claimed_live_refund_of_the_merchant_takes_a_hash(db):
-    refund = claimed(db)
+def test_only_a_claimed_live_refund_of_the_merchant_takes_a_hash(db, good):
+    refund = claimed(db, good)
     node = Node()
-    h = node.pay(GOOD, int(refund.amount_units))
+    h = node.pay(good, int(refund.amount_units))
     for owner in (Owner(uuid.uuid4(), False, 60), Owner(refund.merchant_id, True, 60)):
         with pytest.raises(NotFound):
             complete_with_hash(db, owner, refund.id, h, Reader(BASE, node))
@@ -513,7 +511,7 @@ def test_only_a_claimed_live_refund_of_the_merchant_takes_a_hash(db):
     for bad in ("", "  ", "0x1234", None, "0x" + "g" * 64):
         with pytest.raises(PayoutRefused):
             submit(db, refund, node, bad)
-    test_refund = claimed(db, live=False, tag=9)
+    test_refund = claimed(db, good, live=False, tag=9)
     with pytest.raises(PayoutConflict, match="test-mode refund moves no funds"):
         complete_with_hash(db, owner_of(test_refund), test_refund.id, h, Reader(BASE, node))
     p = paid(db, 100_000_000, test_mode=False)
@@ -541,8 +539,8 @@ def test_a_hash_is_taken_in_its_networks_form():
 # -- test mode ----------------------------------------------------------------------------------
 
 
-def test_a_test_refunds_payout_is_simulated_for_its_payout_amount(db):
-    refund = claimed(db, live=False)
+def test_a_test_refunds_payout_is_simulated_for_its_payout_amount(db, good):
+    refund = claimed(db, good, live=False)
     done = simulate_payout(db, refund.id)
     assert done.id == refund.id
     completed = fresh(db, refund)
@@ -552,17 +550,17 @@ def test_a_test_refunds_payout_is_simulated_for_its_payout_amount(db):
     assert events(db, refund)[-1][0] == "refund.completed"
     with pytest.raises(PayoutConflict, match="already completed"):
         simulate_payout(db, refund.id)
-    other = claimed(db, live=False)
-    assert simulate_payout(db, other.id).transaction_hash != completed.transaction_hash
+    theirs = claimed(db, good, live=False)
+    assert simulate_payout(db, theirs.id).transaction_hash != completed.transaction_hash
 
 
-def test_a_test_refund_claimed_before_tags_is_simulated_for_its_amount(db):
-    refund = claimed(db, live=False, tag=None)
+def test_a_test_refund_claimed_before_tags_is_simulated_for_its_amount(db, good):
+    refund = claimed(db, good, live=False, tag=None)
     assert fresh(db, simulate_payout(db, refund.id)).payout_units == refund.amount_units
 
 
-def test_only_a_claimed_test_refund_is_simulated(db):
-    live = claimed(db)
+def test_only_a_claimed_test_refund_is_simulated(db, good):
+    live = claimed(db, good)
     with pytest.raises(PayoutConflict, match="live refund is completed by its payout on chain"):
         simulate_payout(db, live.id)
     p = paid(db)
@@ -572,10 +570,10 @@ def test_only_a_claimed_test_refund_is_simulated(db):
     assert fresh(db, live).status == AWAITING_PAYMENT
 
 
-def test_a_refund_claimed_before_tags_back_from_a_reorg_stays_without_a_tag(db):
+def test_a_refund_claimed_before_tags_back_from_a_reorg_stays_without_a_tag(db, good):
     p = paid(db, 100_000_000, test_mode=False)
-    refund = claimed(db, p=p, tag=None)
-    claimed(db, "1", p=p, tag=None)  # another claimed before tags, open at the same address
+    refund = claimed(db, good, p=p, tag=None)
+    claimed(db, good, "1", p=p, tag=None)  # another claimed before tags, open at the same address
     done = report(refund, CONFIRMED, confirmations=10)
     apply_report(db, done)
     apply_report(db, report(refund, REORGED, tx_hash=done.tx_hash))

@@ -5,6 +5,7 @@ each with the status, the amounts and the event a user sees."""
 
 from __future__ import annotations
 
+import secrets
 import threading
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -15,12 +16,13 @@ import sqlalchemy as sa
 
 from kassa_common.db import unit_of_work
 from kassa_common.errors import InvalidRefund, InvalidTransition, NotFound, UnsupportedPair
-from kassa_common.models import ChainCursor, Refund
+from kassa_common.models import Refund
 from kassa_common.owner import Owner
+from kassa_common.refunds.onchain import transfer_ref
 from kassa_common.refunds.transitions import cancel_refund, claim_refund, create_refund, expire_refunds
 from kassa_common.statuses import RefundStatus, TransferStatus
 from kassa_common.timefmt import iso, utcnow
-from tests.support.refund_rows import GOOD, events, fresh, paid, transfer
+from tests.support.refund_rows import events, fresh, paid, transfer, watcher_at
 
 AWAITING_ADDRESS, AWAITING_PAYMENT, COMPLETED, CANCELED, EXPIRED = RefundStatus
 T0 = utcnow().replace(microsecond=0)
@@ -150,55 +152,55 @@ def test_a_token_that_does_not_exist_on_the_network_asked_for_is_refused(db):
 # -- claim ------------------------------------------------------------------------------------
 
 
-def test_a_claim_sets_the_address_and_its_time_and_writes_refund_claimed(db):
+def test_a_claim_sets_the_address_and_its_time_and_writes_refund_claimed(db, good):
     p = paid(db)
     refund = create_refund(db, p.owner, p.ref, Decimal("2.5"), now=at(0))
-    claimed = claim_refund(db, refund.claim_token, GOOD.lower(), now=at(1))
+    claimed = claim_refund(db, refund.claim_token, good.lower(), now=at(1))
     assert (claimed.status, claimed.address, claimed.claimed_at, claimed.updated_at) == (
         AWAITING_PAYMENT,
-        GOOD,
+        good,
         at(1),
         at(1),
     )
     assert [k for k, _ in events(db, refund)] == ["refund.created", "refund.claimed"]
     data = events(db, refund)[1][1]
-    assert data["status"] == AWAITING_PAYMENT and data["address"] == GOOD and data["claimable"] is False
+    assert data["status"] == AWAITING_PAYMENT and data["address"] == good and data["claimable"] is False
     tag = fresh(db, refund).payout_tag
     assert data["payout_amount"] == str(Decimal("2.5") + Decimal(tag) / 10**6)
 
 
-def test_a_claim_link_works_once_and_never_after_its_expiry_or_a_cancel(db):
+def test_a_claim_link_works_once_and_never_after_its_expiry_or_a_cancel(db, good):
     p = paid(db)
     with pytest.raises(NotFound):
-        claim_refund(db, "no-such-token", GOOD)
+        claim_refund(db, "no-such-token", good)
     refund = create_refund(db, p.owner, p.ref, Decimal(1), now=at(0))
-    claim_refund(db, refund.claim_token, GOOD, now=at(1))
+    claim_refund(db, refund.claim_token, good, now=at(1))
     with pytest.raises(InvalidTransition, match="AWAITING_PAYMENT refund cannot be claimed"):
-        claim_refund(db, refund.claim_token, GOOD, now=at(2))
+        claim_refund(db, refund.claim_token, good, now=at(2))
     late = create_refund(db, p.owner, p.ref, Decimal(1), claim_days=1, now=at(0))
     with pytest.raises(InvalidTransition, match="claim has expired"):
-        claim_refund(db, late.claim_token, GOOD, now=at(24 * 60))  # exactly at its expiry
-    assert claim_refund(db, late.claim_token, GOOD, now=at(24 * 60 - 1)).status == AWAITING_PAYMENT
+        claim_refund(db, late.claim_token, good, now=at(24 * 60))  # exactly at its expiry
+    assert claim_refund(db, late.claim_token, good, now=at(24 * 60 - 1)).status == AWAITING_PAYMENT
     gone = create_refund(db, p.owner, p.ref, Decimal(1))
     cancel_refund(db, p.owner, str(gone.id))
     with pytest.raises(InvalidTransition, match="CANCELED refund cannot be claimed"):
-        claim_refund(db, gone.claim_token, GOOD)
+        claim_refund(db, gone.claim_token, good)
     assert [k for k, _ in events(db, refund)] == ["refund.created", "refund.claimed"]
 
 
-def test_a_claim_decides_on_the_row_as_the_database_holds_it(db):
+def test_a_claim_decides_on_the_row_as_the_database_holds_it(db, good):
     """Canceled by another transaction since this session read it: the claim is refused."""
     p = paid(db)
     refund = create_refund(db, p.owner, p.ref, Decimal(1))
     db.connection().execute(sa.text("UPDATE refunds SET status = 'CANCELED' WHERE id = :id"), {"id": refund.id})
     with pytest.raises(InvalidTransition, match="CANCELED"):
-        claim_refund(db, refund.claim_token, GOOD)
+        claim_refund(db, refund.claim_token, good)
 
 
 # -- cancel -----------------------------------------------------------------------------------
 
 
-def test_a_merchant_cancels_before_the_payout_is_seen_with_refund_canceled(db):
+def test_a_merchant_cancels_before_the_payout_is_seen_with_refund_canceled(db, good):
     p = paid(db)
     unclaimed = create_refund(db, p.owner, p.ref, Decimal(1), now=at(0))
     done = cancel_refund(db, p.owner, str(unclaimed.id), now=at(3))
@@ -206,19 +208,20 @@ def test_a_merchant_cancels_before_the_payout_is_seen_with_refund_canceled(db):
     assert [k for k, _ in events(db, unclaimed)] == ["refund.created", "refund.canceled"]
     assert events(db, unclaimed)[1][1]["status"] == CANCELED
     claimed = create_refund(db, p.owner, p.ref, Decimal(1))
-    claim_refund(db, claimed.claim_token, GOOD)
+    claim_refund(db, claimed.claim_token, good)
     assert cancel_refund(db, p.owner, str(claimed.id)).status == CANCELED
     with pytest.raises(InvalidTransition, match="CANCELED refund cannot be canceled"):
         cancel_refund(db, p.owner, str(claimed.id))
 
 
-def test_no_cancel_once_the_payout_is_seen_or_the_refund_completed(db):
+def test_no_cancel_once_the_payout_is_seen_or_the_refund_completed(db, good):
     p = paid(db)
     refund = create_refund(db, p.owner, p.ref, Decimal(1))
-    claim_refund(db, refund.claim_token, GOOD)
-    refund.transfer_ref, refund.confirmations = "0x" + "ab" * 32 + ":0:" + GOOD.lower(), 1
+    claim_refund(db, refund.claim_token, good)
+    tx_hash = "0x" + secrets.token_hex(32)
+    refund.transfer_ref, refund.confirmations = transfer_ref(tx_hash, 0, good), 1
     db.flush()
-    with pytest.raises(InvalidTransition, match=r"payout 0x(ab){32} is already seen on chain \(1 confirmation"):
+    with pytest.raises(InvalidTransition, match=rf"payout {tx_hash} is already seen on chain \(1 confirmation"):
         cancel_refund(db, p.owner, str(refund.id))
     refund.status = COMPLETED
     db.flush()
@@ -239,12 +242,12 @@ def test_another_merchants_or_modes_refund_cannot_be_canceled(db):
 # -- expiry -----------------------------------------------------------------------------------
 
 
-def test_unclaimed_refunds_expire_at_their_time_oldest_first_with_refund_expired(db):
+def test_unclaimed_refunds_expire_at_their_time_oldest_first_with_refund_expired(db, good):
     p = paid(db)
     first = create_refund(db, p.owner, p.ref, Decimal(1), claim_days=1, now=at(0))
     second = create_refund(db, p.owner, p.ref, Decimal(1), claim_days=1, now=at(1))
     claimed = create_refund(db, p.owner, p.ref, Decimal(1), claim_days=1, now=at(0))
-    claim_refund(db, claimed.claim_token, GOOD, now=at(5))
+    claim_refund(db, claimed.claim_token, good, now=at(5))
     due = at(24 * 60)  # the first's expiry exactly, the second's a minute ahead
     assert expire_refunds(db, due - timedelta(microseconds=1)) == 0
     assert expire_refunds(db, due + timedelta(minutes=1), limit=1) == 1
@@ -291,11 +294,11 @@ def refund_in_turn(sessions, p):
         return exc
 
 
-def test_a_live_claim_records_where_the_network_stood(db):
-    db.add(ChainCursor(network="BASE", block_number=4321, confirmed_through=4300))  # no node: the watcher's height
+def test_a_live_claim_records_where_the_network_stood(db, good):
+    watcher_at(db, "BASE", 4321)  # no node: the watcher's height
     p = paid(db, test_mode=False)
     refund = create_refund(db, p.owner, p.ref, Decimal(1))
-    assert claim_refund(db, refund.claim_token, GOOD).claim_block == 4321
+    assert claim_refund(db, refund.claim_token, good).claim_block == 4321
 
 
 def test_the_expiry_writes_the_refund_as_the_database_holds_it(db):
