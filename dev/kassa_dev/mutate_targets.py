@@ -8,8 +8,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Target:
-    """A module to mutate, with the tests that stand guard over it (unit first; a module no
-    unit test reaches, such as a refund's database rules, has integration tests only)."""
+    """A module to mutate, with the tests that stand guard over it: ``unit`` run for every
+    mutant, ``integration`` only for a mutant those let through. A module whose rules live in
+    the database (the refunds') has its fast database tests first (one migrated database per
+    run, each test rolled back), the slower API and page tests after them."""
 
     path: str  # relative to its package's parent, e.g. kassa_common/payments/settle.py
     unit: tuple[str, ...]
@@ -149,7 +151,11 @@ TARGETS = (
     ),
     Target(
         "kassa_common/refunds/transitions.py",
-        unit=("tests/unit/test_refund_transitions.py", "tests/unit/test_refund_rules.py"),
+        unit=(
+            "tests/unit/test_refund_transitions.py",
+            "tests/unit/test_refund_rules.py",
+            "tests/integration/refunds/test_refund_transitions_db.py",
+        ),
         integration=(
             "tests/integration/refunds/test_refunds_api.py",
             "tests/integration/refunds/test_refund_payout_rules.py",
@@ -158,7 +164,7 @@ TARGETS = (
     ),
     Target(
         "kassa_common/refunds/addresses.py",
-        unit=(),
+        unit=("tests/integration/refunds/test_refund_addresses_db.py",),
         integration=(
             "tests/integration/refunds/test_refund_payout_rules.py",
             "tests/integration/refunds/test_claim_page.py",
@@ -169,7 +175,11 @@ TARGETS = (
     # watcher and settler, minutes per run) are not among the focused tests of these two.
     Target(
         "kassa_common/refunds/payouts.py",
-        unit=("tests/unit/test_refund_rules.py", "tests/unit/test_refund_payout_refs.py"),
+        unit=(
+            "tests/unit/test_refund_rules.py",
+            "tests/unit/test_refund_payout_refs.py",
+            "tests/integration/refunds/test_refund_payouts_db.py",
+        ),
         integration=(
             "tests/integration/payments/test_refund_payout_reports.py",
             "tests/integration/refunds/test_refund_payout_rules.py",

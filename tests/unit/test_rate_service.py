@@ -352,3 +352,98 @@ def test_the_development_stack_shows_no_depeg_whatever_the_market_says():
     off = (Market("a", {"USDC": D("0.9")}), Market("b", {"USDC": D("0.9")}))
     assert service(*off, fixed_live=True).depegs() == []
     assert service(*off).depegs()[0].depegged
+
+
+def test_a_cross_quote_while_another_refreshes_both_symbols_takes_both_stale_prices_at_once():
+    clock = Clock()
+    gate, entered = threading.Event(), threading.Event()
+    gate.set()
+    a = Gated("a", {"ETH": D(3000), "EUR": D("1.5")}, gate, entered)
+    b = Gated("b", {"ETH": D(3010), "EUR": D("1.5")}, gate, entered)
+    rates = service(a, b, clock=clock, cache_seconds=30)
+    rates.quote("ETH", "EUR")
+    gate.clear()
+    entered.clear()
+    clock.now += 40
+    first, _ = in_thread(lambda: rates.quote("ETH", "EUR"))  # refreshes EUR and ETH
+    assert entered.wait(5)
+    started = time.monotonic()
+    q = rates.quote("ETH", "EUR")
+    assert time.monotonic() - started < 1
+    assert q.source == "ETH/USD median of a, b, 40 s old; EUR/USD median of a, b, 40 s old"
+    assert str(q.rate).startswith("2003.33333")
+    gate.set()
+    first.join(5)
+
+
+class SlowAnswer(dict):
+    """A source's answer that takes until ``gate`` opens to be read (the refresh outlasts the
+    sources' time limit after they answered)."""
+
+    def __init__(self, prices, gate, reading):
+        super().__init__(prices)
+        self.gate, self.reading = gate, reading
+
+    def __contains__(self, symbol):
+        self.reading.set()
+        assert self.gate.wait(5)
+        return super().__contains__(symbol)
+
+
+def test_a_quote_waiting_past_the_refresh_it_waits_for_is_told_to_retry_in_a_second():
+    gate, reading = threading.Event(), threading.Event()
+
+    class Slow(Market):
+        def prices(self, symbols):
+            return SlowAnswer(super().prices(symbols), gate, reading)
+
+    rates = service(Slow("a", {"ETH": D(3000)}), Slow("b", {"ETH": D(3010)}), timeout=0.2)
+    first, got_first = in_thread(lambda: rates.quote("ETH"))
+    try:
+        assert reading.wait(5)
+        started = time.monotonic()
+        with pytest.raises(RatesDown, match="being asked") as down:
+            rates.quote("ETH")
+        assert down.value.retry_after == 1 and time.monotonic() - started >= 1.1
+    finally:
+        gate.set()
+        first.join(5)
+    assert got_first["value"].rate == D(3005)
+
+
+def test_a_quote_finding_its_symbol_refreshed_waits_when_the_cached_price_is_past_the_stale_limit():
+    clock = Clock()
+    gate, entered = threading.Event(), threading.Event()
+    gate.set()
+    a, b = Gated("a", {"ETH": D(3000)}, gate, entered), Gated("b", {"ETH": D(3010)}, gate, entered)
+    rates = service(a, b, clock=clock, cache_seconds=30, stale_seconds=300)
+    rates.quote("ETH")
+    gate.clear()
+    entered.clear()
+    clock.now += 400  # past the stale limit: never served again
+    a.answers["ETH"], b.answers["ETH"] = D(4000), D(4010)
+    first, _ = in_thread(lambda: rates.quote("ETH"))
+    assert entered.wait(5)
+    second, got_second = in_thread(lambda: rates.quote("ETH"))
+    time.sleep(0.3)
+    assert second.is_alive()  # waiting for the refresh, not served the too-old price
+    gate.set()
+    first.join(5), second.join(5)
+    q = got_second["value"]
+    assert q.rate == D(4005) and q.source == "ETH/USD median of a, b"
+
+
+def test_a_symbol_no_source_prices_leaves_the_other_symbols_refresh_cached():
+    a, b = two()
+    rates = service(a, b)
+    with pytest.raises(Unpriced, match="DOGE"):
+        rates.quote("DOGE", "EUR")  # DOGE first in order, then EUR
+    assert rates.cached_quote("EUR").rate == D("1.5")
+    assert a.asked == 1
+
+
+def test_a_symbol_the_sources_disagree_on_leaves_the_other_symbols_refresh_cached():
+    rates = service(Market("a", {"ETH": D(3000), "EUR": D("1.5")}), Market("b", {"ETH": D(3300), "EUR": D("1.5")}))
+    with pytest.raises(RatesDown, match="ETH/USD"):
+        rates.quote("ETH", "EUR")  # ETH first in order, then EUR
+    assert rates.cached_quote("EUR").rate == D("1.5")

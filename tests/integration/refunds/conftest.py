@@ -1,9 +1,11 @@
 """Fixtures of the refund tests: a payment with confirmed funds (settled as the chain watcher
-would report them), and refunds made through the API."""
+would report them), refunds made through the API, and a session rolled back after each test
+(``db``) for the focused tests of the refund modules, which call them directly."""
 
 from __future__ import annotations
 
 import pytest
+from sqlalchemy.orm import Session
 
 from tests.support.api import API
 from tests.support.refunds import settle_confirmed
@@ -31,3 +33,34 @@ def create_refund(client):
         return r.get_json()["data"]
 
     return create
+
+
+@pytest.fixture
+def db(engine):
+    """A session whose work is rolled back after the test (the functions under test flush,
+    never commit: their callers' transaction does)."""
+    with engine.connect() as conn:
+        outer = conn.begin()
+        session = Session(bind=conn, join_transaction_mode="create_savepoint")
+        try:
+            yield session
+        finally:
+            session.close()
+            outer.rollback()
+
+
+@pytest.fixture
+def good():
+    """A customer's address of the test's own (EIP-55): other tests commit refunds claimed to
+    their addresses, whose tags and payouts must not meet this test's."""
+    from tests.support.refund_rows import wallet
+
+    return wallet()
+
+
+@pytest.fixture
+def other():
+    """Another address of the test's own."""
+    from tests.support.refund_rows import wallet
+
+    return wallet()
