@@ -27,6 +27,7 @@ from kassa_common.chains.evm import transfer_of
 from kassa_common.chains.networks import Network
 from kassa_common.chains.nodes import NodePool
 from kassa_common.chains.rpc import RpcError, RpcUnavailable
+from kassa_common.chains.utxo import output_address
 from kassa_common.errors import DomainError, InvalidTransition
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ def _bitcoin(net: Network, rpc: Any, txid: str) -> list[Payout]:
     symbol = net.tokens[0].symbol if net.tokens else "BTC"
     found = []
     for out in tx.get("vout", []):
-        address = (out.get("scriptPubKey") or {}).get("address")
+        address = output_address(out)
         if address:
             sats = int(Decimal(str(out["value"])) * SATS)
             found.append(
