@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from kassa_common.chains.evm import transfer_of
-from kassa_common.chains.networks import Network
+from kassa_common.chains.networks import Network, shipped
 from kassa_common.chains.nodes import NodePool
 from kassa_common.chains.rpc import RpcError, RpcUnavailable
 from kassa_common.chains.utxo import output_address
@@ -100,6 +100,13 @@ class Reader:
 
     def close(self) -> None:
         self.rpc.close()
+
+
+def kind_of(network: str, reader: Reader | None) -> str:
+    """The kind of the network named ``network`` (evm, or bitcoin for Bitcoin and Litecoin
+    alike), as its reader or the shipped configuration says."""
+    net = reader.network if reader is not None else shipped().get(network)
+    return net.kind if net is not None else "evm"
 
 
 def reader_for(network: Network | None) -> Reader | None:
