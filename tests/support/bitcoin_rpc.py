@@ -103,9 +103,11 @@ class RegtestNode:
         return self.rpc.sendtoaddress(address, Decimal(str(amount)))
 
     def block_of(self, txid: str) -> str | None:
-        """Hash of the active-chain block holding txid, or None while unconfirmed."""
+        """Hash of the active-chain block holding txid, or None while unconfirmed (a real node's
+        txindex still names a block a reorg took the transaction out of, with 0 confirmations)."""
         try:
-            return self.rpc.getrawtransaction(txid, True).get("blockhash")
+            tx = self.rpc.getrawtransaction(txid, True)
+            return tx.get("blockhash") if tx.get("confirmations", 0) > 0 else None
         except RPCError as exc:
             if exc.code != -5 or self.is_double:
                 if exc.code == -5:
