@@ -144,6 +144,18 @@ def start_litecoind(
         rpc.close()
 
 
+def answers(url: str) -> bool:
+    """True if a node answers JSON-RPC at ``url``."""
+    rpc = JsonRpc(url, version="1.0", timeout=2.0)
+    try:
+        rpc.call("getblockcount")
+        return True
+    except (RpcUnavailable, RpcError):
+        return False
+    finally:
+        rpc.close()
+
+
 def _wallet(node: Litecoind, name: str) -> None:
     rpc = node.rpc(None)
     try:
@@ -175,3 +187,25 @@ def prepare(node: Litecoind) -> None:
     finally:
         rpc.close()
         mweb.close()
+
+
+def pay(url: str, address: str, units: int, *, chain: str = "regtest", wallet: str = WALLET) -> str:
+    """Send ``units`` (litoshis) to ``address`` from the funded wallet of the node at ``url``
+    (which must be on ``chain``); the transaction's id."""
+    from kassa_common.pricing.amounts import units_text
+
+    node = JsonRpc(url, version="1.0", timeout=60.0)
+    try:
+        try:
+            on = node.call("getblockchaininfo")["chain"]
+        except RpcUnavailable:
+            raise LitecoindError("no litecoind answers there (start it with `make run`)") from None
+        if on != chain:
+            raise LitecoindError(f"the node is on the {on} chain, not {chain}")
+    finally:
+        node.close()
+    rpc = JsonRpc(f"{url.rstrip('/')}/wallet/{wallet}", version="1.0", timeout=60.0)
+    try:
+        return str(rpc.call("sendtoaddress", address, units_text(units, 8)))
+    finally:
+        rpc.close()
