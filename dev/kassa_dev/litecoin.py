@@ -10,7 +10,9 @@ mainnet, where MWEB (the extension block, active on mainnet since 2022) is activ
   wallet, like Bitcoin Core 0.21's, does not signal BIP125 replaceability by default, and
   unlike any Bitcoin Core its mempool refuses every replacement by default
   (``txn-mempool-conflict``, even for a transaction that signals); the tests replace
-  transactions, as a Litecoin miner running with replacement on would.
+  transactions, as a Litecoin miner running with replacement on would. ``-persistmempool=0``:
+  a restart (``Litecoind.restart``) empties the mempool, the tests' way to have a
+  transaction evicted.
 - MWEB activates at height 432 on regtest, and the block at that height is valid only
   with a peg-in in it (litecoind refuses to mine it otherwise: ``bad-txns-vin-empty``), so
   ``prepare`` mines 431 blocks, pegs one LTC into an MWEB address of a second wallet (the
@@ -80,6 +82,20 @@ class Litecoind:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the node (its pid: SIGTERM, SIGKILL if it lingers); drop a data directory it made."""
+        self._halt(timeout)
+        if self.owns_datadir:
+            shutil.rmtree(self.datadir, ignore_errors=True)
+
+    def restart(self, timeout: float = 60.0) -> None:
+        """Stop the node and start it again on its ports and data directory: its chain is
+        kept, its mempool is not (``-persistmempool=0``), and no wallet is loaded
+        (``loadwallet`` loads one; litecoind puts the wallet's own unconfirmed transactions
+        back then). A clean stop: killed, litecoind loses the blocks it had not flushed yet
+        (its tip goes back), which no node of a real network does."""
+        self._halt(timeout)
+        self.proc = _spawn(self.datadir, self.rpc_port, timeout)
+
+    def _halt(self, timeout: float) -> None:
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -87,8 +103,6 @@ class Litecoind:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
-        if self.owns_datadir:
-            shutil.rmtree(self.datadir, ignore_errors=True)
 
 
 def start_litecoind(
@@ -101,6 +115,17 @@ def start_litecoind(
     path = Path(datadir or tempfile.mkdtemp(prefix="kassa-litecoind-"))
     path.mkdir(parents=True, exist_ok=True)
     port = rpc_port or free_port()
+    try:
+        proc = _spawn(path, port, timeout)
+    except BaseException:
+        if owns:
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+    return Litecoind(proc, path, port, owns)
+
+
+def _spawn(path: Path, port: int, timeout: float) -> subprocess.Popen[bytes]:
+    """litecoind on ``path`` and ``port``, once its RPC answers (stopped if it never does)."""
     args = [
         binary(),
         "-regtest",
@@ -119,11 +144,12 @@ def start_litecoind(
         "-fallbackfee=0.0002",
         "-walletrbf=1",
         "-mempoolreplacement=1",
+        "-persistmempool=0",
+        "-rpcservertimeout=2",  # a stop waits for open RPC connections to go idle (30 s by default)
         "-printtoconsole=0",
     ]
     proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    node = Litecoind(proc, path, port, owns)
-    rpc = node.rpc(None, timeout=5.0)
+    rpc = JsonRpc(f"http://{RPC_USER}:{RPC_PASSWORD}@127.0.0.1:{port}", version="1.0", timeout=5.0)
     deadline = time.monotonic() + timeout
     try:
         while True:
@@ -132,13 +158,15 @@ def start_litecoind(
                 raise LitecoindError(f"litecoind exited with {proc.returncode}: {err.strip()[:500]}")
             try:
                 rpc.call("getblockcount")
-                return node
+                return proc
             except (RpcUnavailable, RpcError):  # not listening yet, or warming up (-28)
                 if time.monotonic() > deadline:
                     raise LitecoindError(f"litecoind did not answer on port {port} within {timeout:.0f} s") from None
                 time.sleep(0.1)
     except BaseException:
-        node.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
         raise
     finally:
         rpc.close()

@@ -88,6 +88,17 @@ class RegtestNode:
     def is_double(self) -> bool:
         return self.double is not None
 
+    @property
+    def can_evict(self) -> bool:
+        """Whether ``evict`` can take a transaction out of the mempool for good, so that the very
+        same one can be broadcast again (a real bitcoind here cannot)."""
+        return self.is_double
+
+    def evict(self, txid: str) -> None:
+        """The mempool loses ``txid`` (as one that expired or was evicted), unmined: the double's
+        x_dropfrommempool."""
+        self.rpc.x_dropfrommempool(txid)
+
     def new_address(self) -> str:
         return self.rpc.getnewaddress()
 

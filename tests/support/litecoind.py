@@ -18,6 +18,39 @@ from kassa_dev import litecoin
 from tests.support.bitcoin_rpc import BitcoinRPC, RegtestNode
 
 
+class LitecoindNode(RegtestNode):
+    """A ``RegtestNode`` on the session's litecoind, which can lose its mempool: ``evict``
+    restarts it (``-persistmempool=0``) without its wallet, so the wallet does not put its
+    own transactions back; ``broadcast`` loads the wallet again once it has broadcast."""
+
+    def __init__(self, daemon: litecoin.Litecoind):
+        url = daemon.wallet_url()
+        super().__init__(url, BitcoinRPC(url))
+        self.daemon = daemon
+
+    @property
+    def can_evict(self) -> bool:
+        return True
+
+    def evict(self, txid: str) -> None:
+        assert txid in self.rpc.getrawmempool()
+        self.daemon.restart()
+        assert txid not in self.rpc.getrawmempool()
+
+    def broadcast(self, raw_hex: str) -> str:
+        txid = super().broadcast(raw_hex)
+        self.load_wallet()
+        return txid
+
+    def load_wallet(self) -> None:
+        node = BitcoinRPC(self.daemon.url)
+        try:
+            if litecoin.WALLET not in node.listwallets():
+                node.loadwallet(litecoin.WALLET)
+        finally:
+            node.close()
+
+
 @pytest.fixture(scope="session")
 def litecoind():
     """The running node (``kassa_dev.litecoin.Litecoind``), prepared."""
@@ -32,8 +65,8 @@ def litecoind():
 @pytest.fixture
 def litecoin_node(litecoind):
     """The session's node as a ``RegtestNode`` on its funded wallet."""
-    url = litecoind.wallet_url()
-    node = RegtestNode(url, BitcoinRPC(url))
+    node = LitecoindNode(litecoind)
+    node.load_wallet()  # an earlier test may have left it unloaded (``evict``)
     try:
         yield node
     finally:
