@@ -26,10 +26,10 @@ deps: $(STAMP) node_modules/.package-lock.json
 run: deps
 	$(BIN)/python -m kassa_dev.run
 
-# System tools (Chromium, docker-compose, wrk): installed with apt-get when missing and
+# System tools (Chromium, docker-compose, litecoind, wrk): installed with apt-get when missing and
 # running as root, otherwise the target stops and says how to install them.
 tools-test:
-	@scripts/ensure-tools test chromium docker-compose
+	@scripts/ensure-tools test chromium docker-compose litecoind
 
 tools-bench:
 	@scripts/ensure-tools bench wrk

@@ -1,7 +1,8 @@
-"""``kassa dev ...``: development helpers for the local chain.
+"""``kassa dev ...``: development helpers for the local chains.
 
 ``kassa dev pay SHORT_ID [--amount DECIMAL]`` pays a live LOCAL_EVM payment from anvil's
-first account: the amount still due by default, or ``--amount`` in token units.
+first account, or a live LOCAL_LITECOIN payment from the regtest litecoind's funded wallet
+(``kassa_dev.litecoin``): the amount still due by default, or ``--amount`` in token units.
 
 ``kassa dev pay-refund REFUND_ID [--amount DECIMAL]`` pays a claimed live LOCAL_EVM refund
 from anvil's second account (the merchant's wallet in the walk-through): its
@@ -28,6 +29,7 @@ from kassa_common.refunds.shape import payout_units
 from kassa_dev.listen import add_listen_parser
 
 NETWORK = "LOCAL_EVM"
+PAYABLE = (NETWORK, "LOCAL_LITECOIN")  # the networks `kassa dev pay` pays on
 
 
 def _decimal(text: str) -> Decimal:
@@ -50,8 +52,8 @@ def find_payment(settings: Settings, short_id: str) -> Payment:
             f"payment {short_id} is a test-mode payment: it never touches a chain "
             "(use the checkout page's test controls)"
         )
-    if payment.network.upper() != NETWORK:
-        raise ValueError(f"payment {short_id} is on {payment.network}; `kassa dev pay` only pays on {NETWORK}")
+    if payment.network.upper() not in PAYABLE:
+        raise ValueError(f"payment {short_id} is on {payment.network}; `kassa dev pay` pays on {' and '.join(PAYABLE)}")
     return payment
 
 
@@ -68,13 +70,16 @@ def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
     from kassa_dev import chain
 
     payment = find_payment(settings, args.short_id)
-    network = settings.networks.get(NETWORK)
+    network = settings.networks.get(payment.network)
     token = network.token(payment.token) if network else None
-    if token is None:
-        raise ValueError(f"{payment.token} is not a {NETWORK} token")
+    if network is None or token is None:
+        raise ValueError(f"{payment.token} is not a {payment.network} token")
     units = amount_units(payment, args.amount)
-    _, w3 = _node(settings)
-    tx_hash = chain.pay(w3, to=payment.address, amount_base_units=units, token_contract=token.contract)
+    if network.kind == "bitcoin":
+        tx_hash = _pay_litecoin(network, payment.address, units)
+    else:
+        _, w3 = _node(settings)
+        tx_hash = chain.pay(w3, to=payment.address, amount_base_units=units, token_contract=token.contract)
     amount = from_base_units(units, token.decimals)
     data = {
         "tx_hash": tx_hash,
@@ -88,6 +93,17 @@ def cmd_dev_pay(args: argparse.Namespace, settings: Settings) -> None:
         if getattr(args, "json", False)
         else f"paid {amount} {token.symbol} to {payment.address} in {tx_hash}"
     )
+
+
+def _pay_litecoin(network, address: str, units: int) -> str:
+    from kassa_dev import litecoin
+
+    if not network.rpc_url:
+        raise ValueError(f"{network.name} is not configured ({network.name}_RPC_URL; `make run` sets it)")
+    try:
+        return litecoin.pay(network.rpc_url, address, units, chain=network.bitcoin_chain or "regtest")
+    except litecoin.LitecoindError as exc:
+        raise ValueError(f"{network.name}: {exc}") from None
 
 
 def _node(settings: Settings):
@@ -194,7 +210,7 @@ def add_parser(sub) -> None:
     """Register ``kassa dev`` on the top-level subparsers."""
     about = "development helpers: pay on the local chain, receive webhooks"
     dev = sub.add_parser("dev", help=about).add_subparsers(dest="cmd", required=True)
-    p = dev.add_parser("pay", help=f"pay a {NETWORK} payment from anvil's first account")
+    p = dev.add_parser("pay", help=f"pay a {' or '.join(PAYABLE)} payment from the local node's funded account")
     p.add_argument("short_id")
     p.add_argument("--amount", type=_decimal, help="token units (default: what is still due)")
     p.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")

@@ -1,7 +1,8 @@
 """``make run``: migrate, start the local EVM chain if none answers (with the dev tokens and
-the forwarder factory), write the development settings to ``.env`` (so ``kassa`` in a
-second terminal sees them), then every process of the Procfile in the foreground (Ctrl-C
-stops them all)."""
+the forwarder factory) and the Litecoin regtest node of LOCAL_LITECOIN (``kassa_dev.litecoin``;
+left off, with a notice, where litecoind is not installed), write the development settings
+to ``.env`` (so ``kassa`` in a second terminal sees them), then every process of the
+Procfile in the foreground (Ctrl-C stops them all)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from web3 import Web3
 from kassa_common import envfile
 from kassa_common.config import Settings
 from kassa_common.migrate import upgrade
-from kassa_dev import chain, procfile
+from kassa_dev import chain, litecoin, procfile
 from kassa_sweeper.deploy import deploy_factory
 from kassa_sweeper.txs import Signer
 
@@ -28,6 +29,7 @@ DEV_DEFAULTS = {
     "FIXED_RATES_ALLOW_LIVE": "true",  # live payments on the local chain priced by FIXED_RATES (coins and EUR, GBP…)
     "WEBHOOK_ALLOW_PRIVATE_URLS": "true",  # the development stack delivers to local receivers
     "LOCAL_EVM_RPC_URL": "http://127.0.0.1:8545",
+    "LOCAL_LITECOIN_RPC_URL": f"http://{litecoin.RPC_USER}:{litecoin.RPC_PASSWORD}@127.0.0.1:{litecoin.DEFAULT_RPC_PORT}",
     "SWEEPER_PRIVATE_KEY": chain.SWEEPER_PRIVATE_KEY,  # anvil's last default account pays the sweeps' gas
     "SWEEP_INTERVAL_SECONDS": "2",
     "PYTHONUNBUFFERED": "1",
@@ -51,7 +53,7 @@ directory, the environment winning, so it sees the stack's settings in a second 
 def dev_settings(env: dict[str, str], settings: Settings) -> dict[str, str]:
     """What ``make run`` writes to ``.env``: its development defaults and every Kassa setting
     of the environment (the environment's value winning), the database and broker resolved."""
-    values = {k: env[k] for k in DEV_DEFAULTS if k != "PYTHONUNBUFFERED"}
+    values = {k: env[k] for k in DEV_DEFAULTS if k != "PYTHONUNBUFFERED" and k in env}  # LOCAL_LITECOIN may be off
     values.update({"DATABASE_URL": settings.database_url, "RABBITMQ_URL": settings.rabbitmq_url})
     values.update({k: v for k, v in sorted(env.items()) if SETTING.match(k)})
     return values
@@ -72,6 +74,24 @@ def start_local_chain(env: dict[str, str], root: Path):
     factory, _ = deploy_factory(w3, Signer(env["SWEEPER_PRIVATE_KEY"]))
     print(f"kassa: LOCAL_EVM forwarder factory {factory}", flush=True)
     return proc
+
+
+def start_local_litecoin(env: dict[str, str]) -> litecoin.Litecoind | None:
+    """Start litecoind -regtest (a fresh chain in a temporary directory, its wallet funded)
+    unless LOCAL_LITECOIN_RPC_URL already answers; without litecoind, LOCAL_LITECOIN is left
+    off (its URL dropped from ``env``) with a notice."""
+    url = env["LOCAL_LITECOIN_RPC_URL"]
+    if litecoin.answers(url):
+        return None
+    try:
+        node = litecoin.start_litecoind(int(url.rsplit(":", 1)[1].split("/")[0]))
+        litecoin.prepare(node)
+    except litecoin.LitecoindError as exc:
+        env.pop("LOCAL_LITECOIN_RPC_URL")
+        print(f"kassa: LOCAL_LITECOIN is off: {exc}", flush=True)
+        return None
+    print(f"kassa: started litecoind -regtest on port {node.rpc_port} (LOCAL_LITECOIN, MWEB active)", flush=True)
+    return node
 
 
 def announce_ready(settings: Settings, stop: threading.Event) -> None:
@@ -96,9 +116,10 @@ def main() -> int:
     settings = Settings.from_env(env)
     upgrade(settings.database_url)
     print("kassa: database migrated", flush=True)
+    anvil = start_local_chain(env, root) if env.get("KASSA_NO_CHAIN") != "1" else None
+    litecoind = start_local_litecoin(env) if env.get("KASSA_NO_CHAIN") != "1" else None
     envfile.write(Path.cwd() / envfile.DEFAULT_PATH, dev_settings(env, settings), ENV_FILE_HEADER)
     print(f"kassa: development settings written to {envfile.DEFAULT_PATH} (for kassa in another terminal)", flush=True)
-    anvil = start_local_chain(env, root) if env.get("KASSA_NO_CHAIN") != "1" else None
     env = procfile.with_this_python(env)
     manager = Manager(Printer(sys.stdout))
     for process in procfile.read(root / "Procfile"):
@@ -112,6 +133,8 @@ def main() -> int:
         if anvil is not None:
             anvil.terminate()
             anvil.wait(5)
+        if litecoind is not None:
+            litecoind.stop()
     return manager.returncode or 0
 
 

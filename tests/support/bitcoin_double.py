@@ -10,7 +10,9 @@ Wallet RPCs (one deterministic wallet): getnewaddress getbalance sendtoaddress b
 x_dropfrommempool(txid) evicts a mempool tx plus its descendants and returns their txids.
 
 Differences from a real node: it starts at genesis and enforces coinbase maturity for wallet spends (mine
-101 blocks to a getnewaddress() address first; bitcoin_rpc.bitcoin_node() does). It acts as if -txindex=1.
+101 blocks to a getnewaddress() address first; bitcoin_rpc.bitcoin_node() does). It acts as if -txindex=1,
+and as a real txindex it forgets no transaction a reorg took out of the chain: getrawtransaction finds it
+(outside the mempool) in the last block connected holding it, with 0 confirmations.
 sendtoaddress pays 10 sat/vB, signals BIP125, sets nLockTime to the tip height like Core, and puts the
 payment at vout 0 and change at vout 1 (Core randomises). Only bcrt1 addresses are accepted; verbose
 getrawmempool and verbosity 3 are not built. Chain choice is Core's: most-work valid chain, first-seen wins
@@ -236,6 +238,7 @@ class RegtestChain:
         self.invalid: set[bytes] = set()
         self.mempool: dict[bytes, tuple] = {}  # txid -> (tx, entry time)
         self.txs: dict[bytes, CTransaction] = {}  # every tx ever seen, for fee lookups
+        self.txindex: dict[bytes, bytes] = {}  # -txindex: txid -> the last block connected holding it
         self.keys: dict[bytes, CKey] = {}  # wallet: scriptPubKey -> key
         self.seed, self._cache, self._extranonce = wallet_seed, None, 0
         self.change_script = address_to_script(self.rpc_getnewaddress())
@@ -297,6 +300,7 @@ class RegtestChain:
             for tx in self.index[bh].block.vtx[1:]
         ]
         self.active = chain
+        self.txindex.update((tx.GetTxid(), bh) for bh in chain[max(fork, 1) :] for tx in self.index[bh].block.vtx)
         self._rebuild_mempool(back + list(self.mempool.items()))
 
     def _rebuild_mempool(self, candidates):
@@ -510,7 +514,7 @@ class RegtestChain:
         if entry is None and key in self.mempool:
             tx = self.mempool[key][0]
         else:
-            entry = entry or self.index.get(self._view()[1].get(key))
+            entry = entry or self.index.get(self._view()[1].get(key) or self.txindex.get(key))
             tx = next((t for t in entry.block.vtx if t.GetTxid() == key), None) if entry else None
             if tx is None:
                 raise RPCError(

@@ -88,6 +88,17 @@ class RegtestNode:
     def is_double(self) -> bool:
         return self.double is not None
 
+    @property
+    def can_evict(self) -> bool:
+        """Whether ``evict`` can take a transaction out of the mempool for good, so that the very
+        same one can be broadcast again (a real bitcoind here cannot)."""
+        return self.is_double
+
+    def evict(self, txid: str) -> None:
+        """The mempool loses ``txid`` (as one that expired or was evicted), unmined: the double's
+        x_dropfrommempool."""
+        self.rpc.x_dropfrommempool(txid)
+
     def new_address(self) -> str:
         return self.rpc.getnewaddress()
 
@@ -103,9 +114,11 @@ class RegtestNode:
         return self.rpc.sendtoaddress(address, Decimal(str(amount)))
 
     def block_of(self, txid: str) -> str | None:
-        """Hash of the active-chain block holding txid, or None while unconfirmed."""
+        """Hash of the active-chain block holding txid, or None while unconfirmed (a real node's
+        txindex still names a block a reorg took the transaction out of, with 0 confirmations)."""
         try:
-            return self.rpc.getrawtransaction(txid, True).get("blockhash")
+            tx = self.rpc.getrawtransaction(txid, True)
+            return tx.get("blockhash") if tx.get("confirmations", 0) > 0 else None
         except RPCError as exc:
             if exc.code != -5 or self.is_double:
                 if exc.code == -5:

@@ -3,7 +3,8 @@ API client for a merchant with wallets, and a watcher per network in threads.
 
 A live-EVM test module makes its fixture ``h`` with ``live_evm_fixture`` (on the fixture
 ``chain``, or ``proxy`` in front of it), a Bitcoin one with ``live_bitcoin_fixture`` (on
-``regtest_node``)::
+``regtest_node``), a Litecoin one with ``live_litecoin_fixture`` (on ``litecoin_node``, a
+real litecoind)::
 
     from tests.support.anvil import anvil, anvil_isolated, chain  # noqa: F401  (fixtures)
     from tests.support.watcher import live_evm_fixture
@@ -226,22 +227,31 @@ def live_evm_fixture(confirmations: int, *, watching: bool = False, proxy_path: 
 
 
 @contextmanager
-def live_bitcoin(settings, engine, sessions, make_merchant, node, confirmations: int = 2):
-    """A harness on BITCOIN_REGTEST, read from the regtest ``node`` (``h.node``) and needing
-    ``confirmations``, for a merchant whose live Bitcoin wallet is the published test xpub; its
-    watcher started and active (``h.watcher``)."""
+def live_utxo(settings, engine, sessions, make_merchant, node, network: str, confirmations: int = 2):
+    """A harness on the Bitcoin-family ``network`` (BITCOIN_REGTEST, LOCAL_LITECOIN), read from
+    the regtest ``node`` (``h.node``) and needing ``confirmations``, for a merchant whose live
+    wallet of the network's chain is the published test key; its watcher started and active
+    (``h.watcher``)."""
     from kassa_common.chains.hd import TEST_XPUBS
     from kassa_common.chains.networks import load_registry
     from tests.support.api import set_live_wallet
 
-    env = {"BITCOIN_REGTEST_RPC_URL": node.url, "BITCOIN_REGTEST_CONFIRMATIONS": str(confirmations)}
+    env = {f"{network}_RPC_URL": node.url, f"{network}_CONFIRMATIONS": str(confirmations)}
+    registry = load_registry(env)
+    chain = registry.get(network).key_chain
     merchant = make_merchant()
-    set_live_wallet(sessions, merchant.id, "bitcoin", TEST_XPUBS["bitcoin"])
-    with harness(settings.with_(networks=load_registry(env)), engine, sessions, merchant, "BITCOIN_REGTEST") as h:
+    set_live_wallet(sessions, merchant.id, chain, TEST_XPUBS[chain])
+    with harness(settings.with_(networks=registry), engine, sessions, merchant, network) as h:
         watcher = h.start_watcher()
         until(watcher.active.is_set, message="watcher active")
         h.node, h.watcher = node, watcher
+        h.coin, h.hrp = registry.get(network).tokens[0].symbol, registry.get(network).bech32_hrp
         yield h
+
+
+def live_bitcoin(settings, engine, sessions, make_merchant, node, confirmations: int = 2):
+    """``live_utxo`` on BITCOIN_REGTEST."""
+    return live_utxo(settings, engine, sessions, make_merchant, node, "BITCOIN_REGTEST", confirmations)
 
 
 def live_bitcoin_fixture(confirmations: int = 2):
@@ -254,6 +264,39 @@ def live_bitcoin_fixture(confirmations: int = 2):
             yield h
 
     return on_regtest
+
+
+def live_litecoin_fixture(confirmations: int = 2):
+    """The fixture ``h`` of a Litecoin test module: ``live_utxo`` on LOCAL_LITECOIN, read from
+    the session's real ``litecoind`` (``tests.support.litecoind``), needing ``confirmations``."""
+
+    @pytest.fixture(name="h")
+    def on_litecoind(settings, engine, sessions, make_merchant, litecoin_node):
+        with live_utxo(settings, engine, sessions, make_merchant, litecoin_node, "LOCAL_LITECOIN", confirmations) as h:
+            yield h
+
+    return on_litecoind
+
+
+UTXO_BACKENDS = {  # fixture param -> (the node's fixture, the network)
+    "bitcoin": ("regtest_node", "BITCOIN_REGTEST"),  # the double, or a bitcoind at BITCOIN_RPC_URL
+    "litecoin": ("litecoin_node", "LOCAL_LITECOIN"),  # a real litecoind
+}
+
+
+def live_utxo_fixture(confirmations: int = 2):
+    """The fixture ``h`` of a Bitcoin-family test module whose every test runs on each of
+    ``UTXO_BACKENDS`` (the module imports both nodes' fixtures): ``live_utxo`` on it, needing
+    ``confirmations``; ``h.coin`` is the network's coin (BTC, LTC), ``h.hrp`` its prefix."""
+
+    @pytest.fixture(name="h", params=list(UTXO_BACKENDS))
+    def on_each(request, settings, engine, sessions, make_merchant):
+        node_fixture, network = UTXO_BACKENDS[request.param]
+        node = request.getfixturevalue(node_fixture)
+        with live_utxo(settings, engine, sessions, make_merchant, node, network, confirmations) as h:
+            yield h
+
+    return on_each
 
 
 def at_tip(watcher: NetworkWatcher, chain, confirmations: int, timeout: float = 15.0) -> None:

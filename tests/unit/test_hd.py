@@ -56,7 +56,7 @@ def test_bip84_testnet_and_regtest():
 
 
 def test_test_xpubs_are_the_published_test_keys():
-    assert TEST_XPUBS == {"evm": EVM_XPUB, "bitcoin": BIP84_VPUB}
+    assert TEST_XPUBS == {"evm": EVM_XPUB, "bitcoin": BIP84_VPUB, "litecoin": BIP84_VPUB}  # coin type 1: any testnet
 
 
 def test_test_bitcoin_key_never_gives_mainnet_address():

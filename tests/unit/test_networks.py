@@ -14,8 +14,10 @@ EXPECTED_ORDER = [
     "OPTIMISM",
     "BSC",
     "BITCOIN",
+    "LITECOIN",
     "LOCAL_EVM",
     "BITCOIN_REGTEST",
+    "LOCAL_LITECOIN",
 ]
 
 
@@ -33,7 +35,8 @@ def test_the_second_dev_network_exists_only_while_its_rpc_url_is_set():
     with_it = load_registry({"LOCAL_EVM_2_RPC_URL": "http://127.0.0.1:8546"})
 
     second = with_it.get("LOCAL_EVM_2")
-    assert [n.name for n in with_it] == [*EXPECTED_ORDER[:8], "LOCAL_EVM_2", *EXPECTED_ORDER[8:]]
+    after = EXPECTED_ORDER.index("LOCAL_EVM") + 1
+    assert [n.name for n in with_it] == [*EXPECTED_ORDER[:after], "LOCAL_EVM_2", *EXPECTED_ORDER[after:]]
     assert (second.kind, second.chain_id, second.dev, second.live_enabled) == ("evm", 31338, True, True)
     assert second.forwarder_factory == with_it.get("LOCAL_EVM").forwarder_factory  # the same on every chain
     assert second.tokens == with_it.get("LOCAL_EVM").tokens  # the same dev tokens, at the same addresses

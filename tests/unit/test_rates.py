@@ -12,6 +12,7 @@ def test_parse_default_rates():
     assert parse_fixed_rates(DEFAULT_FIXED_RATES) == {
         "ETH": Decimal(3000),
         "BTC": Decimal(60000),
+        "LTC": Decimal(80),
         "POL": Decimal("0.50"),
         "BNB": Decimal(600),
         "EUR": Decimal("1.08"),

@@ -329,3 +329,21 @@ def test_an_unexpected_error_is_logged_with_its_trace_once_per_streak(caplog):
     watcher = watcher_running([ValueError("boom")] * 3 + [False])
     assert watcher.scanner.ticks == 4
     assert caplog.text.count("Traceback") == 1 and "boom" in caplog.text
+
+
+WARMING_UP = {"code": -28, "message": "Loading block index..."}  # what bitcoind/litecoind answer while starting
+
+
+def test_a_node_warming_up_is_unavailability_not_a_node_on_another_chain():
+    from kassa_common.chains.networks import load_registry
+    from kassa_common.chains.nodes import chain_mismatch
+
+    assert type(classify(WARMING_UP, "getblockchaininfo")) is RpcUnavailable
+    assert type(classify({"code": -28, "message": "Verifying blocks..."}, "getblockcount")) is RpcUnavailable
+
+    class Starting:
+        def call(self, method, *params):
+            raise classify(WARMING_UP, method)
+
+    with pytest.raises(RpcUnavailable):  # set aside for a while, never refused for REFUSED_SECONDS
+        chain_mismatch(load_registry({}).get("LOCAL_LITECOIN"), Starting())

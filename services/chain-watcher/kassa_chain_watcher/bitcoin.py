@@ -1,5 +1,7 @@
-"""Bitcoin over Bitcoin Core JSON-RPC: ``getblockcount``, ``getblockhash`` and
-``getblock`` (verbosity 2) in batched requests, ``getrawmempool`` for seen-not-confirmed.
+"""The Bitcoin family (Bitcoin, Litecoin) over Bitcoin Core's JSON-RPC (``litecoind`` speaks
+it too): ``getblockcount``, ``getblockhash`` and ``getblock`` (verbosity 2) in batched
+requests, ``getrawmempool`` for seen-not-confirmed. Outputs are read in both shapes nodes
+write (``kassa_common.chains.utxo``).
 
 A transfer is a transaction output paying a watched address; its index is the vout.
 
@@ -23,6 +25,7 @@ from typing import Any
 
 from kassa_common.chains.networks import Network
 from kassa_common.chains.rpc import JsonRpc, RpcError, RpcUnavailable
+from kassa_common.chains.utxo import output_address
 from kassa_chain_watcher.chain import Block, ChainMoved, Found
 
 SATS = Decimal(100_000_000)
@@ -83,7 +86,7 @@ class BitcoinChain:
         """The outputs of ``tx`` paying ``watched`` addresses (None: paying any address)."""
         found = []
         for out in tx.get("vout", []):
-            address = (out.get("scriptPubKey") or {}).get("address")
+            address = output_address(out)
             if address and (watched is None or address.lower() in watched):
                 sats = int(Decimal(str(out["value"])) * SATS)
                 found.append(Found(tx["txid"], int(out["n"]), self.symbol, address.lower(), sats))

@@ -182,8 +182,14 @@ def test_reorg_to_longer_chain_without_the_payment(regtest_node):
         block = rpc.getblock(blockhash, 2)
         assert txid not in [t["txid"] for t in block["tx"]]
         assert address not in [o["scriptPubKey"].get("address") for t in block["tx"] for o in t["vout"]]
-    assert rpc_error(rpc.getrawtransaction, txid).code == -5
+    # As a real node's -txindex (litecoind showed it): the payment is still found, in the block that
+    # last held it, now stale: its hash, 0 confirmations, no time; asked in that block, not in the chain.
+    stale = rpc.getrawtransaction(txid, True)
+    assert (stale["blockhash"], stale["confirmations"]) == (old_block, 0) and "time" not in stale
+    assert rpc.getrawtransaction(txid, True, old_block)["in_active_chain"] is False
+    assert regtest_node.block_of(txid) is None
     assert txid not in rpc.getrawmempool()
+    assert rpc_error(rpc.getrawtransaction, "ab" * 32).code == -5  # a transaction never seen
 
 
 def test_reorg_out_helper(regtest_node):

@@ -1,7 +1,8 @@
-"""A Bitcoin refund on the regtest double (or a real bitcoind -regtest when BITCOIN_RPC_URL is
-set): the payout of its ``payout_amount`` to the claimed address is seen in the mempool and
-completes the refund at the network's confirmations (the bare amount does not); a refund
-completed by a submitted txid, refused while it is unmined, checked on the node."""
+"""A Bitcoin-family refund, on BITCOIN_REGTEST (the regtest double, or a real bitcoind
+-regtest when BITCOIN_RPC_URL is set) and on LOCAL_LITECOIN (a real litecoind): the payout
+of its ``payout_amount`` to the claimed address is seen in the mempool and completes the
+refund at the network's confirmations (the bare amount does not); a refund completed by a
+submitted txid, refused while it is unmined, checked on the node."""
 
 from __future__ import annotations
 
@@ -12,18 +13,19 @@ from kassa_common.db import unit_of_work
 from kassa_common.models import Refund
 from kassa_common.refunds import transitions
 from tests.support.bitcoin_rpc import regtest_node  # noqa: F401  (fixture)
+from tests.support.litecoind import litecoin_node, litecoind  # noqa: F401  (fixtures)
 from tests.support.refund_payouts import claim, create_refund, get, status
 from tests.support.wait import until
-from tests.support.watcher import live_bitcoin_fixture
+from tests.support.watcher import live_utxo_fixture
 
 API = "/v1/api"
 
 
-h = live_bitcoin_fixture()
+h = live_utxo_fixture()
 
 
 def paid_btc(h) -> dict:
-    p = h.create(amount=60, token="BTC")
+    p = h.create(amount=60, token=h.coin)
     h.node.send(p["address"], Decimal(p["crypto_amount"]))
     h.node.mine(2)
     h.wait_status(p["id"], "COMPLETED")
@@ -56,7 +58,7 @@ def test_a_bitcoin_refund_is_completed_by_its_payout_and_another_by_its_txid(h):
         )
 
     r = complete(sent)
-    assert r.status_code == 409 and "not yet confirmed" in r.get_json()["error"]["message"]
+    assert r.status_code == 409 and "not yet confirmed" in r.get_json()["error"]["message"], r.get_json()
     r = complete(txid)  # pays the first refund's address
     assert r.status_code == 400 and "pays someone else" in r.get_json()["error"]["message"]
     h.node.mine(2)

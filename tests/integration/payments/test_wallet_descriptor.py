@@ -1,5 +1,6 @@
 """Watch-only descriptors and the gap monitor on real PostgreSQL: the gap over a mix of paid
-and unpaid Bitcoin payments (the window query, and its check against a replaced key), the
+and unpaid Bitcoin payments (the window query, and its check against a replaced key; a
+Litecoin key beside it with a gap of its own), the
 ``kassa wallet descriptor`` console script, and the dashboard's Wallets page."""
 
 from __future__ import annotations
@@ -234,3 +235,29 @@ def test_wallets_page_shows_descriptors_and_the_gap_warning(dash, sessions, make
     assert "at least <strong>42</strong>" in page and "wallet.change_gap_limit(42)" in page
     assert f"&#34;range&#34;: [{B}, {B + 64}]" in page or f'"range": [{B}, {B + 64}]' in page
     assert wallet_descriptors(other_key).receive not in page and encoded(other_key, "xpub") not in page
+
+
+def test_bitcoin_and_litecoin_keys_each_have_their_own_gap(make_merchant, sessions, client, settings):
+    m, btc_key = btc_merchant(make_merchant, sessions, client, payments=3)  # Bitcoin: B+0..B+2
+    ltc_key = fresh_key("zpub")
+    with unit_of_work(sessions) as s:
+        merchants.set_wallet(s, m.id, "test", "litecoin", ltc_key)
+    for _ in range(5):  # Litecoin: B+0..B+4 of its own key, from a sequence of its own
+        r = client.post(
+            f"{API}/payments",
+            json={"amount": 10, "token": "LTC", "network": "LITECOIN"},
+            headers={"X-Api-Key": m.test_key},
+        )
+        assert r.status_code == 201 and r.get_json()["data"]["address"].startswith("tltc1")
+    with unit_of_work(sessions) as s:
+        s.execute(
+            sa.text("UPDATE payments SET amount_received_units = 1 WHERE merchant_id = :m AND derivation_index = :i"),
+            {"m": m.id, "i": B + 4},
+        )
+    with sessions() as s:
+        btc = bitcoin_watch_only(s, m.id, "test", settings.networks)
+        ltc = bitcoin_watch_only(s, m.id, "test", settings.networks, chain="litecoin")
+    assert (btc.gap.handed_out, btc.gap.funded, btc.gap.longest_run) == (3, 0, 3)  # no Litecoin payment in it
+    assert btc.descriptors == wallet_descriptors(btc_key)
+    assert (ltc.gap.handed_out, ltc.gap.funded, ltc.gap.longest_run) == (5, 1, 4)
+    assert ltc.descriptors == wallet_descriptors(ltc_key, chain="litecoin")

@@ -28,7 +28,7 @@ from kassa_common.models import Account, Merchant, Wallet
 from kassa_common.timefmt import utcnow
 
 MODES = ("test", "live")
-CHAINS = ("evm", "bitcoin")
+CHAINS = ("evm", "bitcoin", "litecoin")  # a wallet per chain family (``Network.key_chain``)
 _hasher = PasswordHasher()  # argon2id, memory-hard
 
 
@@ -149,7 +149,7 @@ def set_wallet(
 def check_wallet(mode: str, chain: str, xpub: str, *, allow_test_keys: bool = False) -> SavedWallet:
     """The key as ``set_wallet`` would store it (AccountError if it would refuse it)."""
     if mode not in MODES or chain not in CHAINS:
-        raise AccountError("mode must be test|live and chain evm|bitcoin")
+        raise AccountError(f"mode must be test|live and chain {'|'.join(CHAINS)}")
     try:
         xpub = validate_xpub(chain, xpub)
         warning = live_key_warning(chain, xpub, allow_test_keys=allow_test_keys) if mode == "live" else None

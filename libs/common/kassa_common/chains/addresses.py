@@ -1,9 +1,12 @@
 """Is this text an address that can receive funds on this network? (A refund's destination.)
 
 EVM: ``0x`` and 40 hex digits, with a right EIP-55 checksum when mixed-case, and not the
-zero address (``forwarder.settlement_address``'s rules). Bitcoin: the network's segwit
-addresses (BIP173 bech32 for version 0, BIP350 bech32m for version 1, taproot, with the
-network's prefix) and its base58check P2PKH and P2SH addresses. Witness versions 2 to 16
+zero address (``forwarder.settlement_address``'s rules). Bitcoin family (Bitcoin, Litecoin):
+the network's segwit addresses (BIP173 bech32 for version 0, BIP350 bech32m for version 1,
+taproot, with the network's prefix) and its base58check P2PKH and P2SH addresses (Litecoin's
+``L…``/``M…``, and the older ``3…`` script addresses litecoind still takes; on its test
+networks ``m…``/``n…``, ``Q…`` and ``2…``). Litecoin's MWEB addresses (``ltcmweb1…``) are not
+payable from an ordinary transaction output: refused. Witness versions 2 to 16
 are valid BIP350 strings but no wallet can spend from them yet (they are reserved for
 future soft forks, and anyone could spend them if one gave them meaning): refused. ``InvalidAddress`` says why
 not, in words a customer understands.
@@ -15,13 +18,28 @@ import base58
 
 from kassa_common.chains.bech32 import CHARSET, hrp_state, polymod
 from kassa_common.chains.forwarder import settlement_address
+from kassa_common.chains.hd import CHAIN_HRPS
 from kassa_common.chains.networks import Network
 
 BECH32_CONST = 1
 BECH32M_CONST = 0x2BC830A3
-# base58check version bytes: (P2PKH, P2SH), mainnet and every test chain
-KNOWN_PREFIXES = ("bc", "tb", "bcrt")
-BASE58_VERSIONS = {"main": (0x00, 0x05), "test": (0x6F, 0xC4)}
+KNOWN_PREFIXES = ("bc", "tb", "bcrt", "ltc", "tltc", "rltc")
+# base58check version bytes of a network (by its bech32 prefix): P2PKH, then P2SH (as the
+# chain's node decodes them: Litecoin Core takes both its SCRIPT_ADDRESS and SCRIPT_ADDRESS2)
+_TEST_BITCOIN, _TEST_LITECOIN = (0x6F, 0xC4), (0x6F, 0x3A, 0xC4)
+BASE58_VERSIONS = {
+    "bc": (0x00, 0x05),
+    "tb": _TEST_BITCOIN,
+    "bcrt": _TEST_BITCOIN,
+    "ltc": (0x30, 0x32, 0x05),
+    "tltc": _TEST_LITECOIN,
+    "rltc": _TEST_LITECOIN,
+}
+
+
+def _coin(hrp: str) -> str:
+    """The coin of the network with bech32 prefix ``hrp``, as a customer names it."""
+    return next((chain.capitalize() for chain, hrps in CHAIN_HRPS.items() if hrp in hrps), "Bitcoin")
 
 
 class InvalidAddress(ValueError):
@@ -66,8 +84,11 @@ def _segwit(text: str, hrp: str) -> str | None:
         return None  # not bech32 (base58, say)
     if text.lower() != text and text.upper() != text:
         raise InvalidAddress("a bech32 address is all lower case or all upper case, never mixed")
+    if prefix != hrp and _coin(prefix) != _coin(hrp):
+        other, coin = _coin(prefix), _coin(hrp)
+        raise InvalidAddress(f"this is a {other} address (it starts {prefix}1): a {coin} one starts {hrp}1")
     if prefix != hrp:
-        raise InvalidAddress(f"this address is for another Bitcoin network (it starts {prefix}1, not {hrp}1)")
+        raise InvalidAddress(f"this address is for another {_coin(hrp)} network (it starts {prefix}1, not {hrp}1)")
     if len(lower) > 90 or len(data_part) < 7 or any(c not in CHARSET for c in data_part):
         raise InvalidAddress("not a valid bech32 address (wrong length or characters)")
     data = [CHARSET.index(c) for c in data_part]
@@ -84,7 +105,7 @@ def _segwit(text: str, hrp: str) -> str | None:
     if version > 1:
         raise InvalidAddress(
             f"segwit witness version {version} is not in use yet: funds sent there could be lost; "
-            "give a version 0 (bc1q…) or taproot (bc1p…) address"
+            f"give a version 0 ({hrp}1q…) or taproot ({hrp}1p…) address"
         )
     if version == 1 and len(program) != 32:
         raise InvalidAddress("not a valid taproot (segwit version 1) address")
@@ -92,19 +113,23 @@ def _segwit(text: str, hrp: str) -> str | None:
 
 
 def bitcoin_address(text: str, hrp: str) -> str:
-    """A Bitcoin address of the network with bech32 prefix ``hrp``, or InvalidAddress."""
+    """An address of the Bitcoin-family network with bech32 prefix ``hrp``, or InvalidAddress."""
+    if text.lower().startswith(("ltcmweb1", "tmweb1")):
+        raise InvalidAddress("MWEB addresses are not supported: give an ordinary Litecoin address (ltc1…, L…, M…)")
     found = _segwit(text, hrp)
     if found is not None:
         return found
     try:
         raw = base58.b58decode_check(text)
     except ValueError:
-        raise InvalidAddress("not a Bitcoin address of this network") from None
-    versions = BASE58_VERSIONS["main" if hrp == "bc" else "test"]
+        raise InvalidAddress(f"not a {_coin(hrp)} address of this network") from None
     if len(raw) != 21:
-        raise InvalidAddress("not a Bitcoin address of this network")
-    if raw[0] not in versions:
-        raise InvalidAddress("this address is for another Bitcoin network")
+        raise InvalidAddress(f"not a {_coin(hrp)} address of this network")
+    if raw[0] not in BASE58_VERSIONS[hrp]:
+        coin = _coin(hrp)
+        if any(raw[0] in BASE58_VERSIONS[h] for h in KNOWN_PREFIXES if _coin(h) == coin):
+            raise InvalidAddress(f"this address is for another {coin} network")
+        raise InvalidAddress(f"not a {coin} address: it may be another coin's")
     return text
 
 

@@ -1,4 +1,4 @@
-"""Watch-only output descriptors for a merchant's Bitcoin account key.
+"""Watch-only output descriptors for a merchant's Bitcoin (or Litecoin) account key.
 
 A merchant who lets Kassa hand out ``.../0/i`` addresses of their BIP84 account key needs
 their wallet to watch those addresses. The most portable way to say what to watch is an
@@ -7,9 +7,11 @@ output descriptor (BIP 380/382): ``wpkh(xpub.../0/*)#checksum`` is what Bitcoin 
 says the script type outright instead of leaving it to the key's version bytes.
 
 Descriptors take keys in the ``xpub``/``tpub`` encoding only: a ``zpub``/``vpub`` (the
-SLIP-132 encodings that mean "native segwit" to Electrum and others) is the same key with
-other version bytes, so it is re-encoded, never rejected. The descriptor is the same
-whichever encoding the merchant pasted.
+SLIP-132 encodings that mean "native segwit" to Electrum and others; Electrum-LTC's
+``Ltub``/``ttub`` for a Litecoin key) is the same key with other version bytes, so it is
+re-encoded, never rejected. The descriptor is the same whichever encoding the merchant
+pasted. Litecoin Core (``litecoind``) reads the same descriptors: its extended keys are
+xpub/tpub too, and its ``deriveaddresses`` gives the ``ltc1``/``rltc1`` forms of them.
 
 The key origin (``[fingerprint/84h/0h/0h]``) tells a hardware wallet or a PSBT signer which
 master key and path the account key comes from. An account xpub does not contain the
@@ -103,25 +105,29 @@ def checksum_valid(descriptor: str) -> bool:
     return _polymod(symbols) == 1
 
 
-def xpub_form(xpub: str) -> str:
-    """The Bitcoin account key as descriptors write it: ``xpub`` (mainnet) or ``tpub``
-    (testnet, signet, regtest), whatever encoding (zpub, vpub, ...) it was given in."""
-    xpub = validate_xpub("bitcoin", xpub)
+def xpub_form(xpub: str, chain: str = "bitcoin") -> str:
+    """The ``chain`` account key as descriptors write it: ``xpub`` (mainnet) or ``tpub``
+    (testnet, signet, regtest), whatever encoding (zpub, vpub, Ltub, ...) it was given in."""
+    xpub = validate_xpub(chain, xpub)
     raw = base58.b58decode_check(xpub)
-    return base58.b58encode_check((_XPUB if is_mainnet_key("bitcoin", xpub) else _TPUB) + raw[4:]).decode()
+    return base58.b58encode_check((_XPUB if is_mainnet_key(chain, xpub) else _TPUB) + raw[4:]).decode()
 
 
-def key_origin(xpub: str, fingerprint: str | None = None) -> str | None:
+MAINNET_COIN_TYPES = {"bitcoin": 0, "litecoin": 2}  # SLIP-44; every test network's is 1
+
+
+def key_origin(xpub: str, fingerprint: str | None = None, chain: str = "bitcoin") -> str | None:
     """``fingerprint/84h/COINh/ACCOUNTh`` for a BIP84 account key, or None when the master
     fingerprint is neither given nor known.
 
     The path is read from the key itself (depth 3, a hardened account number) and the
-    network of its encoding (coin type 0 on mainnet, 1 on the test networks); a key that is
-    not at account depth gets no origin, since its path cannot be told.
+    network of its encoding (coin type 0 on Bitcoin's mainnet, 2 on Litecoin's, 1 on the
+    test networks); a key that is not at account depth gets no origin, since its path
+    cannot be told.
     """
-    xpub = validate_xpub("bitcoin", xpub)
+    xpub = validate_xpub(chain, xpub)
     if fingerprint is None:
-        fingerprint = KNOWN_FINGERPRINTS.get(xpub_form(xpub)) or KNOWN_FINGERPRINTS.get(xpub)
+        fingerprint = KNOWN_FINGERPRINTS.get(xpub_form(xpub, chain)) or KNOWN_FINGERPRINTS.get(xpub)
         if fingerprint is None:
             return None
     if not _FINGERPRINT.match(fingerprint.strip()):
@@ -130,7 +136,7 @@ def key_origin(xpub: str, fingerprint: str | None = None) -> str | None:
     depth, child = raw[4], int.from_bytes(raw[9:13], "big")
     if depth != 3 or not child & _HARDENED:
         raise ValueError(f"this key is at depth {depth}, not an account key (m/84'/0'/n'): its origin path is unknown")
-    coin = 0 if is_mainnet_key("bitcoin", xpub) else 1
+    coin = MAINNET_COIN_TYPES[chain] if is_mainnet_key(chain, xpub) else 1
     return f"{fingerprint.strip().lower()}/84h/{coin}h/{child - _HARDENED}h"
 
 
@@ -142,8 +148,8 @@ class Descriptors(NamedTuple):
     origin: str | None  # fingerprint/84h/0h/0h, or None when unknown (not in the descriptors)
 
 
-def wallet_descriptors(xpub: str, fingerprint: str | None = None) -> Descriptors:
-    """The receive and change descriptors of the account key ``xpub`` (any encoding)."""
-    origin = key_origin(xpub, fingerprint)
-    key = (f"[{origin}]" if origin else "") + xpub_form(xpub)
+def wallet_descriptors(xpub: str, fingerprint: str | None = None, chain: str = "bitcoin") -> Descriptors:
+    """The receive and change descriptors of the ``chain`` account key ``xpub`` (any encoding)."""
+    origin = key_origin(xpub, fingerprint, chain)
+    key = (f"[{origin}]" if origin else "") + xpub_form(xpub, chain)
     return Descriptors(with_checksum(f"wpkh({key}/0/*)"), with_checksum(f"wpkh({key}/1/*)"), origin)

@@ -5,12 +5,14 @@ The merchant hands us an account xpub (e.g. ``m/44'/60'/0'`` for EVM chains,
 for every payment. Private keys never touch this code: private extended keys
 are rejected outright.
 
-Bitcoin keys must be BIP84 account keys and produce P2WPKH (bech32) addresses (the
-encoding is ``bech32``).
+Bitcoin-family keys (``bitcoin``, ``litecoin``) must be BIP84 account keys and produce
+P2WPKH (bech32) addresses (the encoding is ``bech32``).
 Accepted version bytes: ``xpub``/``zpub`` (mainnet) and ``tpub``/``vpub``
-(testnet, signet, regtest). The caller picks the address prefix (``bc``, ``tb``,
-``bcrt``), except that a testnet key never yields a mainnet address: asked for
-``bc`` it gives the ``tb`` address of the same key.
+(testnet, signet, regtest); for Litecoin also Electrum-LTC's ``Ltub``/``ttub`` (the same
+key, other version bytes; Litecoin Core itself writes xpub/tpub). The caller picks the
+address prefix among its chain's (``CHAIN_HRPS``: ``bc``, ``tb``, ``bcrt``; ``ltc``,
+``tltc``, ``rltc``), except that a testnet key never yields a mainnet address: asked for
+``bc`` it gives the ``tb`` address of the same key (``ltc``: ``tltc``).
 
 ``TEST_XPUBS`` holds the keys of the public BIP39 test mnemonic
 "abandon abandon ... abandon about" (empty passphrase). Anyone can spend from
@@ -24,6 +26,8 @@ them, so they are for test mode only:
   where real coins would go to a key whose words are public. Index 0 is
   tb1q6rz28mcfaxtmd6v789l9rrlrusdprr9pqcpvkl (``tb``) or
   bcrt1q6rz28mcfaxtmd6v789l9rrlrusdprr9pz3cppk (``bcrt``).
+* ``litecoin``: the same ``vpub`` (SLIP-44 coin type 1 is every coin's testnet), so
+  test mode on LITECOIN shows ``tltc1...`` addresses and LOCAL_LITECOIN ``rltc1...``.
 """
 
 from __future__ import annotations
@@ -48,25 +52,39 @@ TEST_XPUBS: dict[str, str] = {
     "evm": "xpub6DCoCpSuQZB2jawqnGMEPS63ePKWkwWPH4TU45Q7LPXWuNd8TMtVxRrgjtEshuqpK3mdhaWHPFsBngh5GFZaM6si3yZdUsT8ddYM3PwnATt",  # noqa: E501
     "bitcoin": "vpub5Y6cjg78GGuNLsaPhmYsiw4gYX3HoQiRBiSwDaBXKUafCt9bNwWQiitDk5VZ5BVxYnQdwoTyXSs2JHRPAgjAvtbBrf8ZhDYe2jWAqvZVnsc",  # noqa: E501
 }
+TEST_XPUBS["litecoin"] = TEST_XPUBS["bitcoin"]
+
+UTXO_CHAINS = ("bitcoin", "litecoin")  # the Bitcoin family: BIP84 keys, bech32 P2WPKH addresses
 
 # Public version bytes -> (prefix, is_mainnet, chain kinds allowed).
+_FAMILY = frozenset(UTXO_CHAINS)
 _PUBLIC_VERSIONS: dict[bytes, tuple[str, bool, frozenset[str]]] = {
-    bytes.fromhex("0488b21e"): ("xpub", True, frozenset({"evm", "bitcoin"})),
-    bytes.fromhex("043587cf"): ("tpub", False, frozenset({"evm", "bitcoin"})),
-    bytes.fromhex("04b24746"): ("zpub", True, frozenset({"bitcoin"})),
-    bytes.fromhex("045f1cf6"): ("vpub", False, frozenset({"bitcoin"})),
+    bytes.fromhex("0488b21e"): ("xpub", True, frozenset({"evm", *_FAMILY})),
+    bytes.fromhex("043587cf"): ("tpub", False, frozenset({"evm", *_FAMILY})),
+    bytes.fromhex("04b24746"): ("zpub", True, _FAMILY),
+    bytes.fromhex("045f1cf6"): ("vpub", False, _FAMILY),
+    bytes.fromhex("019da462"): ("Ltub", True, frozenset({"litecoin"})),  # Electrum-LTC's xpub
+    bytes.fromhex("0436f6e1"): ("ttub", False, frozenset({"litecoin"})),  # and its tpub
     bytes.fromhex("049d7cb2"): ("ypub", True, frozenset()),  # BIP49 P2SH-P2WPKH
     bytes.fromhex("044a5262"): ("upub", False, frozenset()),
+    bytes.fromhex("01b26ef6"): ("Mtub", True, frozenset()),  # Electrum-LTC's BIP49
 }
-_PRIVATE_PREFIXES = ("xprv", "tprv", "yprv", "uprv", "zprv", "vprv")
+_BIP49 = ("ypub", "upub", "Mtub")
+_PRIVATE_PREFIXES = ("xprv", "tprv", "yprv", "uprv", "zprv", "vprv", "ltpv", "ttpv", "mtpv")
 _PRIVATE_VERSIONS = frozenset(
-    bytes.fromhex(v) for v in ("0488ade4", "04358394", "049d7878", "044a4e28", "04b2430c", "045f18bc")
+    bytes.fromhex(v)
+    for v in (
+        *("0488ade4", "04358394", "049d7878", "044a4e28", "04b2430c", "045f18bc"),
+        *("019d9cfe", "0436ef7d", "01b26792"),  # Electrum-LTC's Ltpv, ttpv, Mtpv
+    )
 )
-BECH32_HRPS = ("bc", "tb", "bcrt")  # every address prefix a Bitcoin key can be asked for
-_MAINNET_HRPS = frozenset({"bc"})
-_TESTNET_HRPS = {"bc": "tb"}  # a network's addresses in test mode: its test network's form (BIP 173)
-_HRPS = frozenset(BECH32_HRPS)
-_CHAINS = ("evm", "bitcoin")
+# every address prefix a key of a chain can be asked for: mainnet, testnet, regtest
+CHAIN_HRPS = {"bitcoin": ("bc", "tb", "bcrt"), "litecoin": ("ltc", "tltc", "rltc")}
+BECH32_HRPS = CHAIN_HRPS["bitcoin"]
+_MAINNET_HRPS = frozenset(hrps[0] for hrps in CHAIN_HRPS.values())
+_TESTNET_HRPS = {hrps[0]: hrps[1] for hrps in CHAIN_HRPS.values()}  # test mode's form (BIP 173)
+_CHAINS = ("evm", *UTXO_CHAINS)
+_ACCOUNT_PATHS = {"bitcoin": "m/84'/0'/0'", "litecoin": "m/84'/2'/0'"}
 _HARDENED = 0x80000000
 
 
@@ -109,11 +127,11 @@ def _parse(chain: str, xpub: str) -> _Node:
     if version not in _PUBLIC_VERSIONS:
         raise InvalidXpub(f"unknown extended key version 0x{version.hex()}; expected an xpub-style public key")
     prefix, mainnet, kinds = _PUBLIC_VERSIONS[version]
-    if prefix in ("ypub", "upub"):
+    if prefix in _BIP49:
         raise InvalidXpub(
-            f"a {prefix} is a BIP49 key (wrapped segwit, 3... addresses): Kassa derives native segwit "
+            f"a {prefix} is a BIP49 key (wrapped segwit, 3.../M... addresses): Kassa derives native segwit "
             "addresses, which a BIP49 wallet does not watch; enter your wallet's BIP84 account key "
-            "(zpub, m/84'/0'/0') instead"
+            f"(zpub, {_ACCOUNT_PATHS.get(chain, _ACCOUNT_PATHS['bitcoin'])}) instead"
         )
     if chain not in kinds:
         wanted = "an xpub" if chain == "evm" else "a BIP84 native-segwit key (zpub/vpub, or xpub/tpub)"
@@ -158,7 +176,7 @@ def key_material(chain: str, xpub: str) -> bytes:
 
 
 def is_mainnet_key(chain: str, xpub: str) -> bool:
-    """True for xpub/zpub, False for the testnet encodings tpub/vpub."""
+    """True for xpub/zpub/Ltub, False for the testnet encodings tpub/vpub/ttub."""
     return _parse(chain, validate_xpub(chain, xpub)).mainnet
 
 
@@ -188,29 +206,31 @@ def mode_hrp(hrp: None, test_mode: bool) -> None: ...
 def mode_hrp(hrp: str | None, test_mode: bool) -> str | None: ...
 def mode_hrp(hrp: str | None, test_mode: bool) -> str | None:
     """The address prefix a network with prefix ``hrp`` shows in a mode: in test mode, its test
-    network's (``tb`` for Bitcoin's ``bc``; regtest's ``bcrt`` is a test network already), so
-    no test payment ever shows an address that takes real coins."""
+    network's (``tb`` for Bitcoin's ``bc``, ``tltc`` for Litecoin's ``ltc``; regtest's ``bcrt``
+    and ``rltc`` are test networks already), so no test payment ever shows an address that
+    takes real coins."""
     return _TESTNET_HRPS.get(hrp, hrp) if test_mode and hrp else hrp
 
 
 def derive_address(chain: str, xpub: str, index: int, *, bech32_hrp: str | None = None) -> str:
     """Address of child ``0/index`` below the account key ``xpub``.
 
-    ``chain`` is a network kind: ``"evm"`` gives an EIP-55 ``0x`` address,
-    ``"bitcoin"`` a P2WPKH bech32 address with prefix ``bech32_hrp``
-    (``"bc"``, ``"tb"`` or ``"bcrt"``; default ``"bc"``). A testnet key
-    (tpub/vpub) asked for ``"bc"`` gives a ``"tb"`` address instead.
+    ``chain`` is a wallet's chain family: ``"evm"`` gives an EIP-55 ``0x`` address,
+    ``"bitcoin"`` or ``"litecoin"`` a P2WPKH bech32 address with prefix ``bech32_hrp``
+    (one of the chain's ``CHAIN_HRPS``; default its mainnet's, ``"bc"`` or ``"ltc"``). A
+    testnet key (tpub/vpub) asked for the mainnet prefix gives the testnet's instead.
     """
     if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < _HARDENED:
         raise ValueError(f"address index must be an integer in [0, 2**31), got {index!r}")
     xpub = validate_xpub(chain, xpub)
     node = _external_chain(chain, xpub)
-    if chain == "bitcoin":
-        hrp = "bc" if bech32_hrp is None else bech32_hrp
-        if hrp not in _HRPS:
-            raise ValueError(f"unsupported bech32 prefix {hrp!r}; expected bc, tb or bcrt")
+    if chain in CHAIN_HRPS:
+        hrps = CHAIN_HRPS[chain]
+        hrp = hrps[0] if bech32_hrp is None else bech32_hrp
+        if hrp not in hrps:
+            raise ValueError(f"unsupported bech32 prefix {hrp!r} for {chain}; expected {', '.join(hrps)}")
         if not node.mainnet and hrp in _MAINNET_HRPS:
-            hrp = "tb"  # a testnet key never yields a mainnet address
+            hrp = _TESTNET_HRPS[hrp]  # a testnet key never yields a mainnet address
     child, _ = _ckd_pub(node.pubkey, node.chain_code, index)
     if chain == "evm":
         return _eip55(keccak(child.format(compressed=False)[1:])[-20:])

@@ -5,8 +5,9 @@ Live payments are real money, paid to the merchant's own wallet. So live mode re
 - testnet keys (tpub, vpub): a wallet holds their coins as test coins, and Bitcoin testnet
   keys give ``tb1``/``bcrt1`` addresses that mainnet wallets refuse to pay;
 - published test keys: the account keys of the BIP39 test mnemonic "abandon ... about"
-  (the ones Kassa's own test mode uses, and the BIP44/BIP84 Bitcoin accounts of the BIP84
-  test vectors) and of "test ... junk", the development mnemonic of anvil and Hardhat.
+  (the ones Kassa's own test mode uses, the BIP44/BIP84 Bitcoin accounts of the BIP84
+  test vectors, and its BIP84 Litecoin account, whose addresses wallet libraries publish)
+  and of "test ... junk", the development mnemonic of anvil and Hardhat.
   Anyone can spend what their addresses receive. With ``KASSA_ENV=development`` a
   published key is taken with a warning: the walk-through on the local chain uses one.
 
@@ -26,6 +27,8 @@ PUBLISHED_TEST_KEYS = (
     "zpub6rFR7y4Q2AijBEqTUquhVz398htDFrtymD9xYYfG1m4wAcvPhXNfE3EfH1r1ADqtfSdVCToUG868RvUUkgDKf31mGDtKsAYz2oz2AGutZYs",
     "xpub6BosfCnifzxcFwrSzQiqu2DBVTshkCXacvNsWGYJVVhhawA7d4R5WSWGFNbi8Aw6ZRc1brxMyWMzG3DSSSSoekkudhUd9yLb6qx39T9nMdj",
     "tpubDC5FSnBiZDMmhiuCmWAYsLwgLYrrT9rAqvTySfuCCrgsWz8wxMXUS9Tb9iVMvcRbvFcAHGkMD5Kx8koh4GquNGNTfohfk7pgjhaPCdXpoba",
+    # abandon: m/84'/2'/0' (Litecoin's BIP84 account, zpub; ltc1qjmxnz78nmc8nq77wuxh25n2es7rzm5c2rkk4wh at 0/0)
+    "zpub6rPo5mF47z5coVm5rvWv7fv181awb7Vckn5Cf3xQXBVKu18kuBHDhNi1Jrb4br6vVD3ZbrnXemEsWJoR18mZwkUdzwD8TQnHDUCGxqZ6swA",
     # test ... junk (anvil, Hardhat): m/44'/60'/0' (xpub)
     "xpub6Ce9NcJvTk36xtLSrJLZqE7wtgA5deCeYs7rSQtreh4cj6ByPtrg9sD7V2FNFLPnf8heNP3FGkeV9qwfzvZNSd54JoNXVsXFYSYwHsnJxqP",
 )

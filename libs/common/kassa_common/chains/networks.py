@@ -7,9 +7,11 @@ agree on a block before a transfer in it is confirmed, 1 by default) and
 ``NAME_CONFIRMATIONS`` (a positive integer overriding the file's default) and, for an EVM
 network, ``NAME_WS_URL`` (a node's WebSocket endpoint: the chain watcher learns new blocks
 from its ``eth_subscribe("newHeads")`` instead of waiting for its next poll; a development
-chain's defaults to its first RPC URL with ``ws://``, as anvil serves both on one port). A Bitcoin
-network names the chain its nodes must be on (``chain``: Bitcoin Core's ``main``, ``test``,
-``signet``, ``regtest``; by default from its ``bech32_hrp``).
+chain's defaults to its first RPC URL with ``ws://``, as anvil serves both on one port). A Bitcoin-family
+network (kind ``bitcoin``: Bitcoin, Litecoin) names the chain its nodes must be on (``chain``:
+Bitcoin Core's ``main``, ``test``, ``signet``, ``regtest``; by default from its ``bech32_hrp``)
+and the chain family of the merchant's key that derives its addresses (``wallet_chain``:
+``bitcoin`` by default, ``litecoin``; an EVM network's is ``evm``).
 An EVM network's ``forwarder_factory`` is where the forwarder factory lives (the same
 address on every chain, see ``chains.forwarder``); without one, forwarder settlement is
 not offered there. A network marked ``needs_rpc_url`` (a second development chain) exists
@@ -64,6 +66,12 @@ class Network:
     display_name: str = ""  # what people read ("Base"); the name when the data gives none
     explorer_tx_url: str | None = None  # a public explorer's page of a transaction: "...{hash}"
     ws_url: str | None = None  # EVM: a node's WebSocket endpoint, for new heads (NAME_WS_URL)
+    wallet_chain: str = ""  # whose keys derive its addresses: evm, bitcoin, litecoin (the kind if empty)
+
+    @property
+    def key_chain(self) -> str:
+        """The chain family of the merchant's wallet paying this network (``Wallet.chain``)."""
+        return self.wallet_chain or self.kind
 
     @property
     def label(self) -> str:
@@ -162,7 +170,9 @@ def _count(env: Mapping[str, str], var: str, default: int) -> int:
     return count
 
 
-BITCOIN_CHAINS = {"bc": "main", "tb": "test", "bcrt": "regtest"}  # bech32 prefix -> Bitcoin Core's chain name
+# bech32 prefix -> the chain name Bitcoin Core (and litecoind) reports
+BITCOIN_CHAINS = {"bc": "main", "tb": "test", "bcrt": "regtest", "ltc": "main", "tltc": "test", "rltc": "regtest"}
+WALLET_CHAINS = {"evm": ("evm",), "bitcoin": ("bitcoin", "litecoin")}  # kind -> its wallets' chain families
 
 
 def _rpc_urls(env: Mapping[str, str], name: str) -> tuple[str, ...]:
@@ -193,6 +203,9 @@ def _network(raw: Mapping[str, Any], env: Mapping[str, str]) -> Network:
     hrp: str | None = raw.get("bech32_hrp")
     if kind == "bitcoin" and not hrp:
         raise ValueError(f"network {name}: bitcoin networks need a bech32_hrp")
+    wallet_chain = str(raw.get("wallet_chain") or kind)
+    if wallet_chain not in WALLET_CHAINS[kind]:
+        raise ValueError(f"network {name}: a {kind} network's wallet_chain is one of {WALLET_CHAINS[kind]}")
     factory = _checksummed(raw.get("forwarder_factory"), f"network {name} forwarder_factory")
     if factory is not None and kind != "evm":
         raise ValueError(f"network {name}: only EVM networks have a forwarder_factory")
@@ -220,6 +233,7 @@ def _network(raw: Mapping[str, Any], env: Mapping[str, str]) -> Network:
         display_name=str(raw.get("display_name") or ""),
         explorer_tx_url=raw.get("explorer_tx_url"),
         ws_url=ws_url,
+        wallet_chain=wallet_chain,
     )
 
 

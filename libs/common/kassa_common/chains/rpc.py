@@ -4,7 +4,8 @@ for many calls: how the watcher fetches hundreds of blocks at once).
 Failures come in kinds the caller treats differently:
 
 - ``RpcUnavailable``: the node did not answer (connection refused or lost, a timeout) or
-  refused to for now (HTTP 429, a 5xx without a JSON-RPC answer, a "rate limit" error).
+  refused to for now (HTTP 429, a 5xx without a JSON-RPC answer, a "rate limit" error, a
+  Bitcoin-family node still starting: error -28).
   Nothing is wrong with the request: wait (``retry_after`` when the node said how long,
   a backoff otherwise) and ask again.
 - ``RangeTooLarge``: an ``eth_getLogs`` over too many blocks, or with too many results for
@@ -60,6 +61,9 @@ RANGE_TOO_LARGE_CODES = {-32005}
 # rate exceeded", Alchemy "exceeded its compute units per second capacity".
 RATE_LIMITED = ("rate limit", "rate exceeded", "too many requests", "compute units per second")
 RATE_LIMITED_CODES = {429}
+# Bitcoin Core's (and litecoind's) RPC_IN_WARMUP: a node starting ("Loading block index…",
+# "Verifying blocks…") answers every call with it; asking again soon works.
+WARMING_UP_CODES = {-28}
 MAX_RETRY_AFTER = 300.0  # seconds; a node asking for longer is asked again after this
 
 
@@ -134,7 +138,7 @@ def classify(error: Any, context: str) -> RpcError:
     code = error.get("code") if isinstance(error, dict) else None
     lowered = message.lower()
     text = f"{context}: {error}"
-    if code in RATE_LIMITED_CODES or any(w in lowered for w in RATE_LIMITED):
+    if code in RATE_LIMITED_CODES or code in WARMING_UP_CODES or any(w in lowered for w in RATE_LIMITED):
         return RpcUnavailable(text)
     if code in RANGE_TOO_LARGE_CODES or any(w in lowered for w in RANGE_TOO_LARGE):
         return RangeTooLarge(text)

@@ -17,7 +17,8 @@ limit). So each mode has its own sequence and its own range of the key's receive
 live payments take ``.../0/0``, ``.../0/1``, … (the addresses the merchant's wallet shows),
 test payments ``.../0/1000000000`` and up (``TEST_INDEX_BASE``), which no wallet looks at and
 no live payment reaches. Test payments also show the test network's address form
-(``hd.mode_hrp``: ``tb1…`` on BITCOIN, ``bcrt1…`` on BITCOIN_REGTEST), never one that takes
+(``hd.mode_hrp``: ``tb1…`` on BITCOIN, ``bcrt1…`` on BITCOIN_REGTEST, ``tltc1…`` on
+LITECOIN), never one that takes
 real coins. A key's live sequence keeps the name its one sequence had before modes were
 told apart (it continues after every index that sequence handed out, to either mode), and
 its test sequence starts at the base: no address is handed out twice.
@@ -49,7 +50,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from kassa_common.chains.forwarder import deposit_address, payment_salt
-from kassa_common.chains.hd import BECH32_HRPS, TEST_XPUBS, InvalidXpub, derive_address, key_material, mode_hrp
+from kassa_common.chains.hd import CHAIN_HRPS, TEST_XPUBS, InvalidXpub, derive_address, key_material, mode_hrp
 from kassa_common.chains.live_keys import live_key_warning
 from kassa_common.chains.networks import Network
 from kassa_common.db import autocommit
@@ -103,7 +104,7 @@ def _ensure_sequence(engine: Engine, name: str, chain: str, xpub: str, test_mode
 def _first_unused_index(conn: Connection, chain: str, xpub: str, base: int, window: int = 100) -> int:
     """The index after the last one from ``base`` on whose address a payment holds (``base``
     for a key never used there)."""
-    hrps = (None,) if chain == "evm" else BECH32_HRPS  # a Bitcoin key's address differs per network
+    hrps = CHAIN_HRPS.get(chain, (None,))  # a Bitcoin-family key's address differs per network
 
     def last_held(start: int) -> int | None:
         wanted = {
@@ -173,21 +174,21 @@ def xpub_or_test_key(xpub: str | None, test_mode: bool, chain: str, *, allow_tes
 
 def payment_address(network: Network, xpub: str, index: int, test_mode: bool) -> str:
     """The address of child ``index`` of ``xpub`` as a payment of this mode shows it on ``network``."""
-    return derive_address(network.kind, xpub, index, bech32_hrp=mode_hrp(network.bech32_hrp, test_mode))
+    return derive_address(network.key_chain, xpub, index, bech32_hrp=mode_hrp(network.bech32_hrp, test_mode))
 
 
 def first_address(chain: str, xpub: str, test_mode: bool) -> str:
     """The first address a payment of this mode gets from ``xpub`` (shown when a key is set, to
-    check it against the wallet): on Bitcoin in the form of the BITCOIN network's mode."""
-    return derive_address(
-        chain, xpub, first_index(test_mode), bech32_hrp=mode_hrp("bc", test_mode) if chain == "bitcoin" else None
-    )
+    check it against the wallet): on Bitcoin (Litecoin) in the form of the BITCOIN (LITECOIN)
+    network's mode."""
+    mainnet = CHAIN_HRPS[chain][0] if chain in CHAIN_HRPS else None
+    return derive_address(chain, xpub, first_index(test_mode), bech32_hrp=mode_hrp(mainnet, test_mode))
 
 
 def next_address(conn: Connection, network: Network, xpub: str, test_mode: bool) -> tuple[str, int]:
     """The next unused address of ``xpub`` in this mode for this network's chain, and its index."""
-    name = sequence_name(network.kind, xpub, test_mode)
-    _ensure_sequence(conn.engine, name, network.kind, xpub, test_mode)
+    name = sequence_name(network.key_chain, xpub, test_mode)
+    _ensure_sequence(conn.engine, name, network.key_chain, xpub, test_mode)
     index = conn.exec_driver_sql(f"SELECT nextval('{name}')").scalar_one()
     return payment_address(network, xpub, index, test_mode), index
 
@@ -246,12 +247,12 @@ def receiving_address(
     xpub, settlement = wallet
     if settlement is not None:
         return forwarder_deposit(network, settlement, payment_id)
-    key = xpub_or_test_key(xpub, owner.test_mode, network.kind, allow_test_keys=allow_test_keys)
+    key = xpub_or_test_key(xpub, owner.test_mode, network.key_chain, allow_test_keys=allow_test_keys)
     if index is not None and key == hint.key:
         address = payment_address(network, key, index, owner.test_mode)
     else:
         address, index = next_address(conn, network, key, owner.test_mode)
         if len(_last_keys) > 10_000:
             _last_keys.clear()
-        _last_keys[(conn.engine, owner.merchant_id, owner.test_mode, network.kind)] = key
+        _last_keys[(conn.engine, owner.merchant_id, owner.test_mode, network.key_chain)] = key
     return Receiving(address, derivation_index=index)

@@ -336,18 +336,18 @@ def create_payment(
         if key is not None and (earlier := _earlier(conn, owner, key, digest, fresh_after)) is not None:
             return earlier
         raise
-    hint = index_hint(conn.engine, owner, network.kind)
+    hint = index_hint(conn.engine, owner, network.key_chain)
     found = ReadForCreate._make(
         WALLET_AND_KEY(
             conn,
             {
                 "merchant_id": owner.merchant_id,
                 "mode": owner.mode,
-                "chain": network.kind,
+                "chain": network.key_chain,
                 "test_mode": owner.test_mode,
                 "key": key,
                 "fresh_after": fresh_after,
-                "default_key": TEST_XPUBS[network.kind] if owner.test_mode else None,
+                "default_key": TEST_XPUBS[network.key_chain] if owner.test_mode else None,
                 "expected_key": hint.key,
                 "sequence": hint.sequence,
             },

@@ -1,4 +1,5 @@
 """The Bitcoin gap monitor: how many unused addresses in a row the merchant's wallet must look past.
+A Litecoin key (``chain="litecoin"``) has its own, over its own networks' payments.
 
 Every Bitcoin payment takes the next address ``.../0/i`` of the merchant's account key, paid
 or not. A wallet restored or imported from that key finds its funds by deriving addresses in
@@ -46,7 +47,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from kassa_common.chains.descriptor import Descriptors, wallet_descriptors
-from kassa_common.chains.hd import derive_address, mode_hrp
+from kassa_common.chains.hd import CHAIN_HRPS, derive_address, mode_hrp
 from kassa_common.chains.networks import Network
 from kassa_common.models import Payment, Wallet
 from kassa_common.payments.addresses import first_index, sequence_name
@@ -134,11 +135,11 @@ class Gap:
         }
 
 
-def bitcoin_wallet(session: Session, merchant_id: uuid.UUID, mode: str) -> Wallet | None:
-    """The merchant's Bitcoin wallet in ``mode`` (an account key), or None when none is set."""
+def bitcoin_wallet(session: Session, merchant_id: uuid.UUID, mode: str, chain: str = "bitcoin") -> Wallet | None:
+    """The merchant's Bitcoin (or ``chain``) wallet in ``mode`` (an account key), or None when none is set."""
     return session.scalar(
         sa.select(Wallet).where(
-            Wallet.merchant_id == merchant_id, Wallet.mode == mode, Wallet.chain == "bitcoin", Wallet.xpub.is_not(None)
+            Wallet.merchant_id == merchant_id, Wallet.mode == mode, Wallet.chain == chain, Wallet.xpub.is_not(None)
         )
     )
 
@@ -173,7 +174,7 @@ LEFT JOIN LATERAL (SELECT i, run_before FROM f ORDER BY run_before DESC, i LIMIT
 """)
 
 
-def _sequence_highest(session: Session, xpub: str, test_mode: bool) -> int | None:
+def _sequence_highest(session: Session, xpub: str, test_mode: bool, chain: str) -> int | None:
     """The highest index the key's sequence of this mode handed out (rolled-back payments
     included), counted from the mode's first index, or None if it handed none out (or does
     not exist yet).
@@ -187,7 +188,7 @@ def _sequence_highest(session: Session, xpub: str, test_mode: bool) -> int | Non
         sa.text(
             "SELECT last_value FROM pg_sequences WHERE sequencename = :n AND schemaname = ANY(current_schemas(false))"
         ),
-        {"n": sequence_name("bitcoin", xpub, test_mode)},
+        {"n": sequence_name(chain, xpub, test_mode)},
     )
     return None if last is None else last - first_index(test_mode)
 
@@ -200,15 +201,23 @@ def _hrps(networks: Iterable[Network], test_mode: bool) -> tuple[str, ...]:
 def _belongs(xpub: str, index: int, address: str, hrps: tuple[str, ...]) -> bool:
     if not hrps:  # no Bitcoin network configured: nothing to tell keys apart by
         return True
-    return any(derive_address("bitcoin", xpub, index, bech32_hrp=hrp).lower() == address.lower() for hrp in hrps)
+    chain = next(c for c, known in CHAIN_HRPS.items() if hrps[0] in known)  # the networks' key chain
+    return any(derive_address(chain, xpub, index, bech32_hrp=hrp).lower() == address.lower() for hrp in hrps)
 
 
 def address_gap(
-    session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable[Network], xpub: str, since: datetime
+    session: Session,
+    merchant_id: uuid.UUID,
+    test_mode: bool,
+    networks: Iterable[Network],
+    xpub: str,
+    since: datetime,
+    chain: str = "bitcoin",
 ) -> Gap:
-    """The gap of key ``xpub`` over the merchant's payments of this mode on the Bitcoin
-    ``networks`` (``Network`` objects of kind bitcoin) created since ``since``."""
-    return _from(first_index(test_mode), _relative_gap(session, merchant_id, test_mode, networks, xpub, since))
+    """The gap of key ``xpub`` over the merchant's payments of this mode on the networks of
+    ``chain`` among ``networks`` (those whose key chain it is) created since ``since``."""
+    mine = [n for n in networks if n.kind == "bitcoin" and n.key_chain == chain]
+    return _from(first_index(test_mode), _relative_gap(session, merchant_id, test_mode, mine, xpub, since, chain))
 
 
 def _from(first: int, gap: Gap) -> Gap:
@@ -221,10 +230,15 @@ def _from(first: int, gap: Gap) -> Gap:
 
 
 def _relative_gap(
-    session: Session, merchant_id: uuid.UUID, test_mode: bool, networks: Iterable[Network], xpub: str, since: datetime
+    session: Session,
+    merchant_id: uuid.UUID,
+    test_mode: bool,
+    networks: list[Network],
+    xpub: str,
+    since: datetime,
+    chain: str,
 ) -> Gap:
     """The gap with the mode's indexes counted from its first one."""
-    networks = [n for n in networks if n.kind == "bitcoin"]
     params = {
         "merchant": merchant_id,
         "test_mode": test_mode,
@@ -234,7 +248,7 @@ def _relative_gap(
     }
     hrps = _hrps(networks, test_mode)
     row = session.execute(_GAP_SQL, params).one()
-    sequence_highest = _sequence_highest(session, xpub, test_mode)
+    sequence_highest = _sequence_highest(session, xpub, test_mode, chain)
     if row.probe and not _probes_belong(session, params, row, xpub, hrps):
         return _gap_checked(session, params, xpub, hrps, sequence_highest, row.first_at)
     highest = max((h for h in (row.highest, sequence_highest) if h is not None), default=None)
@@ -342,13 +356,19 @@ class WatchOnly:
 
 
 def bitcoin_watch_only(
-    session: Session, merchant_id: uuid.UUID, mode: str, networks: Iterable[Network], fingerprint: str | None = None
+    session: Session,
+    merchant_id: uuid.UUID,
+    mode: str,
+    networks: Iterable[Network],
+    fingerprint: str | None = None,
+    chain: str = "bitcoin",
 ) -> WatchOnly | None:
-    """The descriptors and gap of the merchant's Bitcoin key in ``mode``, or None when no key is set."""
-    wallet = bitcoin_wallet(session, merchant_id, mode)
+    """The descriptors and gap of the merchant's Bitcoin (or ``chain``: litecoin) key in
+    ``mode``, or None when no key is set."""
+    wallet = bitcoin_wallet(session, merchant_id, mode, chain)
     if wallet is None or wallet.xpub is None:  # the query asks for a key
         return None
     return WatchOnly(
-        wallet_descriptors(wallet.xpub, fingerprint),
-        address_gap(session, merchant_id, mode == "test", networks, wallet.xpub, wallet.created_at),
+        wallet_descriptors(wallet.xpub, fingerprint, chain),
+        address_gap(session, merchant_id, mode == "test", networks, wallet.xpub, wallet.created_at, chain),
     )

@@ -18,6 +18,7 @@ DEFAULT_URL = "https://api.coingecko.com/api/v3"
 COIN_IDS = {
     "BTC": "bitcoin",
     "ETH": "ethereum",
+    "LTC": "litecoin",
     "POL": "polygon-ecosystem-token",
     "BNB": "binancecoin",
     "USDC": "usd-coin",

@@ -13,7 +13,9 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Protocol
 
-DEFAULT_FIXED_RATES = "ETH=3000,BTC=60000,POL=0.50,BNB=600,EUR=1.08,GBP=1.27,CHF=1.13,CAD=0.73,AUD=0.66,JPY=0.0067"
+DEFAULT_FIXED_RATES = (
+    "ETH=3000,BTC=60000,LTC=80,POL=0.50,BNB=600,EUR=1.08,GBP=1.27,CHF=1.13,CAD=0.73,AUD=0.66,JPY=0.0067"
+)
 STABLECOINS = ("USDC", "USDT")  # pegged to USD
 
 

@@ -24,9 +24,10 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from kassa_common.chains.evm import transfer_of
-from kassa_common.chains.networks import Network
+from kassa_common.chains.networks import Network, shipped
 from kassa_common.chains.nodes import NodePool
 from kassa_common.chains.rpc import RpcError, RpcUnavailable
+from kassa_common.chains.utxo import output_address
 from kassa_common.errors import DomainError, InvalidTransition
 
 if TYPE_CHECKING:
@@ -99,6 +100,13 @@ class Reader:
 
     def close(self) -> None:
         self.rpc.close()
+
+
+def kind_of(network: str, reader: Reader | None) -> str:
+    """The kind of the network named ``network`` (evm, or bitcoin for Bitcoin and Litecoin
+    alike), as its reader or the shipped configuration says."""
+    net = reader.network if reader is not None else shipped().get(network)
+    return net.kind if net is not None else "evm"
 
 
 def reader_for(network: Network | None) -> Reader | None:
@@ -208,7 +216,7 @@ def _bitcoin(net: Network, rpc: Any, txid: str) -> list[Payout]:
     symbol = net.tokens[0].symbol if net.tokens else "BTC"
     found = []
     for out in tx.get("vout", []):
-        address = (out.get("scriptPubKey") or {}).get("address")
+        address = output_address(out)
         if address:
             sats = int(Decimal(str(out["value"])) * SATS)
             found.append(

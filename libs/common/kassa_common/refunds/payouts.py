@@ -352,7 +352,7 @@ def complete_with_hash(
             "a test-mode refund moves no funds, so no transaction completes it: simulate its payout with "
             "`kassa dev pay-refund` or the claim page's test button"
         )
-    kind = "bitcoin" if refund.network.upper().startswith("BITCOIN") else "evm"
+    kind = onchain.kind_of(refund.network, reader)
     tx_hash = check_hash_format(kind, tx_hash)
     _must_await(refund)
     if reader is None:
@@ -371,7 +371,7 @@ def complete_with_hash(
             + (
                 " (coin sent from inside a contract, a Safe for one, is not read from a hash: the watcher "
                 "completes the refund once such a payout is confirmed)"
-                if not refund.network.upper().startswith("BITCOIN") and _is_native(refund)
+                if kind == "evm" and _is_native(refund)
                 else ""
             ),
             [{"field": "transaction_hash", "issue": "wrong_recipient"}],
