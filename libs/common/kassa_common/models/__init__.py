@@ -6,6 +6,7 @@ Where to look:
 - ``base``: ``Base`` and the column helpers;
 - ``accounts``: accounts, stores (``Merchant``) and their members, API keys, dashboard
   sessions, wallets, wallet changes;
+- ``audit``: the audit log of each store;
 - ``products``; ``payments``: payments, their transfers, idempotency keys; ``refunds``;
 - ``sweeps``: sweeps, held deposits, what each sweep moved;
 - ``webhooks``: endpoints, deliveries, attempts, and the notifier's emails;
@@ -25,6 +26,7 @@ from kassa_common.models.accounts import (
     Wallet,
     WalletChange,
 )
+from kassa_common.models.audit import AuditEntry
 from kassa_common.models.base import NOW, Base
 from kassa_common.models.chains import ChainBlock, ChainCursor, ChainMempoolTransfer, ChainReport, SettledWatermark
 from kassa_common.models.events import Event, ProcessedMessage
@@ -39,6 +41,7 @@ __all__ = [
     "ROLES",
     "Account",
     "ApiKey",
+    "AuditEntry",
     "Base",
     "ChainBlock",
     "ChainCursor",

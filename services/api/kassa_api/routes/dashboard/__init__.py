@@ -13,6 +13,7 @@ from werkzeug.exceptions import HTTPException
 from kassa_api import csrf, query
 from kassa_api.routes.dashboard import (
     accounts,
+    audit,
     events,
     keys,
     members,
@@ -48,6 +49,7 @@ for resource in (
     notifications,
     stores,
     members,
+    audit,
 ):
     bp.register_blueprint(resource.bp)
 

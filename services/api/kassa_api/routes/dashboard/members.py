@@ -18,6 +18,7 @@ from kassa_common.accounts import stores
 from kassa_common.errors import DomainError
 from kassa_common.ids import parse_uuid
 from kassa_common.models import ROLES, Account
+from kassa_api.actors import dashboard_actor
 from kassa_api.deps import db, transaction
 from kassa_api.routes.dashboard.common import login_required, render, unconfirmed
 
@@ -58,7 +59,7 @@ def two_factor():
     on = request.form.get("require_2fa") == "on"
     try:
         with transaction() as s:
-            stores.require_two_factor(s, g.merchant.id, g.account, on)
+            stores.require_two_factor(s, g.merchant.id, g.account, on, actor=dashboard_actor())
     except DomainError as exc:
         return _page(400, error=exc.message)
     said = "now requires" if on else "no longer requires"
@@ -71,7 +72,7 @@ def change_role(ref: str):
     account = _member_or_404(ref)
     try:
         with transaction() as s:
-            stores.set_member(s, g.merchant.id, account, request.form.get("role", "")[:20])
+            stores.set_member(s, g.merchant.id, account, request.form.get("role", "")[:20], actor=dashboard_actor())
     except DomainError as exc:
         return _page(400, error=exc.message)
     return _away_if_self(account.id)
@@ -92,7 +93,7 @@ def remove(ref: str):
         return asking
     try:
         with transaction() as s:
-            stores.remove_member(s, g.merchant.id, account)
+            stores.remove_member(s, g.merchant.id, account, actor=dashboard_actor())
     except DomainError as exc:
         return _page(400, error=exc.message)
     return _away_if_self(account.id)
