@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from kassa_common.models import AuditEntry
+from kassa_common.models import AuditEntry, StoreMember
 from kassa_common.paging import page_of
 
 # Every action recorded, grouped by what it touches (the dashboard's filter offers them).
@@ -49,6 +49,10 @@ ACTIONS = (
     "refund.canceled",
     "refund.completed_with_hash",
     "payment.canceled",
+    "account.password_changed",
+    "account.password_reset",
+    "account.two_factor_enabled",
+    "account.two_factor_disabled",
 )
 KINDS = ("account", "api_key", "operator", "system", "link")
 
@@ -97,6 +101,15 @@ def record(
             user_agent=(actor.user_agent or "")[:300] or None,
         )
     )
+
+
+def record_for_account(
+    session: Session, account_id: uuid.UUID, actor: Actor, action: str, detail: str | None = None
+) -> None:
+    """A change of an account's own sign-in (its password, its two-factor), recorded in every
+    store it is a member of: each store's owners see who may now open it, and how."""
+    for store_id in session.scalars(sa.select(StoreMember.store_id).where(StoreMember.account_id == account_id)):
+        record(session, store_id, actor, action, "account", account_id, detail)
 
 
 # ---- reads ---------------------------------------------------------------------------------

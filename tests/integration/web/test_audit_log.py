@@ -284,3 +284,20 @@ def test_rows_older_than_the_retention_setting_are_deleted(sessions, merchant):
     assert "recent" in {e.object_id for e in entries(sessions, merchant.id)}
     retention.purge(sessions, timedelta(hours=24), audit_keep=timedelta(days=5))
     assert "recent" not in {e.object_id for e in entries(sessions, merchant.id)}
+
+
+def test_an_accounts_password_change_is_recorded_in_every_store_it_may_open(app, sessions):
+    shop, helper = merchant_with_password(sessions), merchant_with_password(sessions)
+    shop_id, helper_store = store_of(sessions, shop), store_of(sessions, helper)
+    with unit_of_work(sessions) as s:
+        stores.set_member(s, shop_id, stores.account_by_email(s, helper), "viewer", actor=audit.OPERATOR)
+        helper_id = stores.account_by_email(s, helper).id
+    dash = signed_in(app, helper)
+    form = {"current_password": PASSWORD, "new_password": "n3w-pass-word", "confirm_password": "n3w-pass-word"}
+    assert dash.post("/dashboard/settings/password", data={"csrf_token": dash.token, **form}).status_code == 200
+    for store_id in (shop_id, helper_store):
+        (row,) = entries(sessions, store_id, "account.password_changed")
+        assert (row.object_id, row.actor_id, row.actor_label) == (str(helper_id), helper_id, helper)
+    wrong = {**form, "current_password": "not-it-at-all"}
+    assert dash.post("/dashboard/settings/password", data={"csrf_token": dash.token, **wrong}).status_code == 400
+    assert len(entries(sessions, shop_id, "account.password_changed")) == 1  # a refused change: no row
