@@ -50,8 +50,9 @@ def create_key(
     )
     session.add(row)
     session.flush()
-    detail = f"{mode} key {row.prefix} {name or ''} scopes: {' '.join(row.scopes)}"
-    audit.record(session, merchant_id, actor, "api_key.created", "api_key", row.id, " ".join(detail.split()))
+    named = f" “{name}”" if name else ""
+    detail = f"{mode} key{named} {row.prefix}, scopes: {', '.join(row.scopes)}"
+    audit.record(session, merchant_id, actor, "api_key.created", "api_key", row.id, detail)
     return NewKey(key, row)
 
 
