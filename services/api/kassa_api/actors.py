@@ -30,3 +30,8 @@ def api_actor() -> Actor:
 def link_actor(label: str) -> Actor:
     """Whoever holds an emailed link (no login): known by the link and where it came from."""
     return Actor("link", None, label, **_where())
+
+
+def account_actor(account) -> Actor:
+    """An account that has just proved who it is on a page without a login (an invitation)."""
+    return Actor("account", account.id, account.email, **_where())

@@ -4,7 +4,7 @@ Alembic migrations, which read ``Base.metadata``: importing this package registe
 Where to look:
 
 - ``base``: ``Base`` and the column helpers;
-- ``accounts``: accounts, stores (``Merchant``) and their members, API keys, dashboard
+- ``accounts``: accounts, stores (``Merchant``) and their members and invitations, API keys, dashboard
   sessions, wallets, wallet changes;
 - ``audit``: the audit log of each store;
 - ``products``; ``payments``: payments, their transfers, idempotency keys; ``refunds``;
@@ -22,6 +22,7 @@ from kassa_common.models.accounts import (
     ApiKey,
     DashboardSession,
     Merchant,
+    StoreInvitation,
     StoreMember,
     Wallet,
     WalletChange,
@@ -58,6 +59,7 @@ __all__ = [
     "Product",
     "Refund",
     "SettledWatermark",
+    "StoreInvitation",
     "StoreMember",
     "Sweep",
     "SweepHold",

@@ -15,6 +15,7 @@ from kassa_api.routes.dashboard import (
     accounts,
     audit,
     events,
+    invitations,
     keys,
     members,
     notifications,
@@ -50,6 +51,7 @@ for resource in (
     stores,
     members,
     audit,
+    invitations,
 ):
     bp.register_blueprint(resource.bp)
 

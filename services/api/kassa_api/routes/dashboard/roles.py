@@ -38,6 +38,8 @@ LEAST_ROLE: dict[tuple[str, str], str] = {
     ("accounts.logout", "POST"): PUBLIC,
     ("wallets.cancel_by_link", "GET"): PUBLIC,
     ("wallets.cancel_by_link", "POST"): PUBLIC,
+    ("invitations.accept", "GET"): PUBLIC,
+    ("invitations.accept", "POST"): PUBLIC,
     # the account's own: its session, its login, the store it has open
     ("accounts.home", "GET"): VIEWER,
     ("accounts.switch_mode", "POST"): VIEWER,
@@ -91,6 +93,8 @@ LEAST_ROLE: dict[tuple[str, str], str] = {
     ("members.change_role", "POST"): OWNER,
     ("members.remove", "POST"): OWNER,
     ("members.two_factor", "POST"): OWNER,
+    ("members.invite", "POST"): OWNER,
+    ("members.revoke_invitation", "POST"): OWNER,
     ("wallets.index", "POST"): OWNER,
     ("wallets.cancel_pending", "POST"): OWNER,
     ("audit.index", "GET"): OWNER,
