@@ -287,17 +287,17 @@ def test_rows_older_than_the_retention_setting_are_deleted(sessions, merchant):
 
 
 def test_an_accounts_password_change_is_recorded_in_every_store_it_may_open(app, sessions):
-    shop, helper = merchant_with_password(sessions), merchant_with_password(sessions)
-    shop_id, helper_store = store_of(sessions, shop), store_of(sessions, helper)
+    shop, clerk = merchant_with_password(sessions), merchant_with_password(sessions)
+    shop_id, clerk_store = store_of(sessions, shop), store_of(sessions, clerk)
     with unit_of_work(sessions) as s:
-        stores.set_member(s, shop_id, stores.account_by_email(s, helper), "viewer", actor=audit.OPERATOR)
-        helper_id = stores.account_by_email(s, helper).id
-    dash = signed_in(app, helper)
+        stores.set_member(s, shop_id, stores.account_by_email(s, clerk), "viewer", actor=audit.OPERATOR)
+        clerk_id = stores.account_by_email(s, clerk).id
+    dash = signed_in(app, clerk)
     form = {"current_password": PASSWORD, "new_password": "n3w-pass-word", "confirm_password": "n3w-pass-word"}
     assert dash.post("/dashboard/settings/password", data={"csrf_token": dash.token, **form}).status_code == 200
-    for store_id in (shop_id, helper_store):
+    for store_id in (shop_id, clerk_store):
         (row,) = entries(sessions, store_id, "account.password_changed")
-        assert (row.object_id, row.actor_id, row.actor_label) == (str(helper_id), helper_id, helper)
+        assert (row.object_id, row.actor_id, row.actor_label) == (str(clerk_id), clerk_id, clerk)
     wrong = {**form, "current_password": "not-it-at-all"}
     assert dash.post("/dashboard/settings/password", data={"csrf_token": dash.token, **wrong}).status_code == 400
     assert len(entries(sessions, shop_id, "account.password_changed")) == 1  # a refused change: no row
