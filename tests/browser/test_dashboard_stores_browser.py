@@ -11,6 +11,7 @@ import secrets
 import pytest
 from playwright.sync_api import expect
 
+from kassa_common import audit
 from kassa_common.accounts import merchants, stores
 from kassa_common.db import unit_of_work
 from tests.support.browser_dashboard import PASSWORD, log_in
@@ -25,8 +26,8 @@ def team(sessions) -> dict[str, str]:
         corner = merchants.create_merchant(s, ada, PASSWORD, "Corner Shop", activate=True)
         merchants.create_store(s, ada, "Tea Corner")
         bikes = merchants.create_merchant(s, bob, PASSWORD, "Bob's Bike Repairs", activate=True)
-        stores.set_member(s, bikes.id, stores.account_by_email(s, ada), "viewer")
-        stores.set_member(s, corner.id, stores.account_by_email(s, bob), "manager")
+        stores.set_member(s, bikes.id, stores.account_by_email(s, ada), "viewer", actor=audit.OPERATOR)
+        stores.set_member(s, corner.id, stores.account_by_email(s, bob), "manager", actor=audit.OPERATOR)
     return {"ada": ada, "bob": bob}
 
 

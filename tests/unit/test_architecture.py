@@ -514,8 +514,10 @@ COMMON_FLOORS = [
     # ground: no domain knowledge, imported by everything
     {"db", "emails", "envfile", "errors", "ids", "models", "numbers", "paging", "statuses"}
     | {"timefmt", "transient", "urls", "migrate"},
-    # plumbing: the bus, the chains, prices, who is asking, settings and the process bootstrap
-    {"messaging", "chains", "pricing", "owner", "fields", "config", "bootstrap", "worker", "retention", "idempotency"},
+    # plumbing: the bus, the chains, prices, who is asking, settings and the process bootstrap,
+    # the audit log every aggregate writes to
+    {"messaging", "chains", "pricing", "owner", "fields", "config", "bootstrap", "worker", "retention", "idempotency"}
+    | {"audit"},
     # what the aggregates share: transfers to payments' addresses, read alike by all of them
     {"transfers"},
     # the domain's aggregates and what reads across them

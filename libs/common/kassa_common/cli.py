@@ -20,7 +20,7 @@ from pika.exceptions import AMQPError
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
-from kassa_common import cli_stores
+from kassa_common import audit, cli_stores
 from kassa_common.accounts import keys, logins, merchants, stores, twofactor
 from kassa_common.bootstrap import load_settings
 from kassa_common.cli_io import out, unit_of_work_for
@@ -71,7 +71,7 @@ def cmd_merchant_2fa(args, settings: Settings) -> None:
         account = stores.account_by_email(s, args.email)
         signed_out = None
         if args.disable:
-            twofactor.disable(account)
+            twofactor.disable(s, account, actor=audit.OPERATOR)
             signed_out = logins.make_store(cast(Engine, s.get_bind()), settings.redis_url).revoke_all(account.id)
         data = {"email": account.email, "two_factor": account.totp_enabled_at is not None}
     if signed_out is not None:

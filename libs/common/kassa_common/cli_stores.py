@@ -16,6 +16,7 @@ import argparse
 import uuid
 from collections.abc import Callable
 
+from kassa_common import audit
 from kassa_common.accounts import merchants, stores
 from kassa_common.cli_io import out, unit_of_work_for
 from kassa_common.config import Settings
@@ -54,7 +55,7 @@ def cmd_add_member(args, settings: Settings) -> None:
                 f"no account with email {args.email[:320]}: they sign up first (or `kassa merchant create`), "
                 "then add them"
             )
-        member = stores.set_member(s, store_id, account, args.role)
+        member = stores.set_member(s, store_id, account, args.role, actor=audit.OPERATOR)
         name = _name(s.get(Merchant, store_id))
         data = {"store_id": str(store_id), "email": account.email, "role": member.role}
     out(args, data, f"{data['email']} is {data['role']} of store {name} ({data['store_id']})")
@@ -64,7 +65,7 @@ def cmd_remove_member(args, settings: Settings) -> None:
     with unit_of_work_for(settings) as s:
         store_id = _store_id(args.store_id)
         account = stores.account_by_email(s, args.email)
-        role = stores.remove_member(s, store_id, account)
+        role = stores.remove_member(s, store_id, account, actor=audit.OPERATOR)
         data = {"store_id": str(store_id), "email": account.email, "removed": True, "role": role}
     out(args, data, f"{data['email']} ({role}) removed from store {data['store_id']}")
 

@@ -10,11 +10,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.chains.networks import Registry
 from kassa_common.errors import DomainError
 from kassa_common.fields import CurrencyCode, Name, NetworkCode, Price, Strict, TokenCode
 from kassa_common.models import Product
-from kassa_common.owner import Owner, owned
+from kassa_common.owner import Owner, owned, soft_delete
 from kassa_common.payments import resolve_pair
 from kassa_common.pricing import currencies
 from kassa_common.pricing.amounts import plain
@@ -61,7 +62,11 @@ def _check(fields: dict[str, Any], registry: Registry, test_mode: bool) -> None:
         )
 
 
-def create_product(session: Session, owner: Owner, fields: dict[str, Any], registry: Registry) -> Product:
+def create_product(
+    session: Session, owner: Owner, fields: dict[str, Any], registry: Registry, *, actor: audit.Actor = audit.OPERATOR
+) -> Product:
+    """A new product of the owner's mode (audited as ``actor``'s: the API and the dashboard
+    pass theirs; the tests' set-up is the operator's)."""
     fields = {k: v for k, v in fields.items() if v is not None}
     fields.setdefault("currency_type", "FIAT")
     _check(fields, registry, owner.test_mode)
@@ -77,10 +82,23 @@ def create_product(session: Session, owner: Owner, fields: dict[str, Any], regis
     )
     session.add(product)
     session.flush()
+    audit.record(session, owner.merchant_id, actor, "product.created", "product", product.id, _said(owner, product))
     return product
 
 
-def update_product(session: Session, owner: Owner, ref: str, changes: dict[str, Any], registry: Registry) -> Product:
+def _said(owner: Owner, product: Product) -> str:
+    return f"{owner.mode}: {product.name}, {product.price} {product.currency or product.token or ''}".strip()
+
+
+def delete_product(session: Session, owner: Owner, ref: str, *, actor: audit.Actor) -> None:
+    """Hide the product from get and list (payments made for it keep their link)."""
+    soft_delete(session, Product, ref, owner, what="product")
+    audit.record(session, owner.merchant_id, actor, "product.deleted", "product", ref, owner.mode)
+
+
+def update_product(
+    session: Session, owner: Owner, ref: str, changes: dict[str, Any], registry: Registry, *, actor: audit.Actor
+) -> Product:
     product = owned(session, Product, ref, owner, what="product", lock=True)
     merged = {
         f: getattr(product, f)
@@ -102,6 +120,8 @@ def update_product(session: Session, owner: Owner, ref: str, changes: dict[str, 
     if "active" in changes:
         product.active = changes["active"]
     product.updated_at = utcnow()
+    detail = f"{owner.mode}: {', '.join(sorted(changes)) or 'nothing'} changed"
+    audit.record(session, owner.merchant_id, actor, "product.updated", "product", product.id, detail)
     return product
 
 

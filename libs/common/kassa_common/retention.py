@@ -9,7 +9,8 @@ What is kept, and for how long:
 - delivery attempts: as long as events;
 - processed-message ids (consumer idempotency): 72 hours, well past any redelivery;
 - idempotency keys: their TTL (``IDEMPOTENCY_TTL_HOURS``, 24 h): an older key starts afresh
-  anyway.
+  anyway;
+- the audit log (``kassa_common.audit``): ``AUDIT_LOG_DAYS`` (365 by default).
 
 Each batch takes at most ``batch`` rows through the ``created_at`` index, skipping rows
 another transaction holds (``FOR UPDATE SKIP LOCKED``), and deletes them by ``ctid``: short
@@ -32,6 +33,7 @@ from kassa_common.timefmt import utcnow
 log = logging.getLogger("kassa.retention")
 EVENT_DAYS = 30
 PROCESSED_HOURS = 72
+AUDIT_DAYS = 365
 
 
 @dataclass(frozen=True)
@@ -41,12 +43,13 @@ class Window:
     only: str = "TRUE"  # rows that may go, besides their age
 
 
-def windows(idempotency_ttl: timedelta) -> list[Window]:
+def windows(idempotency_ttl: timedelta, audit_keep: timedelta = timedelta(days=AUDIT_DAYS)) -> list[Window]:
     return [
         Window("delivery_attempts", timedelta(days=EVENT_DAYS)),
         Window("events", timedelta(days=EVENT_DAYS), only="published_at IS NOT NULL"),
         Window("processed_messages", timedelta(hours=PROCESSED_HOURS)),
         Window("idempotency_keys", idempotency_ttl),
+        Window("audit_log", audit_keep),
     ]
 
 
@@ -57,12 +60,13 @@ def purge(
     batch: int = 5000,
     max_batches: int = 20,
     now: datetime | None = None,
+    audit_keep: timedelta = timedelta(days=AUDIT_DAYS),
 ) -> dict[str, int]:
     """Delete what is past its window, ``batch`` rows per transaction, at most ``max_batches``
     per table per call (the rest waits for the next call). Returns rows deleted per table."""
     now = now or utcnow()
     deleted: dict[str, int] = {}
-    for w in windows(idempotency_ttl):
+    for w in windows(idempotency_ttl, audit_keep):
         total = 0
         for _ in range(max_batches):
             with unit_of_work(sessions) as s:

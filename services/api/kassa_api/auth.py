@@ -29,7 +29,7 @@ LAST_USED_GRANULARITY = 60  # seconds: how stale a key's last_used_at may be bef
 KEY_LOOKUP = Prepared(
     "kassa_key_lookup",
     f"""
-SELECT k.id, k.merchant_id, k.scopes, k.mode, k.revoked_at,
+SELECT k.id, k.prefix, k.merchant_id, k.scopes, k.mode, k.revoked_at,
        m.activated, m.banned, m.business_name, m.payment_lifetime_minutes,
        k.last_used_at IS NULL OR k.last_used_at < now() - interval '{LAST_USED_GRANULARITY} seconds'
 FROM api_keys k JOIN merchants m ON m.id = k.merchant_id
@@ -52,6 +52,7 @@ class StoredKey(NamedTuple):
     """A row of ``KEY_LOOKUP``."""
 
     id: uuid.UUID
+    prefix: str
     merchant_id: uuid.UUID
     scopes: list[str]
     mode: str
@@ -66,6 +67,7 @@ class StoredKey(NamedTuple):
 @dataclass(frozen=True)
 class Principal:
     key_id: uuid.UUID
+    key_prefix: str  # what the dashboard shows of the key (its audit rows name it so)
     merchant_id: uuid.UUID
     test_mode: bool
     scopes: frozenset[str]
@@ -96,6 +98,7 @@ def authenticate(scope: str) -> Principal:
         KEY_USED(connection(), {"key_id": str(row.id)})
     principal = Principal(
         row.id,
+        row.prefix,
         row.merchant_id,
         mode == "test",
         frozenset(row.scopes),

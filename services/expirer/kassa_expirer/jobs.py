@@ -28,6 +28,7 @@ class Jobs:
     test_complete_after: timedelta
     batch: int = 1000
     idempotency_ttl: timedelta = timedelta(hours=24)
+    audit_keep: timedelta = timedelta(days=retention.AUDIT_DAYS)
     expire_batches: int = 2
 
     def expire(self) -> int:
@@ -69,7 +70,7 @@ class Jobs:
 
     def purge(self) -> int:
         """Rows past their retention window (``kassa_common.retention``)."""
-        return sum(retention.purge(self.sessions, self.idempotency_ttl).values())
+        return sum(retention.purge(self.sessions, self.idempotency_ttl, audit_keep=self.audit_keep).values())
 
     def tick(self) -> bool:
         """One round of every job; True if any had work (run again at once)."""

@@ -23,6 +23,7 @@ def build_jobs(worker: Worker) -> Jobs:
         worker.sessions,
         timedelta(seconds=worker.settings.test_mode_complete_seconds),
         idempotency_ttl=timedelta(hours=worker.settings.idempotency_ttl_hours),
+        audit_keep=timedelta(days=worker.settings.audit_log_days),
     )
 
 

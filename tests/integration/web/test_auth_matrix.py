@@ -15,7 +15,7 @@ import uuid
 
 import pytest
 
-from kassa_common import payments
+from kassa_common import audit, payments
 from kassa_common.accounts import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Event, WebhookDelivery
@@ -106,7 +106,7 @@ def world(app, sessions):
         mode_keys = {mode: keys.create_key(s, a.id, mode, list(keys.SCOPES)).key for mode in ("test", "live")}
         b_key = keys.create_key(s, b.id, "test", list(keys.SCOPES)).key
         revoked = keys.create_key(s, a.id, "test", list(keys.SCOPES))
-        keys.revoke_key(s, a.id, revoked.row.id)
+        keys.revoke_key(s, a.id, revoked.row.id, actor=audit.OPERATOR)
         single = {scope: keys.create_key(s, a.id, "test", [scope]).key for scope in keys.SCOPES}
         others = {
             "banned": keys.create_key(s, banned.id, "test", list(keys.SCOPES)).key,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 import uuid
 
+from kassa_common import audit
 from kassa_common.accounts import merchants, stores
 from kassa_common.db import unit_of_work
 from kassa_common.timefmt import utcnow
@@ -35,7 +36,7 @@ def shop_with(sessions, role: str) -> tuple[str, str, uuid.UUID]:
     owner, other = merchant_with_password(sessions), merchant_with_password(sessions)
     with unit_of_work(sessions) as s:
         store_id = merchants.merchant_by_email(s, owner).id
-        stores.set_member(s, store_id, stores.account_by_email(s, other), role)
+        stores.set_member(s, store_id, stores.account_by_email(s, other), role, actor=audit.OPERATOR)
     return owner, other, store_id
 
 
@@ -65,7 +66,7 @@ def test_the_last_owner_stays_and_an_owner_of_two_may_leave(app, sessions):
     client = signed_in(app, owner)
     me = account_id(sessions, owner)
     with unit_of_work(sessions) as s:  # back to one owner
-        stores.set_member(s, store_id, stores.account_by_email(s, other), "employee")
+        stores.set_member(s, store_id, stores.account_by_email(s, other), "employee", actor=audit.OPERATOR)
     demote = client.post(f"/dashboard/members/{me}/role", data={"csrf_token": client.token, "role": "viewer"})
     assert demote.status_code == 400 and "last owner" in demote.get_data(as_text=True)
     leave = client.post(f"/dashboard/members/{me}/remove", data={"csrf_token": client.token, "confirm": "yes"})
@@ -73,7 +74,7 @@ def test_the_last_owner_stays_and_an_owner_of_two_may_leave(app, sessions):
     assert role_in(sessions, owner, store_id) == "owner"
 
     with unit_of_work(sessions) as s:
-        stores.set_member(s, store_id, stores.account_by_email(s, other), "owner")
+        stores.set_member(s, store_id, stores.account_by_email(s, other), "owner", actor=audit.OPERATOR)
     left = client.post(f"/dashboard/members/{me}/remove", data={"csrf_token": client.token, "confirm": "yes"})
     assert left.status_code == 303 and left.headers["Location"].endswith("/dashboard/stores")
     assert role_in(sessions, owner, store_id) is None
@@ -95,7 +96,13 @@ def test_a_manager_sees_the_members_without_the_buttons_and_an_employee_not_at_a
     owner, manager, store_id = shop_with(sessions, "manager")
     employee = f"emp-{secrets.token_hex(4)}@example.com"
     with unit_of_work(sessions) as s:
-        stores.set_member(s, store_id, stores.new_account(s, employee, merchants.hash_password(PASSWORD)), "employee")
+        stores.set_member(
+            s,
+            store_id,
+            stores.new_account(s, employee, merchants.hash_password(PASSWORD)),
+            "employee",
+            actor=audit.OPERATOR,
+        )
     client = signed_in(app, manager)
     switched = client.post(f"/dashboard/stores/{store_id}/switch", data={"csrf_token": client.token})
     assert switched.status_code == 303

@@ -13,6 +13,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from kassa_common import audit
 from kassa_common.accounts import keys, merchants, stores
 from kassa_common.db import unit_of_work
 from kassa_common.models import ROLES, Payment, Product
@@ -39,7 +40,7 @@ def member(sessions, store_id: uuid.UUID, role: str) -> str:
     email = f"{role}-{secrets.token_hex(5)}@example.com"
     with unit_of_work(sessions) as s:
         account = stores.new_account(s, email, merchants.hash_password(PASSWORD))
-        stores.set_member(s, store_id, account, role)
+        stores.set_member(s, store_id, account, role, actor=audit.OPERATOR)
     return email
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 import uuid
 
+from kassa_common import audit
 from kassa_common.accounts import keys, merchants, stores
 from kassa_common.db import unit_of_work
 from tests.support.api import API
@@ -93,14 +94,14 @@ def test_a_member_opens_the_store_it_was_added_to_until_it_is_removed(app, sessi
     shop = store_of(sessions, owner)
     product_in(app.test_client(), sessions, shop, f"Shared {secrets.token_hex(3)}")
     with unit_of_work(sessions) as s:
-        stores.set_member(s, shop, stores.account_by_email(s, member), "manager")
+        stores.set_member(s, shop, stores.account_by_email(s, member), "manager", actor=audit.OPERATOR)
     browser = app.test_client()
     log_in(browser, member, PASSWORD)
     assert "Shared" not in browser.get("/dashboard/products").get_data(as_text=True)  # its own store first
     assert switch(browser, shop).status_code == 303
     assert "Shared" in browser.get("/dashboard/products").get_data(as_text=True)
     with unit_of_work(sessions) as s:
-        stores.remove_member(s, shop, stores.account_by_email(s, member))
+        stores.remove_member(s, shop, stores.account_by_email(s, member), actor=audit.OPERATOR)
     page = browser.get("/dashboard/products")  # the open store is gone from its list: back to its own
     assert page.status_code == 200 and "Shared" not in page.get_data(as_text=True)
     assert switch(browser, shop).status_code == 404
@@ -115,7 +116,13 @@ def test_one_store_shows_no_switcher_and_a_member_of_only_others_stores_still_si
     member = merchant_with_password(sessions)  # its own store banned, a viewer of another's
     with unit_of_work(sessions) as s:
         merchants.merchant_by_email(s, member).banned = True
-        stores.set_member(s, merchants.merchant_by_email(s, alone).id, stores.account_by_email(s, member), "viewer")
+        stores.set_member(
+            s,
+            merchants.merchant_by_email(s, alone).id,
+            stores.account_by_email(s, member),
+            "viewer",
+            actor=audit.OPERATOR,
+        )
     other = app.test_client()
     log_in(other, member)
     page = other.get("/dashboard/stores").get_data(as_text=True)

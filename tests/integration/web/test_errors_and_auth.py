@@ -10,6 +10,7 @@ import uuid
 import pytest
 import sqlalchemy as sa
 
+from kassa_common import audit
 from kassa_common.accounts import keys, merchants
 from kassa_common.db import unit_of_work
 from kassa_common.models import Merchant, Payment
@@ -229,7 +230,7 @@ def test_revoked_key_is_unauthorized(client, merchant, sessions):
         row = keys.create_key(s, merchant.id, "test", SCOPES)
     assert call(client, "GET", "/payments", row.key).status_code == 200
     with unit_of_work(sessions) as s:
-        keys.revoke_key(s, merchant.id, row.row.id)
+        keys.revoke_key(s, merchant.id, row.row.id, actor=audit.OPERATOR)
     assert_error(call(client, "GET", "/payments", row.key), 401, "UNAUTHORIZED")
 
 
@@ -268,7 +269,7 @@ def test_a_key_revoked_after_a_create_creates_nothing_more(client, merchant, ses
     assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201
     before = payments_of(sessions, merchant.id)
     with unit_of_work(sessions) as s:
-        keys.revoke_key(s, merchant.id, row.row.id)
+        keys.revoke_key(s, merchant.id, row.row.id, actor=audit.OPERATOR)
     for _ in range(2):
         r = call(client, "POST", "/payments", row.key, json=PAYMENT, headers={"Idempotency-Key": secrets.token_hex(8)})
         assert_error(r, 401, "UNAUTHORIZED")
@@ -288,7 +289,7 @@ def test_a_revoked_key_gets_401_rather_than_what_its_request_would_get(client, m
         row = keys.create_key(s, merchant.id, "test", SCOPES)
     assert call(client, "POST", "/payments", row.key, json=PAYMENT).status_code == 201
     with unit_of_work(sessions) as s:
-        keys.revoke_key(s, merchant.id, row.row.id)
+        keys.revoke_key(s, merchant.id, row.row.id, actor=audit.OPERATOR)
     assert_error(call(client, "POST", "/payments", row.key, json=body), 401, "UNAUTHORIZED")
 
 
@@ -300,7 +301,7 @@ def test_a_replay_for_a_revoked_key_is_refused(client, merchant, sessions):
     idem = {"Idempotency-Key": secrets.token_hex(8)}
     assert call(client, "POST", "/payments", row.key, json=PAYMENT, headers=dict(idem)).status_code == 201
     with unit_of_work(sessions) as s:
-        keys.revoke_key(s, merchant.id, row.row.id)
+        keys.revoke_key(s, merchant.id, row.row.id, actor=audit.OPERATOR)
     assert_error(call(client, "POST", "/payments", row.key, json=PAYMENT, headers=dict(idem)), 401, "UNAUTHORIZED")
 
 

@@ -4,6 +4,7 @@
 Where to look:
 
 - ``stores``: accounts, stores and their members with roles (the last owner kept).
+- ``invitations``: an owner invites an email with a role; the invitee accepts by the emailed link.
 - ``merchants``: sign-up, passwords, activation, the account's settings, and its wallets
   (the checks of an extended public key or a settlement address, and the one writer of
   ``wallets``: ``upsert_wallet``).

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.accounts.merchants import MODES, AccountError
 from kassa_common.errors import NotFound
 from kassa_common.ids import hash_api_key, new_api_key
@@ -25,8 +26,16 @@ class NewKey:
 
 
 def create_key(
-    session: Session, merchant_id: uuid.UUID, mode: str, scopes: list[str], name: str | None = None
+    session: Session,
+    merchant_id: uuid.UUID,
+    mode: str,
+    scopes: list[str],
+    name: str | None = None,
+    *,
+    actor: audit.Actor = audit.OPERATOR,
 ) -> NewKey:
+    """A new key (audited as made by ``actor``: the dashboard passes its account; the
+    operator's command and the tests' set-up are the operator)."""
     check_mode(mode)
     check_scopes(scopes)
     key = new_api_key(mode)
@@ -41,6 +50,9 @@ def create_key(
     )
     session.add(row)
     session.flush()
+    named = f" “{name}”" if name else ""
+    detail = f"{mode} key{named} {row.prefix}, scopes: {', '.join(row.scopes)}"
+    audit.record(session, merchant_id, actor, "api_key.created", "api_key", row.id, detail)
     return NewKey(key, row)
 
 
@@ -59,11 +71,13 @@ def check_scopes(scopes: list[str]) -> list[str]:
     return scopes
 
 
-def revoke_key(session: Session, merchant_id: uuid.UUID, key_id: uuid.UUID) -> ApiKey:
+def revoke_key(session: Session, merchant_id: uuid.UUID, key_id: uuid.UUID, *, actor: audit.Actor) -> ApiKey:
     row = session.get(ApiKey, key_id)
     if row is None or row.merchant_id != merchant_id:
         raise NotFound("API key not found")
-    row.revoked_at = row.revoked_at or utcnow()
+    if row.revoked_at is None:
+        row.revoked_at = utcnow()
+        audit.record(session, merchant_id, actor, "api_key.revoked", "api_key", row.id, f"{row.mode} key {row.prefix}")
     return row
 
 

@@ -18,6 +18,7 @@ from argon2.exceptions import InvalidHashError, VerifyMismatchError
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.accounts import stores
 from kassa_common.chains import forwarder
 from kassa_common.chains.hd import validate_xpub
@@ -73,11 +74,13 @@ def check_new_password(password: str) -> str:
     return password
 
 
-def change_password(account: Account, current: str, new: str) -> None:
-    """Set a new password once the current one is given again (the caller revokes the other logins)."""
+def change_password(session: Session, account: Account, current: str, new: str, *, actor: audit.Actor) -> None:
+    """Set a new password once the current one is given again (the caller revokes the other
+    logins); audited in each of the account's stores."""
     if not check_password(account.password_hash, current):
         raise AccountError("the current password is wrong")
     account.password_hash = hash_password(check_new_password(new))
+    audit.record_for_account(session, account.id, actor, "account.password_changed", account.email)
 
 
 MAX_BUSINESS_NAME = 200

@@ -17,6 +17,7 @@ from datetime import timedelta
 from itsdangerous import BadData, URLSafeTimedSerializer
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.accounts import merchants, notices, stores
 from kassa_common.models import Account, Merchant
 
@@ -100,8 +101,10 @@ def request_reset(session: Session, email: str, *, secret_key: str, dashboard_ur
     return True
 
 
-def reset(account: Account, new: str, confirm: str) -> None:
-    """Set the new password (the sign-up's rules); AccountError says why not. The caller revokes the logins."""
+def reset(session: Session, account: Account, new: str, confirm: str, *, actor: audit.Actor) -> None:
+    """Set the new password (the sign-up's rules); AccountError says why not. The caller
+    revokes the logins; audited in each of the account's stores."""
     if new != confirm:
         raise merchants.AccountError("the two passwords do not match")
     account.password_hash = merchants.hash_password(merchants.check_new_password(new))
+    audit.record_for_account(session, account.id, actor, "account.password_reset", account.email)

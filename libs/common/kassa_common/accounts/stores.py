@@ -21,6 +21,7 @@ from typing import NamedTuple
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.errors import DomainError, NotFound
 from kassa_common.models import ROLES, Account, Merchant, StoreMember
 from kassa_common.timefmt import utcnow
@@ -156,33 +157,41 @@ def _owners(session: Session, store_id: uuid.UUID) -> int:
     )
 
 
-def set_member(session: Session, store_id: uuid.UUID, account: Account, role: str) -> StoreMember:
+def set_member(
+    session: Session, store_id: uuid.UUID, account: Account, role: str, *, actor: audit.Actor
+) -> StoreMember:
     """Make ``account`` a member of the store with ``role`` (a member already: its role
-    changes). The last owner cannot be made anything less."""
+    changes). The last owner cannot be made anything less. Audited as ``actor``'s."""
     role = check_role(role)
     _store_for_update(session, store_id)
     member = session.get(StoreMember, (store_id, account.id))
     if member is None:
         member = StoreMember(store_id=store_id, account_id=account.id, role=role, created_at=utcnow())
         session.add(member)
+        audit.record(session, store_id, actor, "member.added", "account", account.id, f"{account.email} as {role}")
     elif member.role == OWNER and role != OWNER and _owners(session, store_id) <= 1:
         raise StoreError(f"{account.email} is the store's last owner: make another member owner first")
-    else:
+    elif member.role != role:
+        detail = f"{account.email}: {member.role} to {role}"
         member.role = role
+        audit.record(session, store_id, actor, "member.role_changed", "account", account.id, detail)
     session.flush()
     return member
 
 
-def require_two_factor(session: Session, store_id: uuid.UUID, by: Account, on: bool) -> None:
+def require_two_factor(session: Session, store_id: uuid.UUID, by: Account, on: bool, *, actor: audit.Actor) -> None:
     """Require two-factor sign-in of every member of the store, or stop requiring it. Only an
     owner who has it on may require it (nobody locks the store while unable to open it)."""
     store = _store_for_update(session, store_id)
     if on and by.totp_enabled_at is None:
         raise StoreError("turn two-factor sign-in on for your own account first: the store would not open for you")
+    if store.require_2fa != on:
+        action = "store.two_factor_required" if on else "store.two_factor_not_required"
+        audit.record(session, store_id, actor, action, "store", store_id)
     store.require_2fa = on
 
 
-def remove_member(session: Session, store_id: uuid.UUID, account: Account) -> str:
+def remove_member(session: Session, store_id: uuid.UUID, account: Account, *, actor: audit.Actor) -> str:
     """Take ``account`` out of the store; the role it had. The last owner stays."""
     _store_for_update(session, store_id)
     member = session.get(StoreMember, (store_id, account.id))
@@ -193,4 +202,5 @@ def remove_member(session: Session, store_id: uuid.UUID, account: Account) -> st
     role = member.role
     session.delete(member)
     session.flush()
+    audit.record(session, store_id, actor, "member.removed", "account", account.id, f"{account.email}, was {role}")
     return role

@@ -26,6 +26,7 @@ import segno
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.models import Account
 from kassa_common.timefmt import utcnow
 
@@ -152,7 +153,7 @@ def use_recovery_code(session: Session, account: Account, code: str) -> bool:
     return bool(spent)
 
 
-def enable(session: Session, account: Account, secret: str, code: str) -> list[str] | None:
+def enable(session: Session, account: Account, secret: str, code: str, *, actor: audit.Actor) -> list[str] | None:
     """Turn two-factor sign-in on with ``secret`` once ``code`` is one of its codes: the
     recovery codes (to show once), or None when the code does not match."""
     step = matching_step(secret, code)
@@ -162,9 +163,13 @@ def enable(session: Session, account: Account, secret: str, code: str) -> list[s
     account.totp_secret, account.totp_enabled_at, account.totp_last_step = secret, utcnow(), step
     account.recovery_code_hashes = [hash_recovery_code(c) for c in codes]
     session.flush()
+    audit.record_for_account(session, account.id, actor, "account.two_factor_enabled", account.email)
     return codes
 
 
-def disable(account: Account) -> None:
+def disable(session: Session, account: Account, *, actor: audit.Actor) -> None:
+    """Turn two-factor sign-in off (audited in each of the account's stores)."""
+    if account.totp_enabled_at is not None:
+        audit.record_for_account(session, account.id, actor, "account.two_factor_disabled", account.email)
     account.totp_secret = account.totp_enabled_at = account.totp_last_step = None
     account.recovery_code_hashes = []

@@ -31,6 +31,7 @@ from datetime import datetime, timedelta
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.accounts import merchants, notices
 from kassa_common.models import Merchant, WalletChange
 from kassa_common.timefmt import utcnow
@@ -72,6 +73,7 @@ def request_change(
     configured_hours: float,
     development: bool,
     dashboard_url: str,
+    actor: audit.Actor,
 ) -> Requested:
     """A change of where ``mode``'s payments on ``chain`` go, asked for in the dashboard (the
     caller has asked for the password again when ``asks_password``): an EVM settlement
@@ -79,27 +81,30 @@ def request_change(
     Checked, then held for ``hold_hours`` and emailed, or applied at once when there is no
     hold. Raises a ``DomainError`` saying why the key or address is refused."""
     hours = hold_hours(mode, configured_hours=configured_hours, development=development)
+    held: WalletChange | None = None
+    warning = None
     if settlement_address is not None:
         if hours > 0:
-            address = merchants.check_settlement_address(mode, settlement_address)
-            hold(
-                session,
-                merchant,
-                mode,
-                chain,
-                settlement_address=address,
-                hold_hours=hours,
-                dashboard_url=dashboard_url,
+            target = merchants.check_settlement_address(mode, settlement_address)
+            held = hold(
+                session, merchant, mode, chain, settlement_address=target, hold_hours=hours, dashboard_url=dashboard_url
             )
         else:
-            merchants.set_settlement_address(session, merchant.id, mode, settlement_address)
-        return Requested(held=hours > 0, warning=None)
-    if hours > 0:
-        saved = merchants.check_wallet(mode, chain, xpub or "", allow_test_keys=development)
-        hold(session, merchant, mode, chain, xpub=saved.xpub, hold_hours=hours, dashboard_url=dashboard_url)
+            target = merchants.set_settlement_address(session, merchant.id, mode, settlement_address)
     else:
-        saved = merchants.set_wallet(session, merchant.id, mode, chain, xpub or "", allow_test_keys=development)
-    return Requested(held=hours > 0, warning=saved.warning)
+        if hours > 0:
+            saved = merchants.check_wallet(mode, chain, xpub or "", allow_test_keys=development)
+            held = hold(session, merchant, mode, chain, xpub=saved.xpub, hold_hours=hours, dashboard_url=dashboard_url)
+        else:
+            saved = merchants.set_wallet(session, merchant.id, mode, chain, xpub or "", allow_test_keys=development)
+        target, warning = saved.xpub, saved.warning
+    what = "settlement address" if settlement_address is not None else "extended public key"
+    if held is not None:
+        detail = f"{mode} {chain} {what} {target}, applies at {held.applies_at:%Y-%m-%d %H:%M} UTC"
+        audit.record(session, merchant.id, actor, "wallet.change_requested", "wallet_change", held.id, detail)
+    else:
+        audit.record(session, merchant.id, actor, "wallet.changed", "wallet", f"{mode}/{chain}", f"{what} {target}")
+    return Requested(held=held is not None, warning=warning)
 
 
 def _hash(token: str) -> str:
@@ -196,18 +201,27 @@ def pending_by_token(session: Session, token: str) -> WalletChange | None:
     return session.scalars(_of_token(token)).first()
 
 
-def cancel_by_token(session: Session, token: str) -> WalletChange | None:
+def cancel_by_token(session: Session, token: str, *, actor: audit.Actor) -> WalletChange | None:
     """Cancel the pending change of this token; None when there is none (unknown token,
     already applied or canceled: the link works once)."""
     change = session.scalars(_of_token(token).with_for_update()).first()
     if change is not None:
         cancel(session, change)
+        _audit_cancel(
+            session, change.merchant_id, change.id, actor, f"{change.mode} {change.chain}, by the emailed link"
+        )
     return change
 
 
-def cancel_own(session: Session, merchant_id: uuid.UUID, change_id: uuid.UUID) -> bool:
+def _audit_cancel(
+    session: Session, merchant_id: uuid.UUID, change_id: uuid.UUID, actor: audit.Actor, detail: str
+) -> None:
+    audit.record(session, merchant_id, actor, "wallet.change_canceled", "wallet_change", change_id, detail)
+
+
+def cancel_own(session: Session, merchant_id: uuid.UUID, change_id: uuid.UUID, *, actor: audit.Actor) -> bool:
     """The dashboard's cancel button: the merchant's own pending change."""
-    done = session.scalar(
+    done = session.execute(
         sa.update(WalletChange)
         .where(
             WalletChange.id == change_id,
@@ -216,8 +230,10 @@ def cancel_own(session: Session, merchant_id: uuid.UUID, change_id: uuid.UUID) -
             WalletChange.canceled_at.is_(None),
         )
         .values(canceled_at=utcnow())
-        .returning(WalletChange.id)
-    )
+        .returning(WalletChange.mode, WalletChange.chain)
+    ).first()
+    if done is not None:
+        _audit_cancel(session, merchant_id, change_id, actor, f"{done.mode} {done.chain}")
     return done is not None
 
 
@@ -247,4 +263,9 @@ def apply_due(session: Session, limit: int = 100) -> int:
             settlement_address=change.settlement_address,
         )
         change.applied_at = now
+        target = change.xpub or change.settlement_address
+        detail = f"{change.mode} {change.chain} {target}, after its hold"
+        audit.record(
+            session, change.merchant_id, audit.SYSTEM, "wallet.change_applied", "wallet_change", change.id, detail
+        )
     return len(due)

@@ -264,6 +264,7 @@ class Settings:
     test_mode_complete_seconds: float = 10.0
     refund_claim_days: float = 30.0  # an unclaimed refund expires this long after its creation
     idempotency_ttl_hours: int = 24  # the web remembers a key this long; the expirer then forgets it
+    audit_log_days: int = 365  # the expirer deletes audit rows older than this (kassa_common.retention)
     # -- each process's own ------------------------------------------------------------------------
     web: WebSettings = field(default_factory=WebSettings)
     rates: RatesSettings = field(default_factory=RatesSettings)
@@ -297,6 +298,7 @@ class Settings:
             test_mode_complete_seconds=_maybe(env, "TEST_MODE_COMPLETE_SECONDS", float, d.test_mode_complete_seconds),
             refund_claim_days=_maybe(env, "REFUND_CLAIM_DAYS", values.claim_days, d.refund_claim_days),
             idempotency_ttl_hours=_maybe(env, "IDEMPOTENCY_TTL_HOURS", values.positive_int, d.idempotency_ttl_hours),
+            audit_log_days=_maybe(env, "AUDIT_LOG_DAYS", values.positive_int, d.audit_log_days),
             web=WebSettings.from_env(env),
             rates=RatesSettings.from_env(env),
             sender=SenderSettings.from_env(env),

@@ -4,8 +4,9 @@ Alembic migrations, which read ``Base.metadata``: importing this package registe
 Where to look:
 
 - ``base``: ``Base`` and the column helpers;
-- ``accounts``: accounts, stores (``Merchant``) and their members, API keys, dashboard
+- ``accounts``: accounts, stores (``Merchant``) and their members and invitations, API keys, dashboard
   sessions, wallets, wallet changes;
+- ``audit``: the audit log of each store;
 - ``products``; ``payments``: payments, their transfers, idempotency keys; ``refunds``;
 - ``sweeps``: sweeps, held deposits, what each sweep moved;
 - ``webhooks``: endpoints, deliveries, attempts, and the notifier's emails;
@@ -21,10 +22,12 @@ from kassa_common.models.accounts import (
     ApiKey,
     DashboardSession,
     Merchant,
+    StoreInvitation,
     StoreMember,
     Wallet,
     WalletChange,
 )
+from kassa_common.models.audit import AuditEntry
 from kassa_common.models.base import NOW, Base
 from kassa_common.models.chains import ChainBlock, ChainCursor, ChainMempoolTransfer, ChainReport, SettledWatermark
 from kassa_common.models.events import Event, ProcessedMessage
@@ -39,6 +42,7 @@ __all__ = [
     "ROLES",
     "Account",
     "ApiKey",
+    "AuditEntry",
     "Base",
     "ChainBlock",
     "ChainCursor",
@@ -55,6 +59,7 @@ __all__ = [
     "Product",
     "Refund",
     "SettledWatermark",
+    "StoreInvitation",
     "StoreMember",
     "Sweep",
     "SweepHold",

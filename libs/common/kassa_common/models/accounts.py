@@ -153,3 +153,25 @@ class WalletChange(Base):
         ),
         sa.Index("wallet_changes_merchant", "merchant_id", "mode"),
     )
+
+
+class StoreInvitation(Base):
+    """An owner's invitation of an email to a store with a role (DESIGN §14): nothing happens
+    until the invitee accepts it through the emailed link (signing in, or up, with that email);
+    it expires at ``expires_at`` and an owner may revoke it first. Only the link's SHA-256 is kept."""
+
+    __tablename__ = "store_invitations"
+    id: Mapped[uuid.UUID] = uuid_pk()
+    store_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("merchants.id", ondelete="CASCADE"), nullable=False)
+    email: Mapped[str] = mapped_column(sa.String(320), nullable=False)
+    role: Mapped[str] = mapped_column(sa.String(16), nullable=False)
+    token_hash: Mapped[str] = mapped_column(sa.String(64), nullable=False, unique=True)
+    invited_by: Mapped[uuid.UUID | None] = mapped_column(sa.ForeignKey("accounts.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = created()
+    expires_at: Mapped[datetime] = mapped_column(sa.DateTime(timezone=True), nullable=False)
+    accepted_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(sa.DateTime(timezone=True))
+    __table_args__ = (
+        sa.CheckConstraint("role IN ('owner', 'manager', 'employee', 'viewer')", name="store_invitations_role"),
+        sa.Index("store_invitations_store", "store_id", "created_at"),
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.models import Payment
 from kassa_common.owner import Owner
 from kassa_common.payments.queries import find_payment
@@ -16,9 +17,13 @@ from kassa_common.payments.transitions import Trigger, apply, facts_of, refusal
 from kassa_common.timefmt import utcnow
 
 
-def cancel_payment(session: Session, owner: Owner, ref: str) -> Payment:
-    """The owner's payment ``ref`` (id or short id), canceled; InvalidTransition if it cannot be."""
-    return apply(session, find_payment(session, owner, ref).id, Trigger.CANCEL)
+def cancel_payment(session: Session, owner: Owner, ref: str, *, actor: audit.Actor) -> Payment:
+    """The owner's payment ``ref`` (id or short id), canceled (audited as ``actor``'s: the
+    merchant's API key or dashboard account); InvalidTransition if it cannot be."""
+    payment = apply(session, find_payment(session, owner, ref).id, Trigger.CANCEL)
+    detail = f"{owner.mode}: {payment.short_id}, {payment.amount} {payment.currency}"
+    audit.record(session, owner.merchant_id, actor, "payment.canceled", "payment", payment.id, detail)
+    return payment
 
 
 def cancel(session: Session, payment: Payment) -> Payment:

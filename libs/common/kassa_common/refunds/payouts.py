@@ -47,10 +47,12 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from kassa_common.audit import Actor
 from kassa_common.errors import NotFound
 from kassa_common.messaging.messages import TransferReport
 from kassa_common.models import Payment, Refund, Sweep
 from kassa_common.owner import Owner
+from kassa_common.pricing.amounts import units_text
 from kassa_common.refunds import onchain, transitions
 from kassa_common.refunds.addresses import payout_tag
 from kassa_common.refunds.onchain import Payout, PayoutConflict, PayoutRefused, Reader
@@ -328,7 +330,7 @@ def check_hash_format(kind: str, tx_hash: Any) -> str:
 
 
 def complete_with_hash(
-    session: Session, owner: Owner, refund_id: uuid.UUID | str, tx_hash: Any, reader: Reader | None
+    session: Session, owner: Owner, refund_id: uuid.UUID | str, tx_hash: Any, reader: Reader | None, *, actor: Actor
 ) -> Refund:
     """Complete a claimed live refund by the transaction the merchant says paid it, once it
     is checked on chain under the network's RPC quorum (``onchain.transfers_in``): a transfer
@@ -338,9 +340,8 @@ def complete_with_hash(
     what is never a payout: a transfer from the claimed address itself, a Kassa sweep, or a
     transaction moving a payment's deposit (to a deposit address, or out of one). ``owner``:
     the submitting merchant and mode (another's refund is NotFound); a test-mode refund is
-    completed only by simulation (409). ``reader``: ``onchain.Reader`` of the refund's network
-    (None: no node configured). Raises PayoutRefused (400) or PayoutConflict (409) saying why
-    not.
+    completed only by simulation (409). ``reader``: ``onchain.Reader`` of its network (None: no
+    node configured); ``actor``: who submitted it (audited). PayoutRefused (400), PayoutConflict (409).
 
     The chain is read before the refund is locked (a node may be slow), then everything is
     checked again under the lock."""
@@ -379,8 +380,6 @@ def complete_with_hash(
     _refuse_non_payouts(session, refund, tx_hash, payouts, to_it)
     big_enough = [p for p in to_it if p.amount_units >= int(refund.amount_units)]
     if not big_enough:
-        from kassa_common.pricing.amounts import units_text
-
         paid = units_text(max(p.amount_units for p in to_it), refund.decimals)
         due = units_text(int(refund.amount_units), refund.decimals)
         raise PayoutRefused(
@@ -405,7 +404,8 @@ def complete_with_hash(
             f"transaction {tx_hash} is not yet confirmed: {payout.confirmations} of {required} "
             "confirmation(s); submit it again once it has them"
         )
-    return complete(session, refund, payout)
+    done = complete(session, refund, payout)
+    return transitions.audit_refund(session, done, actor, "refund.completed_with_hash", tx_hash)
 
 
 def _refuse_non_payouts(

@@ -21,6 +21,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.errors import InvalidRefund, InvalidTransition, NotFound, UnsupportedPair
 from kassa_common.ids import new_event_id
 from kassa_common.messaging import outbox
@@ -153,13 +154,15 @@ def create_refund(
     claim_days: float = 30.0,
     now: datetime | None = None,
     refund_id: uuid.UUID | None = None,
+    actor: audit.Actor = audit.OPERATOR,
 ) -> Refund:
     """A refund of the merchant's payment (``payment_ref``: its id or short id): ``amount``
     in the payment's token (None: everything refundable), on ``network`` (default: the
     payment's). The payment's row is locked first, so concurrent requests for the same
     payment take turns and together never refund more than was received. NotFound for
     another merchant's or mode's payment; InvalidTransition (409) when nothing is
-    refundable; InvalidRefund (400) for an amount above what is or with too many decimals."""
+    refundable; InvalidRefund (400) for an amount above what is or with too many decimals.
+    Audited as ``actor``'s (the API and the dashboard pass theirs; the tests' set-up is the operator's)."""
     now = now or utcnow()
     payment = find_payment(session, owner, payment_ref, lock=True)
     transfers = transfers_of(session, [payment.id])[payment.id]
@@ -199,7 +202,16 @@ def create_refund(
         created_at=now,
         expires_at=now + timedelta(days=claim_days),
     )
-    return apply(session, refund, Trigger.CREATE, now)
+    created = apply(session, refund, Trigger.CREATE, now)
+    detail = f"{units_text(units, decimals)} {payment.token} on {chosen}, of payment {payment.short_id}"
+    return audit_refund(session, created, actor, "refund.created", detail)
+
+
+def audit_refund(session: Session, refund: Refund, actor: audit.Actor, action: str, detail: str) -> Refund:
+    """Record ``action`` on ``refund`` in the audit log (the change's transaction); the refund."""
+    mode = "test" if refund.test_mode else "live"
+    audit.record(session, refund.merchant_id, actor, action, "refund", refund.id, f"{mode}: {detail}")
+    return refund
 
 
 def claim_refund(
@@ -235,7 +247,9 @@ def claim_refund(
     )
 
 
-def cancel_refund(session: Session, owner: Owner, refund_ref: str, *, now: datetime | None = None) -> Refund:
+def cancel_refund(
+    session: Session, owner: Owner, refund_ref: str, *, actor: audit.Actor, now: datetime | None = None
+) -> Refund:
     """The merchant's cancel, any time before the refund's payout is seen on chain (409 from
     then on, as for a payment with a seen transfer, and once CANCELED or EXPIRED): funds
     already on their way must not become refundable again. NotFound for another merchant's
@@ -248,7 +262,8 @@ def cancel_refund(session: Session, owner: Owner, refund_ref: str, *, now: datet
             f"the refund's payout {refund.transfer_ref.split(':')[0]} is already seen on chain "
             f"({refund.confirmations} confirmation(s)): it cannot be canceled"
         )
-    return apply(session, refund, Trigger.CANCEL, now, canceled_at=now)
+    canceled = apply(session, refund, Trigger.CANCEL, now, canceled_at=now)
+    return audit_refund(session, canceled, actor, "refund.canceled", f"{refund.token} on {refund.network}")
 
 
 def expire_refunds(session: Session, now: datetime | None = None, *, limit: int = 500) -> int:  # pragma: no mutate

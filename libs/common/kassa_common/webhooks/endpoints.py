@@ -11,12 +11,13 @@ import sqlalchemy as sa
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 from sqlalchemy.orm import Session
 
+from kassa_common import audit
 from kassa_common.errors import DomainError
 from kassa_common.fields import EventName, HttpUrl, Strict
 from kassa_common.ids import new_webhook_secret
 from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.models import WebhookEndpoint
-from kassa_common.owner import Owner, owned
+from kassa_common.owner import Owner, owned, soft_delete
 from kassa_common.timefmt import iso, utcnow
 from kassa_common.urls import without_password
 from kassa_common.webhooks.netguard import host_is_private_literal
@@ -37,7 +38,11 @@ def check_url(url: str, test_mode: bool, allow_private: bool) -> None:
         raise InvalidWebhook("live-mode webhook URLs must use https", [{"field": "url", "message": "https required"}])
 
 
-def create_webhook(session: Session, owner: Owner, fields: dict[str, Any], allow_private: bool) -> WebhookEndpoint:
+def create_webhook(
+    session: Session, owner: Owner, fields: dict[str, Any], allow_private: bool, *, actor: audit.Actor = audit.OPERATOR
+) -> WebhookEndpoint:
+    """A new endpoint of the owner's mode (audited as ``actor``'s: the API and the dashboard
+    pass theirs; the tests' set-up is the operator's)."""
     check_url(fields["url"], owner.test_mode, allow_private)
     now = utcnow()
     hook = WebhookEndpoint(
@@ -54,11 +59,13 @@ def create_webhook(session: Session, owner: Owner, fields: dict[str, Any], allow
     )
     session.add(hook)
     session.flush()
+    detail = f"{owner.mode}: {without_password(hook.url)}"
+    audit.record(session, owner.merchant_id, actor, "webhook.created", "webhook", hook.id, detail)
     return hook
 
 
 def update_webhook(
-    session: Session, owner: Owner, ref: str, changes: dict[str, Any], allow_private: bool
+    session: Session, owner: Owner, ref: str, changes: dict[str, Any], allow_private: bool, *, actor: audit.Actor
 ) -> WebhookEndpoint:
     hook = owned(session, WebhookEndpoint, ref, owner, what="webhook", lock=True)
     cleared = [f for f in ("url", "events", "active") if f in changes and changes[f] is None]
@@ -78,10 +85,12 @@ def update_webhook(
     if "description" in changes:
         hook.description = changes["description"]
     hook.updated_at = utcnow()
+    detail = f"{owner.mode}: {', '.join(sorted(changes)) or 'nothing'} changed; {without_password(hook.url)}"
+    audit.record(session, owner.merchant_id, actor, "webhook.updated", "webhook", hook.id, detail)
     return hook
 
 
-def rotate_secret(session: Session, owner: Owner, ref: str) -> WebhookEndpoint:
+def rotate_secret(session: Session, owner: Owner, ref: str, *, actor: audit.Actor) -> WebhookEndpoint:
     """A new secret; the replaced one keeps signing beside it for ``SECRET_OVERLAP``, so a
     receiver can switch at its own pace (an older secret loses its overlap at once)."""
     hook = owned(session, WebhookEndpoint, ref, owner, what="webhook", lock=True)
@@ -89,7 +98,14 @@ def rotate_secret(session: Session, owner: Owner, ref: str) -> WebhookEndpoint:
     hook.previous_secret, hook.previous_secret_expires_at = hook.secret, now + SECRET_OVERLAP
     hook.secret = new_webhook_secret()
     hook.updated_at = now
+    audit.record(session, owner.merchant_id, actor, "webhook.secret_rotated", "webhook", hook.id, owner.mode)
     return hook
+
+
+def delete_webhook(session: Session, owner: Owner, ref: str, *, actor: audit.Actor) -> None:
+    """Hide the endpoint from get and list: nothing more is delivered to it."""
+    soft_delete(session, WebhookEndpoint, ref, owner, what="webhook")
+    audit.record(session, owner.merchant_id, actor, "webhook.deleted", "webhook", ref, owner.mode)
 
 
 def active_endpoints(session: Session, merchant_id: uuid.UUID, test_mode: bool) -> list[WebhookEndpoint]:

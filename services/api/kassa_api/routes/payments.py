@@ -10,6 +10,7 @@ from kassa_common import payments
 from kassa_common.paging import page_meta
 from kassa_common.payments import payment_object
 from kassa_common.transfers import transfers_of
+from kassa_api.actors import api_actor
 from kassa_api.auth import owner
 from kassa_api.deps import connection, db, deps, transaction
 from kassa_api.endpoint import endpoint, idempotency_key
@@ -70,5 +71,5 @@ def list_payments(query: ListPayments):
 @endpoint("Cancel a pending payment", scope="payments:create", tag="payments", response=PaymentOut, errors=(404, 409))
 def cancel_payment(ref: str):
     with transaction() as session:
-        payment = payments.cancel_payment(session, owner(), ref)
+        payment = payments.cancel_payment(session, owner(), ref, actor=api_actor())
     return payment_object(payment)

@@ -7,9 +7,10 @@ from flask import Blueprint
 from kassa_common import products, urls
 from kassa_common.fields import Deleted, ListPage
 from kassa_common.models import Product
-from kassa_common.owner import list_owned, owned, soft_delete
+from kassa_common.owner import list_owned, owned
 from kassa_common.paging import page_meta
 from kassa_common.products import CreateProduct, ProductOut, UpdateProduct, product_to_dict
+from kassa_api.actors import api_actor
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
@@ -28,7 +29,9 @@ def out(product: Product) -> dict:
 )
 def create_product(body: CreateProduct):
     with transaction() as session:
-        product = products.create_product(session, owner(), body.model_dump(), deps().settings.networks)
+        product = products.create_product(
+            session, owner(), body.model_dump(), deps().settings.networks, actor=api_actor()
+        )
     return out(product), 201
 
 
@@ -64,7 +67,7 @@ def get_product(ref: str):
 def update_product(ref: str, body: UpdateProduct):
     with transaction() as session:
         product = products.update_product(
-            session, owner(), ref, body.model_dump(exclude_unset=True), deps().settings.networks
+            session, owner(), ref, body.model_dump(exclude_unset=True), deps().settings.networks, actor=api_actor()
         )
     return out(product)
 
@@ -73,5 +76,5 @@ def update_product(ref: str, body: UpdateProduct):
 @endpoint("Delete a product", scope=SCOPE, tag="products", response=Deleted, envelope_kind="bare", errors=(404,))
 def delete_product(ref: str):
     with transaction() as session:
-        soft_delete(session, Product, ref, owner(), what="product")
+        products.delete_product(session, owner(), ref, actor=api_actor())
     return {"deleted": True}

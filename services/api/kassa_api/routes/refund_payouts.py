@@ -20,6 +20,7 @@ from kassa_common.fields import Strict
 from kassa_common.refunds import onchain, payouts
 from kassa_common.refunds.queries import find_refund
 from kassa_common.refunds.shape import RefundOut, refund_out
+from kassa_api.actors import api_actor
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
@@ -50,7 +51,7 @@ def complete(ref: str, body: CompleteRefund):
     reader = None if refund.test_mode else onchain.reader_for(settings.networks.get(refund.network))
     try:
         with transaction() as session:
-            done = payouts.complete_with_hash(session, who, refund.id, body.transaction_hash, reader)
+            done = payouts.complete_with_hash(session, who, refund.id, body.transaction_hash, reader, actor=api_actor())
             shown = refund_out(done, settings)
     finally:
         if reader is not None:

@@ -17,6 +17,7 @@ from kassa_common.refunds import transitions
 from kassa_common.refunds.queries import find_refund, refunds_of
 from kassa_common.refunds.shape import CreateRefund, RefundOut, refund_out
 from kassa_common.timefmt import utcnow
+from kassa_api.actors import api_actor
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, release_connection, transaction
 from kassa_api.endpoint import endpoint, idempotency_key
@@ -68,6 +69,7 @@ def create_refund(ref: str, body: CreateRefund):
             network=body.network,
             claim_days=s.refund_claim_days,
             refund_id=refund_id,
+            actor=api_actor(),
         )
         shown = refund_out(refund, s)
     return shown, 201
@@ -104,6 +106,6 @@ def get_refund(ref: str):
 def cancel_refund(ref: str):
     release_connection()
     with transaction() as session:
-        refund = transitions.cancel_refund(session, owner(), ref)
+        refund = transitions.cancel_refund(session, owner(), ref, actor=api_actor())
         shown = refund_out(refund, deps().settings)
     return shown

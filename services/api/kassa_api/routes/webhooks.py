@@ -6,10 +6,11 @@ from flask import Blueprint
 
 from kassa_common.fields import Deleted, ListPage
 from kassa_common.models import WebhookEndpoint
-from kassa_common.owner import list_owned, owned, soft_delete
+from kassa_common.owner import list_owned, owned
 from kassa_common.paging import page_meta
 from kassa_common.webhooks import endpoints
 from kassa_common.webhooks.endpoints import CreateWebhook, UpdateWebhook, WebhookOut, WebhookWithSecret, webhook_to_dict
+from kassa_api.actors import api_actor
 from kassa_api.auth import owner
 from kassa_api.deps import db, deps, transaction
 from kassa_api.endpoint import endpoint
@@ -34,7 +35,11 @@ def with_secret(hook: WebhookEndpoint) -> dict:
 def create_webhook(body: CreateWebhook):
     with transaction() as session:
         hook = endpoints.create_webhook(
-            session, owner(), body.model_dump(exclude_unset=True), deps().settings.sender.webhook_allow_private_urls
+            session,
+            owner(),
+            body.model_dump(exclude_unset=True),
+            deps().settings.sender.webhook_allow_private_urls,
+            actor=api_actor(),
         )
     return with_secret(hook), 201
 
@@ -71,6 +76,7 @@ def update_webhook(ref: str, body: UpdateWebhook):
             ref,
             body.model_dump(exclude_unset=True),
             deps().settings.sender.webhook_allow_private_urls,
+            actor=api_actor(),
         )
     return webhook_to_dict(hook)
 
@@ -81,7 +87,7 @@ def update_webhook(ref: str, body: UpdateWebhook):
 )
 def delete_webhook(ref: str):
     with transaction() as session:
-        soft_delete(session, WebhookEndpoint, ref, owner(), what="webhook")
+        endpoints.delete_webhook(session, owner(), ref, actor=api_actor())
     return {"deleted": True}
 
 
@@ -95,5 +101,5 @@ def delete_webhook(ref: str):
 )
 def rotate_secret(ref: str):
     with transaction() as session:
-        hook = endpoints.rotate_secret(session, owner(), ref)
+        hook = endpoints.rotate_secret(session, owner(), ref, actor=api_actor())
     return with_secret(hook)

@@ -13,7 +13,9 @@ from werkzeug.exceptions import HTTPException
 from kassa_api import csrf, query
 from kassa_api.routes.dashboard import (
     accounts,
+    audit,
     events,
+    invitations,
     keys,
     members,
     notifications,
@@ -48,6 +50,8 @@ for resource in (
     notifications,
     stores,
     members,
+    audit,
+    invitations,
 ):
     bp.register_blueprint(resource.bp)
 

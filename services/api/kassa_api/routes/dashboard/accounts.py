@@ -21,6 +21,7 @@ from flask import Blueprint, g, redirect, request, session, url_for
 from kassa_common.accounts import merchants, password_reset, stores, twofactor
 from kassa_common.errors import DomainError
 from kassa_common.models import Account
+from kassa_api.actors import link_actor
 from kassa_api.deps import db, deps, transaction
 from kassa_api.ratelimit import wait_text
 from kassa_api.routes.dashboard.common import login_required, render
@@ -114,7 +115,13 @@ def reset_password(token: str):
             if account is None:
                 return render("reset.html", 404, valid=False)
             new_password_problems(form.get("password", ""), form.get("confirm_password", "")).raise_any()
-            password_reset.reset(account, form.get("password", ""), form.get("confirm_password", ""))
+            password_reset.reset(
+                s,
+                account,
+                form.get("password", ""),
+                form.get("confirm_password", ""),
+                actor=link_actor(f"the password reset link of {account.email}"),
+            )
             account_id = account.id
     except (FormError, DomainError) as exc:
         return render("reset.html", 400, valid=True, **refusal(exc, ("password", "confirm_password")))

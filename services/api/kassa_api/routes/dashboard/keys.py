@@ -11,6 +11,7 @@ from kassa_common.accounts import keys
 from kassa_common.errors import DomainError
 from kassa_common.ids import parse_uuid
 from kassa_common.models import ApiKey
+from kassa_api.actors import dashboard_actor
 from kassa_api.deps import db, transaction
 from kassa_api.routes.dashboard.common import current_owner, login_required, not_found_as_404, render, unconfirmed
 from kassa_api.routes.dashboard.forms import FormError, Problems, refusal
@@ -38,7 +39,12 @@ def index():
         problems.raise_any()
         with transaction() as s:
             new_key = keys.create_key(
-                s, current_owner().merchant_id, mode, scopes, form.get("name", "").strip()[:100] or None
+                s,
+                current_owner().merchant_id,
+                mode,
+                scopes,
+                form.get("name", "").strip()[:100] or None,
+                actor=dashboard_actor(),
             ).key
     except (FormError, DomainError) as exc:
         return _page(422, **refusal(exc, FIELDS))
@@ -63,5 +69,5 @@ def revoke(key_id: str):
     if asking is not None:
         return asking
     with not_found_as_404(), transaction() as s:
-        keys.revoke_key(s, current_owner().merchant_id, key)
+        keys.revoke_key(s, current_owner().merchant_id, key, actor=dashboard_actor())
     return redirect(url_for("dashboard.keys.index"), 303)

@@ -15,6 +15,7 @@ from kassa_common.owner import Owner
 from kassa_common.paging import page_meta
 from kassa_common.timefmt import utcnow
 from kassa_api import query
+from kassa_api.actors import dashboard_actor
 from kassa_api.deps import read_db, read_sessions, transaction
 from kassa_api.routes.dashboard.common import (
     NO_PAYMENT,
@@ -107,7 +108,7 @@ def detail(ref: str):
 def cancel(ref: str):
     try:
         with not_found_as_404(NO_PAYMENT), transaction() as s:
-            payment = payments.cancel_payment(s, current_owner(), ref)
+            payment = payments.cancel_payment(s, current_owner(), ref, actor=dashboard_actor())
     except DomainError as exc:
         abort(409, description=exc.message)
     return redirect(url_for("dashboard.payments.detail", ref=payment.short_id), 303)

@@ -10,8 +10,9 @@ from flask import Blueprint, redirect, request, url_for
 from kassa_common import products, urls
 from kassa_common.errors import DomainError
 from kassa_common.models import Product
-from kassa_common.owner import list_owned, soft_delete
+from kassa_common.owner import list_owned
 from kassa_common.products import CreateProduct, UpdateProduct
+from kassa_api.actors import dashboard_actor
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import (
     LIST_SIZE,
@@ -73,7 +74,7 @@ def index():
     try:
         body = validated(CreateProduct, new_product_form())
         with transaction() as s:
-            products.create_product(s, owner, body.model_dump(), deps().settings.networks)
+            products.create_product(s, owner, body.model_dump(), deps().settings.networks, actor=dashboard_actor())
     except (FormError, DomainError) as exc:
         return _list_page(422, **refusal(exc, NEW_FIELDS))
     return redirect(url_for("dashboard.products.index"), 303)
@@ -88,7 +89,9 @@ def edit(ref: str):
     try:
         body = validated(UpdateProduct, product_changes_form())
         with transaction() as s:
-            products.update_product(s, owner, ref, body.model_dump(exclude_unset=True), deps().settings.networks)
+            products.update_product(
+                s, owner, ref, body.model_dump(exclude_unset=True), deps().settings.networks, actor=dashboard_actor()
+            )
     except (FormError, DomainError) as exc:
         return render("product.html", 422, product=product, link=share_link(product), **refusal(exc, EDIT_FIELDS))
     return redirect(url_for("dashboard.products.index"), 303)
@@ -108,5 +111,5 @@ def delete(ref: str):
     if asking is not None:
         return asking
     with not_found_as_404(NO_PRODUCT), transaction() as s:
-        soft_delete(s, Product, ref, owner, what="product")
+        products.delete_product(s, owner, ref, actor=dashboard_actor())
     return redirect(url_for("dashboard.products.index"), 303)

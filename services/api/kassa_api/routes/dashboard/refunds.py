@@ -21,6 +21,7 @@ from kassa_common.refunds.queries import list_refunds
 from kassa_common.refunds.shape import CreateRefund, payout_units, refund_out
 from kassa_common.statuses import RefundStatus
 from kassa_api import query
+from kassa_api.actors import dashboard_actor
 from kassa_api.checkout import qr_svg
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import current_owner, get_payment_or_404, login_required, render
@@ -108,7 +109,7 @@ def complete(refund_id: str):
     reader = None if refund.test_mode else onchain.reader_for(deps().settings.networks.get(refund.network))
     try:
         with transaction() as s:
-            payouts.complete_with_hash(s, current_owner(), refund.id, tx_hash, reader)
+            payouts.complete_with_hash(s, current_owner(), refund.id, tx_hash, reader, actor=dashboard_actor())
     except onchain.ChainUnavailable as exc:
         return _page(get_refund_or_404(refund_id), 503, error=f"{exc}. Try again in a moment.")
     except onchain.PayoutRefused as exc:  # what the hash names does not pay this refund
@@ -144,7 +145,7 @@ def cancel(refund_id: str):
         return _page(refund, 400, **unticked.context(["confirm"]))
     try:
         with transaction() as s:
-            refunds.cancel_refund(s, current_owner(), str(refund.id))
+            refunds.cancel_refund(s, current_owner(), str(refund.id), actor=dashboard_actor())
     except NotFound:
         abort(404, description=NO_REFUND)
     except DomainError as exc:
@@ -171,6 +172,7 @@ def create(ref: str):
                 body.reason,
                 network=body.network,
                 claim_days=settings.refund_claim_days,
+                actor=dashboard_actor(),
             )
             refund_id = refund.id
     except NotFound:

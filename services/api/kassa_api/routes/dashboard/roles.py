@@ -7,7 +7,7 @@ the least role it needs in the open store.
 - ``employee`` also makes and cancels payments, and makes and edits products.
 - ``manager`` also deletes products, refunds, manages webhooks and their deliveries, API keys,
   the store's settings and notifications, and sees the members; not wallets.
-- ``owner``: everything, wallets and members' roles included.
+- ``owner``: everything, wallets and members' roles included, and the audit log.
 
 ``common.login_required`` checks it before any view runs, so a refused action answers 403
 (the page says which role it needs) whether or not the object it names exists. A route with
@@ -38,6 +38,8 @@ LEAST_ROLE: dict[tuple[str, str], str] = {
     ("accounts.logout", "POST"): PUBLIC,
     ("wallets.cancel_by_link", "GET"): PUBLIC,
     ("wallets.cancel_by_link", "POST"): PUBLIC,
+    ("invitations.accept", "GET"): PUBLIC,
+    ("invitations.accept", "POST"): PUBLIC,
     # the account's own: its session, its login, the store it has open
     ("accounts.home", "GET"): VIEWER,
     ("accounts.switch_mode", "POST"): VIEWER,
@@ -91,8 +93,12 @@ LEAST_ROLE: dict[tuple[str, str], str] = {
     ("members.change_role", "POST"): OWNER,
     ("members.remove", "POST"): OWNER,
     ("members.two_factor", "POST"): OWNER,
+    ("members.invite", "POST"): OWNER,
+    ("members.revoke_invitation", "POST"): OWNER,
     ("wallets.index", "POST"): OWNER,
     ("wallets.cancel_pending", "POST"): OWNER,
+    ("audit.index", "GET"): OWNER,
+    ("audit.export", "GET"): OWNER,
 }
 
 

@@ -23,6 +23,7 @@ from flask import Blueprint, g, redirect, request, session, url_for
 from kassa_common.accounts import merchants, twofactor
 from kassa_common.errors import DomainError
 from kassa_common.pricing import terms
+from kassa_api.actors import dashboard_actor
 from kassa_api.deps import deps, transaction
 from kassa_api.routes.dashboard.accounts import new_password_problems
 from kassa_api.routes.dashboard.common import THROTTLED, login_required, render, step_up, step_up_wait
@@ -108,8 +109,8 @@ def change_password():
         problems.add("current_password", "the current password is wrong")
     try:
         problems.raise_any()
-        with transaction():
-            merchants.change_password(g.account, current, new)
+        with transaction() as s:
+            merchants.change_password(s, g.account, current, new, actor=dashboard_actor())
     except (FormError, DomainError) as exc:
         shown = refusal(exc, PASSWORD_FIELDS)
         return _page(400, errors=shown["errors"], password_error=shown["error"])
@@ -177,7 +178,11 @@ def enable_two_factor():
     secret = _pending_secret()
     with transaction() as s:
         wrong = step_up(s, request.form.get("password", ""))
-        codes = None if wrong else twofactor.enable(s, g.account, secret, request.form.get("code", "")[:20])
+        codes = (
+            None
+            if wrong
+            else twofactor.enable(s, g.account, secret, request.form.get("code", "")[:20], actor=dashboard_actor())
+        )
     if wrong == THROTTLED:
         return _two_factor_page(429, error=step_up_wait())
     if wrong:
@@ -204,7 +209,7 @@ def disable_two_factor():
     with transaction() as s:
         wrong = step_up(s, form.get("password", ""), form.get("code", ""))
         if wrong is None:
-            twofactor.disable(g.account)
+            twofactor.disable(s, g.account, actor=dashboard_actor())
     if wrong == THROTTLED:
         return _two_factor_page(429, error=step_up_wait())
     if wrong:

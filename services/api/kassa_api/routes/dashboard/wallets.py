@@ -23,6 +23,7 @@ from kassa_common.chains.forwarder import factory_address
 from kassa_common.errors import DomainError
 from kassa_common.payments.addresses import first_address, first_index
 from kassa_common.payments.gap import bitcoin_watch_only
+from kassa_api.actors import dashboard_actor, link_actor
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import (
     THROTTLED,
@@ -124,6 +125,7 @@ def index():
                 configured_hours=settings.web.wallet_change_hold_hours,
                 development=settings.development,
                 dashboard_url=settings.dashboard_url,
+                actor=dashboard_actor(),
             )
     except DomainError as exc:
         return _page(422, **refusal(exc, FIELDS))
@@ -141,7 +143,7 @@ def cancel_pending(change_id: str):
     except ValueError:
         return _page(404, error="No such pending change.")
     with transaction() as s:
-        wallet_changes.cancel_own(s, g.merchant.id, parsed)
+        wallet_changes.cancel_own(s, g.merchant.id, parsed, actor=dashboard_actor())
     return redirect(url_for("dashboard.wallets.index"), 303)
 
 
@@ -153,7 +155,7 @@ def cancel_by_link(token: str):
     POST with the page's CSRF token, so another site cannot post it either."""
     with transaction() as s:
         if request.method == "POST":
-            change = wallet_changes.cancel_by_token(s, token)
+            change = wallet_changes.cancel_by_token(s, token, actor=link_actor("the emailed cancel link"))
         else:  # GET or HEAD
             change = wallet_changes.pending_by_token(s, token)
         shown = {"mode": change.mode, "chain": change.chain, "applies_at": change.applies_at} if change else None

@@ -12,10 +12,11 @@ from sqlalchemy.orm import Session
 from kassa_common.errors import DomainError
 from kassa_common.messaging.messages import WEBHOOK_EVENTS
 from kassa_common.models import WebhookEndpoint
-from kassa_common.owner import Owner, list_owned, soft_delete
+from kassa_common.owner import Owner, list_owned
 from kassa_common.urls import without_password
 from kassa_common.webhooks import deliveries, endpoints
 from kassa_common.webhooks.endpoints import CreateWebhook
+from kassa_api.actors import dashboard_actor
 from kassa_api.deps import db, deps, transaction
 from kassa_api.routes.dashboard.common import (
     LIST_SIZE,
@@ -65,7 +66,11 @@ def index():
         body = validated(CreateWebhook, new_webhook_form())
         with transaction() as s:
             secret = endpoints.create_webhook(
-                s, owner, body.model_dump(exclude_unset=True), deps().settings.sender.webhook_allow_private_urls
+                s,
+                owner,
+                body.model_dump(exclude_unset=True),
+                deps().settings.sender.webhook_allow_private_urls,
+                actor=dashboard_actor(),
             ).secret
     except (FormError, DomainError) as exc:
         return _list_page(422, **refusal(exc, NEW_FIELDS))
@@ -84,7 +89,8 @@ def detail(ref: str):
 
 def _toggle_active(s: Session, owner: Owner, ref: str) -> None:
     active = get_webhook_or_404(ref).active
-    endpoints.update_webhook(s, owner, ref, {"active": not active}, deps().settings.sender.webhook_allow_private_urls)
+    allow_private = deps().settings.sender.webhook_allow_private_urls
+    endpoints.update_webhook(s, owner, ref, {"active": not active}, allow_private, actor=dashboard_actor())
 
 
 def _send_test(s: Session, owner: Owner, ref: str) -> None:
@@ -92,11 +98,11 @@ def _send_test(s: Session, owner: Owner, ref: str) -> None:
 
 
 def _rotate_secret(s: Session, owner: Owner, ref: str) -> str:
-    return endpoints.rotate_secret(s, owner, ref).secret
+    return endpoints.rotate_secret(s, owner, ref, actor=dashboard_actor()).secret
 
 
 def _delete(s: Session, owner: Owner, ref: str) -> None:
-    soft_delete(s, WebhookEndpoint, ref, owner, what="webhook")
+    endpoints.delete_webhook(s, owner, ref, actor=dashboard_actor())
 
 
 ACTIONS = {"active": _toggle_active, "test": _send_test, "rotate-secret": _rotate_secret, "delete": _delete}
