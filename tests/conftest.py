@@ -26,12 +26,12 @@ os.environ["KASSA_ENV_FILE"] = ""
 
 
 @contextmanager
-def fresh_database(tag: str):
-    """A new database migrated to head, dropped afterwards."""
+def fresh_database(tag: str, revision: str = "head"):
+    """A new database migrated to ``revision`` (default: head), dropped afterwards."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     name = f"kassa_test_{tag}{worker}_{secrets.token_hex(4)}"
     url = with_database(ADMIN_URL, name)
-    upgrade(url)
+    upgrade(url, revision)
     try:
         yield url
     finally:

@@ -14,6 +14,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
+from kassa_common.audit import OPERATOR
 from kassa_common.chains.evm import TRANSFER_TOPIC
 from kassa_common.chains.networks import shipped
 from kassa_common.errors import NotFound
@@ -371,7 +372,7 @@ class Node:
 
 
 def submit(db, refund, node, tx_hash):
-    return complete_with_hash(db, owner_of(refund), refund.id, tx_hash, Reader(BASE, node))
+    return complete_with_hash(db, owner_of(refund), refund.id, tx_hash, Reader(BASE, node), actor=OPERATOR)
 
 
 def test_a_submitted_transaction_of_at_least_the_amount_after_the_claim_completes_the_refund(db, good):
@@ -508,21 +509,21 @@ def test_only_a_claimed_live_refund_of_the_merchant_takes_a_hash(db, good):
     h = node.pay(good, int(refund.amount_units))
     for owner in (Owner(uuid.uuid4(), False, 60), Owner(refund.merchant_id, True, 60)):
         with pytest.raises(NotFound):
-            complete_with_hash(db, owner, refund.id, h, Reader(BASE, node))
+            complete_with_hash(db, owner, refund.id, h, Reader(BASE, node), actor=OPERATOR)
     with pytest.raises(NotFound):
-        complete_with_hash(db, owner_of(refund), "not-a-uuid", h, Reader(BASE, node))
+        complete_with_hash(db, owner_of(refund), "not-a-uuid", h, Reader(BASE, node), actor=OPERATOR)
     with pytest.raises(PayoutConflict, match="no BASE node is configured"):
-        complete_with_hash(db, owner_of(refund), str(refund.id), h, None)
+        complete_with_hash(db, owner_of(refund), str(refund.id), h, None, actor=OPERATOR)
     for bad in ("", "  ", "0x1234", None, "0x" + "g" * 64):
         with pytest.raises(PayoutRefused):
             submit(db, refund, node, bad)
     test_refund = claimed(db, good, live=False, tag=9)
     with pytest.raises(PayoutConflict, match="test-mode refund moves no funds"):
-        complete_with_hash(db, owner_of(test_refund), test_refund.id, h, Reader(BASE, node))
+        complete_with_hash(db, owner_of(test_refund), test_refund.id, h, Reader(BASE, node), actor=OPERATOR)
     p = paid(db, 100_000_000, test_mode=False)
     unclaimed = create_refund(db, p.owner, p.ref, Decimal(1))
     with pytest.raises(PayoutConflict, match="has not claimed it yet"):
-        complete_with_hash(db, p.owner, unclaimed.id, h, Reader(BASE, node))
+        complete_with_hash(db, p.owner, unclaimed.id, h, Reader(BASE, node), actor=OPERATOR)
     submit(db, refund, node, h)
     with pytest.raises(PayoutConflict, match=f"already completed by {h}"):
         submit(db, refund, node, h)

@@ -14,6 +14,7 @@ from decimal import Decimal
 import pytest
 import sqlalchemy as sa
 
+from kassa_common.audit import OPERATOR
 from kassa_common.db import unit_of_work
 from kassa_common.errors import InvalidRefund, InvalidTransition, NotFound, UnsupportedPair
 from kassa_common.models import Refund
@@ -80,7 +81,7 @@ def test_refunds_take_turns_on_what_is_left_and_a_canceled_one_gives_its_amount_
     assert create_refund(db, p.owner, p.ref, Decimal(5)).amount_units == 5_000_000  # exactly what is left
     with pytest.raises(InvalidTransition, match="nothing of this payment is refundable: no confirmed funds"):
         create_refund(db, p.owner, p.ref, None)
-    cancel_refund(db, p.owner, str(first.id))
+    cancel_refund(db, p.owner, str(first.id), actor=OPERATOR)
     assert create_refund(db, p.owner, p.ref, None).amount_units == 10_000_000
 
 
@@ -188,7 +189,7 @@ def test_a_claim_link_works_once_and_never_after_its_expiry_or_a_cancel(db, good
         claim_refund(db, late.claim_token, good, now=at(24 * 60))  # exactly at its expiry
     assert claim_refund(db, late.claim_token, good, now=at(24 * 60 - 1)).status == AWAITING_PAYMENT
     gone = create_refund(db, p.owner, p.ref, Decimal(1))
-    cancel_refund(db, p.owner, str(gone.id))
+    cancel_refund(db, p.owner, str(gone.id), actor=OPERATOR)
     with pytest.raises(InvalidTransition, match="CANCELED refund cannot be claimed"):
         claim_refund(db, gone.claim_token, good)
     assert [k for k, _ in events(db, refund)] == ["refund.created", "refund.claimed"]
@@ -209,15 +210,15 @@ def test_a_claim_decides_on_the_row_as_the_database_holds_it(db, good):
 def test_a_merchant_cancels_before_the_payout_is_seen_with_refund_canceled(db, good):
     p = paid(db)
     unclaimed = create_refund(db, p.owner, p.ref, Decimal(1), now=at(0))
-    done = cancel_refund(db, p.owner, str(unclaimed.id), now=at(3))
+    done = cancel_refund(db, p.owner, str(unclaimed.id), now=at(3), actor=OPERATOR)
     assert (done.status, done.canceled_at, done.updated_at) == (CANCELED, at(3), at(3))
     assert [k for k, _ in events(db, unclaimed)] == ["refund.created", "refund.canceled"]
     assert events(db, unclaimed)[1][1]["status"] == CANCELED
     claimed = create_refund(db, p.owner, p.ref, Decimal(1))
     claim_refund(db, claimed.claim_token, good)
-    assert cancel_refund(db, p.owner, str(claimed.id)).status == CANCELED
+    assert cancel_refund(db, p.owner, str(claimed.id), actor=OPERATOR).status == CANCELED
     with pytest.raises(InvalidTransition, match="CANCELED refund cannot be canceled"):
-        cancel_refund(db, p.owner, str(claimed.id))
+        cancel_refund(db, p.owner, str(claimed.id), actor=OPERATOR)
 
 
 def test_no_cancel_once_the_payout_is_seen_or_the_refund_completed(db, good):
@@ -228,11 +229,11 @@ def test_no_cancel_once_the_payout_is_seen_or_the_refund_completed(db, good):
     refund.transfer_ref, refund.confirmations = transfer_ref(tx_hash, 0, good), 1
     db.flush()
     with pytest.raises(InvalidTransition, match=rf"payout {tx_hash} is already seen on chain \(1 confirmation"):
-        cancel_refund(db, p.owner, str(refund.id))
+        cancel_refund(db, p.owner, str(refund.id), actor=OPERATOR)
     refund.status = COMPLETED
     db.flush()
     with pytest.raises(InvalidTransition, match="COMPLETED refund cannot be canceled"):
-        cancel_refund(db, p.owner, str(refund.id))
+        cancel_refund(db, p.owner, str(refund.id), actor=OPERATOR)
     assert fresh(db, refund).status == COMPLETED
 
 
@@ -241,7 +242,7 @@ def test_another_merchants_or_modes_refund_cannot_be_canceled(db):
     refund = create_refund(db, p.owner, p.ref, Decimal(1))
     for owner in (Owner(uuid.uuid4(), True, 60), Owner(p.owner.merchant_id, False, 60)):
         with pytest.raises(NotFound):
-            cancel_refund(db, owner, str(refund.id))
+            cancel_refund(db, owner, str(refund.id), actor=OPERATOR)
     assert fresh(db, refund).status == AWAITING_ADDRESS
 
 

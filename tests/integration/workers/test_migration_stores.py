@@ -4,7 +4,6 @@ and every id work as before, and the merchant is the owner of one store of its o
 
 from __future__ import annotations
 
-import os
 import secrets
 import uuid
 
@@ -17,7 +16,7 @@ from kassa_common.config import Settings
 from kassa_common.db import make_engine, make_session_factory, sqlalchemy_url, unit_of_work
 from kassa_common.migrate import alembic_config, upgrade
 from kassa_common.models import AuditEntry
-from tests.conftest import ADMIN_URL
+from tests.conftest import fresh_database
 from tests.support.api import API, PAYMENT
 from tests.support.dashboard import csrf_of
 from tests.support.refunds import settle_confirmed
@@ -27,16 +26,8 @@ PASSWORD = "old-merchant-pass"
 
 @pytest.fixture
 def database_at_0026():
-    name = f"kassa_test_mig{os.environ.get('PYTEST_XDIST_WORKER', 'main')}_{secrets.token_hex(4)}"
-    url = ADMIN_URL.rsplit("/", 1)[0] + "/" + name
-    upgrade(url, "0026")
-    try:
+    with fresh_database("mig_", "0026") as url:
         yield url
-    finally:
-        admin = sa.create_engine(sqlalchemy_url(ADMIN_URL), isolation_level="AUTOCOMMIT")
-        with admin.connect() as conn:
-            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        admin.dispose()
 
 
 def _app(base_env, url):
