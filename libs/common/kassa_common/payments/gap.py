@@ -36,6 +36,7 @@ key's payments.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -329,6 +330,35 @@ class WatchOnly:
                 "internal": internal,
             }
             for desc, internal in ((self.descriptors.receive, False), (self.descriptors.change, True))
+        ]
+
+    def lines(self) -> list[str]:
+        """The operator's text (``kassa wallet descriptor``): both descriptors, the key origin,
+        the gap and what to set, and the Bitcoin Core command that imports them."""
+        d, gap = self.descriptors, self.gap
+        origin = (
+            f"key origin: [{d.origin}]"
+            if d.origin
+            else "key origin: unknown (an account xpub does not carry its master key's fingerprint): the descriptors "
+            "watch without it; add --fingerprint F (your wallet shows it) to include it"
+        )
+        lines = [
+            "receive (the addresses Kassa hands out):",
+            f"  {d.receive}",
+            "change (for a wallet that also spends):",
+            f"  {d.change}",
+            origin,
+            "",
+            f"gap: {gap.summary()}",
+            *(f"  {line}" for line in gap.advice()),
+        ]
+        if not gap.over_default:
+            lines.append(f"  (the default gap limit of {DEFAULT_GAP_LIMIT} finds every payment so far)")
+        return [
+            *lines,
+            "",
+            "Bitcoin Core (a watch-only wallet: createwallet NAME true true):",
+            f"  importdescriptors '{json.dumps(self.import_request())}'",
         ]
 
     def to_json(self) -> dict[str, Any]:
