@@ -401,3 +401,15 @@ def test_a_live_crypto_product_without_a_wallet_cannot_be_bought_and_with_one_ca
     set_live_wallet(sessions, merchant.id)
     r = client.get(f"/products/{product['id']}")
     assert r.status_code == 200 and 'id="buy-form"' in r.get_data(as_text=True)
+
+
+def test_the_browser_wallet_button_carries_exactly_what_is_due_on_live_evm_payments_only(
+    client, merchant, live_merchant, create_payment
+):
+    live = create_payment(live_merchant, mode="live")  # 12.34 USDC on LOCAL_EVM
+    html = client.get(f"/pay/{live['short_id']}").get_data(as_text=True)
+    assert 'id="wallet-pay"' in html and 'data-units="12340000"' in html and "pages/wallet_pay.js" in html
+    assert f'data-to="{live["address"]}"' in html and 'data-chain-id="31337"' in html
+    assert re.search(r'data-token="0x[0-9a-fA-F]{40}"', html)
+    simulated = create_payment(merchant)  # a test payment moves no funds: nothing to send
+    assert 'id="wallet-pay"' not in client.get(f"/pay/{simulated['short_id']}").get_data(as_text=True)
