@@ -413,3 +413,24 @@ def test_the_browser_wallet_button_carries_exactly_what_is_due_on_live_evm_payme
     assert re.search(r'data-token="0x[0-9a-fA-F]{40}"', html)
     simulated = create_payment(merchant)  # a test payment moves no funds: nothing to send
     assert 'id="wallet-pay"' not in client.get(f"/pay/{simulated['short_id']}").get_data(as_text=True)
+
+
+def test_error_pages_lead_back_and_the_favicon_is_served(client):
+    came = client.get("/pay/NOSUCHPAY1", headers={"Referer": "https://shop.example/cart"})
+    html = came.get_data(as_text=True)
+    assert came.status_code == 404 and 'href="https://shop.example/cart"' in html and "Back to shop.example" in html
+    hostile = client.get("/pay/NOSUCHPAY1", headers={"Referer": "javascript:alert(1)"}).get_data(as_text=True)
+    assert "javascript:" not in hostile and 'id="way-back-hint"' in hostile
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.mimetype == "image/svg+xml"
+
+
+def test_without_javascript_the_checkout_claims_no_live_updates_and_hides_its_copy_buttons(
+    client, merchant, create_payment
+):
+    p = create_payment(merchant)
+    html = client.get(f"/pay/{p['short_id']}").get_data(as_text=True)
+    detail = re.search(r'<p id="status-detail"[^>]*>([^<]*)</p>', html).group(1)
+    assert "updates by itself" not in detail and "reload this page" in detail
+    assert all(" hidden>" in b for b in re.findall(r"<button[^>]*data-copy[^>]*>", html))
+    assert '<details id="cancel-payment"' in html and "Yes, cancel the payment" in html
