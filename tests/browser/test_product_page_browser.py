@@ -11,6 +11,7 @@ import requests
 from playwright.sync_api import expect
 from werkzeug.serving import make_server
 
+from tests.support.api import set_live_wallet
 from tests.support.axe import AXE
 from tests.support.browser_checkout import create_product
 from tests.support.screens import SIZES, looking, no_horizontal_scroll, open_page
@@ -87,7 +88,8 @@ def test_a_test_product_on_a_development_stack_offers_every_network_starting_on_
             context.close()
 
 
-def test_a_live_product_offers_only_the_networks_live_payments_can_use(stack, merchant, browser):
+def test_a_live_product_offers_only_the_networks_live_payments_can_use(stack, merchant, sessions, browser):
+    set_live_wallet(sessions, merchant.id)
     product = live_product(stack, merchant, "Blue mug")
     context, page = open_page(browser, SIZES["390x844"])
     try:
@@ -100,7 +102,10 @@ def test_a_live_product_offers_only_the_networks_live_payments_can_use(stack, me
         context.close()
 
 
-def test_outside_development_no_development_chain_is_offered(stack, merchant, browser, production, screenshots):
+def test_outside_development_no_development_chain_is_offered(
+    stack, merchant, sessions, browser, production, screenshots
+):
+    set_live_wallet(sessions, merchant.id)
     test_product = create_product(stack, merchant)
     live = live_product(stack, merchant, "Live mug")
     for name, size in SIZES.items():
@@ -140,3 +145,21 @@ def test_axe_finds_no_serious_problem_on_the_product_page(stack, merchant, brows
                 expect(page.get_by_text("Enter one valid email address")).to_be_visible()
                 look(f"{name}-refused-email")
             expect(page.locator(".amount")).to_contain_text("5 USDC on Base")
+
+
+@pytest.mark.skipif(not AXE.exists(), reason="axe-core is installed by npm ci (make deps)")
+def test_a_live_shop_without_a_wallet_tells_the_shopper_it_cannot_take_payments(stack, merchant, browser, screenshots):
+    """The merchant went live before setting a wallet: the shopper reads plain words and whom
+    to ask, with no form to fill in for nothing, and never an operator's command."""
+    product = live_product(stack, merchant, "Blue mug")
+    for size in SIZES:
+        with looking(browser, size, screenshots) as (page, look):
+            response = page.goto(product["share_link"])
+            assert response is not None and response.status == 503
+            expect(page.get_by_role("heading", level=1)).to_have_text("Blue mug")
+            expect(page.get_by_role("alert")).to_have_text(
+                "Acme Ltd cannot take payments right now. Please contact Acme Ltd to pay, or try again later."
+            )
+            expect(page.get_by_role("button", name="Pay", exact=True)).to_have_count(0)
+            assert "wallet" not in page.locator("body").inner_text().lower()
+            look("product-cannot-take-payments")

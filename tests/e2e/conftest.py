@@ -8,6 +8,7 @@ from kassa_common.db import make_engine, make_session_factory
 from tests.conftest import fresh_database
 from tests.support.bus import private_topology
 from tests.support.receiver import receiver  # noqa: F401  (fixture)
+from tests.support.smtp import smtp_server
 from tests.support.stack import Stack
 from tests.support.tcpproxy import TcpProxy
 
@@ -44,7 +45,7 @@ def broker_proxy():
 
 @pytest.fixture(scope="session")
 def stack(base_env, stack_database_url, broker_proxy, tmp_path_factory):
-    with private_topology(base_env["RABBITMQ_URL"]) as (prefix, _topo):
+    with private_topology(base_env["RABBITMQ_URL"]) as (prefix, _topo), smtp_server() as (_inbox, smtp_port):
         env = {
             **base_env,
             "DATABASE_URL": stack_database_url,
@@ -53,6 +54,7 @@ def stack(base_env, stack_database_url, broker_proxy, tmp_path_factory):
             "TEST_MODE_COMPLETE_SECONDS": "1",
             "WEBHOOK_RETRY_SCHEDULE": "1,1,1,1",
             "LOG_LEVEL": "INFO",
+            "SMTP_URL": f"smtp://127.0.0.1:{smtp_port}",  # the pages promise only what is sent
         }
         s = Stack(env, tmp_path_factory.mktemp("stack-logs")).start_all()
         yield s

@@ -4,6 +4,7 @@ checkout and product pages, and the QR code read off a checkout page."""
 from __future__ import annotations
 
 import io
+import re
 import uuid
 
 import requests
@@ -40,6 +41,12 @@ def create_product(stack, merchant, **fields) -> dict:
     r = requests.post(f"{stack.api}/products", json=body, headers=merchant.headers(), timeout=5)
     assert r.status_code == 201, r.text
     return r.json()["data"]
+
+
+def cancel_on_checkout(page) -> None:
+    """The customer's cancel: "Cancel payment" opens the confirmation, whose button cancels."""
+    page.locator("#cancel-payment summary").click()
+    page.get_by_role("button", name=re.compile("^Yes, cancel the payment")).click()
 
 
 def qr_text(page) -> str:

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import SQLAlchemyError
 
 from kassa_common import audit, cli_stores
-from kassa_common.accounts import keys, logins, merchants, stores, twofactor
+from kassa_common.accounts import keys, logins, merchants, password_reset, stores, twofactor
 from kassa_common.bootstrap import load_settings
 from kassa_common.cli_io import out, unit_of_work_for
 from kassa_common.config import Settings
@@ -78,6 +78,21 @@ def cmd_merchant_2fa(args, settings: Settings) -> None:
         data["logins_signed_out"] = signed_out
     text = f"merchant {data['email']}: two-factor sign-in {'on' if data['two_factor'] else 'off'}"
     out(args, data, text + (f"; {signed_out} login(s) signed out" if signed_out is not None else ""))
+
+
+def cmd_merchant_reset_password(args, settings: Settings) -> None:
+    """Print the link "Forgot your password?" emails, for a merchant who cannot get the email:
+    valid for ``password_reset.LIFETIME``, dead once used; nothing changes until it is used."""
+    secret = settings.web.secret_key
+    with unit_of_work_for(settings) as s:
+        account = stores.account_by_email(s, args.email)
+        token = password_reset.make_token(account, secret)
+        if password_reset.account_of(s, token, secret) is None:
+            raise ValueError(f"merchant {account.email} is banned: a reset link would not open")
+        url, email = f"{settings.dashboard_url}/reset/{token}", account.email
+    minutes = int(password_reset.LIFETIME.total_seconds() // 60)
+    text = f"{url}\n(a new password for {email} through this link: it works once, within {minutes} minutes)"
+    out(args, {"email": email, "reset_url": url, "valid_minutes": minutes}, text)
 
 
 def cmd_merchant_settings(args, settings: Settings) -> None:
@@ -172,7 +187,7 @@ def cmd_wallet_set(args, settings: Settings) -> None:
 
 def cmd_wallet_descriptor(args, settings: Settings) -> None:
     """The watch-only descriptors of the merchant's Bitcoin key, and the gap limit it needs."""
-    from kassa_common.payments.gap import DEFAULT_GAP_LIMIT, bitcoin_watch_only
+    from kassa_common.payments.gap import bitcoin_watch_only
 
     if args.chain != "bitcoin":
         raise ValueError("descriptors are for --chain bitcoin: an EVM wallet watches an account, not a script")
@@ -186,33 +201,10 @@ def cmd_wallet_descriptor(args, settings: Settings) -> None:
             + f": set one with `kassa wallet set --email {args.email} --mode {args.mode} "
             "--chain bitcoin --xpub ...`"
         )
-    d, gap = watch.descriptors, watch.gap
-    if gap.warning():
-        print(f"kassa: warning: {gap.warning()}", file=sys.stderr)
-    origin = (
-        f"key origin: [{d.origin}]"
-        if d.origin
-        else "key origin: unknown (an account xpub does not carry its master key's fingerprint): the descriptors "
-        "watch without it; add --fingerprint F (your wallet shows it) to include it"
-    )
-    lines = [
-        "receive (the addresses Kassa hands out):",
-        f"  {d.receive}",
-        "change (for a wallet that also spends):",
-        f"  {d.change}",
-        origin,
-        "",
-        f"gap: {gap.summary()}",
-        *(f"  {line}" for line in gap.advice()),
-    ]
-    if not gap.over_default:
-        lines.append(f"  (the default gap limit of {DEFAULT_GAP_LIMIT} finds every payment so far)")
-    lines += [
-        "",
-        "Bitcoin Core (a watch-only wallet: createwallet NAME true true):",
-        f"  importdescriptors '{json.dumps(watch.import_request())}'",
-    ]
-    out(args, {"email": args.email, "mode": args.mode, "chain": "bitcoin", **watch.to_json()}, "\n".join(lines))
+    if watch.gap.warning():
+        print(f"kassa: warning: {watch.gap.warning()}", file=sys.stderr)
+    data = {"email": args.email, "mode": args.mode, "chain": "bitcoin", **watch.to_json()}
+    out(args, data, "\n".join(watch.lines()))
 
 
 def _set_settlement_address(args, settings: Settings) -> None:
@@ -284,20 +276,20 @@ def build_parser() -> argparse.ArgumentParser:
     db = group("db", "the database schema")
     leaf(db, "upgrade", "migrate the database to the latest schema").set_defaults(run=cmd_db_upgrade)
 
-    merchant = group("merchant", "merchant accounts: create, activate, ban, two-factor, settings")
+    merchant = group("merchant", "merchant accounts: create, activate, ban, two-factor, password reset, settings")
     c = leaf(merchant, "create", "create a merchant account (--activate to let it sign in at once)")
-    c.add_argument("--email", required=True)
-    c.add_argument("--password", required=True)
-    c.add_argument("--business-name", required=True)
+    for required in ("--email", "--password", "--business-name"):
+        c.add_argument(required, required=True)
     c.add_argument("--activate", action="store_true")
     c.set_defaults(run=cmd_merchant_create)
-    for name, flag, value, text in (
-        ("activate", "activated", True, "let a signed-up merchant sign in and use the API (it is emailed so)"),
-        ("ban", "banned", True, "lock a merchant out of the dashboard and the API"),
+    for name, run, text in (
+        ("activate", _set_flag("activated", True), "let a signed-up merchant sign in and use the API (emailed so)"),
+        ("ban", _set_flag("banned", True), "lock a merchant out of the dashboard and the API"),
+        ("reset-password", cmd_merchant_reset_password, "print a one-time link (an hour) to choose a new password"),
     ):
         a = leaf(merchant, name, text)
         a.add_argument("email")
-        a.set_defaults(run=_set_flag(flag, value))
+        a.set_defaults(run=run)
     tf = leaf(merchant, "2fa", "two-factor sign-in of a merchant: show it, or --disable it")
     tf.add_argument("email")
     tf.add_argument("--disable", action="store_true", help="turn it off (the merchant enrols again)")

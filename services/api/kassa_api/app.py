@@ -41,7 +41,7 @@ def create_app(settings: Settings | None = None, *, engine=None) -> Flask:
         hops = settings.web.trusted_proxies
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops)  # type: ignore[method-assign]
     errors.init_app(app)
-    wiring.init_templates(app, settings.networks)
+    wiring.init_templates(app, settings.networks, emails_on=bool(settings.sender.smtp_url))
     _register_blueprints(app)
     wiring.init_hooks(app)
     return app

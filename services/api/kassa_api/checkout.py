@@ -24,6 +24,16 @@ def payment_uri(payment: Payment, network: Network | None) -> str:
     return uris.payment_request(network, payment.token, payment.address, remaining_units(payment), payment.decimals)
 
 
+def wallet_request(payment: Payment, network: Network | None) -> dict | None:
+    """What "Pay with browser wallet" (EIP-1193) sends for a live EVM payment: what is still
+    due in base units, the token's contract (None: the native coin) and the chain id to ask
+    the wallet for; None for a test payment (simulated, nothing to send) or a Bitcoin one."""
+    token = network.token(payment.token) if network is not None else None
+    if payment.test_mode or network is None or network.kind != "evm" or not network.chain_id or token is None:
+        return None
+    return {"units": str(remaining_units(payment)), "token": token.contract, "chain_id": network.chain_id}
+
+
 def qr_svg(uri: str) -> str:
     """An inline SVG (no XML declaration, no style attributes) of ``uri``."""
     qr = segno.make(uri, error="m", micro=False)

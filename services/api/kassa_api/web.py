@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from flask import Response, make_response, render_template
+from flask import Response, make_response, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
 CSP = (
@@ -51,9 +51,23 @@ def page(template: str, http_status: int = 200, *, form_targets: tuple[str | Non
     return secure(response, form_targets)
 
 
+def way_back() -> tuple[str, str] | None:
+    """Where an error page's link leads, and its words: the dashboard's home inside the
+    dashboard; elsewhere the page the person came from (an http(s) referrer, the shop's
+    page for a shopper who followed its link), or None when the browser sent none."""
+    if request.path == "/dashboard" or request.path.startswith("/dashboard/"):
+        return url_for("dashboard.accounts.home"), "Go to the dashboard"
+    came_from = request.referrer
+    if not came_from or origin(came_from) is None or came_from == request.url:
+        return None
+    if origin(came_from) == origin(request.url):
+        return came_from, "Back to the previous page"
+    return came_from, f"Back to {urlsplit(came_from).netloc}"
+
+
 def error_page(status: int, message: str | None = None) -> Response:
     title = TITLES.get(status, "Error")
-    return page("pages/error.html", status, title=title, message=message or title, status=status)
+    return page("pages/error.html", status, title=title, message=message or title, status=status, back=way_back())
 
 
 def http_error_page(exc: HTTPException) -> Response:

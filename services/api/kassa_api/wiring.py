@@ -58,8 +58,9 @@ def make_deps(web: Worker) -> deps.Deps:
     )
 
 
-def init_templates(app: Flask, registry: Registry) -> None:
-    """The filters and globals of every page and email: money, networks, explorers, forms."""
+def init_templates(app: Flask, registry: Registry, *, emails_on: bool = False) -> None:
+    """The filters and globals of every page and email: money, networks, explorers, forms,
+    and ``emails_on`` (SMTP_URL is set): a page says an email was sent only when one can be."""
 
     def network_label(name: str | None) -> str:
         """A network as people read it ("Base"), for every page and email."""
@@ -76,6 +77,7 @@ def init_templates(app: Flask, registry: Registry) -> None:
     app.jinja_env.filters["browser_name"] = words.browser_name
     app.jinja_env.globals["delivery_error"] = words.delivery_error
     app.jinja_env.globals["explorer_url"] = explorer_url
+    app.jinja_env.globals["emails_on"] = emails_on
     app.jinja_env.globals.update(forms.TEMPLATE_GLOBALS)  # a dashboard form's errors and typed values
 
 

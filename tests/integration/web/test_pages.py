@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from kassa_common.models import Event, Payment
 from kassa_common.statuses import TransferStatus
-from tests.support.api import API, LIVE_PAYMENT
+from tests.support.api import API, LIVE_PAYMENT, set_live_wallet
 from tests.support.dashboard import csrf_of
 from tests.support.transfers import report, settle
 
@@ -371,3 +371,69 @@ def test_the_open_in_wallet_button_carries_the_same_uri_as_the_qr_code(client, m
     uri = f"bitcoin:{btc['address']}?amount=0.001"
     assert f'<a id="open-wallet" class="btn btn-primary" href="{uri}">Open in wallet</a>' in html
     assert f'<a href="{uri}" aria-label="Open in a wallet app">' in html
+
+
+def test_a_live_shop_without_a_wallet_tells_the_shopper_in_plain_words(client, merchant, create_product):
+    """A merchant went live with no wallet: the shopper reads that the shop cannot take the
+    payment now and whom to ask, never the operator's error with its command; the API keeps
+    its documented error for the merchant's developer."""
+    product = create_product(merchant, mode="live", name="Blue mug")
+    page = client.get(f"/products/{product['id']}")
+    html = page.get_data(as_text=True)
+    assert page.status_code == 503 and "Blue mug" in html
+    assert "cannot take payments right now" in html and "Acme Ltd" in html
+    assert "wallet" not in html.lower() and "kassa " not in html and 'id="buy-form"' not in html
+    with client.session_transaction() as sess:
+        sess["_csrf"] = "t"
+    r = client.post(f"/products/{product['id']}", data={"csrf_token": "t", "pair": "LOCAL_EVM:USDC"})
+    html = r.get_data(as_text=True)
+    assert r.status_code == 503 and "cannot take payments right now" in html and "Nothing was charged" in html
+    assert "wallet" not in html.lower() and "kassa " not in html
+    api = client.post(f"{API}/payments", json=LIVE_PAYMENT, headers=merchant.headers("live"))
+    assert api.status_code == 422 and "kassa wallet set" in api.get_json()["error"]["message"]
+    listed = client.get(f"{API}/payments", headers=merchant.headers("live")).get_json()
+    assert listed["data"]["meta"]["total"] == 0
+
+
+def test_a_live_crypto_product_without_a_wallet_cannot_be_bought_and_with_one_can(
+    client, merchant, sessions, create_product
+):
+    product = create_product(merchant, mode="live", currency_type="CRYPTO", price=5, token="USDC", network="LOCAL_EVM")
+    r = client.get(f"/products/{product['id']}")
+    assert r.status_code == 503 and "cannot take payments right now" in r.get_data(as_text=True)
+    set_live_wallet(sessions, merchant.id)
+    r = client.get(f"/products/{product['id']}")
+    assert r.status_code == 200 and 'id="buy-form"' in r.get_data(as_text=True)
+
+
+def test_the_browser_wallet_button_carries_exactly_what_is_due_on_live_evm_payments_only(
+    client, merchant, live_merchant, create_payment
+):
+    live = create_payment(live_merchant, mode="live")  # 12.34 USDC on LOCAL_EVM
+    html = client.get(f"/pay/{live['short_id']}").get_data(as_text=True)
+    assert 'id="wallet-pay"' in html and 'data-units="12340000"' in html and "pages/wallet_pay.js" in html
+    assert f'data-to="{live["address"]}"' in html and 'data-chain-id="31337"' in html
+    assert re.search(r'data-token="0x[0-9a-fA-F]{40}"', html)
+    simulated = create_payment(merchant)  # a test payment moves no funds: nothing to send
+    assert 'id="wallet-pay"' not in client.get(f"/pay/{simulated['short_id']}").get_data(as_text=True)
+
+
+def test_error_pages_lead_back_and_the_favicon_is_served(client):
+    came = client.get("/pay/NOSUCHPAY1", headers={"Referer": "https://shop.example/cart"})
+    html = came.get_data(as_text=True)
+    assert came.status_code == 404 and 'href="https://shop.example/cart"' in html and "Back to shop.example" in html
+    hostile = client.get("/pay/NOSUCHPAY1", headers={"Referer": "javascript:alert(1)"}).get_data(as_text=True)
+    assert "javascript:" not in hostile and 'id="way-back-hint"' in hostile
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.mimetype == "image/svg+xml"
+
+
+def test_without_javascript_the_checkout_claims_no_live_updates_and_hides_its_copy_buttons(
+    client, merchant, create_payment
+):
+    p = create_payment(merchant)
+    html = client.get(f"/pay/{p['short_id']}").get_data(as_text=True)
+    detail = re.search(r'<p id="status-detail"[^>]*>([^<]*)</p>', html).group(1)
+    assert "updates by itself" not in detail and "reload this page" in detail
+    assert all(" hidden>" in b for b in re.findall(r"<button[^>]*data-copy[^>]*>", html))
+    assert '<details id="cancel-payment"' in html and "Yes, cancel the payment" in html

@@ -5,6 +5,7 @@ login signed out by the new password."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from urllib.parse import urlsplit
@@ -30,7 +31,12 @@ NEW_PASSWORD = "a-new-pass-42"
 
 @pytest.fixture
 def configured(settings):
-    return settings.with_(dashboard_url=DASHBOARD, web={"operator_email": OPERATOR, "signups_per_hour": 3})
+    """A server that sends email (the web app only writes it; the notifier of ``inbox`` sends it)."""
+    return settings.with_(
+        dashboard_url=DASHBOARD,
+        web={"operator_email": OPERATOR, "signups_per_hour": 3},
+        sender={"smtp_url": "smtp://127.0.0.1:25"},
+    )
 
 
 @pytest.fixture
@@ -219,3 +225,60 @@ def test_the_operator_activating_a_sign_up_emails_the_merchant_once(
             sa.select(Notification).where(Notification.kind == "activated", Notification.recipient == email)
         )
         assert len(list(sent)) == 1
+
+
+def test_the_operator_prints_a_reset_link_that_works_once_for_a_merchant_without_email(
+    app, sessions, database_url, monkeypatch, capsys
+):
+    """No SMTP server, a merchant locked out: ``kassa merchant reset-password EMAIL`` prints the
+    link the email would carry (one use, an hour), and the password is unchanged until it is used."""
+    email = merchant_with_password(sessions)
+    laptop = app.test_client()
+    log_in(laptop, email)
+    kassa = cli_runner(
+        monkeypatch, capsys, {"DATABASE_URL": database_url, "KASSA_ENV": "development", "DASHBOARD_URL": DASHBOARD}
+    )
+    code, out, err = kassa("--json", "merchant", "reset-password", email.upper())
+    assert code == 0, err
+    printed = json.loads(out)
+    assert printed["email"] == email and printed["valid_minutes"] == 60
+    assert printed["reset_url"].startswith(f"{DASHBOARD}/reset/")
+    assert can_log_in(app.test_client(), email, PASSWORD)  # nothing changed yet
+
+    code, out, _ = kassa("merchant", "reset-password", email)
+    assert code == 0 and out.startswith(f"{DASHBOARD}/reset/") and "works once, within 60 minutes" in out
+    path = urlsplit(printed["reset_url"]).path
+    r = choose(app.test_client(), path)
+    assert r.status_code == 200 and "every login was signed out" in r.get_data(as_text=True)
+    assert laptop.get("/dashboard/payments").status_code == 303
+    assert can_log_in(app.test_client(), email, NEW_PASSWORD)
+    assert choose(app.test_client(), path, password="third-pass-99").status_code == 404  # once
+    assert choose(app.test_client(), urlsplit(out.split()[0]).path).status_code == 404  # every earlier link dies
+
+    code, _, err = kassa("merchant", "reset-password", "nobody-here@example.com")
+    assert code == 1 and "nobody-here@example.com" in err
+
+
+def test_without_smtp_the_pages_promise_no_email(configured, engine, sessions):
+    """A server without SMTP_URL sends no email: the forgot page says so and whom to ask
+    instead of offering a link that never comes; the notifications page says nothing is sent.
+    With SMTP_URL the same pages offer and promise the email."""
+    quiet = create_app(configured.with_(sender={"smtp_url": None}), engine=engine).test_client()
+    page = quiet.get("/dashboard/forgot").get_data(as_text=True)
+    assert "sends no email" in page and "kassa merchant reset-password" in page
+    assert "Email me a link" not in page and "we send" not in page
+    with quiet.session_transaction() as sess:
+        sess["_csrf"] = "t"
+    answer = quiet.post("/dashboard/forgot", data={"csrf_token": "t", "email": "a@example.com"})
+    assert "we sent" not in answer.get_data(as_text=True) and "sends no email" in answer.get_data(as_text=True)
+    email = merchant_with_password(sessions)
+    log_in(quiet, email)
+    assert "sends no email" in quiet.get("/dashboard/notifications").get_data(as_text=True)
+
+    mailing = create_app(configured, engine=engine).test_client()
+    page = mailing.get("/dashboard/forgot").get_data(as_text=True)
+    assert "Email me a link" in page and "sends no email" not in page
+    answer = ask_reset(mailing, "a@example.com").get_data(as_text=True)
+    assert "we sent it an email" in answer
+    log_in(mailing, email)
+    assert "sends no email" not in mailing.get("/dashboard/notifications").get_data(as_text=True)

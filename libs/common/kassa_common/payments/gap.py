@@ -37,6 +37,7 @@ key's payments.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -343,6 +344,31 @@ class WatchOnly:
                 "internal": internal,
             }
             for desc, internal in ((self.descriptors.receive, False), (self.descriptors.change, True))
+        ]
+
+    def lines(self) -> list[str]:
+        """``kassa wallet descriptor``'s text: the descriptors, key origin, gap, import command."""
+        d, gap = self.descriptors, self.gap
+        origin = (
+            f"key origin: [{d.origin}]"
+            if d.origin
+            else "key origin: unknown (an account xpub does not carry its master key's fingerprint): the descriptors "
+            "watch without it; add --fingerprint F (your wallet shows it) to include it"
+        )
+        enough = f"  (the default gap limit of {DEFAULT_GAP_LIMIT} finds every payment so far)"
+        return [
+            "receive (the addresses Kassa hands out):",
+            f"  {d.receive}",
+            "change (for a wallet that also spends):",
+            f"  {d.change}",
+            origin,
+            "",
+            f"gap: {gap.summary()}",
+            *(f"  {line}" for line in gap.advice()),
+            *([] if gap.over_default else [enough]),
+            "",
+            "Bitcoin Core (a watch-only wallet: createwallet NAME true true):",
+            f"  importdescriptors '{json.dumps(self.import_request())}'",
         ]
 
     def to_json(self) -> dict[str, Any]:

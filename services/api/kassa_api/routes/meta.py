@@ -77,6 +77,13 @@ def root():
     return redirect(url_for("dashboard.accounts.home"), 302)
 
 
+@bp.get("/favicon.ico")
+def favicon():
+    """The icon browsers ask every site for (pages name ``static/favicon.svg`` too)."""
+    assert current_app.static_folder is not None  # the app's static/ folder
+    return send_from_directory(current_app.static_folder, "favicon.svg", mimetype="image/svg+xml", max_age=86400)
+
+
 @bp.get("/healthz")
 def healthz():
     return {"status": "ok"}

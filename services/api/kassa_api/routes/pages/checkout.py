@@ -18,6 +18,7 @@ from kassa_api.checkout import (
     short_hash,
     status_words,
     time_left,
+    wallet_request,
     why_not_canceled,
 )
 from kassa_api.deps import db, deps, transaction
@@ -50,6 +51,7 @@ def _checkout_page(payment, http_status: int = 200, notice: str | None = None):
         status=payments.public_view(payment, cancelable=cancelable),
         uri=uri,
         qr=qr_svg(uri),
+        wallet=wallet_request(payment, network),
         business_name=merchant.business_name,
         open=payment.status in payments.OPEN,
         cancelable=cancelable,

@@ -1,19 +1,47 @@
 """A product's page (/products/<id>): the product, the pairs it can be paid with, and the
-purchase that starts a payment and sends the customer to its checkout."""
+purchase that starts a payment and sends the customer to its checkout.
+
+A live shop that cannot take a payment (no wallet for the chain) tells the shopper so in
+plain words with a 503, never the operator's error; the log keeps the reason for the operator."""
 
 from __future__ import annotations
+
+import logging
 
 from flask import redirect, request
 
 from kassa_common import payments
+from kassa_common.accounts import merchants
 from kassa_common.emails import is_valid_email
-from kassa_common.errors import DomainError, RateNotAvailable
+from kassa_common.errors import DomainError, RateNotAvailable, WalletNotConfigured
 from kassa_common.ids import parse_uuid
 from kassa_common.models import Merchant, Product
 from kassa_api.checkout import default_pair, networks_for
 from kassa_api.deps import db, deps, make_owner, transaction
 from kassa_api.routes.pages.common import bp
 from kassa_api.web import error_page, page
+
+log = logging.getLogger(__name__)
+
+
+def cannot_pay(merchant: Merchant, tried: bool = False) -> str:
+    """The shopper's words when the shop cannot take a payment now (nothing they can fix);
+    ``tried``: they pressed Pay, and learn that nothing was charged."""
+    name = merchant.business_name
+    charged = " Nothing was charged." if tried else ""
+    return (
+        f"{name or 'This shop'} cannot take payments right now.{charged} "
+        f"Please contact {name or 'the shop'} to pay, or try again later."
+    )
+
+
+def _payable(product: Product, merchant: Merchant, pairs: list) -> list:
+    """The pairs a payment can be made with now: in live mode only on the chains the merchant
+    has a wallet for (test payments derive from the published test keys)."""
+    if product.test_mode:
+        return pairs
+    chains = set(merchants.wallets(db(), merchant.id, "live"))
+    return [(n, t) for n, t in pairs if n.kind in chains]
 
 
 def _product_or_error(product_id: str):
@@ -30,6 +58,13 @@ def _product_or_error(product_id: str):
 def _product_page(product: Product, merchant: Merchant, status: int = 200, error: str | None = None):
     s = deps().settings
     pairs = [(n, t) for n in networks_for(s.networks, product.test_mode, s.development) for t in n.tokens]
+    pairs = _payable(product, merchant, pairs)
+    if product.currency_type == "CRYPTO":
+        payable = any(n.name == product.network for n, _ in pairs)
+    else:
+        payable = bool(pairs)
+    if not payable:
+        status, error = 503, error or cannot_pay(merchant)
     return page(
         "pages/product.html",
         status,
@@ -37,6 +72,7 @@ def _product_page(product: Product, merchant: Merchant, status: int = 200, error
         product=product,
         business_name=merchant.business_name,
         pairs=pairs,
+        payable=payable,
         error=error,
         price_text=format(product.price.normalize(), "f"),
         chosen=request.form.get("pair") or default_pair(pairs),
@@ -87,6 +123,9 @@ def buy(product_id: str):
         response = _product_page(product, merchant, 503, exc.message)
         response.headers["Retry-After"] = str(exc.retry_after)
         return response
+    except WalletNotConfigured as exc:  # the merchant's to fix: the shopper reads plain words
+        log.warning("product %s: live payment refused: %s", product.id, exc.message)
+        return _product_page(product, merchant, 503, cannot_pay(merchant, tried=True))
     except DomainError as exc:
         return _product_page(product, merchant, 422, exc.message)
     return redirect(created.payment["checkout_url"], 303)

@@ -17,7 +17,8 @@
   var backUrl = root.getAttribute("data-back-url");
   var watchKey = "kassa:watching:" + root.getAttribute("data-short-id");
   var OPEN = { pending: true, partially_paid: true };
-  var cancelForm = document.getElementById("cancel-form");
+  var cancelBox = document.getElementById("cancel-payment");
+  var detail = document.getElementById("status-detail");
   var confirmations = document.getElementById("confirmations");
   var countdown = document.getElementById("countdown");
   var reloading = false;
@@ -48,7 +49,7 @@
       return;
     }
     if (confirmations) { confirmations.textContent = s.confirmations + "/" + s.required_confirmations; }
-    if (cancelForm) { cancelForm.hidden = !s.cancelable; }
+    if (cancelBox) { cancelBox.hidden = !s.cancelable; }
     if (s.expires_at) { expiresAt = Date.parse(s.expires_at); }
   }
 
@@ -67,6 +68,8 @@
 
   if (OPEN[renderedState]) {
     remember(true);
+    /* the server's words are right without JavaScript ("reload this page"); with it, the page updates itself */
+    if (detail && detail.getAttribute("data-live-text")) { detail.textContent = detail.getAttribute("data-live-text"); }
     if (countdown) { tick(); window.setInterval(tick, 1000); }
     poll();
     window.setInterval(poll, 2500);

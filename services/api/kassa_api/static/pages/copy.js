@@ -1,4 +1,5 @@
-/* Copy buttons: <button data-copy="ID"> copies the text of the element with that id. */
+/* Copy buttons: <button data-copy="ID"> copies the text of the element with that id. A page
+   may render them hidden (they do nothing without JavaScript): they are shown here. */
 (function () {
   "use strict";
 
@@ -26,5 +27,6 @@
 
   Array.prototype.forEach.call(document.querySelectorAll("button[data-copy]"), function (b) {
     b.addEventListener("click", function () { copy(b); });
+    b.hidden = false;
   });
 }());

@@ -1,14 +1,22 @@
-/* The dashboard's "Pay with browser wallet" button on a claimed EVM refund: asks the
-   injected EIP-1193 provider (window.ethereum) for an account, switches it to the refund's
-   chain, and sends the payout (native value, or an ERC-20 transfer(address,uint256) call).
-   The hash it gets back goes into the page's transaction hash form; the chain watcher
-   completes the refund once the payout has its confirmations either way. */
+/* "Pay with browser wallet" (the checkout's payment, the dashboard's refund payout): asks the
+   injected EIP-1193 provider (window.ethereum) for an account, switches it to the chain the
+   button names (wallet_switchEthereumChain), and sends exactly what is due: native value, or
+   an ERC-20 transfer(address,uint256) call of the token's base units. The button carries it
+   all: data-to, data-units, data-token (the contract; empty for the native coin),
+   data-chain-id. A button in a hidden box is shown only when a provider is present (the QR
+   code and the wallet link stay for everyone else). The hash it gets back goes into a
+   #transaction_hash field when the page has one; either way the chain watcher sees the
+   transfer and completes what it pays. */
 (function () {
   "use strict";
 
   var button = document.getElementById("wallet-pay");
   var status = document.getElementById("wallet-status");
   if (!button || !status) { return; }
+
+  function provider() {
+    return window.ethereum && typeof window.ethereum.request === "function" ? window.ethereum : null;
+  }
 
   function say(text, bad) {
     status.textContent = text;
@@ -20,11 +28,11 @@
   function hexUnits(decimal) { return "0x" + BigInt(decimal).toString(16); }
 
   function request(method, params) {
-    return window.ethereum.request({ method: method, params: params || [] });
+    return provider().request({ method: method, params: params || [] });
   }
 
   function pay() {
-    if (!window.ethereum || typeof window.ethereum.request !== "function") {
+    if (!provider()) {
       say("No browser wallet found: install one (MetaMask, Rabby, …) or pay from any wallet with the address and amount above.", true);
       return;
     }
@@ -50,7 +58,7 @@
         : { from: from, to: to, value: hexUnits(units) };
       return request("eth_sendTransaction", [tx]);
     }).then(function (hash) {
-      say("Sent: " + hash + ". The refund completes once it has its confirmations.");
+      say("Sent: " + hash + ". It completes once the transfer has its confirmations.");
       var field = document.getElementById("transaction_hash");
       if (field) { field.value = hash; }
       button.disabled = false;
@@ -60,5 +68,11 @@
     });
   }
 
+  function reveal() {
+    if (provider() && button.parentElement) { button.parentElement.hidden = false; }
+  }
+
   button.addEventListener("click", pay);
+  reveal();
+  window.addEventListener("ethereum#initialized", reveal, { once: true });  /* a provider injected late */
 }());
