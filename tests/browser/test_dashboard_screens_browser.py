@@ -191,7 +191,7 @@ def test_every_dashboard_page_reads_right(size, stack, shop, browser, screenshot
 
         page.goto(f"{base}/wallets")
         heading(page, "Wallets (test mode)")
-        expect(page.get_by_label("Extended public key")).to_have_count(2)  # EVM and Bitcoin
+        expect(page.get_by_label("Extended public key")).to_have_count(3)  # EVM, Bitcoin and Litecoin
         look("dashboard-wallets")
 
         for path, title in (

@@ -45,7 +45,7 @@ def broker_proxy():
 
 @pytest.fixture(scope="session")
 def stack(base_env, stack_database_url, broker_proxy, tmp_path_factory):
-    with private_topology(base_env["RABBITMQ_URL"]) as (prefix, _topo), smtp_server() as (_inbox, smtp_port):
+    with private_topology(base_env["RABBITMQ_URL"]) as (prefix, _topo), smtp_server() as (inbox, smtp_port):
         env = {
             **base_env,
             "DATABASE_URL": stack_database_url,
@@ -57,5 +57,6 @@ def stack(base_env, stack_database_url, broker_proxy, tmp_path_factory):
             "SMTP_URL": f"smtp://127.0.0.1:{smtp_port}",  # the pages promise only what is sent
         }
         s = Stack(env, tmp_path_factory.mktemp("stack-logs")).start_all()
+        s.inbox = inbox  # what the stack's notifier sent
         yield s
         s.stop_all()

@@ -14,6 +14,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import requests
 
@@ -34,6 +35,7 @@ def free_port() -> int:
 
 class Stack:
     def __init__(self, env: dict[str, str], log_dir: Path) -> None:
+        self.inbox: Any = None  # the SMTP server's inbox, when the stack has one (tests/support/smtp.py)
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = procfile.with_this_python(
