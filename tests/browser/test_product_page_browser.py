@@ -17,7 +17,7 @@ from tests.support.browser_checkout import create_product
 from tests.support.screens import SIZES, looking, no_horizontal_scroll, open_page
 
 DEV_CHAINS = ("LOCAL_EVM", "LOCAL_EVM_2", "BITCOIN_REGTEST")
-PUBLIC_CHAINS = ("ETHEREUM", "BASE", "POLYGON", "ARBITRUM", "OPTIMISM", "BSC", "BITCOIN")
+PUBLIC_CHAINS = ("ETHEREUM", "BASE", "POLYGON", "ARBITRUM", "OPTIMISM", "BSC", "BITCOIN", "LITECOIN")
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_a_test_product_on_a_development_stack_offers_every_network_starting_on_
             expect(page.get_by_label("Pay with")).to_be_visible()
             expect(page.get_by_label("Email for your receipt (optional)")).to_be_visible()
             values, labels, chosen = offered(page)
-            assert chains(values) == set(PUBLIC_CHAINS) | {"LOCAL_EVM", "BITCOIN_REGTEST"}
+            assert chains(values) == set(PUBLIC_CHAINS) | {"LOCAL_EVM", "BITCOIN_REGTEST", "LOCAL_LITECOIN"}
             assert chosen == "ETHEREUM:USDC" and "USDC on Ethereum" in labels
             assert "USDC on Base" in labels and not [label for label in labels if "_" in label]  # people's names
             assert no_horizontal_scroll(page)

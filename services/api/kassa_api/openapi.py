@@ -161,16 +161,22 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]
             }
         ]
 
-    def precision(network) -> list[dict[str, Any]]:  # a CRYPTO price has at most the token's decimals
+    def precision() -> list[dict[str, Any]]:  # a CRYPTO price has at most the token's decimals
+        # One rule per token and decimals (its networks listed), not per network: the branches
+        # stay few as networks are added, within what generators of test data can expand.
+        where: dict[tuple[str, int], list[str]] = {}
+        for n in networks:
+            for t in n.tokens:
+                where.setdefault((t.symbol, t.decimals), []).append(n.name)
         return [
             {
                 "if": {
-                    "properties": {"network": {"const": network.name}, "token": {"const": t.symbol}},
+                    "properties": {"network": {"enum": names}, "token": {"const": symbol}},
                     "required": ["network", "token"],
                 },
-                "then": {"properties": {"price": {"multipleOf": float(f"1e-{t.decimals}")}}},
+                "then": {"properties": {"price": {"multipleOf": float(f"1e-{decimals}")}}},
             }
-            for t in network.tokens
+            for (symbol, decimals), names in where.items()
         ]
 
     def priced_in(kind: str) -> dict[str, Any]:  # the product's currency_type is CRYPTO or FIAT
@@ -219,7 +225,7 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]
                 "then": {
                     "required": ["token", "network"],
                     "properties": {"token": {"type": "string"}, "network": {"type": "string"}},
-                    "allOf": [rule for n in networks for rule in precision(n)],
+                    "allOf": precision(),
                 },
                 "else": in_cents(),
             },
