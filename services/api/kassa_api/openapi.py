@@ -146,6 +146,26 @@ def _whole(field: str, codes: list[str]) -> list[dict[str, Any]]:
     )
 
 
+def _precision(networks: list) -> list[dict[str, Any]]:
+    """A CRYPTO price has at most its token's decimals: one rule per token and decimals (its
+    networks listed), not per network, so the branches stay few as networks are added, within
+    what generators of test data can expand."""
+    where: dict[tuple[str, int], list[str]] = {}
+    for n in networks:
+        for t in n.tokens:
+            where.setdefault((t.symbol, t.decimals), []).append(n.name)
+    return [
+        {
+            "if": {
+                "properties": {"network": {"enum": names}, "token": {"const": symbol}},
+                "required": ["network", "token"],
+            },
+            "then": {"properties": {"price": {"multipleOf": float(f"1e-{decimals}")}}},
+        }
+        for (symbol, decimals), names in where.items()
+    ]
+
+
 def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]) -> None:
     """State in the document the rules the server checks across fields, so a request valid
     by the document is never refused for them: exactly one of amount or product_id; each
@@ -159,24 +179,6 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]
                 "if": {"properties": {"network": {"const": network.name}}, "required": ["network"]},
                 "then": {"properties": {"token": {"enum": tokens + ([None] if nullable else [])}}},
             }
-        ]
-
-    def precision() -> list[dict[str, Any]]:  # a CRYPTO price has at most the token's decimals
-        # One rule per token and decimals (its networks listed), not per network: the branches
-        # stay few as networks are added, within what generators of test data can expand.
-        where: dict[tuple[str, int], list[str]] = {}
-        for n in networks:
-            for t in n.tokens:
-                where.setdefault((t.symbol, t.decimals), []).append(n.name)
-        return [
-            {
-                "if": {
-                    "properties": {"network": {"enum": names}, "token": {"const": symbol}},
-                    "required": ["network", "token"],
-                },
-                "then": {"properties": {"price": {"multipleOf": float(f"1e-{decimals}")}}},
-            }
-            for (symbol, decimals), names in where.items()
         ]
 
     def priced_in(kind: str) -> dict[str, Any]:  # the product's currency_type is CRYPTO or FIAT
@@ -225,7 +227,7 @@ def _cross_field_rules(schemas: dict[str, Any], networks: list, codes: list[str]
                 "then": {
                     "required": ["token", "network"],
                     "properties": {"token": {"type": "string"}, "network": {"type": "string"}},
-                    "allOf": precision(),
+                    "allOf": _precision(networks),
                 },
                 "else": in_cents(),
             },
